@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs every Debian package mlengine builds, tests and runs with.
+# Idempotent: packages already present are skipped; apt-get runs only when
+# something is missing. Needs root (CI and the dev machines run as root).
+set -euo pipefail
+
+PKGS=(
+  build-essential cmake pkg-config
+  libboost-dev libboost-system-dev libboost-program-options-dev
+  nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev sqlite3
+  libabsl-dev libcli11-dev libspdlog-dev libfmt-dev
+  libcurl4-openssl-dev libarchive-dev libssl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-venv python3-pip python3-setuptools
+  python3-googleapi python3-yaml
+  python3-numpy python3-sklearn python3-torch
+  procps curl
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]}" >&2
+  echo "install-deps: run as root (or: sudo $0)" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,294 @@
+#include "absl/strings/string_view.h"
+#include "api/api_router.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "codec/discovery.h"
+#include "codec/job_codec.h"
+#include "common/status.h"
+
+namespace mle::api {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kMaxJsonDepth = 64;
+
+// Query parameters every Google API accepts (discovery "parameters").
+constexpr absl::string_view kStandardParams[] = {
+    "$.xgafv", "access_token", "alt", "callback", "fields", "key", "oauth_token",
+    "prettyPrint", "quotaUser", "uploadType", "upload_protocol"};
+
+std::optional<std::string> PercentDecode(absl::string_view s, bool plus_is_space) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%') {
+      if (i + 2 >= s.size() || !absl::ascii_isxdigit(s[i + 1]) || !absl::ascii_isxdigit(s[i + 2])) {
+        return std::nullopt;
+      }
+      int v = 0;
+      absl::SimpleHexAtoi(s.substr(i + 1, 2), &v);
+      out.push_back(static_cast<char>(v));
+      i += 2;
+    } else if (s[i] == '+' && plus_is_space) {
+      out.push_back(' ');
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+struct Call {
+  std::string method;
+  std::vector<std::string> segments;  // decoded path segments after "v1"
+  std::string verb;                   // custom method after ':' in the last segment
+  std::multimap<std::string, std::string> query;
+  std::string body;
+  bool pretty = true;
+
+  std::string Param(const std::string& name) const {
+    auto it = query.find(name);
+    return it == query.end() ? "" : it->second;
+  }
+};
+
+absl::Status BadParam(const std::string& name, const std::string& description) {
+  return common::InvalidArgumentWithViolations("Invalid query parameter.", {{name, description}});
+}
+
+absl::StatusOr<Call> ParseCall(const HttpRequest& req) {
+  Call call;
+  call.method = req.method;
+  absl::string_view target = req.target;
+  absl::string_view path = target, query;
+  if (auto q = target.find('?'); q != absl::string_view::npos) {
+    path = target.substr(0, q);
+    query = target.substr(q + 1);
+  }
+  for (absl::string_view part : absl::StrSplit(query, '&', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(part, absl::MaxSplits('=', 1));
+    auto k = PercentDecode(kv.first, true);
+    auto v = PercentDecode(kv.second, true);
+    if (!k || !v) return BadParam(std::string(kv.first), "is not correctly percent-encoded");
+    call.query.emplace(*k, *v);
+  }
+  // The custom verb ("...:cancel") is split off before decoding, so an
+  // encoded ':' (%3A) in a resource id stays part of the id.
+  std::vector<absl::string_view> raw = absl::StrSplit(path, '/', absl::SkipEmpty());
+  if (!raw.empty()) {
+    absl::string_view& last = raw.back();
+    if (auto colon = last.rfind(':'); colon != absl::string_view::npos) {
+      call.verb = std::string(last.substr(colon + 1));
+      last = last.substr(0, colon);
+    }
+  }
+  for (auto s : raw) {
+    auto d = PercentDecode(s, false);
+    if (!d) return absl::InvalidArgumentError("The request path is not correctly percent-encoded.");
+    call.segments.push_back(*d);
+  }
+  call.body = req.body;
+  return call;
+}
+
+// Checks the query against the method's own parameters and the standard ones.
+absl::Status CheckQuery(const Call& call, std::initializer_list<absl::string_view> method_params) {
+  std::vector<common::FieldViolation> violations;
+  for (const auto& [k, v] : call.query) {
+    bool known = std::find(std::begin(kStandardParams), std::end(kStandardParams), k) != std::end(kStandardParams) ||
+                 std::find(method_params.begin(), method_params.end(), k) != method_params.end();
+    if (!known) {
+      violations.push_back({k, absl::StrCat("Unknown query parameter \"", k, "\": it cannot be bound for this method")});
+    }
+  }
+  const std::string alt = call.Param("alt");
+  if (!alt.empty() && alt != "json") violations.push_back({"alt", "only alt=json is supported"});
+  const std::string xgafv = call.Param("$.xgafv");
+  if (!xgafv.empty() && xgafv != "1" && xgafv != "2") violations.push_back({"$.xgafv", "must be 1 or 2"});
+  const std::string pretty = call.Param("prettyPrint");
+  if (!pretty.empty() && pretty != "true" && pretty != "false") {
+    violations.push_back({"prettyPrint", "must be true or false"});
+  }
+  if (!violations.empty()) return common::InvalidArgumentWithViolations("Invalid query parameters.", violations);
+  return absl::OkStatus();
+}
+
+// Refuses nesting deeper than kMaxJsonDepth before the parser sees it.
+bool TooDeep(absl::string_view body) {
+  int depth = 0;
+  bool in_string = false, escape = false;
+  for (char c : body) {
+    if (in_string) {
+      if (escape) escape = false;
+      else if (c == '\\') escape = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '{' || c == '[') {
+      if (++depth > kMaxJsonDepth) return true;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+absl::StatusOr<json> ParseBody(const std::string& body, bool allow_empty) {
+  if (absl::StripAsciiWhitespace(body).empty()) {
+    if (allow_empty) return json::object();
+    return common::InvalidArgumentWithViolations("Invalid JSON payload received.",
+                                                 {{"(body)", "the request needs a JSON body"}});
+  }
+  if (TooDeep(body)) {
+    return common::InvalidArgumentWithViolations(
+        "Invalid JSON payload received.", {{"(body)", absl::StrCat("JSON is nested deeper than ", kMaxJsonDepth, " levels")}});
+  }
+  try {
+    return json::parse(body);
+  } catch (const json::parse_error& e) {
+    return common::InvalidArgumentWithViolations("Invalid JSON payload received.", {{"(body)", e.what()}});
+  }
+}
+
+HttpResponse Render(const json& value, bool pretty, int status = 200) {
+  HttpResponse r;
+  r.status = status;
+  r.body = value.dump(pretty ? 2 : -1, ' ', false, json::error_handler_t::replace);
+  if (pretty) r.body.push_back('\n');
+  return r;
+}
+
+HttpResponse RenderError(const absl::Status& status, bool pretty) {
+  return Render(codec::EncodeError(status), pretty, common::HttpStatusForCode(status.code()));
+}
+
+absl::Status NoRoute(const Call& call) {
+  return absl::NotFoundError(absl::StrCat("The requested URL ", call.method, " /", absl::StrJoin(call.segments, "/"),
+                                          call.verb.empty() ? "" : ":", call.verb,
+                                          " was not found on this server. See the ml v1 discovery document for the "
+                                          "routes mlengine serves."));
+}
+
+}  // namespace
+
+std::string ApiRouter::ErrorBody(int http_status, const std::string& status, const std::string& message) {
+  json error = {{"error", {{"code", http_status}, {"message", message}, {"status", status}}}};
+  return error.dump(2) + "\n";
+}
+
+void ApiRouter::Handle(HttpRequest request, Responder respond) const {
+  auto parsed = ParseCall(request);
+  if (!parsed.ok()) return respond(RenderError(parsed.status(), true));
+  auto call = std::make_shared<Call>(*std::move(parsed));
+  call->pretty = call->Param("prettyPrint") != "false";
+  const bool pretty = call->pretty;
+  auto fail = [respond, pretty](const absl::Status& s) { respond(RenderError(s, pretty)); };
+
+  if (auto s = auth_.Check(request.authorization, call->Param("access_token")); !s.ok()) return fail(s);
+
+  const auto& seg = call->segments;
+  if (seg.size() < 3 || seg[0] != "v1" || seg[1] != "projects") return fail(NoRoute(*call));
+  const std::string& project = seg[2];
+  const std::string& m = call->method;
+
+  // v1/projects/{p}:getConfig
+  if (seg.size() == 3) {
+    if (call->verb != "getConfig" || m != "GET") return fail(NoRoute(*call));
+    if (auto s = CheckQuery(*call, {}); !s.ok()) return fail(s);
+    return jobs_.GetConfig(project, [respond, pretty](absl::StatusOr<model::Project> p) {
+      if (!p.ok()) return respond(RenderError(p.status(), pretty));
+      respond(Render(codec::EncodeGetConfigResponse(*p), pretty));
+    });
+  }
+  if (seg[3] != "jobs") return fail(NoRoute(*call));
+
+  // v1/projects/{p}/jobs
+  if (seg.size() == 4 && call->verb.empty()) {
+    if (m == "POST") {
+      if (auto s = CheckQuery(*call, {}); !s.ok()) return fail(s);
+      auto body = ParseBody(call->body, false);
+      if (!body.ok()) return fail(body.status());
+      auto job = codec::DecodeJobRequest(*body);
+      if (!job.ok()) return fail(job.status());
+      return jobs_.CreateJob(project, *std::move(job), [respond, pretty](absl::StatusOr<model::Job> j) {
+        if (!j.ok()) return respond(RenderError(j.status(), pretty));
+        respond(Render(codec::EncodeJob(*j), pretty));
+      });
+    }
+    if (m == "GET") {
+      if (auto s = CheckQuery(*call, {"filter", "pageSize", "pageToken"}); !s.ok()) return fail(s);
+      service::ListJobsRequest list;
+      list.filter = call->Param("filter");
+      list.page_token = call->Param("pageToken");
+      if (const std::string size = call->Param("pageSize"); !size.empty() && !absl::SimpleAtoi(size, &list.page_size)) {
+        return fail(BadParam("pageSize", absl::StrCat("must be an integer, got \"", size, "\"")));
+      }
+      auto result = jobs_.ListJobs(project, list);
+      if (!result.ok()) return fail(result.status());
+      return respond(Render(codec::EncodeListJobsResponse(result->jobs, result->next_page_token), pretty));
+    }
+    return fail(NoRoute(*call));
+  }
+
+  if (seg.size() != 5) return fail(NoRoute(*call));
+  const std::string& job_id = seg[4];
+
+  if (call->verb == "cancel") {
+    if (m != "POST") return fail(NoRoute(*call));
+    if (auto s = CheckQuery(*call, {}); !s.ok()) return fail(s);
+    auto body = ParseBody(call->body, true);
+    if (!body.ok()) return fail(body.status());
+    if (auto v = codec::DiscoverySchema::Embedded().Check(*body, "GoogleCloudMlV1__CancelJobRequest"); !v.empty()) {
+      return fail(common::InvalidArgumentWithViolations("Invalid JSON payload received.", v));
+    }
+    return jobs_.CancelJob(project, job_id, [respond, pretty](absl::Status s) {
+      if (!s.ok()) return respond(RenderError(s, pretty));
+      respond(Render(json::object(), pretty));
+    });
+  }
+  if (call->verb == "getIamPolicy" || call->verb == "setIamPolicy" || call->verb == "testIamPermissions") {
+    return fail(absl::UnimplementedError(absl::StrCat(
+        "jobs.", call->verb, " is not offered by mlengine yet: access is controlled by the server's tokens.")));
+  }
+  if (!call->verb.empty()) return fail(NoRoute(*call));
+
+  if (m == "GET") {
+    if (auto s = CheckQuery(*call, {}); !s.ok()) return fail(s);
+    auto job = jobs_.GetJob(project, job_id);
+    if (!job.ok()) return fail(job.status());
+    return respond(Render(codec::EncodeJob(*job), pretty));
+  }
+  if (m == "PATCH") {
+    if (auto s = CheckQuery(*call, {"updateMask"}); !s.ok()) return fail(s);
+    auto body = ParseBody(call->body, false);
+    if (!body.ok()) return fail(body.status());
+    auto job = codec::DecodeJobRequest(*body);
+    if (!job.ok()) return fail(job.status());
+    service::PatchJobRequest patch;
+    for (auto path : absl::StrSplit(call->Param("updateMask"), ',', absl::SkipWhitespace())) {
+      patch.update_mask.push_back(std::string(absl::StripAsciiWhitespace(path)));
+    }
+    patch.labels = job->labels;
+    if (body->contains("etag") && (*body)["etag"].is_string()) patch.etag = (*body)["etag"].get<std::string>();
+    return jobs_.PatchJob(project, job_id, std::move(patch), [respond, pretty](absl::StatusOr<model::Job> j) {
+      if (!j.ok()) return respond(RenderError(j.status(), pretty));
+      respond(Render(codec::EncodeJob(*j), pretty));
+    });
+  }
+  return fail(NoRoute(*call));
+}
+
+}  // namespace mle::api

@@ -1,0 +1,44 @@
+// The `ml` v1 discovery document as a schema checker: walks a JSON value
+// against a named schema and reports every unknown field, wrong type,
+// malformed int64/timestamp/duration/bytes and unknown enum value, with the
+// wire path of each. Used on every request body (strictness at the edge) and
+// by tests on every response (the server emits only what the contract has).
+// Immutable after construction; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/string_view.h"
+#include "common/status.h"
+
+namespace mle::codec {
+
+extern const absl::string_view kDiscoveryDocument;
+
+class DiscoverySchema {
+ public:
+  // The schema compiled into this binary.
+  static const DiscoverySchema& Embedded();
+  explicit DiscoverySchema(const nlohmann::json& document);
+
+  // Checks `value` against schema `schema_name` (e.g. "GoogleCloudMlV1__Job").
+  // `prefix` is prepended to reported paths. Fields named in `ignore` (paths
+  // relative to the root, e.g. "createTime") are skipped entirely.
+  std::vector<common::FieldViolation> Check(const nlohmann::json& value,
+                                            absl::string_view schema_name,
+                                            const std::vector<std::string>& ignore = {}) const;
+
+  bool HasSchema(absl::string_view name) const;
+
+ private:
+  void CheckValue(const nlohmann::json& value, const nlohmann::json& type,
+                  const std::string& path, const std::vector<std::string>& ignore,
+                  std::vector<common::FieldViolation>* out) const;
+  nlohmann::json schemas_;
+};
+
+}  // namespace mle::codec

@@ -1,0 +1,34 @@
+// Status helpers. mlengine reports every failure as an absl::Status whose
+// code is a google.rpc.Code (absl's canonical codes are exactly those), so the
+// wire error falls out of one mapping in api/. An INVALID_ARGUMENT status may
+// carry the list of field violations (google.rpc.BadRequest) as a payload.
+// Pure functions, thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/status/status.h"
+
+namespace mle::common {
+
+struct FieldViolation {
+  std::string field;        // wire path, e.g. "trainingInput.workerCount"
+  std::string description;  // for a person: what is wrong, what is allowed
+  bool operator==(const FieldViolation&) const = default;
+};
+
+// INVALID_ARGUMENT carrying `violations`; the message lists them all.
+absl::Status InvalidArgumentWithViolations(absl::string_view summary,
+                                           const std::vector<FieldViolation>& violations);
+// The violations attached by InvalidArgumentWithViolations (empty if none).
+std::vector<FieldViolation> GetFieldViolations(const absl::Status& status);
+
+// The canonical name of a code, e.g. "INVALID_ARGUMENT".
+absl::string_view CodeName(absl::StatusCode code);
+// The HTTP status Google APIs use for a code (400, 401, 404, 409, ...).
+int HttpStatusForCode(absl::StatusCode code);
+
+}  // namespace mle::common

@@ -1,0 +1,277 @@
+// SqliteStore: the embedded Store. One connection, owned by one writer
+// thread; Commit() enqueues and the writer drains the queue into a single
+// transaction per round (group commit), so N concurrent creates cost one
+// fsync rather than N.
+
+#include <sqlite3.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "codec/job_codec.h"
+#include "db/store.h"
+
+namespace mle::db {
+
+absl::Status Store::CommitSync(std::vector<Mutation> mutations) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  absl::Status result;
+  Commit(std::move(mutations), [&](absl::Status s) {
+    std::lock_guard<std::mutex> lock(mu);
+    result = std::move(s);
+    finished = true;
+    cv.notify_one();
+  });
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return finished; });
+  return result;
+}
+
+namespace {
+
+// Versioned schema migrations; index i upgrades user_version i -> i+1.
+constexpr const char* kMigrations[] = {
+    // 0 -> 1: projects and jobs.
+    "CREATE TABLE projects ("
+    "  id TEXT PRIMARY KEY,"
+    "  number INTEGER NOT NULL UNIQUE,"
+    "  service_account TEXT NOT NULL,"
+    "  tpu_service_account TEXT NOT NULL,"
+    "  create_time_us INTEGER NOT NULL);"
+    "CREATE TABLE jobs ("
+    "  project TEXT NOT NULL,"
+    "  job_id TEXT NOT NULL,"
+    "  sequence INTEGER NOT NULL,"
+    "  state TEXT NOT NULL,"
+    "  body TEXT NOT NULL,"
+    "  PRIMARY KEY (project, job_id));"
+    "CREATE INDEX jobs_by_sequence ON jobs(sequence);",
+};
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  bool ok() const { return rc_ == SQLITE_OK; }
+  sqlite3_stmt* get() { return stmt_; }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_;
+};
+
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(sqlite3* db) : db_(db) {
+    writer_ = std::thread([this] { WriterLoop(); });
+  }
+  ~SqliteStore() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      cv_.notify_all();
+    }
+    writer_.join();
+    sqlite3_close(db_);
+  }
+
+  absl::StatusOr<Snapshot> Load() override {
+    std::lock_guard<std::mutex> lock(db_mu_);
+    Snapshot snap;
+    {
+      Statement st(db_, "SELECT id, number, service_account, tpu_service_account, create_time_us FROM projects");
+      if (!st.ok()) return Error("prepare projects query");
+      while (sqlite3_step(st.get()) == SQLITE_ROW) {
+        model::Project p;
+        p.id = Text(st.get(), 0);
+        p.number = sqlite3_column_int64(st.get(), 1);
+        p.service_account = Text(st.get(), 2);
+        p.tpu_service_account = Text(st.get(), 3);
+        p.create_time = absl::FromUnixMicros(sqlite3_column_int64(st.get(), 4));
+        snap.projects.push_back(std::move(p));
+      }
+    }
+    {
+      Statement st(db_, "SELECT body FROM jobs ORDER BY sequence");
+      if (!st.ok()) return Error("prepare jobs query");
+      while (sqlite3_step(st.get()) == SQLITE_ROW) {
+        auto job = codec::ParseStoredJob(Text(st.get(), 0));
+        if (!job.ok()) return job.status();
+        snap.jobs.push_back(*std::move(job));
+      }
+    }
+    return snap;
+  }
+
+  void Commit(std::vector<Mutation> mutations, std::function<void(absl::Status)> done) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back({std::move(mutations), std::move(done)});
+    cv_.notify_one();
+  }
+
+ private:
+  struct Pending {
+    std::vector<Mutation> mutations;
+    std::function<void(absl::Status)> done;
+  };
+
+  static std::string Text(sqlite3_stmt* st, int col) {
+    const unsigned char* t = sqlite3_column_text(st, col);
+    return t ? std::string(reinterpret_cast<const char*>(t)) : std::string();
+  }
+
+  absl::Status Error(absl::string_view what) {
+    return absl::InternalError(absl::StrCat("sqlite: ", what, ": ", sqlite3_errmsg(db_)));
+  }
+
+  absl::Status Exec(const char* sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : "unknown error";
+      sqlite3_free(err);
+      return absl::InternalError(absl::StrCat("sqlite: ", msg));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Apply(const Mutation& m, sqlite3_stmt* put_job, sqlite3_stmt* put_project) {
+    if (const auto* pj = std::get_if<PutJob>(&m)) {
+      const std::string body = codec::SerializeJobForStorage(pj->job);
+      const std::string state(model::JobStateName(pj->job.state));
+      sqlite3_reset(put_job);
+      sqlite3_bind_text(put_job, 1, pj->job.project.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(put_job, 2, pj->job.job_id.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_int64(put_job, 3, pj->job.sequence);
+      sqlite3_bind_text(put_job, 4, state.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(put_job, 5, body.c_str(), static_cast<int>(body.size()), SQLITE_TRANSIENT);
+      if (sqlite3_step(put_job) != SQLITE_DONE) return Error("write job");
+      return absl::OkStatus();
+    }
+    const auto& p = std::get<PutProject>(m).project;
+    sqlite3_reset(put_project);
+    sqlite3_bind_text(put_project, 1, p.id.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(put_project, 2, p.number);
+    sqlite3_bind_text(put_project, 3, p.service_account.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(put_project, 4, p.tpu_service_account.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(put_project, 5, absl::ToUnixMicros(p.create_time));
+    if (sqlite3_step(put_project) != SQLITE_DONE) return Error("write project");
+    return absl::OkStatus();
+  }
+
+  void WriterLoop() {
+    for (;;) {
+      std::deque<Pending> batch;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stopping and drained
+        batch.swap(queue_);
+      }
+      WriteBatch(batch);
+    }
+  }
+
+  // One transaction for the whole batch. If it fails, each pending write is
+  // retried in its own transaction so one bad write cannot fail the others.
+  void WriteBatch(std::deque<Pending>& batch) {
+    std::lock_guard<std::mutex> lock(db_mu_);
+    Statement put_job(db_,
+                      "INSERT OR REPLACE INTO jobs(project, job_id, sequence, state, body) VALUES (?,?,?,?,?)");
+    Statement put_project(db_,
+                          "INSERT OR REPLACE INTO projects(id, number, service_account, tpu_service_account, "
+                          "create_time_us) VALUES (?,?,?,?,?)");
+    auto run = [&](auto begin, auto end) -> absl::Status {
+      if (!put_job.ok() || !put_project.ok()) return Error("prepare write");
+      if (auto s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+      for (auto it = begin; it != end; ++it) {
+        for (const auto& m : it->mutations) {
+          if (auto s = Apply(m, put_job.get(), put_project.get()); !s.ok()) {
+            Exec("ROLLBACK").IgnoreError();
+            return s;
+          }
+        }
+      }
+      if (auto s = Exec("COMMIT"); !s.ok()) {
+        Exec("ROLLBACK").IgnoreError();
+        return s;
+      }
+      return absl::OkStatus();
+    };
+    absl::Status s = run(batch.begin(), batch.end());
+    if (s.ok() || batch.size() == 1) {
+      for (auto& p : batch) p.done(s);
+      return;
+    }
+    for (auto it = batch.begin(); it != batch.end(); ++it) it->done(run(it, std::next(it)));
+  }
+
+  sqlite3* db_;
+  std::mutex db_mu_;  // guards db_ use (Load vs the writer)
+  std::mutex mu_;     // guards queue_, stopping_
+  std::condition_variable cv_;
+  std::deque<Pending> queue_;
+  bool stopping_ = false;
+  std::thread writer_;
+};
+
+absl::Status Migrate(sqlite3* db) {
+  int version = 0;
+  {
+    Statement st(db, "PRAGMA user_version");
+    if (st.ok() && sqlite3_step(st.get()) == SQLITE_ROW) version = sqlite3_column_int(st.get(), 0);
+  }
+  constexpr int kLatest = static_cast<int>(std::size(kMigrations));
+  if (version > kLatest) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the database schema is version ", version, " but this mlengined knows only up to ", kLatest,
+        "; run a newer mlengined"));
+  }
+  for (int v = version; v < kLatest; ++v) {
+    std::string sql = absl::StrCat("BEGIN IMMEDIATE;", kMigrations[v], "PRAGMA user_version=", v + 1, ";COMMIT;");
+    char* err = nullptr;
+    if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : "unknown";
+      sqlite3_free(err);
+      sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+      return absl::InternalError(absl::StrCat("schema migration ", v, "->", v + 1, " failed: ", msg));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(options.path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return absl::UnavailableError(absl::StrCat("cannot open database ", options.path, ": ", msg));
+  }
+  sqlite3_busy_timeout(db, 5000);
+  const std::string pragmas = absl::StrCat(
+      "PRAGMA journal_mode=WAL; PRAGMA synchronous=", options.synchronous_full ? "FULL" : "NORMAL",
+      "; PRAGMA foreign_keys=ON;");
+  if (sqlite3_exec(db, pragmas.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
+    std::string msg = sqlite3_errmsg(db);
+    sqlite3_close(db);
+    return absl::UnavailableError(absl::StrCat("cannot configure database ", options.path, ": ", msg));
+  }
+  if (auto s = Migrate(db); !s.ok()) {
+    sqlite3_close(db);
+    return s;
+  }
+  return std::unique_ptr<Store>(new SqliteStore(db));
+}
+
+}  // namespace mle::db

@@ -1,0 +1,149 @@
+// The Job resource of the `ml` v1 API as plain C++ values: what a user asks
+// for (TrainingInput) and what the service reports (state, times, output).
+// No I/O and no JSON here; api/codec maps these to and from the wire.
+//
+// Optional scalars are std::optional so validation can tell "unset" from
+// "set to zero". Enum-valued spec fields (scaleTier, accelerator type, ...)
+// are kept as the wire's strings: the codec has already checked them against
+// the discovery document's enum lists, and validation compares names.
+// Plain values: not thread-safe, copy freely.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "model/job_state.h"
+
+namespace mle::model {
+
+struct AcceleratorConfig {
+  std::optional<int64_t> count;
+  std::string type;  // e.g. "TPU_V2", "NVIDIA_TESLA_T4"; empty = unset
+};
+
+struct DiskConfig {
+  std::string boot_disk_type;
+  std::optional<int32_t> boot_disk_size_gb;
+};
+
+struct ReplicaConfig {
+  std::optional<AcceleratorConfig> accelerator_config;
+  std::string image_uri;
+  std::vector<std::string> container_command;
+  std::vector<std::string> container_args;
+  std::string tpu_tf_version;
+  std::optional<DiskConfig> disk_config;
+};
+
+struct ParameterSpec {
+  std::string parameter_name;
+  std::string type;        // DOUBLE, INTEGER, CATEGORICAL, DISCRETE
+  std::optional<double> min_value;
+  std::optional<double> max_value;
+  std::vector<std::string> categorical_values;
+  std::vector<double> discrete_values;
+  std::string scale_type;  // NONE, UNIT_LINEAR_SCALE, ...
+};
+
+struct HyperparameterSpec {
+  std::string goal;
+  std::vector<ParameterSpec> params;
+  std::optional<int32_t> max_trials;
+  std::optional<int32_t> max_parallel_trials;
+  std::optional<int32_t> max_failed_trials;
+  std::string hyperparameter_metric_tag;
+  std::string algorithm;
+  std::optional<bool> enable_trial_early_stopping;
+  std::string resume_previous_job_id;
+};
+
+struct Scheduling {
+  std::string max_running_time;  // protobuf duration text, e.g. "7200s"
+  std::string max_wait_time;
+  std::optional<int32_t> priority;
+};
+
+struct TrainingInput {
+  std::string scale_tier;
+  std::string master_type;
+  std::optional<ReplicaConfig> master_config;
+  std::string worker_type;
+  std::optional<int64_t> worker_count;
+  std::optional<ReplicaConfig> worker_config;
+  std::string parameter_server_type;
+  std::optional<int64_t> parameter_server_count;
+  std::optional<ReplicaConfig> parameter_server_config;
+  std::string evaluator_type;
+  std::optional<int64_t> evaluator_count;
+  std::optional<ReplicaConfig> evaluator_config;
+  std::vector<std::string> package_uris;
+  std::string python_module;
+  std::vector<std::string> args;
+  std::optional<HyperparameterSpec> hyperparameters;
+  std::string region;
+  std::string job_dir;
+  std::string runtime_version;
+  std::string python_version;
+  std::optional<Scheduling> scheduling;
+  std::string network;
+  std::string service_account;
+  std::optional<bool> use_chief_in_tf_config;
+  std::optional<bool> enable_web_access;
+  std::string kms_key_name;  // encryptionConfig.kmsKeyName
+  bool has_encryption_config = false;
+};
+
+struct HyperparameterMetric {
+  std::optional<int64_t> training_step;
+  std::optional<double> objective_value;
+};
+
+struct HyperparameterOutput {
+  std::string trial_id;
+  std::map<std::string, std::string> hyperparameters;
+  std::optional<HyperparameterMetric> final_metric;
+  JobState state = JobState::kUnspecified;
+  std::optional<absl::Time> start_time;
+  std::optional<absl::Time> end_time;
+  bool is_trial_stopped_early = false;
+};
+
+struct TrainingOutput {
+  int64_t completed_trial_count = 0;
+  std::vector<HyperparameterOutput> trials;
+  double consumed_ml_units = 0;
+  std::string hyperparameter_metric_tag;
+  bool is_hyperparameter_tuning_job = false;
+  std::map<std::string, std::string> web_access_uris;
+};
+
+struct Job {
+  // Identity.
+  std::string project;  // the {p} of projects/{p}/jobs/{j}
+  std::string job_id;
+  // Spec (user-settable).
+  std::optional<TrainingInput> training_input;
+  bool has_prediction_input = false;  // batch prediction is not offered
+  std::map<std::string, std::string> labels;
+  // Status (output only).
+  JobState state = JobState::kUnspecified;
+  std::optional<absl::Time> create_time;
+  std::optional<absl::Time> start_time;
+  std::optional<absl::Time> end_time;
+  std::string error_message;
+  std::optional<int64_t> job_position;
+  std::optional<TrainingOutput> training_output;
+  // Concurrency: bumped on every change; the wire etag is derived from it.
+  int64_t version = 0;
+  // Creation order within the server, for newest-first listing.
+  int64_t sequence = 0;
+};
+
+// "projects/{project}/jobs/{job_id}"
+std::string JobName(const Job& job);
+
+}  // namespace mle::model

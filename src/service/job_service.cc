@@ -1,0 +1,301 @@
+#include "service/job_service.h"
+
+#include <mutex>
+#include <random>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "codec/job_codec.h"
+#include "common/status.h"
+#include "service/job_filter.h"
+
+namespace mle::service {
+namespace {
+
+using model::Job;
+using model::JobState;
+
+constexpr int32_t kDefaultPageSize = 20;
+constexpr int32_t kMaxPageSize = 100;
+
+std::string JobNameOf(const std::string& project, const std::string& job_id) {
+  return absl::StrCat("projects/", project, "/jobs/", job_id);
+}
+
+absl::Status JobNotFound(const std::string& project, const std::string& job_id) {
+  return absl::NotFoundError(absl::StrCat("Job ", JobNameOf(project, job_id), " not found."));
+}
+
+// Page tokens are opaque to clients: "<sequence>:<filter>" in web-safe base64,
+// so a token only continues the listing it came from.
+std::string MakePageToken(int64_t after_sequence, const std::string& filter) {
+  return absl::WebSafeBase64Escape(absl::StrCat(after_sequence, ":", filter));
+}
+
+absl::StatusOr<int64_t> ParsePageToken(const std::string& token, const std::string& filter) {
+  std::string raw;
+  int64_t seq = 0;
+  auto colon = std::string::npos;
+  if (absl::WebSafeBase64Unescape(token, &raw)) colon = raw.find(':');
+  if (colon == std::string::npos || !absl::SimpleAtoi(raw.substr(0, colon), &seq)) {
+    return common::InvalidArgumentWithViolations(
+        "Invalid page token.", {{"pageToken", "is not a token returned by jobs.list; start again without it"}});
+  }
+  if (raw.substr(colon + 1) != filter) {
+    return common::InvalidArgumentWithViolations(
+        "Invalid page token.", {{"pageToken", "was returned for a different filter; use the same filter to continue"}});
+  }
+  return seq;
+}
+
+}  // namespace
+
+JobService::JobService(db::Store& store, common::Clock& clock, validate::Config validation)
+    : store_(store), clock_(clock), validation_(std::move(validation)) {}
+
+model::Project JobService::NewProject(const std::string& id) const {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::uniform_int_distribution<int64_t> dist(100000000000LL, 999999999999LL);
+  model::Project p;
+  p.id = id;
+  p.number = dist(rng);
+  p.service_account = absl::StrCat("service-", p.number, "@cloud-ml.mlengine.iam.local");
+  p.tpu_service_account = absl::StrCat("service-", p.number, "@cloud-tpu.mlengine.iam.local");
+  p.create_time = clock_.Now();
+  return p;
+}
+
+absl::Status JobService::Recover() {
+  auto snapshot = store_.Load();
+  if (!snapshot.ok()) return snapshot.status();
+  std::vector<Job> unfinished;
+  {
+    std::unique_lock lock(mu_);
+    for (auto& p : snapshot->projects) projects_[p.id] = p;
+    for (auto& j : snapshot->jobs) {
+      next_sequence_ = std::max(next_sequence_, j.sequence + 1);
+      by_sequence_[j.project][j.sequence] = j.job_id;
+      if (!model::IsTerminal(j.state)) unfinished.push_back(j);
+      jobs_[{j.project, j.job_id}] = std::move(j);
+    }
+  }
+  if (scheduler_ != nullptr) {
+    for (const auto& j : unfinished) {
+      if (j.state == JobState::kCancelling) {
+        scheduler_->Cancel({j.project, j.job_id});
+      } else {
+        scheduler_->Submit(j);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+void JobService::GetConfig(const std::string& project,
+                           std::function<void(absl::StatusOr<model::Project>)> done) {
+  model::Project p;
+  {
+    std::unique_lock lock(mu_);
+    if (auto it = projects_.find(project); it != projects_.end()) {
+      p = it->second;
+      lock.unlock();
+      done(p);
+      return;
+    }
+    p = NewProject(project);
+    projects_[project] = p;
+  }
+  store_.Commit({db::PutProject{p}}, [p, done = std::move(done)](absl::Status s) {
+    if (!s.ok()) return done(s);
+    done(p);
+  });
+}
+
+void JobService::CreateJob(const std::string& project, Job job, JobCallback done) {
+  job.project = project;
+  auto violations = validate::ValidateJob(job, validation_);
+  if (!violations.empty()) {
+    done(common::InvalidArgumentWithViolations("The job is invalid.", violations));
+    return;
+  }
+  std::vector<db::Mutation> writes;
+  const Key key{project, job.job_id};
+  {
+    std::unique_lock lock(mu_);
+    if (jobs_.count(key) || pending_creates_.count(key)) {
+      lock.unlock();
+      done(absl::AlreadyExistsError(absl::StrCat("Job ", JobNameOf(project, job.job_id),
+                                                 " already exists. Job ids are unique within a project; "
+                                                 "choose another jobId.")));
+      return;
+    }
+    if (!projects_.count(project)) {
+      model::Project p = NewProject(project);
+      projects_[project] = p;
+      writes.push_back(db::PutProject{p});
+    }
+    job.sequence = next_sequence_++;
+    job.state = JobState::kQueued;
+    job.create_time = clock_.Now();
+    job.version = 1;
+    pending_creates_[key] = job.sequence;
+  }
+  writes.push_back(db::PutJob{job});
+  store_.Commit(std::move(writes), [this, key, job, done = std::move(done)](absl::Status s) {
+    {
+      std::unique_lock lock(mu_);
+      pending_creates_.erase(key);
+      if (s.ok()) {
+        jobs_[key] = job;
+        by_sequence_[key.project][job.sequence] = key.job_id;
+      }
+    }
+    if (!s.ok()) return done(s);
+    if (scheduler_ != nullptr) scheduler_->Submit(job);
+    done(Present(job));
+  });
+}
+
+model::Job JobService::Present(const Job& job) const {
+  if (job.state != JobState::kQueued || scheduler_ == nullptr) return job;
+  Job out = job;
+  out.job_position = scheduler_->QueuePosition({job.project, job.job_id});
+  return out;
+}
+
+absl::StatusOr<Job> JobService::GetJob(const std::string& project, const std::string& job_id) const {
+  std::shared_lock lock(mu_);
+  auto it = jobs_.find({project, job_id});
+  if (it == jobs_.end()) return JobNotFound(project, job_id);
+  return Present(it->second);
+}
+
+absl::StatusOr<ListJobsResult> JobService::ListJobs(const std::string& project,
+                                                    const ListJobsRequest& request) const {
+  if (request.page_size < 0) {
+    return common::InvalidArgumentWithViolations("Invalid page size.", {{"pageSize", "must not be negative"}});
+  }
+  const int32_t page_size =
+      request.page_size == 0 ? kDefaultPageSize : std::min(request.page_size, kMaxPageSize);
+  auto filter = JobFilter::Parse(request.filter);
+  if (!filter.ok()) return filter.status();
+  std::optional<int64_t> after;
+  if (!request.page_token.empty()) {
+    auto seq = ParsePageToken(request.page_token, request.filter);
+    if (!seq.ok()) return seq.status();
+    after = *seq;
+  }
+  ListJobsResult result;
+  std::shared_lock lock(mu_);
+  auto project_it = by_sequence_.find(project);
+  if (project_it == by_sequence_.end()) return result;
+  const auto& index = project_it->second;
+  auto it = after ? index.upper_bound(*after) : index.begin();
+  for (; it != index.end(); ++it) {
+    const Job& job = jobs_.at({project, it->second});
+    if (!filter->Matches(job)) continue;
+    if (static_cast<int32_t>(result.jobs.size()) == page_size) {
+      result.next_page_token = MakePageToken(result.jobs.back().sequence, request.filter);
+      break;
+    }
+    result.jobs.push_back(Present(job));
+  }
+  return result;
+}
+
+void JobService::PatchJob(const std::string& project, const std::string& job_id, PatchJobRequest request,
+                          JobCallback done) {
+  std::vector<common::FieldViolation> violations;
+  bool check_etag = !request.etag.empty();
+  bool set_labels = false;
+  if (request.update_mask.empty()) {
+    violations.push_back({"updateMask", "is required; jobs.patch can update only \"labels\" (and check \"etag\")"});
+  }
+  for (const auto& path : request.update_mask) {
+    if (path == "labels") {
+      set_labels = true;
+    } else if (path == "etag") {
+      check_etag = true;
+    } else {
+      violations.push_back({"updateMask", absl::StrCat("\"", path, "\" cannot be updated; only \"labels\" and \"etag\" can")});
+    }
+  }
+  for (auto& v : validate::ValidateLabels(request.labels, "labels")) violations.push_back(std::move(v));
+  if (!violations.empty()) {
+    done(common::InvalidArgumentWithViolations("Invalid patch request.", violations));
+    return;
+  }
+  Job updated;
+  {
+    std::unique_lock lock(mu_);
+    auto it = jobs_.find({project, job_id});
+    if (it == jobs_.end()) {
+      lock.unlock();
+      return done(JobNotFound(project, job_id));
+    }
+    if (check_etag && request.etag != codec::EtagForVersion(it->second.version)) {
+      lock.unlock();
+      return done(absl::AbortedError(absl::StrCat(
+          "The etag does not match the job's current etag: ", JobNameOf(project, job_id),
+          " was changed after you read it. Get the job again and retry with its new etag.")));
+    }
+    if (set_labels) it->second.labels = request.labels;
+    ++it->second.version;
+    updated = it->second;
+    // Enqueued under the lock so the store sees changes in memory order.
+    store_.Commit({db::PutJob{updated}}, [this, updated, done = std::move(done)](absl::Status s) {
+      if (!s.ok()) return done(s);
+      done(Present(updated));
+    });
+  }
+}
+
+void JobService::CancelJob(const std::string& project, const std::string& job_id, StatusCallback done) {
+  std::unique_lock lock(mu_);
+  auto it = jobs_.find({project, job_id});
+  if (it == jobs_.end()) {
+    lock.unlock();
+    return done(JobNotFound(project, job_id));
+  }
+  Job& job = it->second;
+  if (job.state == JobState::kCancelling) {
+    lock.unlock();
+    return done(absl::OkStatus());
+  }
+  if (!model::IsCancellable(job.state)) {
+    const std::string state(model::JobStateName(job.state));
+    lock.unlock();
+    return done(absl::FailedPreconditionError(absl::StrCat(
+        "Job ", JobNameOf(project, job_id), " is ", state,
+        " and cannot be cancelled; only QUEUED, PREPARING or RUNNING jobs can be.")));
+  }
+  job.state = JobState::kCancelling;
+  job.error_message = "Cancelled by a user request.";
+  ++job.version;
+  const Key key{project, job_id};
+  store_.Commit({db::PutJob{job}}, [this, key, done = std::move(done)](absl::Status s) {
+    if (s.ok() && scheduler_ != nullptr) scheduler_->Cancel(key);
+    done(s);
+  });
+}
+
+void JobService::Record(const Key& key, const scheduler::JobUpdate& update) {
+  std::unique_lock lock(mu_);
+  auto it = jobs_.find(key);
+  if (it == jobs_.end()) return;
+  Job& job = it->second;
+  if (!model::CanTransition(job.state, update.state)) return;
+  job.state = update.state;
+  if (!update.error_message.empty()) job.error_message = update.error_message;
+  const absl::Time now = clock_.Now();
+  if ((update.state == JobState::kPreparing || update.state == JobState::kRunning) && !job.start_time) {
+    job.start_time = now;
+  }
+  if (model::IsTerminal(update.state)) job.end_time = now;
+  ++job.version;
+  store_.Commit({db::PutJob{job}}, [](absl::Status) {});
+}
+
+}  // namespace mle::service

@@ -1,0 +1,96 @@
+// JobService: the application logic of the jobs API, with no HTTP types.
+// It validates, keeps the working set of projects and jobs in memory, writes
+// every change through db::Store before it reports success, and tells the
+// scheduler about new and cancelled jobs. It also applies the scheduler's
+// decisions (StateRecorder), checking each against the state machine.
+//
+// Thread-safe: any method may be called from any thread. Writes that must be
+// durable complete through a callback (called on a store thread) so HTTP
+// threads never block on fsync.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "db/store.h"
+#include "model/job.h"
+#include "model/project.h"
+#include "scheduler/scheduler.h"
+#include "validate/validate.h"
+
+namespace mle::service {
+
+struct ListJobsRequest {
+  std::string filter;
+  int32_t page_size = 0;  // 0 = default (20); capped at 100
+  std::string page_token;
+};
+
+struct ListJobsResult {
+  std::vector<model::Job> jobs;
+  std::string next_page_token;
+};
+
+struct PatchJobRequest {
+  std::vector<std::string> update_mask;  // "labels", "etag"
+  std::map<std::string, std::string> labels;
+  std::string etag;  // as sent; checked when the mask has "etag" or it is non-empty
+};
+
+class JobService final : public scheduler::StateRecorder {
+ public:
+  using JobCallback = std::function<void(absl::StatusOr<model::Job>)>;
+  using StatusCallback = std::function<void(absl::Status)>;
+
+  JobService(db::Store& store, common::Clock& clock, validate::Config validation);
+
+  // Connects the scheduler (after construction: the scheduler records into us).
+  void AttachScheduler(scheduler::Scheduler* scheduler) { scheduler_ = scheduler; }
+
+  // Loads projects and jobs from the store and hands unfinished jobs back to
+  // the scheduler. Call once, before serving.
+  absl::Status Recover();
+
+  // projects.getConfig. Registers the project on first use (durably).
+  void GetConfig(const std::string& project, std::function<void(absl::StatusOr<model::Project>)> done);
+
+  void CreateJob(const std::string& project, model::Job job, JobCallback done);
+  absl::StatusOr<model::Job> GetJob(const std::string& project, const std::string& job_id) const;
+  absl::StatusOr<ListJobsResult> ListJobs(const std::string& project, const ListJobsRequest& request) const;
+  void PatchJob(const std::string& project, const std::string& job_id, PatchJobRequest request,
+                JobCallback done);
+  void CancelJob(const std::string& project, const std::string& job_id, StatusCallback done);
+
+  // scheduler::StateRecorder
+  void Record(const scheduler::JobKey& key, const scheduler::JobUpdate& update) override;
+
+ private:
+  using Key = scheduler::JobKey;
+
+  model::Project NewProject(const std::string& id) const;
+  // Fills in derived, read-time fields (jobPosition).
+  model::Job Present(const model::Job& job) const;
+
+  db::Store& store_;
+  common::Clock& clock_;
+  const validate::Config validation_;
+  scheduler::Scheduler* scheduler_ = nullptr;
+
+  mutable std::shared_mutex mu_;
+  std::map<std::string, model::Project> projects_;
+  std::map<Key, model::Job> jobs_;
+  // Newest first per project: sequence descending.
+  std::map<std::string, std::map<int64_t, std::string, std::greater<>>> by_sequence_;
+  // Jobs whose create is being made durable: reserved ids.
+  std::map<Key, int64_t> pending_creates_;
+  int64_t next_sequence_ = 1;
+};
+
+}  // namespace mle::service

@@ -1,0 +1,43 @@
+// Validation of a Job submitted to jobs.create: every rule of the `ml` v1 API
+// and of the TPU training guide, as data-driven checks that return all field
+// violations at once (never just the first).
+//
+// Field paths are the wire's camelCase paths from the request body, e.g.
+// "trainingInput.workerConfig.acceleratorConfig.count" or "jobId"; list
+// elements use brackets: "trainingInput.hyperparameters.params[2].minValue".
+//
+// Pure functions over model values; thread-safe.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "model/catalog.h"
+#include "model/job.h"
+
+namespace mle::validate {
+
+// A field path and a sentence for a person: what is wrong, what is allowed.
+using FieldViolation = common::FieldViolation;
+
+// What this deployment accepts. Defaults() gives AI Platform's values;
+// the server may add runtime versions (e.g. locally installed runtimes) and
+// change the region lists from its configuration file.
+struct Config {
+  std::vector<std::string> regions;
+  std::vector<std::string> tpu_regions;
+  std::vector<model::RuntimeVersion> runtime_versions;
+  static Config Defaults();
+};
+
+// Checks a job for jobs.create. The job's output-only fields are ignored
+// (the API layer drops them). Returns an empty vector when the job is valid.
+std::vector<FieldViolation> ValidateJob(const model::Job& job, const Config& config);
+
+// Checks the `labels` map alone (also used by jobs.patch).
+std::vector<FieldViolation> ValidateLabels(
+    const std::map<std::string, std::string>& labels, const std::string& path);
+
+}  // namespace mle::validate
