@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PKGS=(
-  build-essential cmake pkg-config
+  build-essential cmake ninja-build pkg-config
   libboost-dev libboost-system-dev libboost-program-options-dev
   nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev sqlite3
   libabsl-dev libcli11-dev libspdlog-dev libfmt-dev
@@ -14,7 +14,7 @@ PKGS=(
   python3 python3-venv python3-pip python3-setuptools
   python3-googleapi python3-yaml
   python3-numpy python3-sklearn python3-torch
-  procps curl
+  procps curl wrk python3-pytest
 )
 
 missing=()

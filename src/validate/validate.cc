@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -145,8 +144,7 @@ bool AllChars(std::string_view s, Pred pred) {
 
 // A job id: letters, digits and underscores, starting with a letter.
 bool IsJobId(std::string_view id) {
-  return !id.empty() && id.size() <= kMaxJobIdLength && IsLetter(id[0]) &&
-         AllChars(id, IsWordChar);
+  return !id.empty() && id.size() <= kMaxJobIdLength && IsLetter(id[0]) && AllChars(id, IsWordChar);
 }
 
 // gs://bucket[/object]
@@ -181,9 +179,8 @@ std::string CountText(const std::optional<int64_t>& count) {
 }
 
 bool IsEmpty(const ReplicaConfig& c) {
-  return !c.accelerator_config.has_value() && c.image_uri.empty() &&
-         c.container_command.empty() && c.container_args.empty() &&
-         c.tpu_tf_version.empty() && !c.disk_config.has_value();
+  return !c.accelerator_config.has_value() && c.image_uri.empty() && c.container_command.empty() &&
+         c.container_args.empty() && c.tpu_tf_version.empty() && !c.disk_config.has_value();
 }
 
 // The image repository without its tag or digest, for comparing against
@@ -284,14 +281,20 @@ struct FamilyRule {
 
 const std::vector<FamilyRule>& FamilyRules() {
   static const std::vector<FamilyRule>* rules = new std::vector<FamilyRule>{
-      {MachineFamily::kLegacy, "legacy", {},
+      {MachineFamily::kLegacy,
+       "legacy",
+       {},
        "a legacy machine type takes no acceleratorConfig (legacy GPU types such as "
        "standard_gpu carry their GPUs implicitly; use a Compute Engine type such as "
        "n1-standard-8 to attach accelerators)"},
-      {MachineFamily::kComputeEngine, "Compute Engine", {AcceleratorKind::kGpu},
+      {MachineFamily::kComputeEngine,
+       "Compute Engine",
+       {AcceleratorKind::kGpu},
        "a Compute Engine machine type takes GPUs (NVIDIA_TESLA_*); TPU accelerators go on a "
        "cloud_tpu worker"},
-      {MachineFamily::kCloudTpu, "Cloud TPU", {AcceleratorKind::kTpu, AcceleratorKind::kTpuPod},
+      {MachineFamily::kCloudTpu,
+       "Cloud TPU",
+       {AcceleratorKind::kTpu, AcceleratorKind::kTpuPod},
        "a cloud_tpu worker takes TPU_V2, TPU_V3, TPU_V2_POD or TPU_V3_POD"},
   };
   return *rules;
@@ -317,17 +320,16 @@ std::vector<std::string_view> MachinesRequiring(std::string_view accelerator) {
 // Context shared by the rules.
 
 struct Context {
-  Context(const TrainingInput& in_arg, const Config& config_arg)
-      : in(in_arg), config(config_arg) {}
+  Context(const TrainingInput& in_arg, const Config& config_arg) : in(in_arg), config(config_arg) {}
 
   const TrainingInput& in;
   const Config& config;
-  std::string tier;       // BASIC when unset
+  std::string tier;  // BASIC when unset
   bool tier_known = false;
-  bool custom = false;    // scaleTier CUSTOM
-  bool custom_container = false;  // masterConfig.imageUri set
-  bool tpu_job = false;   // BASIC_TPU, or workerType cloud_tpu
-  std::vector<Replica> replicas;  // in kRoles order
+  bool custom = false;                      // scaleTier CUSTOM
+  bool custom_container = false;            // masterConfig.imageUri set
+  bool tpu_job = false;                     // BASIC_TPU, or workerType cloud_tpu
+  std::vector<Replica> replicas;            // in kRoles order
   const RuntimeVersion* runtime = nullptr;  // nullptr when unset or unknown
 
   const Replica& master() const { return replicas[kMasterIndex]; }
@@ -373,14 +375,14 @@ void CheckJobId(const std::string& job_id, Violations& v) {
           "jobId is required: letters, digits and underscores, starting with a letter, at "
           "most 128 characters");
   } else if (job_id.size() > kMaxJobIdLength) {
-    v.Add("jobId", absl::StrFormat("jobId must be at most %d characters (got %d)",
-                                   kMaxJobIdLength, job_id.size()));
+    v.Add("jobId", absl::StrFormat("jobId must be at most %d characters (got %d)", kMaxJobIdLength,
+                                   job_id.size()));
   } else if (!IsLetter(job_id[0])) {
     v.Add("jobId", absl::StrFormat("jobId must start with a letter (got \"%s\")", job_id));
   } else if (!AllChars(job_id, IsWordChar)) {
-    v.Add("jobId", absl::StrFormat(
-                       "jobId may contain only letters, digits and underscores (got \"%s\")",
-                       job_id));
+    v.Add("jobId",
+          absl::StrFormat("jobId may contain only letters, digits and underscores (got \"%s\")",
+                          job_id));
   }
 }
 
@@ -392,16 +394,15 @@ void CheckRegion(const Context& c, Violations& v) {
     v.Add(Ti("region"), absl::StrFormat("region %s is not supported; allowed: %s", region,
                                         JoinNames(c.config.regions)));
   } else if (c.tpu_job && !Contains(c.config.tpu_regions, region)) {
-    v.Add(Ti("region"),
-          absl::StrFormat("region %s has no TPUs; a TPU job must run in one of: %s", region,
-                          JoinNames(c.config.tpu_regions)));
+    v.Add(Ti("region"), absl::StrFormat("region %s has no TPUs; a TPU job must run in one of: %s",
+                                        region, JoinNames(c.config.tpu_regions)));
   }
 }
 
 void CheckScaleTier(const Context& c, Violations& v) {
   if (!c.tier_known) {
-    v.Add(Ti("scaleTier"), absl::StrFormat("scaleTier %s is not supported; allowed: %s",
-                                           c.tier, JoinNames(model::kScaleTiers)));
+    v.Add(Ti("scaleTier"), absl::StrFormat("scaleTier %s is not supported; allowed: %s", c.tier,
+                                           JoinNames(model::kScaleTiers)));
     return;
   }
   if (c.custom) {
@@ -453,14 +454,14 @@ void CheckReplicaCounts(const Context& c, Violations& v) {
     }
     if (r.type.empty()) {
       if (r.count > 0) {
-        v.Add(Ti(role.type_field), absl::StrFormat("%s is required when %s is %d",
-                                                   role.type_field, role.count_field, r.count));
+        v.Add(Ti(role.type_field), absl::StrFormat("%s is required when %s is %d", role.type_field,
+                                                   role.count_field, r.count));
       }
       if (r.config != nullptr && !IsEmpty(*r.config)) {
-        v.Add(Ti(role.config_field),
-              absl::StrFormat("%s is set but %s is not; set %s and %s for these replicas",
-                              role.config_field, role.type_field, role.type_field,
-                              role.count_field));
+        v.Add(
+            Ti(role.config_field),
+            absl::StrFormat("%s is set but %s is not; set %s and %s for these replicas",
+                            role.config_field, role.type_field, role.type_field, role.count_field));
       }
       continue;
     }
@@ -472,9 +473,9 @@ void CheckReplicaCounts(const Context& c, Violations& v) {
                               CountText(r.count_opt)));
       }
     } else if (r.count == 0) {
-      v.Add(count_field, absl::StrFormat("%s must be at least 1 when %s is set (got %s)",
-                                         role.count_field, role.type_field,
-                                         CountText(r.count_opt)));
+      v.Add(count_field,
+            absl::StrFormat("%s must be at least 1 when %s is set (got %s)", role.count_field,
+                            role.type_field, CountText(r.count_opt)));
     }
   }
 }
@@ -532,8 +533,7 @@ AcceleratorCheck CheckAcceleratorConfig(const AcceleratorConfig& a, const Replic
   const std::string type_field = r.ConfigField("acceleratorConfig.type");
   const std::string count_field = r.ConfigField("acceleratorConfig.count");
   if (a.type.empty() || a.type == kAcceleratorUnspecified) {
-    v.Add(type_field, Cat("acceleratorConfig.type is required; allowed: ",
-                                   AcceleratorNames()));
+    v.Add(type_field, Cat("acceleratorConfig.type is required; allowed: ", AcceleratorNames()));
   } else if ((out.type = model::FindAcceleratorType(a.type)) == nullptr) {
     v.Add(type_field, absl::StrFormat("acceleratorConfig.type %s is not a known accelerator; "
                                       "allowed: %s",
@@ -573,16 +573,16 @@ void CheckAcceleratorPlacement(const Replica& r, const AcceleratorConfig& a,
     return;
   }
   const std::string type_field = r.ConfigField("acceleratorConfig.type");
-  if (std::find(family.accelerator_kinds.begin(), family.accelerator_kinds.end(),
-                accel.kind) == family.accelerator_kinds.end()) {
+  if (std::find(family.accelerator_kinds.begin(), family.accelerator_kinds.end(), accel.kind) ==
+      family.accelerator_kinds.end()) {
     v.Add(type_field, absl::StrFormat("%s cannot be attached to %s %s: %s", accel.name,
                                       r.role->type_field, r.type, family.accelerators_allowed));
     return;
   }
   if (!machine.required_gpu.empty()) {
     if (accel.name != machine.required_gpu) {
-      v.Add(type_field, absl::StrFormat("%s %s takes only %s (got %s)", r.role->type_field,
-                                        r.type, machine.required_gpu, accel.name));
+      v.Add(type_field, absl::StrFormat("%s %s takes only %s (got %s)", r.role->type_field, r.type,
+                                        machine.required_gpu, accel.name));
     } else if (check.count_ok && *a.count != machine.required_gpu_count) {
       v.Add(r.ConfigField("acceleratorConfig.count"),
             absl::StrFormat("%s %s carries exactly %d %s (got %d)", r.role->type_field, r.type,
@@ -636,8 +636,8 @@ void CheckRuntime(const Context& c, Violations& v) {
             c.tpu_job ? absl::StrFormat("runtimeVersion %s is not offered; a TPU job needs one "
                                         "of: %s",
                                         runtime, RuntimeNames(c.config, true))
-                      : absl::StrFormat("runtimeVersion %s is not offered; allowed: %s",
-                                        runtime, RuntimeNames(c.config, false)));
+                      : absl::StrFormat("runtimeVersion %s is not offered; allowed: %s", runtime,
+                                        RuntimeNames(c.config, false)));
     } else if (c.tpu_job && !c.runtime->tpu_capable) {
       v.Add(Ti("runtimeVersion"),
             absl::StrFormat("runtimeVersion %s does not support TPUs; a TPU job needs one of: %s",
@@ -681,9 +681,10 @@ void CheckTpuTfVersion(const Context& c, Violations& v) {
       w.config != nullptr ? std::string_view(w.config->tpu_tf_version) : std::string_view();
   if (w.image.empty()) {
     if (!version.empty()) {
-      v.Add(field, "tpuTfVersion is only for a cloud_tpu worker that runs a custom container "
-                   "(workerConfig.imageUri or masterConfig.imageUri); with runtimeVersion the "
-                   "TPU uses that runtime, so leave tpuTfVersion unset");
+      v.Add(field,
+            "tpuTfVersion is only for a cloud_tpu worker that runs a custom container "
+            "(workerConfig.imageUri or masterConfig.imageUri); with runtimeVersion the "
+            "TPU uses that runtime, so leave tpuTfVersion unset");
     }
     return;
   }
@@ -713,10 +714,10 @@ void CheckTpuTfVersion(const Context& c, Violations& v) {
   if ((runtime == nullptr || !runtime->tpu_capable) && !is_pytorch_value) {
     std::vector<std::string_view> pytorch_values;
     for (const auto& p : model::PytorchXlaImages()) pytorch_values.push_back(p.tpu_tf_version);
-    v.Add(field, absl::StrFormat("tpuTfVersion %s is not a TPU runtime version; allowed: %s, "
-                                 "or for pytorch-xla containers: %s",
-                                 version, RuntimeNames(c.config, true),
-                                 Join(pytorch_values, ", ")));
+    v.Add(field,
+          absl::StrFormat("tpuTfVersion %s is not a TPU runtime version; allowed: %s, "
+                          "or for pytorch-xla containers: %s",
+                          version, RuntimeNames(c.config, true), Join(pytorch_values, ", ")));
   }
 }
 
@@ -815,14 +816,13 @@ void CheckScheduling(const Context& c, Violations& v) {
     } else if (*d <= absl::ZeroDuration()) {
       v.Add(field, absl::StrFormat("%s must be greater than 0s (got %s)", rule.field, text));
     } else if (*d < absl::Seconds(rule.min_seconds)) {
-      v.Add(field, absl::StrFormat("%s must be at least %ds (got %s)", rule.field,
-                                   rule.min_seconds, text));
+      v.Add(field, absl::StrFormat("%s must be at least %ds (got %s)", rule.field, rule.min_seconds,
+                                   text));
     }
   }
   if (s.priority.has_value() && (*s.priority < kMinPriority || *s.priority > kMaxPriority)) {
-    v.Add(Ti("scheduling.priority"),
-          absl::StrFormat("priority must be between %d and %d (got %d)", kMinPriority,
-                          kMaxPriority, *s.priority));
+    v.Add(Ti("scheduling.priority"), absl::StrFormat("priority must be between %d and %d (got %d)",
+                                                     kMinPriority, kMaxPriority, *s.priority));
   }
 }
 
@@ -837,22 +837,21 @@ struct ParamTypeRule {
   Need categorical;
   Need discrete;
   Need scale;
-  bool integral;        // minValue/maxValue must be whole numbers
+  bool integral;         // minValue/maxValue must be whole numbers
   bool grid_searchable;  // allowed with GRID_SEARCH
 };
 
 constexpr ParamTypeRule kParamTypes[] = {
-    {"DOUBLE", Need::kRequired, Need::kForbidden, Need::kForbidden, Need::kOptional, false,
-     false},
-    {"INTEGER", Need::kRequired, Need::kForbidden, Need::kForbidden, Need::kOptional, true,
-     true},
+    {"DOUBLE", Need::kRequired, Need::kForbidden, Need::kForbidden, Need::kOptional, false, false},
+    {"INTEGER", Need::kRequired, Need::kForbidden, Need::kForbidden, Need::kOptional, true, true},
     {"CATEGORICAL", Need::kForbidden, Need::kRequired, Need::kForbidden, Need::kForbidden, false,
      true},
-    {"DISCRETE", Need::kForbidden, Need::kForbidden, Need::kRequired, Need::kOptional, false,
-     true},
+    {"DISCRETE", Need::kForbidden, Need::kForbidden, Need::kRequired, Need::kOptional, false, true},
 };
 
-bool HasScaleType(const ParameterSpec& p) { return !p.scale_type.empty() && p.scale_type != "NONE"; }
+bool HasScaleType(const ParameterSpec& p) {
+  return !p.scale_type.empty() && p.scale_type != "NONE";
+}
 
 struct ParamField {
   std::string_view name;
@@ -921,8 +920,8 @@ void CheckParameter(const ParameterSpec& p, const std::string& prefix, bool grid
   // Values of the fields that are present and allowed.
   if (rule->min_max == Need::kRequired) {
     bool bounds_ok = true;
-    const std::pair<std::string_view, std::optional<double>> bounds[] = {
-        {"minValue", p.min_value}, {"maxValue", p.max_value}};
+    const std::pair<std::string_view, std::optional<double>> bounds[] = {{"minValue", p.min_value},
+                                                                         {"maxValue", p.max_value}};
     for (const auto& [name, value] : bounds) {
       if (!value.has_value()) continue;
       if (!std::isfinite(*value)) {
@@ -936,9 +935,9 @@ void CheckParameter(const ParameterSpec& p, const std::string& prefix, bool grid
       }
     }
     if (bounds_ok && p.min_value && p.max_value && *p.min_value >= *p.max_value) {
-      v.Add(field("maxValue"), absl::StrFormat("maxValue (%s) must be greater than minValue (%s)",
-                                               FormatNumber(*p.max_value),
-                                               FormatNumber(*p.min_value)));
+      v.Add(field("maxValue"),
+            absl::StrFormat("maxValue (%s) must be greater than minValue (%s)",
+                            FormatNumber(*p.max_value), FormatNumber(*p.min_value)));
     }
   }
   if (rule->categorical == Need::kRequired) {
@@ -989,9 +988,7 @@ void CheckParameter(const ParameterSpec& p, const std::string& prefix, bool grid
 void CheckHyperparameters(const Context& c, Violations& v) {
   if (!c.in.hyperparameters.has_value()) return;
   const HyperparameterSpec& h = *c.in.hyperparameters;
-  const auto field = [](std::string_view name) {
-    return Ti(Cat("hyperparameters.", name));
-  };
+  const auto field = [](std::string_view name) { return Ti(Cat("hyperparameters.", name)); };
   if (h.goal.empty()) {
     v.Add(field("goal"), Cat("goal is required; allowed: ", JoinNames(kGoals)));
   } else if (!Contains(kGoals, h.goal)) {
@@ -1003,14 +1000,14 @@ void CheckHyperparameters(const Context& c, Violations& v) {
                                               h.algorithm, JoinNames(kAlgorithms)));
   }
   if (h.max_trials.has_value() && *h.max_trials < 1) {
-    v.Add(field("maxTrials"), absl::StrFormat("maxTrials must be at least 1 (got %d)",
-                                              *h.max_trials));
+    v.Add(field("maxTrials"),
+          absl::StrFormat("maxTrials must be at least 1 (got %d)", *h.max_trials));
   }
   if (h.max_parallel_trials.has_value()) {
     if (*h.max_parallel_trials < 1) {
-      v.Add(field("maxParallelTrials"),
-            absl::StrFormat("maxParallelTrials must be at least 1 (got %d)",
-                            *h.max_parallel_trials));
+      v.Add(
+          field("maxParallelTrials"),
+          absl::StrFormat("maxParallelTrials must be at least 1 (got %d)", *h.max_parallel_trials));
     } else if (h.max_trials.has_value() && *h.max_trials >= 1 &&
                *h.max_parallel_trials > *h.max_trials) {
       v.Add(field("maxParallelTrials"),
@@ -1041,8 +1038,9 @@ void CheckHyperparameters(const Context& c, Violations& v) {
     const std::string prefix = field(absl::StrFormat("params[%d]", i));
     const std::string name_field = Cat(prefix, ".parameterName");
     if (p.parameter_name.empty()) {
-      v.Add(name_field, "parameterName is required (the flag the trial receives, e.g. "
-                        "learning_rate)");
+      v.Add(name_field,
+            "parameterName is required (the flag the trial receives, e.g. "
+            "learning_rate)");
     } else if (!IsParameterName(p.parameter_name)) {
       v.Add(name_field, absl::StrFormat("parameterName \"%s\" may contain only letters, digits, "
                                         "underscores and hyphens, starting with a letter or "
@@ -1100,8 +1098,8 @@ void CheckOtherFields(const Context& c, Violations& v) {
     if (d.boot_disk_size_gb.has_value() &&
         (*d.boot_disk_size_gb <= 0 || *d.boot_disk_size_gb > kMaxBootDiskSizeGb)) {
       v.Add(r.ConfigField("diskConfig.bootDiskSizeGb"),
-            absl::StrFormat("bootDiskSizeGb must be between 1 and %d (got %d)",
-                            kMaxBootDiskSizeGb, *d.boot_disk_size_gb));
+            absl::StrFormat("bootDiskSizeGb must be between 1 and %d (got %d)", kMaxBootDiskSizeGb,
+                            *d.boot_disk_size_gb));
     }
   }
 }
@@ -1140,8 +1138,9 @@ std::vector<FieldViolation> ValidateJob(const model::Job& job, const Config& con
   CheckJobId(job.job_id, v);
   v.Append(ValidateLabels(job.labels, "labels"));
   if (job.has_prediction_input) {
-    v.Add("predictionInput", "batch prediction is not supported by mlengine; submit a "
-                             "training job (trainingInput) instead");
+    v.Add("predictionInput",
+          "batch prediction is not supported by mlengine; submit a "
+          "training job (trainingInput) instead");
   }
   if (!job.training_input.has_value()) {
     v.Add("trainingInput", "trainingInput is required: it describes the training job");
@@ -1155,8 +1154,8 @@ std::vector<FieldViolation> ValidateLabels(const std::map<std::string, std::stri
                                            const std::string& path) {
   Violations v;
   if (labels.size() > kMaxLabels) {
-    v.Add(path, absl::StrFormat("a job can have at most %d labels (got %d)", kMaxLabels,
-                                labels.size()));
+    v.Add(path,
+          absl::StrFormat("a job can have at most %d labels (got %d)", kMaxLabels, labels.size()));
   }
   for (const auto& [key, value] : labels) {
     const std::string field = Cat(path, ".", key);

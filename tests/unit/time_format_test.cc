@@ -25,8 +25,8 @@ TEST(DurationTest, ParsesProtobufDurations) {
 }
 
 TEST(DurationTest, FormatsRoundTrip) {
-  EXPECT_EQ(FormatDuration(absl::Seconds(7200)), "7200s");
-  EXPECT_EQ(FormatDuration(absl::Milliseconds(1500)), "1.5s");
+  EXPECT_EQ(mle::common::FormatDuration(absl::Seconds(7200)), "7200s");
+  EXPECT_EQ(mle::common::FormatDuration(absl::Milliseconds(1500)), "1.5s");
 }
 
 TEST(TimestampTest, Rfc3339RoundTrip) {

@@ -1,0 +1,31 @@
+# mlengine: the two commands are `make demo` and `make test`.
+# Every target installs what is missing first (Debian packages, needs root).
+
+BUILD ?= build
+JOBS ?= $(shell nproc)
+
+.PHONY: all deps build test unit demo bench clean
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh
+
+$(BUILD)/build.ninja: CMakeLists.txt
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+build: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Every test: unit, integration over real HTTP, the real Google client.
+test: build
+	./scripts/run-tests.sh $(BUILD)
+
+demo: build
+	./scripts/demo.sh $(BUILD)
+
+bench: build
+	./bench/run.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,202 @@
+// JobService with its real collaborators (SQLite in a temp dir, the
+// scheduler driven by hand, a fake clock): create, list, patch, cancel,
+// maxWaitTime and recovery, deterministically.
+#include "service/job_service.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <future>
+
+#include "codec/job_codec.h"
+
+namespace mle::service {
+namespace {
+
+namespace fs = std::filesystem;
+using model::JobState;
+
+model::Job ValidJob(const std::string& id, int32_t priority = 0, std::string max_wait = "") {
+  model::Job j;
+  j.job_id = id;
+  model::TrainingInput t;
+  t.scale_tier = "BASIC";
+  t.package_uris = {"gs://b/trainer-0.0.0.tar.gz"};
+  t.python_module = "trainer.task";
+  t.region = "us-central1";
+  t.runtime_version = "2.11";
+  t.scheduling = model::Scheduling{"", std::move(max_wait), priority};
+  j.training_input = t;
+  return j;
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("mle_service_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    Open();
+  }
+  void TearDown() override {
+    Close();
+    fs::remove_all(dir_);
+  }
+  void Open() {
+    store_ = *db::OpenSqliteStore({(dir_ / "mlengine.db").string(), true});
+    service_ = std::make_unique<JobService>(*store_, clock_, validate::Config::Defaults());
+    scheduler_ = std::make_unique<scheduler::Scheduler>(clock_, *service_);
+    service_->AttachScheduler(scheduler_.get());
+    ASSERT_TRUE(service_->Recover().ok());
+    scheduler_->RunPending();
+  }
+  void Close() {
+    scheduler_.reset();
+    service_.reset();
+    store_.reset();  // drains the writer: every acknowledged write is on disk
+  }
+  absl::StatusOr<model::Job> Create(model::Job job) {
+    std::promise<absl::StatusOr<model::Job>> p;
+    service_->CreateJob("proj", std::move(job), [&](absl::StatusOr<model::Job> r) { p.set_value(std::move(r)); });
+    auto r = p.get_future().get();
+    scheduler_->RunPending();
+    return r;
+  }
+  absl::Status Cancel(const std::string& id) {
+    std::promise<absl::Status> p;
+    service_->CancelJob("proj", id, [&](absl::Status s) { p.set_value(s); });
+    auto s = p.get_future().get();
+    scheduler_->RunPending();
+    return s;
+  }
+  absl::StatusOr<model::Job> Patch(const std::string& id, PatchJobRequest req) {
+    std::promise<absl::StatusOr<model::Job>> p;
+    service_->PatchJob("proj", id, std::move(req), [&](absl::StatusOr<model::Job> r) { p.set_value(std::move(r)); });
+    return p.get_future().get();
+  }
+
+  fs::path dir_;
+  common::FakeClock clock_;
+  std::unique_ptr<db::Store> store_;
+  std::unique_ptr<JobService> service_;
+  std::unique_ptr<scheduler::Scheduler> scheduler_;
+};
+
+TEST_F(ServiceTest, CreateGetAndDuplicate) {
+  auto job = Create(ValidJob("a"));
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->state, JobState::kQueued);
+  EXPECT_EQ(job->create_time, clock_.Now());
+  auto again = Create(ValidJob("a"));
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(service_->GetJob("proj", "a")->job_id, "a");
+  EXPECT_EQ(service_->GetJob("proj", "zzz").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ServiceTest, InvalidJobIsRefusedAndNothingIsStored) {
+  model::Job bad = ValidJob("1bad");
+  bad.training_input->region = "";
+  auto r = Create(bad);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_GE(common::GetFieldViolations(r.status()).size(), 2u);
+  EXPECT_TRUE(service_->ListJobs("proj", {})->jobs.empty());
+}
+
+TEST_F(ServiceTest, QueuePositionsFollowPriorityThenAge) {
+  ASSERT_TRUE(Create(ValidJob("low_old", 0)).ok());
+  ASSERT_TRUE(Create(ValidJob("high", 500)).ok());
+  ASSERT_TRUE(Create(ValidJob("low_new", 0)).ok());
+  EXPECT_EQ(service_->GetJob("proj", "high")->job_position, 1);
+  EXPECT_EQ(service_->GetJob("proj", "low_old")->job_position, 2);
+  EXPECT_EQ(service_->GetJob("proj", "low_new")->job_position, 3);
+  ASSERT_TRUE(Cancel("high").ok());
+  EXPECT_EQ(service_->GetJob("proj", "low_old")->job_position, 1);
+}
+
+TEST_F(ServiceTest, ListIsNewestFirstAndPages) {
+  for (int i = 0; i < 25; ++i) ASSERT_TRUE(Create(ValidJob("job_" + std::to_string(i))).ok());
+  ListJobsRequest req;
+  req.page_size = 10;
+  std::vector<std::string> seen;
+  for (;;) {
+    auto page = service_->ListJobs("proj", req);
+    ASSERT_TRUE(page.ok());
+    for (const auto& j : page->jobs) seen.push_back(j.job_id);
+    if (page->next_page_token.empty()) break;
+    req.page_token = page->next_page_token;
+  }
+  ASSERT_EQ(seen.size(), 25u);
+  EXPECT_EQ(seen.front(), "job_24");
+  EXPECT_EQ(seen.back(), "job_0");
+  EXPECT_EQ(service_->ListJobs("proj", {})->jobs.size(), 20u);
+  EXPECT_TRUE(service_->ListJobs("other", {})->jobs.empty());
+  ListJobsRequest big;
+  big.page_size = 1000;
+  EXPECT_EQ(service_->ListJobs("proj", big)->jobs.size(), 25u);
+}
+
+TEST_F(ServiceTest, CancelMovesThroughCancellingToCancelled) {
+  ASSERT_TRUE(Create(ValidJob("c")).ok());
+  std::promise<absl::Status> p;
+  service_->CancelJob("proj", "c", [&](absl::Status s) { p.set_value(s); });
+  ASSERT_TRUE(p.get_future().get().ok());
+  EXPECT_EQ(service_->GetJob("proj", "c")->state, JobState::kCancelling);
+  scheduler_->RunPending();
+  auto job = service_->GetJob("proj", "c");
+  EXPECT_EQ(job->state, JobState::kCancelled);
+  EXPECT_TRUE(job->end_time.has_value());
+  EXPECT_EQ(Cancel("c").code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ServiceTest, PatchLabelsWithEtag) {
+  auto job = Create(ValidJob("p"));
+  ASSERT_TRUE(job.ok());
+  const std::string etag = codec::EtagForVersion(job->version);
+  auto patched = Patch("p", {{"labels", "etag"}, {{"team", "nlp"}}, etag});
+  ASSERT_TRUE(patched.ok()) << patched.status();
+  EXPECT_EQ(patched->labels.at("team"), "nlp");
+  auto stale = Patch("p", {{"labels", "etag"}, {{"team", "x"}}, etag});
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kAborted);
+  auto bad_mask = Patch("p", {{"trainingInput"}, {}, ""});
+  EXPECT_EQ(bad_mask.status().code(), absl::StatusCode::kInvalidArgument);
+  auto bad_label = Patch("p", {{"labels"}, {{"Team", "x"}}, ""});
+  EXPECT_EQ(bad_label.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ServiceTest, MaxWaitTimeCancelsAJobThatNeverStarts) {
+  ASSERT_TRUE(Create(ValidJob("w", 0, "1800s")).ok());
+  clock_.Advance(absl::Seconds(1799));
+  scheduler_->Tick();
+  scheduler_->RunPending();
+  EXPECT_EQ(service_->GetJob("proj", "w")->state, JobState::kQueued);
+  clock_.Advance(absl::Seconds(1));
+  scheduler_->Tick();
+  scheduler_->RunPending();
+  auto job = service_->GetJob("proj", "w");
+  EXPECT_EQ(job->state, JobState::kCancelled);
+  EXPECT_NE(job->error_message.find("maxWaitTime"), std::string::npos);
+}
+
+TEST_F(ServiceTest, StateSurvivesReopen) {
+  ASSERT_TRUE(Create(ValidJob("keep")).ok());
+  ASSERT_TRUE(Create(ValidJob("gone")).ok());
+  ASSERT_TRUE(Cancel("gone").ok());
+  std::promise<absl::StatusOr<model::Project>> p;
+  service_->GetConfig("proj", [&](absl::StatusOr<model::Project> r) { p.set_value(r); });
+  const int64_t number = p.get_future().get()->number;
+  Close();
+  Open();
+  EXPECT_EQ(service_->GetJob("proj", "keep")->state, JobState::kQueued);
+  EXPECT_EQ(service_->GetJob("proj", "keep")->job_position, 1);
+  EXPECT_EQ(service_->GetJob("proj", "gone")->state, JobState::kCancelled);
+  std::promise<absl::StatusOr<model::Project>> q;
+  service_->GetConfig("proj", [&](absl::StatusOr<model::Project> r) { q.set_value(r); });
+  EXPECT_EQ(q.get_future().get()->number, number);
+  // New jobs continue the sequence: newest first still holds.
+  ASSERT_TRUE(Create(ValidJob("after")).ok());
+  EXPECT_EQ(service_->ListJobs("proj", {})->jobs.front().job_id, "after");
+}
+
+}  // namespace
+}  // namespace mle::service
