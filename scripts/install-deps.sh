@@ -14,7 +14,7 @@ PKGS=(
   python3 python3-venv python3-pip python3-setuptools
   python3-googleapi python3-yaml
   python3-numpy python3-sklearn python3-torch
-  procps curl wrk python3-pytest
+  procps curl wrk bc python3-pytest
 )
 
 missing=()
