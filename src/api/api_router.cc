@@ -1,5 +1,6 @@
 #include "absl/strings/string_view.h"
 #include "api/api_router.h"
+#include "api/http_util.h"
 
 #include <nlohmann/json.hpp>
 
@@ -29,27 +30,6 @@ constexpr absl::string_view kStandardParams[] = {
     "$.xgafv", "access_token", "alt", "callback", "fields", "key", "oauth_token",
     "prettyPrint", "quotaUser", "uploadType", "upload_protocol"};
 
-std::optional<std::string> PercentDecode(absl::string_view s, bool plus_is_space) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%') {
-      if (i + 2 >= s.size() || !absl::ascii_isxdigit(s[i + 1]) || !absl::ascii_isxdigit(s[i + 2])) {
-        return std::nullopt;
-      }
-      int v = 0;
-      absl::SimpleHexAtoi(s.substr(i + 1, 2), &v);
-      out.push_back(static_cast<char>(v));
-      i += 2;
-    } else if (s[i] == '+' && plus_is_space) {
-      out.push_back(' ');
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
-
 struct Call {
   std::string method;
   std::vector<std::string> segments;  // decoded path segments after "v1"
@@ -64,26 +44,13 @@ struct Call {
   }
 };
 
-absl::Status BadParam(const std::string& name, const std::string& description) {
-  return common::InvalidArgumentWithViolations("Invalid query parameter.", {{name, description}});
-}
-
 absl::StatusOr<Call> ParseCall(const HttpRequest& req) {
   Call call;
   call.method = req.method;
-  absl::string_view target = req.target;
-  absl::string_view path = target, query;
-  if (auto q = target.find('?'); q != absl::string_view::npos) {
-    path = target.substr(0, q);
-    query = target.substr(q + 1);
-  }
-  for (absl::string_view part : absl::StrSplit(query, '&', absl::SkipEmpty())) {
-    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(part, absl::MaxSplits('=', 1));
-    auto k = PercentDecode(kv.first, true);
-    auto v = PercentDecode(kv.second, true);
-    if (!k || !v) return BadParam(std::string(kv.first), "is not correctly percent-encoded");
-    call.query.emplace(*k, *v);
-  }
+  auto target = ParseTarget(req.target);
+  if (!target.ok()) return target.status();
+  call.query = std::move(target->query);
+  absl::string_view path = target->raw_path;
   // The custom verb ("...:cancel") is split off before decoding, so an
   // encoded ':' (%3A) in a resource id stays part of the id.
   std::vector<absl::string_view> raw = absl::StrSplit(path, '/', absl::SkipEmpty());
@@ -163,17 +130,7 @@ absl::StatusOr<json> ParseBody(const std::string& body, bool allow_empty) {
   }
 }
 
-HttpResponse Render(const json& value, bool pretty, int status = 200) {
-  HttpResponse r;
-  r.status = status;
-  r.body = value.dump(pretty ? 2 : -1, ' ', false, json::error_handler_t::replace);
-  if (pretty) r.body.push_back('\n');
-  return r;
-}
-
-HttpResponse RenderError(const absl::Status& status, bool pretty) {
-  return Render(codec::EncodeError(status), pretty, common::HttpStatusForCode(status.code()));
-}
+HttpResponse Render(const json& value, bool pretty, int status = 200) { return RenderJson(value, pretty, status); }
 
 absl::Status NoRoute(const Call& call) {
   return absl::NotFoundError(absl::StrCat("The requested URL ", call.method, " /", absl::StrJoin(call.segments, "/"),

@@ -1,10 +1,19 @@
 #include "api/http_server.h"
 
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace mle::api {
@@ -17,49 +26,234 @@ using tcp = asio::ip::tcp;
 namespace {
 
 constexpr auto kIdleTimeout = std::chrono::seconds(120);
+constexpr absl::string_view kUploadPrefix = "/upload/";
+
+// A request body streamed to an open file and hashed (SHA-256) on the way,
+// so an upload is never held in memory nor read twice.
+struct UploadBody {
+  struct value_type {
+    int fd = -1;  // not owned
+    uint64_t size = 0;
+    std::shared_ptr<EVP_MD_CTX> sha;
+  };
+
+  class reader {
+   public:
+    template <bool isRequest, class Fields>
+    reader(http::header<isRequest, Fields>&, value_type& body) : body_(body) {}
+
+    void init(const boost::optional<std::uint64_t>&, beast::error_code& ec) { ec = {}; }
+
+    template <class ConstBufferSequence>
+    std::size_t put(const ConstBufferSequence& buffers, beast::error_code& ec) {
+      ec = {};
+      std::size_t total = 0;
+      for (auto it = asio::buffer_sequence_begin(buffers); it != asio::buffer_sequence_end(buffers); ++it) {
+        asio::const_buffer buffer = *it;
+        const char* p = static_cast<const char*>(buffer.data());
+        std::size_t n = buffer.size();
+        EVP_DigestUpdate(body_.sha.get(), p, n);
+        while (n > 0) {
+          ssize_t w = ::write(body_.fd, p, n);
+          if (w < 0) {
+            if (errno == EINTR) continue;
+            ec.assign(errno, beast::system_category());
+            return total;
+          }
+          p += w;
+          n -= static_cast<std::size_t>(w);
+          total += static_cast<std::size_t>(w);
+          body_.size += static_cast<uint64_t>(w);
+        }
+      }
+      return total;
+    }
+
+    void finish(beast::error_code& ec) { ec = {}; }
+
+   private:
+    value_type& body_;
+  };
+};
+
+std::string HexDigest(EVP_MD_CTX* ctx) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_DigestFinal_ex(ctx, digest, &n);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < n; ++i) {
+    out.push_back(kHex[digest[i] >> 4]);
+    out.push_back(kHex[digest[i] & 0xf]);
+  }
+  return out;
+}
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, const HttpServerOptions& options, const Handler& handler)
       : stream_(std::move(socket)), options_(options), handler_(handler) {}
 
+  ~Session() { RemoveUpload(); }
+
   void Run() {
     asio::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::Read, shared_from_this()));
   }
 
  private:
+  // ---- reading: the header first, then the body into memory or a file ----
+
   void Read() {
-    parser_.emplace();
-    parser_->body_limit(options_.body_limit);
-    parser_->header_limit(64 * 1024);
+    string_parser_.reset();
+    upload_parser_.reset();
+    header_parser_.emplace();
+    header_parser_->header_limit(64 * 1024);
+    header_parser_->body_limit(boost::none);  // checked once the route is known
     stream_.expires_after(kIdleTimeout);
-    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+    http::async_read_header(stream_, buffer_, *header_parser_,
+                            beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
   }
 
-  void OnRead(beast::error_code ec, std::size_t) {
-    if (ec == http::error::end_of_stream || ec == asio::error::connection_reset ||
-        ec == beast::error::timeout || ec == asio::error::operation_aborted) {
-      return Close();
-    }
-    if (ec == http::error::body_limit) {
-      return WriteError(413, "INVALID_ARGUMENT",
-                        absl::StrCat("The request body is larger than the limit of ", options_.body_limit, " bytes."));
-    }
+  static bool Disconnected(const beast::error_code& ec) {
+    return ec == http::error::end_of_stream || ec == asio::error::connection_reset || ec == beast::error::timeout ||
+           ec == asio::error::operation_aborted;
+  }
+
+  void OnHeader(beast::error_code ec, std::size_t) {
+    if (Disconnected(ec)) return Close();
     if (ec) return WriteError(400, "INVALID_ARGUMENT", absl::StrCat("Malformed HTTP request: ", ec.message()));
 
-    auto& req = parser_->get();
-    keep_alive_ = req.keep_alive();
+    const auto& head = header_parser_->get();
+    keep_alive_ = head.keep_alive();
+    const auto target = head.target();
+    upload_ = !options_.upload_dir.empty() &&
+              absl::StartsWith(absl::string_view(target.data(), target.size()), kUploadPrefix);
+    limit_ = upload_ ? options_.upload_limit : options_.body_limit;
+    if (auto length = header_parser_->content_length(); length && *length > limit_) return WriteTooLarge();
+    const bool expects_continue = head.version() >= 11 && beast::iequals(head[http::field::expect], "100-continue");
+
+    if (upload_) {
+      if (options_.upload_check) {
+        if (auto refusal = options_.upload_check(HeadOf(head))) {
+          keep_alive_ = false;  // the body stays unread
+          return Write(std::move(*refusal));
+        }
+      }
+      if (auto s = StartUpload(); !s.empty()) return WriteError(500, "INTERNAL", s);
+      upload_parser_.emplace(std::move(*header_parser_));
+      upload_parser_->body_limit(limit_);
+      auto& body = upload_parser_->get().body();
+      body.fd = upload_fd_;
+      body.sha = sha_;
+    } else {
+      string_parser_.emplace(std::move(*header_parser_));
+      string_parser_->body_limit(limit_);
+    }
+    header_parser_.reset();
+
+    if (expects_continue && !BodyDone()) {
+      auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
+      stream_.expires_after(kIdleTimeout);
+      return http::async_write(stream_, *cont, [self = shared_from_this(), cont](beast::error_code ec, std::size_t) {
+        if (ec) return self->Close();
+        self->ReadBody();
+      });
+    }
+    ReadBody();
+  }
+
+  bool BodyDone() const { return upload_ ? upload_parser_->is_done() : string_parser_->is_done(); }
+
+  void ReadBody() {
+    if (BodyDone()) return OnBody({});
+    stream_.expires_after(kIdleTimeout);
+    if (!upload_) {
+      return http::async_read(stream_, buffer_, *string_parser_,
+                              [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnBody(ec); });
+    }
+    // Piece by piece, so the timeout is for idleness, not for the whole body.
+    http::async_read_some(stream_, buffer_, *upload_parser_,
+                          [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                            if (ec) return self->OnBody(ec);
+                            self->ReadBody();
+                          });
+  }
+
+  void OnBody(beast::error_code ec) {
+    if (Disconnected(ec)) {
+      RemoveUpload();
+      return Close();
+    }
+    if (ec == http::error::body_limit) return WriteTooLarge();
+    if (ec) return WriteError(400, "INVALID_ARGUMENT", absl::StrCat("Malformed HTTP request: ", ec.message()));
+
     HttpRequest r;
-    r.method = std::string(req.method_string());
-    r.target = std::string(req.target());
-    r.authorization = std::string(req[http::field::authorization]);
-    r.content_type = std::string(req[http::field::content_type]);
-    r.body = std::move(req.body());
+    if (upload_) {
+      auto& req = upload_parser_->get();
+      r = HeadOf(req);
+      r.body_file = upload_path_;
+      r.body_size = req.body().size;
+      r.body_sha256 = HexDigest(sha_.get());
+      ::close(upload_fd_);
+      upload_fd_ = -1;
+    } else {
+      auto& req = string_parser_->get();
+      r = HeadOf(req);
+      r.body = std::move(req.body());
+    }
     auto self = shared_from_this();
     handler_(std::move(r), [self](HttpResponse response) {
       asio::post(self->stream_.get_executor(),
                  [self, response = std::move(response)]() mutable { self->Write(std::move(response)); });
     });
+  }
+
+  template <class Fields>
+  static HttpRequest HeadOf(const http::request_header<Fields>& head) {
+    HttpRequest r;
+    r.method = std::string(head.method_string());
+    r.target = std::string(head.target());
+    r.authorization = std::string(head[http::field::authorization]);
+    r.content_type = std::string(head[http::field::content_type]);
+    return r;
+  }
+
+  // ---- the temporary file of an upload ----
+
+  // "" or what went wrong.
+  std::string StartUpload() {
+    std::string path = options_.upload_dir + "/upload-XXXXXX";
+    int fd = ::mkostemp(path.data(), O_CLOEXEC);
+    if (fd < 0) return absl::StrCat("Cannot store the upload: ", std::strerror(errno));
+    struct stat st;
+    ::fstat(fd, &st);
+    upload_fd_ = fd;
+    upload_path_ = std::move(path);
+    upload_dev_ = st.st_dev;
+    upload_ino_ = st.st_ino;
+    sha_.reset(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+    EVP_DigestInit_ex(sha_.get(), EVP_sha256(), nullptr);
+    return "";
+  }
+
+  // Removes the upload's file unless the handler moved it away (a file now
+  // at that path that is not ours is left alone).
+  void RemoveUpload() {
+    if (upload_fd_ >= 0) ::close(upload_fd_);
+    upload_fd_ = -1;
+    if (upload_path_.empty()) return;
+    struct stat st;
+    if (::lstat(upload_path_.c_str(), &st) == 0 && st.st_dev == upload_dev_ && st.st_ino == upload_ino_) {
+      ::unlink(upload_path_.c_str());
+    }
+    upload_path_.clear();
+  }
+
+  // ---- writing ----
+
+  void WriteTooLarge() {
+    WriteError(413, "INVALID_ARGUMENT",
+               absl::StrCat("The request body is larger than the limit of ", limit_, " bytes."));
   }
 
   void WriteError(int status, const std::string& code, const std::string& message) {
@@ -71,6 +265,8 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Write(HttpResponse response) {
+    RemoveUpload();  // the handler has answered: it is done with the file
+    if (response.body_fd || !response.file_path.empty()) return WriteFile(std::move(response));
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(response.status), 11);
     res->set(http::field::server, "mlengined");
@@ -85,6 +281,40 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
+  void WriteFile(HttpResponse response) {
+    const int fd = response.body_fd ? ::fcntl(*response.body_fd, F_DUPFD_CLOEXEC, 0)
+                                    : ::open(response.file_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || ::lseek(fd, 0, SEEK_SET) != 0) {
+      if (fd >= 0) ::close(fd);
+      return WriteError(500, "INTERNAL", absl::StrCat("Cannot read the file to send: ", std::strerror(errno)));
+    }
+    beast::file file;
+    file.native_handle(fd);  // owned by `file` from here
+    auto res = std::make_shared<http::response<http::file_body>>(static_cast<http::status>(response.status), 11);
+    res->set(http::field::server, "mlengined");
+    res->set(http::field::content_type, response.content_type);
+    res->keep_alive(keep_alive_);
+    beast::error_code ec;
+    res->body().reset(std::move(file), ec);
+    if (ec) return WriteError(500, "INTERNAL", absl::StrCat("Cannot read the file to send: ", ec.message()));
+    res->prepare_payload();
+    auto serializer = std::make_shared<http::response_serializer<http::file_body>>(*res);
+    WriteFileSome(std::move(res), std::move(serializer));
+  }
+
+  // Piece by piece, so the timeout is for idleness, not for the whole file.
+  void WriteFileSome(std::shared_ptr<http::response<http::file_body>> res,
+                     std::shared_ptr<http::response_serializer<http::file_body>> serializer) {
+    stream_.expires_after(kIdleTimeout);
+    http::async_write_some(stream_, *serializer,
+                           [self = shared_from_this(), res, serializer](beast::error_code ec, std::size_t) {
+                             if (ec) return self->Close();
+                             if (!serializer->is_done()) return self->WriteFileSome(res, serializer);
+                             if (!self->keep_alive_) return self->Close();
+                             self->Read();
+                           });
+  }
+
   void Close() {
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
@@ -92,13 +322,30 @@ class Session : public std::enable_shared_from_this<Session> {
 
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::request_parser<http::empty_body>> header_parser_;
+  std::optional<http::request_parser<http::string_body>> string_parser_;
+  std::optional<http::request_parser<UploadBody>> upload_parser_;
   const HttpServerOptions& options_;
   const Handler& handler_;
   bool keep_alive_ = true;
+  bool upload_ = false;
+  uint64_t limit_ = 0;
+  // The upload in flight, if any.
+  int upload_fd_ = -1;
+  std::string upload_path_;
+  dev_t upload_dev_ = 0;
+  ino_t upload_ino_ = 0;
+  std::shared_ptr<EVP_MD_CTX> sha_;
 };
 
 }  // namespace
+
+std::shared_ptr<const int> OwnBodyFd(int fd) {
+  return std::shared_ptr<const int>(new int(fd), [](const int* p) {
+    if (*p >= 0) ::close(*p);
+    delete p;
+  });
+}
 
 struct HttpServer::Impl {
   HttpServerOptions options;

@@ -3,6 +3,14 @@
 // to a Handler with a Responder that may be called later from any thread
 // (e.g. after a durable write), exactly once.
 //
+// Large bodies never sit in memory: requests whose target starts with
+// "/upload/" (when options.upload_dir is set) are streamed to a temporary
+// file there (hashed with SHA-256 on the way) and handed over as
+// HttpRequest::body_file; responses may name an open file to send
+// (HttpResponse::body_fd / file_path), streamed in pieces. Both directions
+// time out only when idle, never because a big transfer takes long.
+// "Expect: 100-continue" is answered once the headers are accepted.
+//
 // Thread-safe. Owns its io threads; Stop() closes the listener and joins them.
 #pragma once
 
@@ -24,23 +32,46 @@ struct HttpRequest {
   std::string target;  // path and query, as sent
   std::string authorization;
   std::string content_type;
-  std::string body;
+  std::string body;  // empty when streamed to body_file
+  // Streamed uploads only: the temporary file holding the body, its size and
+  // lowercase hex SHA-256. The handler may move the file away (rename); the
+  // server removes it, if still there, once the response is sent.
+  std::string body_file;
+  uint64_t body_size = 0;
+  std::string body_sha256;
 };
 
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json; charset=UTF-8";
   std::string body;
+  // A file to send as the body instead of `body`, from its start: an open
+  // descriptor (shared so responses stay copyable; the last owner closes it),
+  // or else a path the server opens (O_NOFOLLOW on the last component only:
+  // callers that must not follow symlinks pass a descriptor).
+  std::shared_ptr<const int> body_fd;
+  std::string file_path;
 };
+
+// Takes ownership of `fd` for HttpResponse::body_fd.
+std::shared_ptr<const int> OwnBodyFd(int fd);
 
 using Responder = std::function<void(HttpResponse)>;
 using Handler = std::function<void(HttpRequest, Responder)>;
+// Sees the head of an upload (body empty) before its body is read; a response
+// refuses it at once (e.g. 401), and the body is never read.
+using UploadCheck = std::function<std::optional<HttpResponse>(const HttpRequest&)>;
 
 struct HttpServerOptions {
   std::string address = "127.0.0.1";
   uint16_t port = 0;  // 0 = pick a free port
   int threads = 2;
   uint64_t body_limit = 1 << 20;  // bytes; larger bodies get 413
+  // Where "/upload/..." bodies are streamed (empty: uploads are read into
+  // memory like any request, within body_limit), and their own limit.
+  std::string upload_dir;
+  uint64_t upload_limit = uint64_t{8} << 30;
+  UploadCheck upload_check;  // optional
   // Called to render errors the server produces itself (413, 400 malformed
   // HTTP): (http status, canonical status name, message) -> body.
   std::function<std::string(int, const std::string&, const std::string&)> error_body;

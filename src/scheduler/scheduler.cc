@@ -1,15 +1,35 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
-#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "common/time_format.h"
 
 namespace mle::scheduler {
 
-Scheduler::Scheduler(common::Clock& clock, StateRecorder& recorder)
-    : clock_(clock), recorder_(recorder) {}
+using model::JobState;
+
+namespace {
+
+JobKey KeyOf(const model::Job& job) { return {job.project, job.job_id}; }
+JobKey KeyOf(const executor::JobRef& ref) { return {ref.project, ref.job_id}; }
+
+std::optional<absl::Duration> SchedulingDuration(const model::Job& job, bool running) {
+  if (!job.training_input || !job.training_input->scheduling) return std::nullopt;
+  const auto& s = *job.training_input->scheduling;
+  const std::string& text = running ? s.max_running_time : s.max_wait_time;
+  if (text.empty()) return std::nullopt;
+  return common::ParseDuration(text);
+}
+
+// AI Platform's default limit on running time: 7 days.
+constexpr absl::Duration kDefaultMaxRunningTime = absl::Hours(24 * 7);
+
+}  // namespace
+
+Scheduler::Scheduler(common::Clock& clock, StateRecorder& recorder, executor::Executor* executor,
+                     SchedulerOptions options)
+    : clock_(clock), recorder_(recorder), executor_(executor), options_(std::move(options)) {}
 
 Scheduler::~Scheduler() { Stop(); }
 
@@ -26,9 +46,20 @@ void Scheduler::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+absl::Status Scheduler::Admit(const model::Job& job) const {
+  if (executor_ == nullptr) return absl::OkStatus();
+  if (auto s = executor_->CheckRunnable(job); !s.ok()) return s;
+  return CheckFeasible(DemandOf(job, options_.resources), options_.inventory);
+}
+
 void Scheduler::Submit(const model::Job& job) { Post(SubmitEvent{job}); }
 void Scheduler::Cancel(const JobKey& key) { Post(CancelEvent{key}); }
+void Scheduler::Adopt(const model::Job& job) { Post(AdoptEvent{job}); }
 void Scheduler::Tick() { Post(TickEvent{}); }
+void Scheduler::JobStarted(const executor::JobRef& job) { Post(StartedEvent{KeyOf(job)}); }
+void Scheduler::JobEnded(const executor::JobRef& job, executor::Outcome outcome, const std::string& message) {
+  Post(EndedEvent{KeyOf(job), outcome, message});
+}
 
 void Scheduler::Post(Event e) {
   std::lock_guard<std::mutex> lock(events_mu_);
@@ -65,60 +96,178 @@ void Scheduler::Loop() {
 
 void Scheduler::Handle(const Event& e) {
   if (const auto* s = std::get_if<SubmitEvent>(&e)) {
-    const model::Job& job = s->job;
-    JobKey key{job.project, job.job_id};
-    Queued q{key, 0, job.sequence, job.create_time.value_or(clock_.Now()), std::nullopt};
-    if (job.training_input && job.training_input->scheduling) {
-      const auto& sch = *job.training_input->scheduling;
-      q.priority = sch.priority.value_or(0);
-      if (!sch.max_wait_time.empty()) q.max_wait = common::ParseDuration(sch.max_wait_time);
-    }
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    if (queued_.count(key)) return;
-    order_.insert({-q.priority, q.sequence, key});
-    queued_.emplace(key, std::move(q));
-    return;
-  }
-  if (const auto* c = std::get_if<CancelEvent>(&e)) {
-    {
-      std::lock_guard<std::mutex> lock(queue_mu_);
-      if (auto it = queued_.find(c->key); it != queued_.end()) {
-        order_.erase({-it->second.priority, it->second.sequence, it->first});
-        queued_.erase(it);
+    Enqueue(s->job);
+    TryPlace();
+  } else if (const auto* c = std::get_if<CancelEvent>(&e)) {
+    Stop(c->key, "Cancelled by a user request.");
+  } else if (const auto* a = std::get_if<AdoptEvent>(&e)) {
+    const JobKey key = KeyOf(a->job);
+    std::optional<model::Placement> placement = executor_ ? executor_->Recover(a->job) : std::nullopt;
+    if (!placement) {
+      // Nothing of it was started: place it again (or finish a cancel).
+      if (a->job.state == JobState::kCancelling) {
+        recorder_.Record(key, {JobState::kCancelled, ""});
+      } else {
+        recorder_.Record(key, {JobState::kQueued, ""});
+        Enqueue(a->job);
+        TryPlace();
       }
+      return;
     }
-    // Nothing of the job runs (no executor holds it), so the stop is complete.
-    recorder_.Record(c->key, {model::JobState::kCancelled, ""});
+    Active active;
+    active.job = a->job;
+    active.demand = DemandOf(a->job, options_.resources);
+    active.placement = *placement;
+    active.running = a->job.state == JobState::kRunning || a->job.state == JobState::kCancelling;
+    active.running_since = a->job.start_time.value_or(clock_.Now());
+    active.max_running = SchedulingDuration(a->job, true).value_or(kDefaultMaxRunningTime);
+    usage_.Add(active.demand, active.placement);
+    active_[key] = std::move(active);
+    if (a->job.state == JobState::kCancelling) Stop(key, a->job.error_message);
+  } else if (std::holds_alternative<TickEvent>(e)) {
+    OnTick();
+  } else if (const auto* st = std::get_if<StartedEvent>(&e)) {
+    auto it = active_.find(st->key);
+    if (it == active_.end() || it->second.running) return;
+    it->second.running = true;
+    it->second.running_since = clock_.Now();
+    if (!it->second.stop_requested) recorder_.Record(st->key, {JobState::kRunning, ""});
+  } else if (const auto* en = std::get_if<EndedEvent>(&e)) {
+    OnEnded(*en);
+  }
+}
+
+void Scheduler::Enqueue(const model::Job& job) {
+  const JobKey key = KeyOf(job);
+  Queued q;
+  q.job = job;
+  q.demand = DemandOf(job, options_.resources);
+  if (job.training_input && job.training_input->scheduling) {
+    q.priority = job.training_input->scheduling->priority.value_or(0);
+  }
+  q.enqueue_time = job.create_time.value_or(clock_.Now());
+  q.max_wait = SchedulingDuration(job, false);
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  if (queued_.count(key) || active_.count(key)) return;
+  order_.insert({-q.priority, job.sequence, key});
+  queued_.emplace(key, std::move(q));
+}
+
+void Scheduler::RemoveQueued(const JobKey& key) {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  auto it = queued_.find(key);
+  if (it == queued_.end()) return;
+  order_.erase({-it->second.priority, it->second.job.sequence, key});
+  queued_.erase(it);
+}
+
+void Scheduler::TryPlace() {
+  if (executor_ == nullptr) return;
+  std::vector<JobKey> to_start;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    for (const auto& [neg_priority, sequence, key] : order_) {
+      const Queued& q = queued_.at(key);
+      auto placement = Place(q.demand, options_.inventory, usage_);
+      if (!placement) continue;  // not yet; a smaller job behind may fit
+      usage_.Add(q.demand, *placement);
+      Active active;
+      active.job = q.job;
+      active.demand = q.demand;
+      active.placement = *std::move(placement);
+      active.max_running = SchedulingDuration(q.job, true).value_or(kDefaultMaxRunningTime);
+      active_[key] = std::move(active);
+      to_start.push_back(key);
+    }
+  }
+  for (const auto& key : to_start) {
+    RemoveQueued(key);
+    recorder_.Record(key, {JobState::kPreparing, ""});
+    const Active& a = active_.at(key);
+    executor_->Launch(a.job, a.demand, a.placement);
+  }
+}
+
+void Scheduler::Stop(const JobKey& key, const std::string& reason) {
+  bool was_queued = false;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    was_queued = queued_.count(key) > 0;
+  }
+  if (was_queued) {
+    RemoveQueued(key);
+    recorder_.Record(key, {JobState::kCancelling, reason});
+    recorder_.Record(key, {JobState::kCancelled, reason});
     return;
   }
-  // Tick: enforce maxWaitTime on queued jobs.
+  auto it = active_.find(key);
+  if (it == active_.end()) {
+    // Not ours (e.g. never submitted because no executor): nothing runs.
+    recorder_.Record(key, {JobState::kCancelled, ""});
+    return;
+  }
+  if (it->second.stop_requested) return;
+  it->second.stop_requested = true;
+  it->second.stop_reason = reason;
+  recorder_.Record(key, {JobState::kCancelling, reason});
+  executor_->Cancel({key.project, key.job_id}, reason);
+}
+
+void Scheduler::OnEnded(const EndedEvent& e) {
+  auto it = active_.find(e.key);
+  if (it == active_.end()) return;
+  Active a = std::move(it->second);
+  active_.erase(it);
+  usage_.Remove(a.demand, a.placement);
+  switch (e.outcome) {
+    case executor::Outcome::kSucceeded:
+      // A master that finished before the stop landed still succeeded.
+      recorder_.Record(e.key, {JobState::kSucceeded, ""});
+      break;
+    case executor::Outcome::kStopped:
+      recorder_.Record(e.key, {a.stop_state, a.stop_reason});
+      break;
+    case executor::Outcome::kFailed:
+    case executor::Outcome::kLost:
+      if (a.stop_requested) {
+        recorder_.Record(e.key, {a.stop_state, a.stop_reason});
+      } else {
+        recorder_.Record(e.key, {JobState::kFailed, e.message});
+      }
+      break;
+  }
+  TryPlace();
+}
+
+void Scheduler::OnTick() {
   const absl::Time now = clock_.Now();
   std::vector<JobKey> expired;
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
-    for (auto it = queued_.begin(); it != queued_.end();) {
-      const Queued& q = it->second;
-      if (q.max_wait && now - q.enqueue_time >= *q.max_wait) {
-        expired.push_back(q.key);
-        order_.erase({-q.priority, q.sequence, q.key});
-        it = queued_.erase(it);
-      } else {
-        ++it;
-      }
+    for (const auto& [key, q] : queued_) {
+      if (q.max_wait && now - q.enqueue_time >= *q.max_wait) expired.push_back(key);
     }
   }
   for (const auto& key : expired) {
-    const std::string why = "The job was not started within its scheduling.maxWaitTime and was cancelled.";
-    recorder_.Record(key, {model::JobState::kCancelling, why});
-    recorder_.Record(key, {model::JobState::kCancelled, why});
+    Stop(key, absl::StrCat("The job was not started within its scheduling.maxWaitTime (",
+                           common::FormatDuration(*queued_.at(key).max_wait), ") and was cancelled."));
   }
+  std::vector<std::pair<JobKey, std::string>> overdue;
+  for (const auto& [key, a] : active_) {
+    if (a.running && !a.stop_requested && a.max_running && now - a.running_since >= *a.max_running) {
+      overdue.emplace_back(key, absl::StrCat("The job ran longer than its scheduling.maxRunningTime (",
+                                             common::FormatDuration(*a.max_running), ") and was cancelled."));
+    }
+  }
+  for (const auto& [key, reason] : overdue) Stop(key, reason);
+  TryPlace();
 }
 
 std::optional<int64_t> Scheduler::QueuePosition(const JobKey& key) const {
   std::lock_guard<std::mutex> lock(queue_mu_);
   auto it = queued_.find(key);
   if (it == queued_.end()) return std::nullopt;
-  return static_cast<int64_t>(order_.order_of_key({-it->second.priority, it->second.sequence, key})) + 1;
+  return static_cast<int64_t>(order_.order_of_key({-it->second.priority, it->second.job.sequence, key})) + 1;
 }
 
 }  // namespace mle::scheduler

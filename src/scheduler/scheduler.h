@@ -1,13 +1,15 @@
-// The scheduler: owns the queue of jobs waiting for resources and decides
-// when each starts. One thread owns all scheduler state; the service and the
-// executors post typed events to it (Submit, Cancel, Tick). It never writes
-// state itself: every decision about a job goes out through StateRecorder,
-// which the service applies durably.
+// The scheduler: owns the queue of jobs waiting for resources, the resources
+// in use, and the jobs it handed to the executor. One thread owns all of
+// that state; the service and the executor post typed events to it (Submit,
+// Cancel, Adopt, Tick, and the executor's Started/Ended). It never writes job
+// state itself: every decision goes out through StateRecorder, which the
+// service applies durably and checks against the state machine.
 //
-// In this version no executor is attached yet: jobs wait in the queue in
-// priority order (higher `scheduling.priority` first, then oldest), with
-// their position reported as jobPosition; cancel and maxWaitTime end them.
-// The Executor seam arrives with the local executor.
+// Policy: jobs are considered in priority order (scheduling.priority, higher
+// first, then oldest); each is placed as a gang (every replica and TPU host,
+// or nothing) by the pure functions of placement.h. A job that does not fit
+// now waits; a smaller job behind it may start (backfill). maxWaitTime and
+// maxRunningTime are enforced on Tick.
 //
 // Thread-safe: every public method may be called from any thread.
 #pragma once
@@ -15,7 +17,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -28,9 +29,13 @@
 #include <ext/pb_ds/assoc_container.hpp>
 #include <ext/pb_ds/tree_policy.hpp>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "executor/executor.h"
 #include "model/job.h"
+#include "model/resources.h"
+#include "scheduler/placement.h"
 
 namespace mle::scheduler {
 
@@ -53,10 +58,18 @@ class StateRecorder {
   virtual void Record(const JobKey& key, const JobUpdate& update) = 0;
 };
 
-class Scheduler {
+struct SchedulerOptions {
+  model::Inventory inventory;
+  ResourceTable resources = ResourceTable::Defaults();
+};
+
+class Scheduler final : public executor::ExecutorEvents {
  public:
-  Scheduler(common::Clock& clock, StateRecorder& recorder);
-  ~Scheduler();
+  // `executor` may be null: jobs then wait in the queue (used by tests of the
+  // queue alone).
+  Scheduler(common::Clock& clock, StateRecorder& recorder, executor::Executor* executor,
+            SchedulerOptions options = {});
+  ~Scheduler() override;
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
@@ -65,10 +78,19 @@ class Scheduler {
   void Start();
   void Stop();
 
+  // Admission at submission time: OK, or FAILED_PRECONDITION saying why the
+  // job can never run here (and what the cluster has). Thread-safe, pure.
+  absl::Status Admit(const model::Job& job) const;
+
   // Events.
-  void Submit(const model::Job& job);      // a QUEUED job to place
-  void Cancel(const JobKey& key);          // the job is CANCELLING
-  void Tick();                             // time moved: check deadlines
+  void Submit(const model::Job& job);  // a QUEUED job to place
+  void Cancel(const JobKey& key);      // the job is CANCELLING
+  void Adopt(const model::Job& job);   // after a restart: a PREPARING/RUNNING/CANCELLING job
+  void Tick();                         // time moved: check deadlines
+
+  // executor::ExecutorEvents
+  void JobStarted(const executor::JobRef& job) override;
+  void JobEnded(const executor::JobRef& job, executor::Outcome outcome, const std::string& message) override;
 
   // Processes every posted event now, on the calling thread (tests).
   void RunPending();
@@ -79,23 +101,45 @@ class Scheduler {
  private:
   struct SubmitEvent { model::Job job; };
   struct CancelEvent { JobKey key; };
+  struct AdoptEvent { model::Job job; };
   struct TickEvent {};
-  using Event = std::variant<SubmitEvent, CancelEvent, TickEvent>;
+  struct StartedEvent { JobKey key; };
+  struct EndedEvent { JobKey key; executor::Outcome outcome; std::string message; };
+  using Event = std::variant<SubmitEvent, CancelEvent, AdoptEvent, TickEvent, StartedEvent, EndedEvent>;
 
   struct Queued {
-    JobKey key;
-    int32_t priority;
-    int64_t sequence;
+    model::Job job;
+    model::JobDemand demand;
+    int32_t priority = 0;
     absl::Time enqueue_time;
     std::optional<absl::Duration> max_wait;
+  };
+  struct Active {
+    model::Job job;
+    model::JobDemand demand;
+    model::Placement placement;
+    bool running = false;
+    absl::Time running_since;
+    std::optional<absl::Duration> max_running;
+    bool stop_requested = false;
+    std::string stop_reason;
+    model::JobState stop_state = model::JobState::kCancelled;
   };
 
   void Post(Event e);
   void Handle(const Event& e);
   void Loop();
+  void Enqueue(const model::Job& job);
+  void RemoveQueued(const JobKey& key);
+  void TryPlace();
+  void Stop(const JobKey& key, const std::string& reason);
+  void OnEnded(const EndedEvent& e);
+  void OnTick();
 
   common::Clock& clock_;
   StateRecorder& recorder_;
+  executor::Executor* executor_;
+  const SchedulerOptions options_;
 
   // Event queue (any thread).
   std::mutex events_mu_;
@@ -114,6 +158,10 @@ class Scheduler {
   mutable std::mutex queue_mu_;
   OrderTree order_;
   std::map<JobKey, Queued> queued_;
+
+  // Owned by the event-processing thread.
+  std::map<JobKey, Active> active_;
+  Usage usage_;
 };
 
 }  // namespace mle::scheduler

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <openssl/rand.h>
+#include <sys/file.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -25,7 +26,10 @@
 #include "api/http_server.h"
 #include "common/clock.h"
 #include "db/store.h"
+#include "executor/local_executor.h"
+#include "runtime/package_cache.h"
 #include "scheduler/scheduler.h"
+#include "server/server_config.h"
 #include "service/job_service.h"
 #include "validate/validate.h"
 
@@ -46,18 +50,37 @@ absl::StatusOr<std::string> LoadOrCreateAdminToken(const fs::path& dir) {
   if (in) {
     std::string token;
     std::getline(in, token);
+    while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
     if (!token.empty()) return token;
   }
+  // Missing or empty (a crash during the first start): write a fresh one,
+  // atomically, so a half-written token can never be read.
   unsigned char bytes[32];
   if (RAND_bytes(bytes, sizeof(bytes)) != 1) return absl::InternalError("cannot generate a random token");
   std::string token = absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(bytes), sizeof(bytes)));
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-  if (fd < 0) return absl::UnavailableError(absl::StrCat("cannot create ", path.string(), ": ", strerror(errno)));
+  const fs::path tmp = dir / "admin.token.tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("cannot create ", tmp.string(), ": ", strerror(errno)));
   std::string line = token + "\n";
   bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && ::fsync(fd) == 0;
   ::close(fd);
-  if (!ok) return absl::UnavailableError(absl::StrCat("cannot write ", path.string()));
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot write ", path.string()));
+  }
   return token;
+}
+
+// Where mlengine's helper files are, relative to this executable: the build
+// tree (build/src/server/mlengined) or an installed layout.
+fs::path FindBeside(const char* argv0, const std::vector<std::string>& candidates) {
+  std::error_code ec;
+  fs::path self = fs::canonical("/proc/self/exe", ec);
+  if (ec) self = fs::absolute(argv0);
+  for (const auto& c : candidates) {
+    fs::path p = (self.parent_path() / c).lexically_normal();
+    if (fs::exists(p)) return p;
+  }
+  return {};
 }
 
 bool SplitListen(const std::string& listen, std::string* host, uint16_t* port) {
@@ -81,12 +104,16 @@ int main(int argc, char** argv) {
       "\"Authorization: Bearer <that token>\"."};
   std::string listen = "127.0.0.1:8080";
   std::string data_dir;
+  std::string config_path;
   int threads = 2;
   bool relaxed_sync = false;
   uint64_t body_limit = 1 << 20;
   app.add_option("--listen", listen, "Address and port to serve on; port 0 picks a free one and prints it")
       ->capture_default_str();
-  app.add_option("--data-dir", data_dir, "Directory for all state (database, token, logs)")->required();
+  app.add_option("--data-dir", data_dir, "Directory for all state (database, token, buckets, logs)")->required();
+  app.add_option("--config", config_path,
+                 "Configuration file (YAML): runtimes, TPU hosts, GPU types; see config/mlengined.yaml. "
+                 "Without it: one runtime (pytorch-1.13-cpu = /usr/bin/python3) and no TPU hosts");
   app.add_option("--threads", threads, "HTTP worker threads")->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--max-body-bytes", body_limit, "Largest request body accepted (larger: 413)")->capture_default_str();
   app.add_flag("--relaxed-sync", relaxed_sync,
@@ -103,6 +130,16 @@ int main(int argc, char** argv) {
   if (ec) return Fail("cannot create data directory " + data_dir + ": " + ec.message());
   ::chmod(data_dir.c_str(), 0700);
 
+  // One server per data directory.
+  const fs::path lock_path = fs::path(data_dir) / "lock";
+  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    return Fail("another mlengined is already using " + data_dir + " (" + lock_path.string() + " is locked)");
+  }
+
+  auto config = mle::server::LoadServerConfig(config_path);
+  if (!config.ok()) return Fail(std::string(config.status().message()));
+
   auto token = LoadOrCreateAdminToken(data_dir);
   if (!token.ok()) return Fail(std::string(token.status().message()));
 
@@ -117,10 +154,35 @@ int main(int argc, char** argv) {
   auto store = mle::db::OpenSqliteStore({(fs::path(data_dir) / "mlengine.db").string(), !relaxed_sync});
   if (!store.ok()) return Fail(std::string(store.status().message()));
 
+  const fs::path shim = FindBeside(argv[0], {"../shim/mlengine-replica", "mlengine-replica"});
+  if (shim.empty()) return Fail("cannot find mlengine-replica next to mlengined");
+  const fs::path python_dir = FindBeside(argv[0], {"../../../python", "../share/mlengine/python"});
+  const fs::path buckets = fs::absolute(fs::path(data_dir) / "buckets");
+  fs::create_directories(buckets, ec);
+  fs::create_directories(fs::path(data_dir) / "runs", ec);
+
   auto& clock = mle::common::RealClock::Get();
-  mle::service::JobService jobs(**store, clock, mle::validate::Config::Defaults());
-  mle::scheduler::Scheduler scheduler(clock, jobs);
+  mle::validate::Config validation = mle::validate::Config::Defaults();
+  for (const auto& r : config->runtimes.runtimes()) {
+    validation.runtime_versions.push_back({r.name, {r.python_version}, r.tpu_capable});
+  }
+  mle::runtime::PackageCache packages((fs::absolute(data_dir) / "envs").string());
+  mle::executor::LocalExecutorOptions exec_options;
+  exec_options.runs_dir = (fs::absolute(data_dir) / "runs").string();
+  exec_options.shim = shim.string();
+  exec_options.gcs_root = buckets.string();
+  exec_options.python_path = python_dir.string();
+  exec_options.cancel_grace = absl::Seconds(config->cancel_grace_seconds);
+  mle::executor::LocalExecutor executor(exec_options, config->runtimes, packages);
+  mle::scheduler::SchedulerOptions sched_options;
+  sched_options.inventory = mle::server::DetectLocalInventory(*config);
+  sched_options.resources.fallback = {config->replica_cpu_milli, 0};
+
+  mle::service::JobService jobs(**store, clock, validation);
+  mle::scheduler::Scheduler scheduler(clock, jobs, &executor, sched_options);
+  executor.SetEvents(&scheduler);
   jobs.AttachScheduler(&scheduler);
+  std::cerr << "mlengined: inventory: " << mle::scheduler::DescribeInventory(sched_options.inventory) << "\n";
   if (auto s = jobs.Recover(); !s.ok()) return Fail("cannot recover state: " + std::string(s.message()));
   scheduler.Start();
 

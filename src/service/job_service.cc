@@ -83,10 +83,10 @@ absl::Status JobService::Recover() {
   }
   if (scheduler_ != nullptr) {
     for (const auto& j : unfinished) {
-      if (j.state == JobState::kCancelling) {
-        scheduler_->Cancel({j.project, j.job_id});
-      } else {
+      if (j.state == JobState::kQueued) {
         scheduler_->Submit(j);
+      } else {
+        scheduler_->Adopt(j);  // PREPARING, RUNNING, CANCELLING: the executor may hold it
       }
     }
   }
@@ -119,6 +119,9 @@ void JobService::CreateJob(const std::string& project, Job job, JobCallback done
   if (!violations.empty()) {
     done(common::InvalidArgumentWithViolations("The job is invalid.", violations));
     return;
+  }
+  if (scheduler_ != nullptr) {
+    if (auto s = scheduler_->Admit(job); !s.ok()) return done(s);
   }
   std::vector<db::Mutation> writes;
   const Key key{project, job.job_id};

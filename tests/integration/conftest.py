@@ -271,6 +271,16 @@ class Server:
         assert body["serviceAccountProject"].isdigit()
 
 
+def no_positions(value):
+    """A copy of a Job / ListJobsResponse / (status, body) without jobPosition,
+    which appears asynchronously once the scheduler has placed a new job."""
+    if isinstance(value, dict):
+        return {k: no_positions(v) for k, v in value.items() if k != "jobPosition"}
+    if isinstance(value, (list, tuple)):
+        return type(value)(no_positions(v) for v in value)
+    return value
+
+
 def wait_for(fn, what, timeout=10.0, interval=0.02):
     """Polls fn until it returns something truthy; fails after `timeout` seconds.
     Only for state that changes asynchronously (e.g. CANCELLING -> CANCELLED)."""

@@ -121,3 +121,24 @@ def test_token_is_kept_across_restart_and_differs_between_data_dirs(launcher):
     # One server's token does not open another's.
     r = other.request("GET", "/v1/projects/p:getConfig", token=token)
     assert_unauthenticated(r)
+
+
+def test_empty_admin_token_file_does_not_brick_the_data_dir(launcher):
+    # A first start killed between creating admin.token and writing it leaves
+    # an empty file. The next start must still come up (with a usable token).
+    data = launcher.new_data_dir()
+    os.makedirs(data)
+    path = os.path.join(data, "admin.token")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.close(fd)
+    try:
+        s = launcher.start(data)
+    except AssertionError as e:
+        raise AssertionError(
+            "SERVER BUG: with an empty DATA_DIR/admin.token (what a crash during the first start "
+            "leaves) mlengined refuses to start ever again ('cannot create .../admin.token: File "
+            "exists'); LoadOrCreateAdminToken falls through to open(O_CREAT|O_EXCL). It should write a "
+            "new token (atomically: temp file + fsync + rename) instead. Startup failure: %s"
+            % str(e)[:300])
+    assert s.token
+    assert s.get_config("p")[0] == 200

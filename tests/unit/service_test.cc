@@ -46,7 +46,7 @@ class ServiceTest : public ::testing::Test {
   void Open() {
     store_ = *db::OpenSqliteStore({(dir_ / "mlengine.db").string(), true});
     service_ = std::make_unique<JobService>(*store_, clock_, validate::Config::Defaults());
-    scheduler_ = std::make_unique<scheduler::Scheduler>(clock_, *service_);
+    scheduler_ = std::make_unique<scheduler::Scheduler>(clock_, *service_, nullptr);
     service_->AttachScheduler(scheduler_.get());
     ASSERT_TRUE(service_->Recover().ok());
     scheduler_->RunPending();

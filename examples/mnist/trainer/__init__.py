@@ -1,0 +1,1 @@
+"""The MNIST walkthrough trainer (run as ``python3 -m trainer.task``)."""

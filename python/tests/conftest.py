@@ -1,0 +1,8 @@
+"""Puts mlengine's python/ directory first on sys.path for these tests."""
+
+import os
+import sys
+
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if PYTHON_DIR not in sys.path:
+    sys.path.insert(0, PYTHON_DIR)

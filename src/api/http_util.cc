@@ -1,0 +1,71 @@
+#include "api/http_util.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "codec/job_codec.h"
+#include "common/status.h"
+
+namespace mle::api {
+
+std::optional<std::string> PercentDecode(absl::string_view s, bool plus_is_space) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%') {
+      if (i + 2 >= s.size() || !absl::ascii_isxdigit(s[i + 1]) || !absl::ascii_isxdigit(s[i + 2])) {
+        return std::nullopt;
+      }
+      int v = 0;
+      absl::SimpleHexAtoi(s.substr(i + 1, 2), &v);
+      out.push_back(static_cast<char>(v));
+      i += 2;
+    } else if (s[i] == '+' && plus_is_space) {
+      out.push_back(' ');
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+absl::Status BadParam(const std::string& name, const std::string& description) {
+  return common::InvalidArgumentWithViolations("Invalid query parameter.", {{name, description}});
+}
+
+absl::StatusOr<Target> ParseTarget(absl::string_view target) {
+  Target out;
+  absl::string_view path = target, query;
+  if (auto q = target.find('?'); q != absl::string_view::npos) {
+    path = target.substr(0, q);
+    query = target.substr(q + 1);
+  }
+  out.raw_path = std::string(path);
+  for (absl::string_view part : absl::StrSplit(query, '&', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(part, absl::MaxSplits('=', 1));
+    auto k = PercentDecode(kv.first, true);
+    auto v = PercentDecode(kv.second, true);
+    if (!k || !v) return BadParam(std::string(kv.first), "is not correctly percent-encoded");
+    out.query.emplace(*k, *v);
+  }
+  return out;
+}
+
+std::string QueryParam(const QueryParams& query, const std::string& name) {
+  auto it = query.find(name);
+  return it == query.end() ? "" : it->second;
+}
+
+HttpResponse RenderJson(const nlohmann::json& value, bool pretty, int status) {
+  HttpResponse r;
+  r.status = status;
+  r.body = value.dump(pretty ? 2 : -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (pretty) r.body.push_back('\n');
+  return r;
+}
+
+HttpResponse RenderError(const absl::Status& status, bool pretty) {
+  return RenderJson(codec::EncodeError(status), pretty, common::HttpStatusForCode(status.code()));
+}
+
+}  // namespace mle::api

@@ -1,0 +1,971 @@
+#include "buckets/bucket_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace mle::buckets {
+namespace {
+
+constexpr size_t kMaxObjectNameBytes = 1024;
+constexpr size_t kMaxSegmentBytes = NAME_MAX;  // 255 on Linux
+constexpr size_t kHashBufferBytes = 1 << 20;
+constexpr int kMaxListResults = 1000;
+constexpr absl::string_view kTmpDir = ".tmp";
+constexpr absl::string_view kMetaDir = ".meta";
+constexpr absl::string_view kMetaMagic = "mle-object-meta-v1";
+
+// Keeps errno-based failures short and canonical. The server's own disk
+// failing is never the caller's fault, so most map to INTERNAL.
+absl::Status IoError(absl::string_view what, int err) {
+  std::string message = absl::StrCat(what, ": ", std::strerror(err));
+  switch (err) {
+    case ENOSPC:
+    case EDQUOT: return absl::ResourceExhaustedError(message);
+    case ENOENT: return absl::NotFoundError(message);
+    default: return absl::InternalError(message);
+  }
+}
+
+absl::Status SymlinkRefused(absl::string_view bucket, absl::string_view path) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "gs://", bucket, "/", path,
+      " is a symbolic link in the bucket directory; the object store never follows symbolic links."));
+}
+
+absl::Status NoSuchObject(absl::string_view bucket, absl::string_view name) {
+  return absl::NotFoundError(absl::StrCat("No such object: ", bucket, "/", name));
+}
+
+absl::Status NoSuchBucket(absl::string_view bucket) {
+  return absl::NotFoundError(absl::StrCat("The specified bucket does not exist: ", bucket));
+}
+
+// Well-formed UTF-8 (no overlong forms, surrogates or code points > U+10FFFF).
+bool IsUtf8(absl::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    int extra = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      extra = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      extra = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      extra = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + extra >= s.size()) return false;
+    for (int k = 1; k <= extra; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if ((extra == 1 && cp < 0x80) || (extra == 2 && cp < 0x800) || (extra == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return false;
+    }
+    i += extra + 1;
+  }
+  return true;
+}
+
+bool IsIpv4(absl::string_view s) {
+  std::vector<absl::string_view> parts = absl::StrSplit(s, '.');
+  if (parts.size() != 4) return false;
+  for (auto p : parts) {
+    int v = 0;
+    if (p.empty() || p.size() > 3 || !std::all_of(p.begin(), p.end(), absl::ascii_isdigit) || !absl::SimpleAtoi(p, &v) ||
+        v > 255) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string HexOf(const unsigned char* digest, unsigned int n) {
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), n));
+}
+
+// Incremental SHA-256.
+class Sha256 {
+ public:
+  Sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
+  ~Sha256() { EVP_MD_CTX_free(ctx_); }
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void Update(const void* data, size_t n) { EVP_DigestUpdate(ctx_, data, n); }
+  std::string HexDigest() {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(ctx_, digest, &n);
+    return HexOf(digest, n);
+  }
+
+ private:
+  EVP_MD_CTX* ctx_;
+};
+
+bool IsSha256Hex(absl::string_view s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f');
+         });
+}
+
+absl::Status WriteAll(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return IoError("write", errno);
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return absl::OkStatus();
+}
+
+// Hashes the whole file with pread (the offset is left alone).
+absl::StatusOr<std::string> HashFd(int fd) {
+  Sha256 sha;
+  std::vector<char> buf(kHashBufferBytes);
+  off_t offset = 0;
+  while (true) {
+    ssize_t r = ::pread(fd, buf.data(), buf.size(), offset);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return IoError("read", errno);
+    }
+    if (r == 0) break;
+    sha.Update(buf.data(), static_cast<size_t>(r));
+    offset += r;
+  }
+  return sha.HexDigest();
+}
+
+int64_t MtimeNs(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+absl::Time MtimeOf(const struct stat& st) { return absl::TimeFromTimespec(st.st_mtim); }
+
+ScopedFd OpenDirAt(int dir_fd, const std::string& name) {
+  return ScopedFd(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+}
+
+// Names in a directory (not "." and ".."), unsorted; with each, whether it
+// is a directory, a regular file, or something to skip (symlinks, devices).
+enum class EntryKind { kDir, kFile, kOther };
+struct Entry {
+  std::string name;
+  EntryKind kind;
+};
+
+absl::StatusOr<std::vector<Entry>> ReadDir(int dir_fd) {
+  int fd = ::dup(dir_fd);
+  if (fd < 0) return IoError("dup", errno);
+  DIR* dir = ::fdopendir(fd);
+  if (dir == nullptr) {
+    int err = errno;
+    ::close(fd);
+    return IoError("fdopendir", err);
+  }
+  ::rewinddir(dir);
+  std::vector<Entry> out;
+  errno = 0;
+  while (struct dirent* e = ::readdir(dir)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    EntryKind kind = EntryKind::kOther;
+    unsigned char type = e->d_type;
+    if (type == DT_UNKNOWN) {
+      struct stat st;
+      if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
+      }
+    }
+    if (type == DT_DIR) kind = EntryKind::kDir;
+    if (type == DT_REG) kind = EntryKind::kFile;
+    out.push_back({std::move(name), kind});
+  }
+  ::closedir(dir);
+  return out;
+}
+
+std::string RandomHex(int bytes) {
+  std::string raw(bytes, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), bytes) != 1) {
+    // Not security relevant (O_EXCL makes clashes harmless); fall back to the clock.
+    raw = absl::StrCat(absl::ToUnixNanos(absl::Now()), ::getpid());
+  }
+  return absl::BytesToHexString(raw);
+}
+
+BucketInfo BucketInfoAt(int root_fd, absl::string_view name) {
+  BucketInfo info;
+  info.name = std::string(name);
+  struct statx stx;
+  if (::statx(root_fd, info.name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BTIME | STATX_MTIME, &stx) == 0) {
+    info.updated = absl::FromUnixSeconds(stx.stx_mtime.tv_sec) + absl::Nanoseconds(stx.stx_mtime.tv_nsec);
+    info.created = (stx.stx_mask & STATX_BTIME)
+                       ? absl::FromUnixSeconds(stx.stx_btime.tv_sec) + absl::Nanoseconds(stx.stx_btime.tv_nsec)
+                       : info.updated;
+  }
+  return info;
+}
+
+}  // namespace
+
+// ---- ScopedFd ----
+
+ScopedFd& ScopedFd::operator=(ScopedFd&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.release();
+  }
+  return *this;
+}
+
+ScopedFd::~ScopedFd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+// ---- names ----
+
+absl::Status ValidateBucketName(absl::string_view name) {
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("Invalid bucket name \"", name, "\": ", why));
+  };
+  if (name.size() < 3 || name.size() > 63) return bad("bucket names have 3 to 63 characters");
+  for (char c : name) {
+    if (!(absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-' || c == '_' || c == '.')) {
+      return bad("bucket names use only lowercase letters, digits, '-', '_' and '.'");
+    }
+  }
+  if (!absl::ascii_isalnum(name.front()) || !absl::ascii_isalnum(name.back())) {
+    return bad("bucket names start and end with a letter or digit");
+  }
+  if (IsIpv4(name)) return bad("bucket names cannot be IP addresses");
+  return absl::OkStatus();
+}
+
+absl::Status ValidateObjectName(absl::string_view name) {
+  auto bad = [&](absl::string_view why) {
+    // The name may hold anything; quote it escaped.
+    return absl::InvalidArgumentError(absl::StrCat("Invalid object name \"", absl::CEscape(name), "\": ", why));
+  };
+  if (name.empty()) return bad("object names cannot be empty");
+  if (name.size() > kMaxObjectNameBytes) return bad("object names are at most 1024 bytes");
+  if (!IsUtf8(name)) return bad("object names must be valid UTF-8");
+  for (char c : name) {
+    if (c == '\0') return bad("object names cannot contain NUL");
+    if (c == '\\') return bad("object names cannot contain backslashes");
+    if (c == '\r' || c == '\n') return bad("object names cannot contain carriage returns or line feeds");
+  }
+  if (name.front() == '/') return bad("object names cannot start with '/'");
+  for (absl::string_view seg : absl::StrSplit(name, '/')) {
+    if (seg.empty()) {
+      return bad(name.back() == '/' ? "object names cannot end with '/'"
+                                    : "object names cannot contain empty path segments (\"//\")");
+    }
+    if (seg == "." || seg == "..") return bad("object names cannot contain \".\" or \"..\" path segments");
+    if (seg.size() > kMaxSegmentBytes) return bad("each '/'-separated part of an object name is at most 255 bytes");
+  }
+  return absl::OkStatus();
+}
+
+std::string Sha256Hex(absl::string_view data) {
+  Sha256 sha;
+  sha.Update(data.data(), data.size());
+  return sha.HexDigest();
+}
+
+namespace {
+absl::Status ValidatePath(absl::string_view path) {
+  if (path.empty()) return absl::OkStatus();
+  if (path.back() == '/') path.remove_suffix(1);
+  return ValidateObjectName(path);
+}
+}  // namespace
+
+absl::StatusOr<GcsUri> ParseGcsUri(absl::string_view uri) {
+  if (!absl::StartsWith(uri, "gs://")) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", uri, "\" is not a gs:// URI"));
+  }
+  absl::string_view rest = uri.substr(5);
+  GcsUri out;
+  auto slash = rest.find('/');
+  out.bucket = std::string(rest.substr(0, slash));
+  if (slash != absl::string_view::npos) out.path = std::string(rest.substr(slash + 1));
+  if (auto s = ValidateBucketName(out.bucket); !s.ok()) return s;
+  if (auto s = ValidatePath(out.path); !s.ok()) return s;
+  return out;
+}
+
+// ---- BucketStore ----
+
+BucketStore::BucketStore(std::string root, ScopedFd root_fd, ScopedFd tmp_fd, dev_t dev)
+    : root_(std::move(root)), root_fd_(std::move(root_fd)), tmp_fd_(std::move(tmp_fd)), dev_(dev) {}
+
+BucketStore::~BucketStore() = default;
+
+absl::StatusOr<std::unique_ptr<BucketStore>> BucketStore::Open(const std::string& root) {
+  std::error_code ec;
+  std::filesystem::create_directories(root, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("cannot create the bucket root ", root, ": ", ec.message()));
+  auto canonical = std::filesystem::canonical(root, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("cannot resolve the bucket root ", root, ": ", ec.message()));
+  ScopedFd root_fd(::open(canonical.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root_fd.valid()) return IoError(absl::StrCat("cannot open the bucket root ", canonical.string()), errno);
+  for (absl::string_view dir : {kTmpDir, kMetaDir}) {
+    if (::mkdirat(root_fd.get(), std::string(dir).c_str(), 0700) != 0 && errno != EEXIST) {
+      return IoError(absl::StrCat("cannot create ", canonical.string(), "/", dir), errno);
+    }
+  }
+  ScopedFd tmp_fd = OpenDirAt(root_fd.get(), std::string(kTmpDir));
+  if (!tmp_fd.valid()) {
+    return IoError(absl::StrCat("cannot open ", canonical.string(), "/", kTmpDir, " (it must be a directory)"), errno);
+  }
+  // What a crash left behind: partial uploads and metadata never renamed.
+  auto entries = ReadDir(tmp_fd.get());
+  if (!entries.ok()) return entries.status();
+  for (const auto& e : *entries) {
+    if (e.kind != EntryKind::kDir) ::unlinkat(tmp_fd.get(), e.name.c_str(), 0);
+  }
+  struct stat st;
+  if (::fstat(tmp_fd.get(), &st) != 0) return IoError("fstat", errno);
+  return std::unique_ptr<BucketStore>(
+      new BucketStore(canonical.string(), std::move(root_fd), std::move(tmp_fd), st.st_dev));
+}
+
+// -- buckets --
+
+absl::StatusOr<ScopedFd> BucketStore::OpenBucketDir(absl::string_view bucket) const {
+  if (auto s = ValidateBucketName(bucket); !s.ok()) return s;
+  const std::string name(bucket);
+  ScopedFd fd = OpenDirAt(root_fd_.get(), name);
+  if (fd.valid()) return fd;
+  const int err = errno;
+  struct stat st;
+  if (::fstatat(root_fd_.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "The directory of bucket ", bucket, " is a symbolic link; the object store never follows symbolic links."));
+  }
+  if (err == ENOENT || err == ENOTDIR || err == ELOOP) return NoSuchBucket(bucket);
+  return IoError(absl::StrCat("cannot open bucket ", bucket), err);
+}
+
+absl::StatusOr<BucketInfo> BucketStore::CreateBucket(absl::string_view bucket) {
+  if (auto s = ValidateBucketName(bucket); !s.ok()) return s;
+  absl::MutexLock lock(&namespace_mu_);
+  const std::string name(bucket);
+  if (::mkdirat(root_fd_.get(), name.c_str(), 0755) != 0) {
+    if (errno == EEXIST) {
+      return absl::AlreadyExistsError(absl::StrCat("The bucket ", bucket, " already exists."));
+    }
+    return IoError(absl::StrCat("cannot create bucket ", bucket), errno);
+  }
+  ::fsync(root_fd_.get());
+  return BucketInfoAt(root_fd_.get(), bucket);
+}
+
+absl::StatusOr<BucketInfo> BucketStore::EnsureBucket(absl::string_view bucket) {
+  if (auto s = ValidateBucketName(bucket); !s.ok()) return s;
+  {
+    absl::MutexLock lock(&namespace_mu_);
+    const std::string name(bucket);
+    if (::mkdirat(root_fd_.get(), name.c_str(), 0755) == 0) {
+      ::fsync(root_fd_.get());
+    } else if (errno != EEXIST) {
+      return IoError(absl::StrCat("cannot create bucket ", bucket), errno);
+    }
+  }
+  return GetBucket(bucket);
+}
+
+absl::StatusOr<BucketInfo> BucketStore::GetBucket(absl::string_view bucket) const {
+  auto fd = OpenBucketDir(bucket);
+  if (!fd.ok()) return fd.status();
+  return BucketInfoAt(root_fd_.get(), bucket);
+}
+
+absl::StatusOr<std::vector<BucketInfo>> BucketStore::ListBuckets() const {
+  auto entries = ReadDir(root_fd_.get());
+  if (!entries.ok()) return entries.status();
+  std::vector<BucketInfo> out;
+  for (const auto& e : *entries) {
+    if (e.kind != EntryKind::kDir || !ValidateBucketName(e.name).ok()) continue;
+    out.push_back(BucketInfoAt(root_fd_.get(), e.name));
+  }
+  std::sort(out.begin(), out.end(), [](const BucketInfo& a, const BucketInfo& b) { return a.name < b.name; });
+  return out;
+}
+
+// -- walking --
+
+absl::StatusOr<int> BucketStore::OpenParentDir(int bucket_fd, absl::string_view bucket, absl::string_view name,
+                                               bool create, std::vector<ScopedFd>* chain) const {
+  std::vector<absl::string_view> segments = absl::StrSplit(name, '/');
+  segments.pop_back();  // the leaf
+  int current = bucket_fd;
+  size_t walked = 0;  // bytes of `name` covered so far, for messages
+  for (absl::string_view seg : segments) {
+    const std::string part(seg);
+    walked += seg.size() + 1;
+    ScopedFd next = OpenDirAt(current, part);
+    if (!next.valid() && errno == ENOENT && create) {
+      if (::mkdirat(current, part.c_str(), 0755) != 0 && errno != EEXIST) {
+        return IoError(absl::StrCat("cannot create a directory for gs://", bucket, "/", name), errno);
+      }
+      ::fsync(current);
+      next = OpenDirAt(current, part);
+    }
+    if (!next.valid()) {
+      const int err = errno;
+      const absl::string_view prefix = name.substr(0, walked - 1);
+      struct stat st;
+      if (::fstatat(current, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (S_ISLNK(st.st_mode)) return SymlinkRefused(bucket, prefix);
+        if (create) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "Cannot write gs://", bucket, "/", name, ": the object ", prefix,
+              " exists, and buckets are directories, so an object cannot also be a prefix of other objects."));
+        }
+        return NoSuchObject(bucket, name);
+      }
+      if (err == ENOENT || err == ENOTDIR) return NoSuchObject(bucket, name);
+      return IoError(absl::StrCat("cannot open the directory of gs://", bucket, "/", name), err);
+    }
+    current = next.get();
+    chain->push_back(std::move(next));
+  }
+  return current;
+}
+
+namespace {
+absl::string_view Leaf(absl::string_view name) {
+  auto slash = name.rfind('/');
+  return slash == absl::string_view::npos ? name : name.substr(slash + 1);
+}
+}  // namespace
+
+absl::StatusOr<ObjectInfo> BucketStore::StatOpen(absl::string_view bucket, absl::string_view name,
+                                                 ScopedFd* fd_out) const {
+  if (auto s = ValidateObjectName(name); !s.ok()) return s;
+  auto bucket_fd = OpenBucketDir(bucket);
+  if (!bucket_fd.ok()) return bucket_fd.status();
+  std::vector<ScopedFd> chain;
+  auto parent = OpenParentDir(bucket_fd->get(), bucket, name, false, &chain);
+  if (!parent.ok()) return parent.status();
+  const std::string leaf(Leaf(name));
+  // O_NONBLOCK: opening a FIFO a trainer left must not hang us.
+  ScopedFd fd(::openat(*parent, leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid()) {
+    const int err = errno;
+    struct stat st;
+    if (::fstatat(*parent, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+      return SymlinkRefused(bucket, name);
+    }
+    if (err == ENOENT || err == ENOTDIR || err == ELOOP) return NoSuchObject(bucket, name);
+    return IoError(absl::StrCat("cannot open gs://", bucket, "/", name), err);
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return IoError("fstat", errno);
+  if (!S_ISREG(st.st_mode)) return NoSuchObject(bucket, name);  // a directory is a prefix, not an object
+  // Back to blocking reads.
+  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+  ObjectInfo info;
+  info.bucket = std::string(bucket);
+  info.name = std::string(name);
+  info.size = st.st_size;
+  info.updated = MtimeOf(st);
+  if (auto sha = ReadMeta(bucket, name, st)) info.sha256 = *sha;
+  if (fd_out != nullptr) *fd_out = std::move(fd);
+  return info;
+}
+
+absl::StatusOr<ObjectInfo> BucketStore::Stat(absl::string_view bucket, absl::string_view name,
+                                             bool compute_sha256) const {
+  ScopedFd fd;
+  auto info = StatOpen(bucket, name, &fd);
+  if (!info.ok() || !compute_sha256 || !info->sha256.empty()) return info;
+  struct stat before;
+  if (::fstat(fd.get(), &before) != 0) return IoError("fstat", errno);
+  auto sha = HashFd(fd.get());
+  if (!sha.ok()) return sha.status();
+  struct stat after;
+  if (::fstat(fd.get(), &after) != 0) return IoError("fstat", errno);
+  info->sha256 = *sha;
+  if (after.st_size == before.st_size && MtimeNs(after) == MtimeNs(before)) {
+    // Remember it; a cache, so failing to write it is no error.
+    (void)WriteMeta(bucket, name, after, *sha);
+  } else {
+    // Changed while we read it: report what we read, remember nothing.
+    info->size = after.st_size;
+    info->updated = MtimeOf(after);
+  }
+  return info;
+}
+
+absl::StatusOr<OpenedObject> BucketStore::OpenObject(absl::string_view bucket, absl::string_view name) const {
+  OpenedObject out;
+  auto info = StatOpen(bucket, name, &out.fd);
+  if (!info.ok()) return info.status();
+  out.info = *std::move(info);
+  return out;
+}
+
+absl::StatusOr<std::string> BucketStore::Read(absl::string_view bucket, absl::string_view name) const {
+  auto object = OpenObject(bucket, name);
+  if (!object.ok()) return object.status();
+  std::string out;
+  char buf[65536];
+  while (true) {
+    ssize_t r = ::read(object->fd.get(), buf, sizeof(buf));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return IoError("read", errno);
+    }
+    if (r == 0) break;
+    out.append(buf, static_cast<size_t>(r));
+  }
+  return out;
+}
+
+// -- metadata --
+
+namespace {
+struct MetaLocation {
+  std::string shard;  // two hex digits
+  std::string file;   // 64 hex digits
+};
+MetaLocation MetaFor(absl::string_view name) {
+  std::string h = Sha256Hex(name);
+  return {h.substr(0, 2), h};
+}
+}  // namespace
+
+absl::Status BucketStore::WriteMeta(absl::string_view bucket, absl::string_view name, const struct stat& st,
+                                    const std::string& sha256) const {
+  const MetaLocation loc = MetaFor(name);
+  std::string tmp_name;
+  auto tmp = MakeTemp("meta", &tmp_name);
+  if (!tmp.ok()) return tmp.status();
+  const std::string content = absl::StrCat(kMetaMagic, " ", st.st_size, " ", MtimeNs(st), " ",
+                                           static_cast<uint64_t>(st.st_ino), " ", sha256, "\n");
+  absl::Status s = WriteAll(tmp->get(), content.data(), content.size());
+  if (s.ok() && ::fsync(tmp->get()) != 0) s = IoError("fsync", errno);
+  ScopedFd dir;
+  if (s.ok()) {
+    int current = root_fd_.get();
+    std::vector<ScopedFd> keep;
+    for (const std::string& part : {std::string(kMetaDir), std::string(bucket), loc.shard}) {
+      if (::mkdirat(current, part.c_str(), 0700) != 0 && errno != EEXIST) {
+        s = IoError("cannot create a metadata directory", errno);
+        break;
+      }
+      ScopedFd next = OpenDirAt(current, part);
+      if (!next.valid()) {
+        s = IoError("cannot open a metadata directory", errno);
+        break;
+      }
+      current = next.get();
+      keep.push_back(std::move(next));
+    }
+    if (s.ok()) dir = std::move(keep.back());
+  }
+  if (s.ok() && ::renameat(tmp_fd_.get(), tmp_name.c_str(), dir.get(), loc.file.c_str()) != 0) {
+    s = IoError("cannot install object metadata", errno);
+  }
+  if (!s.ok()) {
+    ::unlinkat(tmp_fd_.get(), tmp_name.c_str(), 0);
+    return s;
+  }
+  ::fsync(dir.get());
+  return absl::OkStatus();
+}
+
+std::optional<std::string> BucketStore::ReadMeta(absl::string_view bucket, absl::string_view name,
+                                                 const struct stat& st) const {
+  const MetaLocation loc = MetaFor(name);
+  int current = root_fd_.get();
+  std::vector<ScopedFd> keep;
+  for (const std::string& part : {std::string(kMetaDir), std::string(bucket), loc.shard}) {
+    ScopedFd next = OpenDirAt(current, part);
+    if (!next.valid()) return std::nullopt;
+    current = next.get();
+    keep.push_back(std::move(next));
+  }
+  ScopedFd fd(::openat(current, loc.file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid()) return std::nullopt;
+  char buf[256];
+  ssize_t n = ::read(fd.get(), buf, sizeof(buf) - 1);
+  if (n <= 0) return std::nullopt;
+  std::vector<absl::string_view> fields =
+      absl::StrSplit(absl::StripAsciiWhitespace(absl::string_view(buf, static_cast<size_t>(n))), ' ');
+  int64_t size = 0, mtime = 0;
+  uint64_t ino = 0;
+  if (fields.size() != 5 || fields[0] != kMetaMagic || !absl::SimpleAtoi(fields[1], &size) ||
+      !absl::SimpleAtoi(fields[2], &mtime) || !absl::SimpleAtoi(fields[3], &ino) || !IsSha256Hex(fields[4])) {
+    return std::nullopt;
+  }
+  // Only while it still describes this very file.
+  if (size != st.st_size || mtime != MtimeNs(st) || ino != static_cast<uint64_t>(st.st_ino)) return std::nullopt;
+  return std::string(fields[4]);
+}
+
+void BucketStore::RemoveMeta(absl::string_view bucket, absl::string_view name) const {
+  const MetaLocation loc = MetaFor(name);
+  ScopedFd meta = OpenDirAt(root_fd_.get(), std::string(kMetaDir));
+  if (!meta.valid()) return;
+  ScopedFd b = OpenDirAt(meta.get(), std::string(bucket));
+  if (!b.valid()) return;
+  ScopedFd shard = OpenDirAt(b.get(), loc.shard);
+  if (!shard.valid()) return;
+  ::unlinkat(shard.get(), loc.file.c_str(), 0);
+}
+
+// -- writing --
+
+absl::StatusOr<ScopedFd> BucketStore::MakeTemp(const std::string& tag, std::string* name) const {
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    *name = absl::StrCat(tag, "-", RandomHex(12));
+    ScopedFd fd(::openat(tmp_fd_.get(), name->c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (fd.valid()) return fd;
+    if (errno != EEXIST) return IoError(absl::StrCat("cannot create a temporary file in ", root_, "/.tmp"), errno);
+  }
+  return absl::InternalError("cannot create a temporary file: too many name clashes");
+}
+
+absl::StatusOr<ObjectInfo> BucketStore::Install(absl::string_view bucket, absl::string_view name, int fd,
+                                                int source_dir, const std::string& source,
+                                                const std::string& sha256) {
+  // Objects are ordinary readable files for the replicas.
+  if (::fchmod(fd, 0644) != 0) return IoError("fchmod", errno);
+  if (::fsync(fd) != 0) return IoError(absl::StrCat("cannot write gs://", bucket, "/", name), errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return IoError("fstat", errno);
+
+  absl::MutexLock lock(&namespace_mu_);
+  auto bucket_fd = OpenBucketDir(bucket);
+  if (!bucket_fd.ok()) return bucket_fd.status();
+  std::vector<ScopedFd> chain;
+  auto parent = OpenParentDir(bucket_fd->get(), bucket, name, true, &chain);
+  if (!parent.ok()) return parent.status();
+  const std::string leaf(Leaf(name));
+  struct stat existing;
+  if (::fstatat(*parent, leaf.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISLNK(existing.st_mode)) return SymlinkRefused(bucket, name);
+    if (S_ISDIR(existing.st_mode)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("Cannot write gs://", bucket, "/", name, ": objects exist under the prefix ", name,
+                       "/, and buckets are directories, so an object cannot also be a prefix of other objects."));
+    }
+    if (!S_ISREG(existing.st_mode)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("Cannot write gs://", bucket, "/", name, ": a special file (not a regular file) is there."));
+    }
+  }
+  // Metadata first: if we crash before the rename, it describes a file that
+  // is not there (and is ignored, its inode differing from any later file).
+  if (auto s = WriteMeta(bucket, name, st, sha256); !s.ok()) return s;
+  if (::renameat(source_dir, source.c_str(), *parent, leaf.c_str()) != 0) {
+    const int err = errno;
+    RemoveMeta(bucket, name);
+    return IoError(absl::StrCat("cannot write gs://", bucket, "/", name), err);
+  }
+  ::fsync(*parent);
+  ObjectInfo info;
+  info.bucket = std::string(bucket);
+  info.name = std::string(name);
+  info.size = st.st_size;
+  info.updated = MtimeOf(st);
+  info.sha256 = sha256;
+  return info;
+}
+
+absl::StatusOr<ObjectInfo> BucketStore::Put(absl::string_view bucket, absl::string_view name,
+                                            absl::string_view content) {
+  if (auto s = ValidateObjectName(name); !s.ok()) return s;
+  if (auto b = OpenBucketDir(bucket); !b.ok()) return b.status();
+  std::string tmp_name;
+  auto fd = MakeTemp("put", &tmp_name);
+  if (!fd.ok()) return fd.status();
+  absl::Status s = WriteAll(fd->get(), content.data(), content.size());
+  if (!s.ok()) {
+    ::unlinkat(tmp_fd_.get(), tmp_name.c_str(), 0);
+    return s;
+  }
+  auto info = Install(bucket, name, fd->get(), tmp_fd_.get(), tmp_name, Sha256Hex(content));
+  if (!info.ok()) ::unlinkat(tmp_fd_.get(), tmp_name.c_str(), 0);
+  return info;
+}
+
+absl::StatusOr<ObjectInfo> BucketStore::PutFile(absl::string_view bucket, absl::string_view name,
+                                                const std::string& source, std::optional<std::string> sha256_hex) {
+  if (auto s = ValidateObjectName(name); !s.ok()) return s;
+  if (auto b = OpenBucketDir(bucket); !b.ok()) return b.status();
+  if (sha256_hex && !IsSha256Hex(*sha256_hex)) {
+    return absl::InternalError("PutFile: the given sha256 is not 64 lowercase hex digits");
+  }
+  ScopedFd fd(::open(source.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) return IoError(absl::StrCat("cannot open the uploaded file ", source), errno);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return IoError("fstat", errno);
+  if (!S_ISREG(st.st_mode)) return absl::InternalError(absl::StrCat(source, " is not a regular file"));
+
+  if (st.st_dev == dev_) {
+    std::string sha;
+    if (sha256_hex) {
+      sha = *sha256_hex;
+    } else {
+      auto h = HashFd(fd.get());
+      if (!h.ok()) return h.status();
+      sha = *h;
+    }
+    return Install(bucket, name, fd.get(), AT_FDCWD, source, sha);
+  }
+
+  // Another file system: copy into ROOT/.tmp (hashing on the way), then install.
+  std::string tmp_name;
+  auto copy = MakeTemp("copy", &tmp_name);
+  if (!copy.ok()) return copy.status();
+  Sha256 sha;
+  std::vector<char> buf(kHashBufferBytes);
+  absl::Status s;
+  while (s.ok()) {
+    ssize_t r = ::read(fd.get(), buf.data(), buf.size());
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      s = IoError("read", errno);
+      break;
+    }
+    if (r == 0) break;
+    sha.Update(buf.data(), static_cast<size_t>(r));
+    s = WriteAll(copy->get(), buf.data(), static_cast<size_t>(r));
+  }
+  if (!s.ok()) {
+    ::unlinkat(tmp_fd_.get(), tmp_name.c_str(), 0);
+    return s;
+  }
+  auto info = Install(bucket, name, copy->get(), tmp_fd_.get(), tmp_name, sha.HexDigest());
+  if (!info.ok()) {
+    ::unlinkat(tmp_fd_.get(), tmp_name.c_str(), 0);
+    return info;
+  }
+  ::unlink(source.c_str());
+  return info;
+}
+
+// -- deleting --
+
+absl::Status BucketStore::Delete(absl::string_view bucket, absl::string_view name) {
+  if (auto s = ValidateObjectName(name); !s.ok()) return s;
+  absl::MutexLock lock(&namespace_mu_);
+  auto bucket_fd = OpenBucketDir(bucket);
+  if (!bucket_fd.ok()) return bucket_fd.status();
+  std::vector<ScopedFd> chain;
+  auto parent = OpenParentDir(bucket_fd->get(), bucket, name, false, &chain);
+  if (!parent.ok()) return parent.status();
+  const std::string leaf(Leaf(name));
+  struct stat st;
+  if (::fstatat(*parent, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return NoSuchObject(bucket, name);
+    return IoError(absl::StrCat("cannot delete gs://", bucket, "/", name), errno);
+  }
+  if (S_ISLNK(st.st_mode)) return SymlinkRefused(bucket, name);
+  if (!S_ISREG(st.st_mode)) return NoSuchObject(bucket, name);
+  if (::unlinkat(*parent, leaf.c_str(), 0) != 0) {
+    return IoError(absl::StrCat("cannot delete gs://", bucket, "/", name), errno);
+  }
+  RemoveMeta(bucket, name);
+  ::fsync(*parent);
+  // Directories exist only to hold objects: remove the ones left empty.
+  std::vector<absl::string_view> segments = absl::StrSplit(name, '/');
+  for (size_t i = chain.size(); i-- > 0;) {
+    const int above = i == 0 ? bucket_fd->get() : chain[i - 1].get();
+    if (::unlinkat(above, std::string(segments[i]).c_str(), AT_REMOVEDIR) != 0) break;
+  }
+  return absl::OkStatus();
+}
+
+// -- listing --
+
+namespace {
+
+// Lists a bucket in GCS order (byte order of names) by a depth-first walk
+// that visits each directory's entries sorted by name, directories as
+// "name/": every name under "d/" shares that prefix, so the walk's order is
+// the global order and a page can stop early and skip what came before.
+class Lister {
+ public:
+  Lister(absl::string_view bucket, const ListObjectsRequest& req, std::string after,
+         std::function<std::optional<std::string>(absl::string_view, const struct stat&)> read_meta)
+      : bucket_(bucket),
+        prefix_(req.prefix),
+        delimiter_(req.delimiter),
+        after_(std::move(after)),
+        limit_(std::clamp(req.max_results, 1, kMaxListResults)),
+        read_meta_(std::move(read_meta)) {}
+
+  // False once the page is full (and there is more).
+  absl::StatusOr<bool> Visit(int dir_fd, const std::string& dir_prefix) {
+    auto entries = ReadDir(dir_fd);
+    if (!entries.ok()) return entries.status();
+    std::vector<std::pair<std::string, const Entry*>> keyed;
+    for (const auto& e : *entries) {
+      if (e.kind == EntryKind::kOther) continue;
+      keyed.emplace_back(e.kind == EntryKind::kDir ? e.name + "/" : e.name, &e);
+    }
+    std::sort(keyed.begin(), keyed.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [key, entry] : keyed) {
+      const std::string full = dir_prefix + key;
+      if (entry->kind == EntryKind::kDir) {
+        if (!absl::StartsWith(full, prefix_) && !absl::StartsWith(prefix_, full)) continue;
+        // Everything below sorts before the page token.
+        if (!after_.empty() && full < after_ && !absl::StartsWith(after_, full)) continue;
+        ScopedFd sub = OpenDirAt(dir_fd, entry->name);
+        if (!sub.valid()) continue;  // vanished, or replaced by a symlink
+        if (auto group = GroupOf(full)) {
+          // The whole directory collapses into one prefix.
+          if (Skips(*group) || !HasObject(sub.get(), full)) continue;
+          if (!Emit(*group, nullptr)) return false;
+          continue;
+        }
+        auto more = Visit(sub.get(), full);
+        if (!more.ok() || !*more) return more;
+        continue;
+      }
+      if (!absl::StartsWith(full, prefix_) || !ValidateObjectName(full).ok()) continue;
+      if (auto group = GroupOf(full)) {
+        if (!Emit(*group, nullptr)) return false;
+        continue;
+      }
+      struct stat st;
+      if (::fstatat(dir_fd, entry->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+      ObjectInfo info;
+      info.bucket = std::string(bucket_);
+      info.name = full;
+      info.size = st.st_size;
+      info.updated = MtimeOf(st);
+      if (auto sha = read_meta_(full, st)) info.sha256 = *sha;
+      if (!Emit(full, &info)) return false;
+    }
+    return true;
+  }
+
+  ListObjectsResult Finish() {
+    if (more_) result_.next_page_token = absl::WebSafeBase64Escape(last_);
+    return std::move(result_);
+  }
+
+ private:
+  // The prefix a name (or a directory "d/") is grouped under, if any.
+  std::optional<std::string> GroupOf(const std::string& full) const {
+    if (delimiter_.empty() || !absl::StartsWith(full, prefix_)) return std::nullopt;
+    auto pos = full.find(delimiter_, prefix_.size());
+    if (pos == std::string::npos) return std::nullopt;
+    return full.substr(0, pos + delimiter_.size());
+  }
+
+  // Whether a listable object lies anywhere below.
+  bool HasObject(int dir_fd, const std::string& dir_prefix) const {
+    auto entries = ReadDir(dir_fd);
+    if (!entries.ok()) return false;
+    for (const auto& e : *entries) {
+      if (e.kind == EntryKind::kFile && ValidateObjectName(dir_prefix + e.name).ok()) return true;
+    }
+    for (const auto& e : *entries) {
+      if (e.kind != EntryKind::kDir) continue;
+      ScopedFd sub = OpenDirAt(dir_fd, e.name);
+      if (sub.valid() && HasObject(sub.get(), dir_prefix + e.name + "/")) return true;
+    }
+    return false;
+  }
+
+  // Already returned: on an earlier page, or (a prefix) just now.
+  bool Skips(const std::string& key) const {
+    return (!after_.empty() && key <= after_) || (count_ > 0 && key == last_);
+  }
+
+  // Adds an item (info != null) or a prefix with sort key `key`; false when
+  // the page was already full (so there is a next page).
+  bool Emit(const std::string& key, ObjectInfo* info) {
+    if (Skips(key)) return true;
+    if (count_ == limit_) {
+      more_ = true;
+      return false;
+    }
+    ++count_;
+    last_ = key;
+    if (info) {
+      result_.items.push_back(std::move(*info));
+    } else {
+      result_.prefixes.push_back(key);
+    }
+    return true;
+  }
+
+  absl::string_view bucket_;
+  const std::string prefix_;
+  const std::string delimiter_;
+  const std::string after_;
+  const int limit_;
+  std::function<std::optional<std::string>(absl::string_view, const struct stat&)> read_meta_;
+  ListObjectsResult result_;
+  int count_ = 0;
+  bool more_ = false;
+  std::string last_;
+};
+
+}  // namespace
+
+absl::StatusOr<ListObjectsResult> BucketStore::List(absl::string_view bucket,
+                                                    const ListObjectsRequest& request) const {
+  std::string after;
+  if (!request.page_token.empty() && !absl::WebSafeBase64Unescape(request.page_token, &after)) {
+    return absl::InvalidArgumentError("The page token is not one this server returned.");
+  }
+  auto bucket_fd = OpenBucketDir(bucket);
+  if (!bucket_fd.ok()) return bucket_fd.status();
+  Lister lister(bucket, request, std::move(after),
+                [this, bucket](absl::string_view name, const struct stat& st) { return ReadMeta(bucket, name, st); });
+  auto walked = lister.Visit(bucket_fd->get(), "");
+  if (!walked.ok()) return walked.status();
+  return lister.Finish();
+}
+
+absl::StatusOr<std::string> BucketStore::LocalPath(absl::string_view bucket, absl::string_view path) const {
+  if (auto s = ValidateBucketName(bucket); !s.ok()) return s;
+  if (auto s = ValidatePath(path); !s.ok()) return s;
+  return path.empty() ? absl::StrCat(root_, "/", bucket) : absl::StrCat(root_, "/", bucket, "/", path);
+}
+
+}  // namespace mle::buckets

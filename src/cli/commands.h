@@ -1,0 +1,46 @@
+// The mlengine command tree (CLI11): global options live in Context, each
+// command group registers its subcommands and runs them from CLI11 callbacks,
+// leaving its exit code in Context::exit_code. Single-threaded.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "cli/client.h"
+#include "cli/config.h"
+#include "cli/output.h"
+
+namespace mle::cli {
+
+struct Context {
+  GlobalFlags flags;
+  std::string format;  // --format: "", json or yaml
+  int exit_code = 0;
+
+  // The client for the resolved endpoint/token (made on first use).
+  absl::StatusOr<Client*> GetClient();
+
+ private:
+  std::unique_ptr<Client> client_;
+};
+
+// Prints "ERROR: (mlengine.COMMAND) MESSAGE" on stderr; returns 1.
+int PrintError(const std::string& command, const absl::Status& status);
+int PrintError(const std::string& command, const std::string& message);
+
+// Prints a resource in the chosen format (YAML when none).
+void PrintResource(const nlohmann::json& value, Format format);
+
+void AddJobsCommands(CLI::App& app, Context& ctx);
+void AddLocalCommands(CLI::App& app, Context& ctx);
+void AddStorageCommands(CLI::App& app, Context& ctx);
+
+// Adds an option that stores into `out` only when given on the command line.
+CLI::Option* AddOptional(CLI::App* app, const std::string& name, std::optional<std::string>* out,
+                         const std::string& description);
+
+}  // namespace mle::cli

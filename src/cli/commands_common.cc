@@ -1,0 +1,37 @@
+#include <cstdio>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "cli/commands.h"
+
+namespace mle::cli {
+
+absl::StatusOr<Client*> Context::GetClient() {
+  if (client_) return client_.get();
+  auto connection = ResolveConnection(flags, ProcessEnv(), RealFiles());
+  if (!connection.ok()) return connection.status();
+  client_ = std::make_unique<Client>(*std::move(connection));
+  return client_.get();
+}
+
+int PrintError(const std::string& command, const std::string& message) {
+  std::fprintf(stderr, "ERROR: (mlengine.%s) %s\n", command.c_str(), message.c_str());
+  std::fflush(stderr);
+  return 1;
+}
+
+int PrintError(const std::string& command, const absl::Status& status) {
+  return PrintError(command, std::string(status.message()));
+}
+
+void PrintResource(const nlohmann::json& value, Format format) {
+  std::cout << (format == Format::kJson ? ToJson(value) : ToYaml(value)) << std::flush;
+}
+
+CLI::Option* AddOptional(CLI::App* app, const std::string& name, std::optional<std::string>* out,
+                         const std::string& description) {
+  return app->add_option_function<std::string>(
+      name, [out](const std::string& value) { *out = value; }, description);
+}
+
+}  // namespace mle::cli

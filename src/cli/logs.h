@@ -1,0 +1,30 @@
+// `jobs stream-logs`: follows a job's log through mlengined's logs API
+// (GET /v1/projects/{p}/jobs/{j}/logs, long-polled with waitSeconds) and
+// prints one "TIMESTAMP TASK_NAME MESSAGE" line per entry (stdout and stderr
+// lines of the replicas alike) until the server says jobEnded.
+// Not thread-safe (uses the Client).
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "cli/client.h"
+
+namespace mle::cli {
+
+struct StreamLogsOptions {
+  std::string task_name;      // only this replica, e.g. worker-replica-0
+  int polling_interval_s = 10;  // longest wait for new lines per request (server caps at 30)
+  bool since_now = false;     // skip the lines already written
+};
+
+// "2024-01-02T03:04:05.123Z master-replica-0 hello"
+std::string FormatLogEntry(const nlohmann::json& entry);
+
+absl::Status StreamLogs(Client& client, const std::string& job_id, const StreamLogsOptions& options,
+                        std::FILE* out);
+
+}  // namespace mle::cli

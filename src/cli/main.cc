@@ -1,0 +1,74 @@
+// mlengine: the command-line client of mlengined, shaped like
+// `gcloud ai-platform` (jobs submit training / describe / list / cancel /
+// update / stream-logs, local train) plus `storage` for the gs:// store.
+// Wiring only: global options, the command tree, exit codes.
+
+#include <curl/curl.h>
+#include <signal.h>
+
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  ::signal(SIGPIPE, SIG_IGN);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  mle::cli::Context ctx;
+
+  CLI::App app{
+      "mlengine: the command line of mlengine, a self-hosted AI Platform Training service.\n\n"
+      "Submit and follow training jobs on an mlengined server, run trainers locally, and move\n"
+      "files in and out of the server's gs:// buckets. Commands and flags follow\n"
+      "`gcloud ai-platform`.\n\n"
+      "Which server: --endpoint/--token flags, else MLENGINE_API_ENDPOINT/MLENGINE_TOKEN,\n"
+      "else the JSON file named by MLENGINE_CONFIG, else\n"
+      "${XDG_CONFIG_HOME:-~/.config}/mlengine/config.json, else http://127.0.0.1:8080.\n"
+      "A local server writes such a file as DATA_DIR/server.json, so\n"
+      "  export MLENGINE_CONFIG=DATA_DIR/server.json\n"
+      "points mlengine at it."};
+  app.name("mlengine");
+  app.fallthrough();
+  app.require_subcommand(1);
+  app.footer(
+      "\nEXAMPLES\n"
+      "  mlengined --data-dir ~/mlengine-data &\n"
+      "  export MLENGINE_CONFIG=~/mlengine-data/server.json\n"
+      "  mlengine jobs submit training my_job --package-path ./trainer --module-name trainer.task \\\n"
+      "      --staging-bucket gs://my-bucket --region us-central1 --runtime-version 2.11 -- --epochs 3\n"
+      "  mlengine jobs stream-logs my_job\n"
+      "  mlengine jobs list\n"
+      "  mlengine local train --module-name trainer.task --package-path ./trainer\n"
+      "  mlengine storage ls gs://my-bucket/my_job/\n\n"
+      "Run `mlengine COMMAND --help` (e.g. `mlengine jobs submit training --help`) for details.\n");
+
+  auto* token = app.add_option("--token", ctx.flags.token, "Bearer token for the server (see also MLENGINE_TOKEN)");
+  auto* token_file =
+      app.add_option("--token-file", ctx.flags.token_file, "File holding the token, e.g. DATA_DIR/admin.token");
+  token->excludes(token_file);
+  app.add_option("--endpoint", ctx.flags.endpoint,
+                 "Server URL, e.g. http://127.0.0.1:8080 (see also MLENGINE_API_ENDPOINT)");
+  app.add_option("--project", ctx.flags.project, "Project of the jobs (default: $MLENGINE_PROJECT or \"default\")");
+  app.add_option("--format", ctx.format,
+                 "Output format of describe/list/submit: json or yaml (default: yaml; a table for list)");
+
+  mle::cli::AddJobsCommands(app, ctx);
+  mle::cli::AddLocalCommands(app, ctx);
+  mle::cli::AddStorageCommands(app, ctx);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "ERROR: (mlengine) " << e.what() << "\n"
+              << "Run `mlengine --help` or `mlengine COMMAND --help` for usage.\n";
+    return 2;
+  }
+  curl_global_cleanup();
+  return ctx.exit_code;
+}

@@ -1,0 +1,24 @@
+// Where a job's run lives on disk (under the server's runs directory):
+//   RUNS/<project>/<job_id>/replicas            task name, pid, host, GPUs (one line each)
+//   RUNS/<project>/<job_id>/<task_name>/log     timestamped lines (see mlengine-replica)
+//   RUNS/<project>/<job_id>/<task_name>/exit    "exit N" | "signal N" once it ended
+//   RUNS/<project>/<job_id>/<task_name>/work/   the replica's working directory
+// The executor writes it; the log service reads it. Pure functions.
+#pragma once
+
+#include <string>
+
+namespace mle::common {
+
+inline std::string JobRunDir(const std::string& runs, const std::string& project, const std::string& job_id) {
+  return runs + "/" + project + "/" + job_id;
+}
+inline std::string ReplicaDir(const std::string& job_dir, const std::string& task) { return job_dir + "/" + task; }
+inline std::string ReplicaLogPath(const std::string& job_dir, const std::string& task) {
+  return ReplicaDir(job_dir, task) + "/log";
+}
+inline std::string ReplicaExitPath(const std::string& job_dir, const std::string& task) {
+  return ReplicaDir(job_dir, task) + "/exit";
+}
+
+}  // namespace mle::common

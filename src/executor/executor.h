@@ -1,0 +1,56 @@
+// Executor: the seam between the scheduler (which decides) and a way of
+// running processes (local child processes now, Slurm next). The scheduler
+// calls Launch/Cancel/Recover; the executor reports back through
+// ExecutorEvents, from any thread. Implementations own their threads.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "model/job.h"
+#include "model/resources.h"
+
+namespace mle::executor {
+
+struct JobRef {
+  std::string project;
+  std::string job_id;
+};
+
+enum class Outcome {
+  kSucceeded,  // the master exited 0
+  kFailed,     // a replica failed or could not start; message says which and why
+  kStopped,    // stopped on request (Cancel)
+  kLost,       // the executor lost track of it (e.g. a host died); message says why
+};
+
+class ExecutorEvents {
+ public:
+  virtual ~ExecutorEvents() = default;
+  // Every replica has started (PREPARING -> RUNNING).
+  virtual void JobStarted(const JobRef& job) = 0;
+  // The job's processes are all gone. Called exactly once per Launch/Recover.
+  virtual void JobEnded(const JobRef& job, Outcome outcome, const std::string& message) = 0;
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Admission at submission: can this executor run the job at all (runtime
+  // installed, containers supported, ...)? FAILED_PRECONDITION saying why not.
+  virtual absl::Status CheckRunnable(const model::Job& job) const = 0;
+  // Prepares (packages, environment) and starts every replica of `job` where
+  // `placement` says. Asynchronous; reports through ExecutorEvents.
+  virtual void Launch(const model::Job& job, const model::JobDemand& demand, const model::Placement& placement) = 0;
+  // Stops every process of the job: TERM, a grace period, then KILL.
+  // `reason` ends up in the job's errorMessage.
+  virtual void Cancel(const JobRef& job, const std::string& reason) = 0;
+  // After a server restart: finds the job's processes again and resumes
+  // watching them. Returns the placement it holds (so the scheduler can
+  // account for it), or nullopt when nothing of the job was started, in which
+  // case no event will follow and the scheduler may place it again.
+  virtual std::optional<model::Placement> Recover(const model::Job& job) = 0;
+};
+
+}  // namespace mle::executor

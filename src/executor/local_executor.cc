@@ -1,0 +1,546 @@
+#include "executor/local_executor.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/run_layout.h"
+#include "common/subprocess.h"
+#include "model/catalog.h"
+#include "runtime/replica_env.h"
+
+namespace mle::executor {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+bool PortFree(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The last `n` lines of a replica log, without their timestamps.
+std::vector<std::string> LogTail(const std::string& path, size_t n) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = std::max<std::streamoff>(0, size - 16384);
+  in.seekg(from);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  if (from > 0 && !lines.empty()) lines.erase(lines.begin());  // partial first line
+  std::vector<std::string> out;
+  for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i) {
+    std::vector<std::string> parts = absl::StrSplit(lines[i], absl::MaxSplits('\t', 2));
+    out.push_back(parts.size() == 3 ? parts[2] : lines[i]);
+  }
+  return out;
+}
+
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  const char* desc = sigdescr_np(sig);
+  return absl::StrCat(sig, " (", abbrev ? absl::StrCat("SIG", abbrev) : "?", desc ? absl::StrCat(": ", desc) : "",
+                      ")");
+}
+
+}  // namespace
+
+LocalExecutor::LocalExecutor(LocalExecutorOptions options, runtime::RuntimeCatalog runtimes,
+                             runtime::PackageCache& cache)
+    : options_(std::move(options)), runtimes_(std::move(runtimes)), cache_(cache) {
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = wake_fd_;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  watcher_ = std::thread([this] { Watch(); });
+  preparer_ = std::thread([this] {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(prep_mu_);
+        prep_cv_.wait(lock, [&] { return stopping_ || !prep_queue_.empty(); });
+        if (prep_queue_.empty()) return;
+        task = std::move(prep_queue_.front());
+        prep_queue_.pop_front();
+      }
+      task();
+    }
+  });
+}
+
+LocalExecutor::~LocalExecutor() {
+  {
+    std::lock_guard<std::mutex> lock(prep_mu_);
+    stopping_ = true;
+    prep_queue_.clear();
+  }
+  prep_cv_.notify_all();
+  preparer_.join();
+  uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof(one));
+  watcher_.join();
+  // Replicas keep running: a restarted server finds them again (Recover).
+  for (auto& [fd, who] : by_pidfd_) ::close(fd);
+  ::close(wake_fd_);
+  ::close(epoll_fd_);
+}
+
+absl::Status LocalExecutor::CheckRunnable(const model::Job& job) const {
+  if (!job.training_input) return absl::OkStatus();
+  const model::TrainingInput& t = *job.training_input;
+  if (t.master_config && !t.master_config->image_uri.empty()) {
+    return absl::FailedPreconditionError(
+        "This job uses a custom container (masterConfig.imageUri), but this mlengine cluster runs Python "
+        "packages with installed runtimes only and has no container runtime. Submit the trainer as a package "
+        "(--package-path / packageUris with --runtime-version).");
+  }
+  if (t.hyperparameters) {
+    return absl::FailedPreconditionError(
+        "Hyperparameter tuning jobs (trainingInput.hyperparameters) are not run by this mlengine version yet; "
+        "submit the job without hyperparameters, one trial per job.");
+  }
+  const runtime::Runtime* rt = runtimes_.Find(t.runtime_version);
+  if (rt == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Runtime version ", t.runtime_version.empty() ? "(none)" : t.runtime_version,
+        " is not installed on this cluster. Installed runtime versions: ", runtimes_.Describe(), "."));
+  }
+  if (!t.python_version.empty() && t.python_version != rt->python_version) {
+    return absl::FailedPreconditionError(absl::StrCat("Runtime version ", rt->name, " provides Python ",
+                                                      rt->python_version, ", not ", t.python_version,
+                                                      "; set pythonVersion to ", rt->python_version, " or leave it unset."));
+  }
+  const bool tpu = t.scale_tier == "BASIC_TPU" || t.worker_type == model::kCloudTpuMachine;
+  if (tpu && !rt->tpu_capable) {
+    return absl::FailedPreconditionError(absl::StrCat("Runtime version ", rt->name,
+                                                      " is not declared TPU-capable on this cluster (runtimes.yaml: "
+                                                      "tpu_capable), so it cannot run a TPU job."));
+  }
+  return absl::OkStatus();
+}
+
+void LocalExecutor::Launch(const model::Job& job, const model::JobDemand& demand, const model::Placement& placement) {
+  const JobRef ref{job.project, job.job_id};
+  const std::string key = Key(ref);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    RunningJob& r = jobs_[key];
+    r = RunningJob{};
+    r.ref = ref;
+    r.dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
+  }
+  {
+    std::lock_guard<std::mutex> lock(prep_mu_);
+    prep_queue_.push_back([this, key, job, demand, placement] { PrepareAndStart(key, job, demand, placement); });
+  }
+  prep_cv_.notify_one();
+}
+
+std::vector<int> LocalExecutor::AllocatePorts(int n) {
+  std::vector<int> out;
+  for (int port = options_.first_port; port <= options_.last_port && static_cast<int>(out.size()) < n; ++port) {
+    if (ports_in_use_.count(port) || !PortFree(port)) continue;
+    out.push_back(port);
+  }
+  return out;
+}
+
+void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, model::JobDemand demand,
+                                    model::Placement placement) {
+  const JobRef ref{job.project, job.job_id};
+  auto fail = [&](Ending ending, const std::string& message) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      jobs_.erase(key);
+    }
+    events_->JobEnded(ref, ending == Ending::kStopped ? Outcome::kStopped : Outcome::kFailed, message);
+  };
+  const model::TrainingInput& t = *job.training_input;
+  const runtime::Runtime* rt = runtimes_.Find(t.runtime_version);
+  if (rt == nullptr) return fail(Ending::kFailed, absl::StrCat("Runtime version ", t.runtime_version, " is not installed."));
+
+  // Packages: gs:// URIs are files in the bucket store.
+  std::vector<std::string> packages;
+  for (const auto& uri : t.package_uris) {
+    const std::string rest = uri.substr(5);  // validation guarantees "gs://"
+    const std::string path = options_.gcs_root + "/" + rest;
+    if (rest.find("..") != std::string::npos || !fs::is_regular_file(path)) {
+      return fail(Ending::kFailed, absl::StrCat("The package ", uri,
+                                                " was not found in bucket storage. Stage it first (mlengine jobs "
+                                                "submit training --package-path does), or check it with "
+                                                "`mlengine storage ls`."));
+    }
+    packages.push_back(path);
+  }
+  auto env = cache_.Prepare(*rt, packages);
+  if (!env.ok()) return fail(Ending::kFailed, std::string(env.status().message()));
+
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = jobs_.find(key);
+  if (it == jobs_.end()) return;
+  RunningJob& run = it->second;
+  if (run.cancel_requested) {
+    const std::string reason = run.cancel_reason;
+    lock.unlock();
+    return fail(Ending::kStopped, reason);
+  }
+
+  std::error_code ec;
+  fs::remove_all(run.dir, ec);
+  fs::create_directories(run.dir, ec);
+  if (ec) {
+    lock.unlock();
+    return fail(Ending::kFailed, absl::StrCat("cannot create the job's run directory ", run.dir, ": ", ec.message()));
+  }
+
+  // Ports: one per clustered replica, one for torch's rendezvous.
+  int needed = 1;
+  for (const auto& r : demand.replicas) needed += r.role == "evaluator" ? 0 : 1;
+  std::vector<int> ports = AllocatePorts(needed);
+  if (static_cast<int>(ports.size()) < needed) {
+    lock.unlock();
+    return fail(Ending::kFailed, absl::StrCat("No free ports in ", options_.first_port, "-", options_.last_port,
+                                              " for the job's ", needed, " endpoints."));
+  }
+  runtime::LaunchContext ctx;
+  ctx.python = env->python;
+  ctx.gcs_root = options_.gcs_root;
+  ctx.python_path = options_.python_path;
+  size_t next = 0;
+  for (const auto& r : demand.replicas) {
+    ctx.hosts[r.TaskName()] = "localhost";
+    if (r.role != "evaluator") ctx.ports[r.TaskName()] = ports[next++];
+  }
+  ctx.torch_port = ports[next];
+  for (int p : ports) {
+    ports_in_use_.insert(p);
+    run.ports.insert(p);
+  }
+
+  auto base = common::CurrentEnvironment();
+  std::erase_if(base, [](const auto& kv) { return absl::StartsWith(kv.first, "MLENGINE_"); });
+  std::ofstream manifest(run.dir + "/replicas");
+  for (const auto& h : placement.tpu_hosts) manifest << "tpu " << h << " " << (placement.tpu_simulated ? 1 : 0) << "\n";
+
+  for (const auto& launch : runtime::BuildReplicaLaunches(job, demand, placement, ctx)) {
+    const std::string rdir = common::ReplicaDir(run.dir, launch.task_name);
+    fs::create_directories(rdir + "/work", ec);
+    auto env_map = base;
+    for (const auto& [k, v] : launch.env) env_map[k] = v;
+    if (auto old = base.find("PYTHONPATH"); old != base.end() && !old->second.empty()) {
+      env_map["PYTHONPATH"] = launch.env.at("PYTHONPATH") + ":" + old->second;
+    }
+    env_map["CLOUD_ML_HP_METRIC_FILE"] = rdir + "/hypertune/output.metrics";
+    std::vector<std::string> env_strings;
+    for (const auto& [k, v] : env_map) env_strings.push_back(k + "=" + v);
+    std::vector<char*> envp;
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> argv = {options_.shim, "--log", common::ReplicaLogPath(run.dir, launch.task_name),
+                                     "--exit", common::ReplicaExitPath(run.dir, launch.task_name),
+                                     "--cwd", rdir + "/work", "--"};
+    argv.insert(argv.end(), launch.argv.begin(), launch.argv.end());
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    pid_t pid = 0;
+    int rc = ::posix_spawn(&pid, options_.shim.c_str(), nullptr, &attr, args.data(), envp.data());
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0) {
+      BeginStop(run, Ending::kFailed,
+                absl::StrCat("The replica ", launch.task_name, " could not be started: ", strerror(rc), " (", options_.shim,
+                              ")."));
+      break;
+    }
+    Replica& rep = run.replicas[launch.task_name];
+    rep.task = launch.task_name;
+    rep.pid = pid;
+    rep.own_child = true;
+    std::string gpus;
+    if (auto p = placement.replicas.find(launch.task_name); p != placement.replicas.end()) {
+      gpus = absl::StrJoin(p->second.gpu_indices, ",");
+    }
+    manifest << "replica " << launch.task_name << " " << pid << " " << launch.host << " "
+             << (gpus.empty() ? "-" : gpus) << "\n";
+    manifest.flush();
+    AddToEpoll(rep);
+  }
+  manifest.close();
+  run.preparing = false;
+  const bool failed_to_start = run.ending != Ending::kNone;
+  if (run.cancel_requested && !failed_to_start) BeginStop(run, Ending::kStopped, run.cancel_reason);
+  lock.unlock();
+  if (!failed_to_start) events_->JobStarted(ref);
+  MaybeFinish(key);
+}
+
+void LocalExecutor::AddToEpoll(Replica& r) {
+  r.pidfd = PidfdOpen(r.pid);
+  if (r.pidfd < 0) {
+    r.exited = true;
+    r.exit_text = "";
+    return;
+  }
+  by_pidfd_[r.pidfd] = {"", r.task};
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = r.pidfd;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, r.pidfd, &ev);
+}
+
+void LocalExecutor::Cancel(const JobRef& ref, const std::string& reason) {
+  const std::string key = Key(ref);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(key);
+    if (it == jobs_.end()) return;
+    RunningJob& run = it->second;
+    run.cancel_requested = true;
+    run.cancel_reason = reason;
+    if (run.preparing) return;  // the preparation thread stops it
+    if (run.ending == Ending::kNone) BeginStop(run, Ending::kStopped, reason);
+  }
+  MaybeFinish(key);
+}
+
+void LocalExecutor::Signal(const RunningJob& job, int sig) {
+  for (const auto& [task, r] : job.replicas) {
+    if (!r.exited && r.pid > 0) ::kill(-r.pid, sig);  // the replica's whole process group
+  }
+}
+
+void LocalExecutor::BeginStop(RunningJob& job, Ending ending, std::string message) {
+  if (job.ending != Ending::kNone) return;
+  job.ending = ending;
+  job.message = std::move(message);
+  Signal(job, SIGTERM);
+  job.kill_at = absl::Now() + options_.cancel_grace;
+  uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof(one));
+}
+
+std::string LocalExecutor::FailureMessage(const RunningJob& job, const Replica& replica) const {
+  std::string what;
+  int value = 0;
+  if (absl::StartsWith(replica.exit_text, "exit ") && absl::SimpleAtoi(replica.exit_text.substr(5), &value)) {
+    what = value == 127 ? absl::StrCat("could not start its program (exit status 127)")
+                        : absl::StrCat("exited with a non-zero status of ", value);
+  } else if (absl::StartsWith(replica.exit_text, "signal ") && absl::SimpleAtoi(replica.exit_text.substr(7), &value)) {
+    what = absl::StrCat("was terminated by signal ", SignalName(value));
+  } else {
+    what = "was killed before it could record how it ended";
+  }
+  std::string message = absl::StrCat("The replica ", replica.task, " ", what, ".");
+  auto tail = LogTail(common::ReplicaLogPath(job.dir, replica.task), 8);
+  if (!tail.empty()) absl::StrAppend(&message, " Last lines of its log:\n", absl::StrJoin(tail, "\n"));
+  return message;
+}
+
+void LocalExecutor::OnReplicaExit(RunningJob& job, Replica& replica) {
+  if (job.ending != Ending::kNone) return;
+  const bool role_master = absl::StartsWith(replica.task, "master-");
+  if (replica.exit_text == "exit 0") {
+    if (role_master) BeginStop(job, Ending::kSucceeded, "");
+    return;
+  }
+  BeginStop(job, Ending::kFailed, FailureMessage(job, replica));
+}
+
+void LocalExecutor::MaybeFinish(const std::string& key) {
+  JobRef ref;
+  Outcome outcome;
+  std::string message;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(key);
+    if (it == jobs_.end()) return;
+    RunningJob& run = it->second;
+    if (run.preparing || run.ending == Ending::kNone) return;
+    for (const auto& [task, r] : run.replicas) {
+      if (!r.exited) return;
+    }
+    ref = run.ref;
+    message = run.message;
+    outcome = run.ending == Ending::kSucceeded ? Outcome::kSucceeded
+              : run.ending == Ending::kStopped ? Outcome::kStopped
+                                               : Outcome::kFailed;
+    for (int p : run.ports) ports_in_use_.erase(p);
+    jobs_.erase(it);
+  }
+  events_->JobEnded(ref, outcome, message);
+}
+
+void LocalExecutor::Watch() {
+  epoll_event events[64];
+  for (;;) {
+    int timeout_ms = 1000;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+      const absl::Time now = absl::Now();
+      for (auto& [key, run] : jobs_) {
+        if (run.kill_at == absl::InfiniteFuture()) continue;
+        if (now >= run.kill_at) {
+          Signal(run, SIGKILL);
+          run.kill_at = now + absl::Seconds(1);  // and again, for stragglers
+        }
+        timeout_ms = std::min<int>(timeout_ms, std::max<int64_t>(1, absl::ToInt64Milliseconds(run.kill_at - now)));
+      }
+    }
+    int n = ::epoll_wait(epoll_fd_, events, 64, timeout_ms);
+    std::vector<std::string> touched;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+      for (int i = 0; i < n; ++i) {
+        const int fd = events[i].data.fd;
+        if (fd == wake_fd_) {
+          uint64_t v;
+          (void)!::read(wake_fd_, &v, sizeof(v));
+          continue;
+        }
+        auto who = by_pidfd_.find(fd);
+        if (who == by_pidfd_.end()) continue;
+        const std::string task = who->second.second;
+        ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+        ::close(fd);
+        by_pidfd_.erase(who);
+        for (auto& [key, run] : jobs_) {
+          auto r = run.replicas.find(task);
+          if (r == run.replicas.end() || r->second.pidfd != fd) continue;
+          Replica& rep = r->second;
+          rep.pidfd = -1;
+          if (rep.own_child) {
+            int status;
+            while (::waitpid(rep.pid, &status, 0) < 0 && errno == EINTR) {
+            }
+          }
+          rep.exited = true;
+          std::string text = ReadFile(common::ReplicaExitPath(run.dir, task));
+          while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+          rep.exit_text = text;
+          OnReplicaExit(run, rep);
+          touched.push_back(key);
+        }
+      }
+    }
+    for (const auto& key : touched) MaybeFinish(key);
+  }
+}
+
+std::optional<model::Placement> LocalExecutor::Recover(const model::Job& job) {
+  const JobRef ref{job.project, job.job_id};
+  const std::string key = Key(ref);
+  const std::string dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
+  std::ifstream manifest(dir + "/replicas");
+  if (!manifest) return std::nullopt;
+  model::Placement placement;
+  RunningJob run;
+  run.ref = ref;
+  run.dir = dir;
+  run.preparing = false;
+  std::string line;
+  while (std::getline(manifest, line)) {
+    std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (f.size() == 3 && f[0] == "tpu") {
+      placement.tpu_hosts.push_back(f[1]);
+      placement.tpu_simulated = f[2] == "1";
+    } else if (f.size() == 5 && f[0] == "replica") {
+      Replica r;
+      r.task = f[1];
+      int pid = 0;
+      if (!absl::SimpleAtoi(f[2], &pid)) continue;
+      r.pid = pid;
+      model::ReplicaPlacement rp;
+      rp.host = f[3];
+      if (f[4] != "-") {
+        for (absl::string_view g : absl::StrSplit(f[4], ',')) {
+          int idx = 0;
+          if (absl::SimpleAtoi(g, &idx)) rp.gpu_indices.push_back(idx);
+        }
+      }
+      placement.replicas[r.task] = rp;
+      run.replicas[r.task] = r;
+    }
+  }
+  if (run.replicas.empty()) return std::nullopt;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    RunningJob& stored = jobs_[key] = std::move(run);
+    for (auto& [task, r] : stored.replicas) {
+      const std::string exit_path = common::ReplicaExitPath(dir, task);
+      // The pid is ours only if it is still a mlengine-replica for this replica.
+      const std::string cmdline = ReadFile(absl::StrCat("/proc/", r.pid, "/cmdline"));
+      const bool alive = cmdline.find(exit_path) != std::string::npos;
+      if (fs::exists(exit_path) || !alive) {
+        r.exited = true;
+        std::string text = ReadFile(exit_path);
+        while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+        r.exit_text = text;
+      } else {
+        AddToEpoll(r);
+      }
+    }
+    // Replicas that ended while the server was away decide the outcome now:
+    // a master that finished first wins; otherwise the first failure does.
+    for (auto& [task, r] : stored.replicas) {
+      if (r.exited && absl::StartsWith(task, "master-")) OnReplicaExit(stored, r);
+    }
+    for (auto& [task, r] : stored.replicas) {
+      if (r.exited) OnReplicaExit(stored, r);
+    }
+  }
+  if (job.state == model::JobState::kPreparing) events_->JobStarted(ref);
+  MaybeFinish(key);
+  return placement;
+}
+
+}  // namespace mle::executor

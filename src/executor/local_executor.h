@@ -1,0 +1,106 @@
+// LocalExecutor: runs each replica as a child process on this machine.
+// Each replica is started through mlengine-replica (its own session and
+// process group, a timestamped log and an exit file on disk), so replicas
+// survive a restart of mlengined and are found again by Recover().
+//
+// Threads: one preparation thread (package installs, then spawning) and one
+// watcher thread (pidfds in epoll: replica exits, grace-period kills). Events
+// go out through ExecutorEvents. Public methods are thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "absl/time/time.h"
+#include "executor/executor.h"
+#include "runtime/package_cache.h"
+#include "runtime/runtimes.h"
+
+namespace mle::executor {
+
+struct LocalExecutorOptions {
+  std::string runs_dir;         // DATA_DIR/runs
+  std::string shim;             // path of mlengine-replica
+  std::string gcs_root;         // where bucket B is the directory gcs_root/B
+  std::string python_path;      // mlengine's python/ for PYTHONPATH
+  absl::Duration cancel_grace = absl::Seconds(10);
+  int first_port = 27200;       // ports for TF_CONFIG / MASTER_PORT come from here up
+  int last_port = 29999;
+};
+
+class LocalExecutor final : public Executor {
+ public:
+  LocalExecutor(LocalExecutorOptions options, runtime::RuntimeCatalog runtimes, runtime::PackageCache& cache);
+  ~LocalExecutor() override;
+
+  // Must be called before the first Launch/Recover.
+  void SetEvents(ExecutorEvents* events) { events_ = events; }
+
+  absl::Status CheckRunnable(const model::Job& job) const override;
+  void Launch(const model::Job& job, const model::JobDemand& demand, const model::Placement& placement) override;
+  void Cancel(const JobRef& job, const std::string& reason) override;
+  std::optional<model::Placement> Recover(const model::Job& job) override;
+
+ private:
+  struct Replica {
+    std::string task;
+    pid_t pid = 0;
+    int pidfd = -1;
+    bool own_child = false;  // started by this process (reap it)
+    bool exited = false;
+    std::string exit_text;   // "exit N" / "signal N" / "" (killed without a record)
+  };
+  enum class Ending { kNone, kSucceeded, kFailed, kStopped };
+  struct RunningJob {
+    JobRef ref;
+    std::string dir;
+    std::map<std::string, Replica> replicas;
+    std::set<int> ports;
+    Ending ending = Ending::kNone;  // decided; waiting for every replica to be gone
+    std::string message;
+    absl::Time kill_at = absl::InfiniteFuture();
+    bool cancel_requested = false;
+    std::string cancel_reason;
+    bool preparing = true;
+  };
+
+  void PrepareAndStart(const std::string& key, model::Job job, model::JobDemand demand, model::Placement placement);
+  void Watch();
+  void OnReplicaExit(RunningJob& job, Replica& replica);
+  void BeginStop(RunningJob& job, Ending ending, std::string message);
+  void MaybeFinish(const std::string& key);
+  void Signal(const RunningJob& job, int sig);
+  std::string Key(const JobRef& ref) const { return ref.project + "/" + ref.job_id; }
+  std::string FailureMessage(const RunningJob& job, const Replica& replica) const;
+  std::vector<int> AllocatePorts(int n);
+  void AddToEpoll(Replica& r);
+
+  const LocalExecutorOptions options_;
+  const runtime::RuntimeCatalog runtimes_;
+  runtime::PackageCache& cache_;
+  ExecutorEvents* events_ = nullptr;
+
+  std::mutex mu_;
+  std::map<std::string, RunningJob> jobs_;       // guarded by mu_
+  std::set<int> ports_in_use_;                   // guarded by mu_
+  std::map<int, std::pair<std::string, std::string>> by_pidfd_;  // pidfd -> (job key, task); guarded by mu_
+
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;  // eventfd to wake the watcher
+  bool stopping_ = false;
+  std::thread watcher_;
+
+  std::mutex prep_mu_;
+  std::condition_variable prep_cv_;
+  std::deque<std::function<void()>> prep_queue_;
+  std::thread preparer_;
+};
+
+}  // namespace mle::executor

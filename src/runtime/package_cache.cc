@@ -1,0 +1,184 @@
+#include "runtime/package_cache.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <openssl/evp.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/subprocess.h"
+
+namespace mle::runtime {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool UnsafePath(const std::string& p) {
+  if (p.empty()) return false;
+  if (p[0] == '/') return true;
+  for (absl::string_view part : absl::StrSplit(p, '/')) {
+    if (part == "..") return true;
+  }
+  return false;
+}
+
+// Turns pip's output into one sentence a user can act on.
+std::string ExplainPipFailure(const std::string& output) {
+  std::smatch m;
+  static const std::regex kMissing(R"(Could not find a version that satisfies the requirement ([^\s(]+)(?: \(from ([^\s)]+)\))?)");
+  if (std::regex_search(output, m, kMissing)) {
+    return absl::StrCat("a dependency is missing: ", m[1].str(),
+                        m[2].matched ? absl::StrCat(" (required by ", m[2].str(), ")") : "",
+                        ". mlengine installs packages without an index: list the dependency's own archive in "
+                        "--packages, or use a runtime that has it installed.");
+  }
+  static const std::regex kNoMatching(R"(No matching distribution found for ([^\s]+))");
+  if (std::regex_search(output, m, kNoMatching)) {
+    return absl::StrCat("a dependency is missing: ", m[1].str(),
+                        ". mlengine installs packages without an index: list the dependency's own archive in "
+                        "--packages, or use a runtime that has it installed.");
+  }
+  // Otherwise the last lines pip printed.
+  std::vector<std::string> lines = absl::StrSplit(output, '\n', absl::SkipWhitespace());
+  size_t from = lines.size() > 6 ? lines.size() - 6 : 0;
+  std::string tail;
+  for (size_t i = from; i < lines.size(); ++i) absl::StrAppend(&tail, "\n  ", lines[i]);
+  return absl::StrCat("pip failed:", tail);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> PackageCache::Digest(const std::vector<std::string>& files) {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  std::vector<char> buf(1 << 16);
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    if (!in) {
+      EVP_MD_CTX_free(ctx);
+      return absl::NotFoundError(absl::StrCat("cannot read ", f));
+    }
+    while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
+      EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(in.gcount()));
+    }
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx, md, &len);
+  EVP_MD_CTX_free(ctx);
+  static const char* kHex = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) {
+    hex.push_back(kHex[md[i] >> 4]);
+    hex.push_back(kHex[md[i] & 15]);
+  }
+  return hex;
+}
+
+absl::Status PackageCache::CheckArchive(const std::string& path) {
+  const std::string name = fs::path(path).filename().string();
+  if (absl::EndsWith(name, ".py")) return absl::OkStatus();  // a plain module, pip refuses it itself
+  archive* a = archive_read_new();
+  archive_read_support_filter_all(a);
+  archive_read_support_format_all(a);
+  if (archive_read_open_filename(a, path.c_str(), 1 << 16) != ARCHIVE_OK) {
+    std::string err = archive_error_string(a) ? archive_error_string(a) : "unknown format";
+    archive_read_free(a);
+    return absl::FailedPreconditionError(absl::StrCat("The package ", name, " is not a readable archive: ", err));
+  }
+  absl::Status result = absl::OkStatus();
+  archive_entry* entry;
+  while (archive_read_next_header(a, &entry) == ARCHIVE_OK) {
+    const char* p = archive_entry_pathname(entry);
+    std::string entry_path = p ? p : "";
+    const char* link = archive_entry_symlink(entry);
+    const char* hard = archive_entry_hardlink(entry);
+    if (UnsafePath(entry_path)) {
+      result = absl::FailedPreconditionError(absl::StrCat(
+          "The package ", name, " contains the unsafe path \"", entry_path,
+          "\" (absolute, or leaving the archive with \"..\"); mlengine refuses to install it."));
+      break;
+    }
+    if ((link && (link[0] == '/' || UnsafePath(link) ||
+                  UnsafePath((fs::path(entry_path).parent_path() / link).lexically_normal().string()))) ||
+        (hard && UnsafePath(hard))) {
+      result = absl::FailedPreconditionError(absl::StrCat("The package ", name, " contains the link \"", entry_path,
+                                                          "\" pointing outside the archive; mlengine refuses to "
+                                                          "install it."));
+      break;
+    }
+    archive_read_data_skip(a);
+  }
+  archive_read_free(a);
+  return result;
+}
+
+std::mutex* PackageCache::LockFor(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& m = locks_[key];
+  if (!m) m = std::make_unique<std::mutex>();
+  return m.get();
+}
+
+absl::StatusOr<PreparedEnvironment> PackageCache::Prepare(const Runtime& runtime,
+                                                          const std::vector<std::string>& packages) {
+  PreparedEnvironment env;
+  env.python = runtime.python;
+  if (packages.empty()) return env;
+  auto digest = Digest(packages);
+  if (!digest.ok()) return digest.status();
+  env.digest = *digest;
+  const fs::path dir = fs::path(root_) / runtime.name / digest->substr(0, 32);
+  env.python = (dir / "bin" / "python").string();
+  if (fs::exists(dir / ".ready")) {
+    env.cache_hit = true;
+    return env;
+  }
+  std::lock_guard<std::mutex> guard(*LockFor(dir.string()));
+  if (fs::exists(dir / ".ready")) {
+    env.cache_hit = true;
+    return env;
+  }
+  for (const auto& p : packages) {
+    if (auto s = CheckArchive(p); !s.ok()) return s;
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir.parent_path(), ec);
+  common::CommandOptions venv_options;
+  venv_options.timeout = absl::Minutes(2);
+  auto venv = common::RunCommand({runtime.python, "-m", "venv", "--system-site-packages", "--without-pip", dir.string()},
+                                 venv_options);
+  if (!venv.ok()) return venv.status();
+  if (venv->exit_code != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("Creating the job's Python environment failed: ", venv->output));
+  }
+  std::vector<std::string> pip = {env.python, "-m", "pip", "install", "--no-index", "--no-build-isolation",
+                                  "--disable-pip-version-check", "--no-input", "--no-warn-script-location"};
+  // Dependencies a package declares must come from the other packages given.
+  for (const auto& p : packages) pip.push_back("--find-links=" + fs::path(p).parent_path().string());
+  for (const auto& p : packages) pip.push_back(p);
+  auto env_vars = common::CurrentEnvironment();
+  env_vars["PIP_NO_CACHE_DIR"] = "1";
+  env_vars["PYTHONDONTWRITEBYTECODE"] = "1";
+  common::CommandOptions pip_options;
+  pip_options.cwd = dir.string();
+  pip_options.env = env_vars;
+  auto install = common::RunCommand(pip, pip_options);
+  if (!install.ok()) return install.status();
+  if (install->exit_code != 0) {
+    fs::remove_all(dir, ec);
+    return absl::FailedPreconditionError(
+        absl::StrCat("Installing the job's packages failed: ", ExplainPipFailure(install->output)));
+  }
+  std::ofstream(dir / ".ready") << *digest << "\n";
+  return env;
+}
+
+}  // namespace mle::runtime

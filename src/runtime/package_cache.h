@@ -1,0 +1,52 @@
+// PackageCache: installs a job's trainer packages once per content digest
+// into a virtual environment (system site packages visible, pip with no
+// index), and hands the same environment to every later job with the same
+// packages and runtime. Archives are checked before pip sees them: entries
+// with absolute paths, ".." or links leaving the archive are refused.
+//
+// Layout: ROOT/<runtime>/<digest>/ (a venv) with a ".ready" marker written
+// last, so a crash mid-install never leaves an environment that looks
+// usable. Thread-safe: concurrent installs of the same digest wait for one.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/runtimes.h"
+
+namespace mle::runtime {
+
+struct PreparedEnvironment {
+  std::string python;  // interpreter to run the trainer with
+  std::string digest;  // sha256 of the packages (empty without packages)
+  bool cache_hit = false;
+};
+
+class PackageCache {
+ public:
+  explicit PackageCache(std::string root) : root_(std::move(root)) {}
+
+  // `packages` are local files (sdists, wheels, tar.gz). Without packages the
+  // runtime's own interpreter is returned. FAILED_PRECONDITION with a message
+  // for the user when a package is unsafe or pip cannot install it (a missing
+  // dependency is named).
+  absl::StatusOr<PreparedEnvironment> Prepare(const Runtime& runtime, const std::vector<std::string>& packages);
+
+  // sha256 (hex) over the contents of `files`, in order.
+  static absl::StatusOr<std::string> Digest(const std::vector<std::string>& files);
+  // OK, or FAILED_PRECONDITION naming the first unsafe entry.
+  static absl::Status CheckArchive(const std::string& path);
+
+ private:
+  std::mutex* LockFor(const std::string& key);
+
+  const std::string root_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<std::mutex>> locks_;
+};
+
+}  // namespace mle::runtime

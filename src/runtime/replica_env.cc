@@ -1,0 +1,118 @@
+#include "runtime/replica_env.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "codec/job_codec.h"
+
+namespace mle::runtime {
+namespace {
+
+using nlohmann::json;
+
+bool UsesChief(const model::TrainingInput& t) {
+  const bool custom_container = t.master_config && !t.master_config->image_uri.empty();
+  if (custom_container) return t.use_chief_in_tf_config.value_or(false);
+  return absl::StartsWith(t.runtime_version, "2.") || t.use_chief_in_tf_config.value_or(false);
+}
+
+std::string Address(const LaunchContext& c, const std::string& task) {
+  auto h = c.hosts.find(task);
+  auto p = c.ports.find(task);
+  return absl::StrCat(h == c.hosts.end() ? "localhost" : h->second, ":", p == c.ports.end() ? 0 : p->second);
+}
+
+}  // namespace
+
+std::string TpuAcceleratorName(const model::JobDemand& demand) {
+  std::string gen = demand.tpu_type == "TPU_V3" ? "v3" : "v2";
+  return absl::StrCat(gen, "-", demand.tpu_cores);
+}
+
+std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const model::JobDemand& demand,
+                                                const model::Placement& placement, const LaunchContext& context) {
+  const model::TrainingInput empty;
+  const model::TrainingInput& t = job.training_input ? *job.training_input : empty;
+  const std::string primary = UsesChief(t) ? "chief" : "master";
+  const json job_json = codec::EncodeJob(job).value("trainingInput", json::object());
+
+  // The cluster, as every replica sees it.
+  json tf_cluster = json::object(), spec_cluster = json::object();
+  int workers = 0;
+  for (const auto& r : demand.replicas) {
+    const std::string addr = Address(context, r.TaskName());
+    if (r.role == "worker") ++workers;
+    const std::string tf_role = r.role == "master" ? primary : r.role;
+    if (r.role != "evaluator") tf_cluster[tf_role].push_back(addr);
+    spec_cluster[r.role].push_back(addr);
+  }
+  const std::string master_task = "master-replica-0";
+  auto master_host = context.hosts.find(master_task);
+
+  std::vector<ReplicaLaunch> out;
+  for (const auto& r : demand.replicas) {
+    ReplicaLaunch l;
+    l.task_name = r.TaskName();
+    l.role = r.role;
+    l.index = r.index;
+    auto host = context.hosts.find(l.task_name);
+    l.host = host == context.hosts.end() ? "localhost" : host->second;
+
+    l.argv = {context.python, "-m", t.python_module};
+    l.argv.insert(l.argv.end(), t.args.begin(), t.args.end());
+    if (!t.job_dir.empty()) {
+      l.argv.push_back("--job-dir");
+      l.argv.push_back(t.job_dir);
+    }
+
+    json task = {{"type", r.role == "master" ? primary : r.role}, {"index", r.index}};
+    if (!context.trial_id.empty()) task["trial"] = context.trial_id;
+    json tf_config = {{"cluster", tf_cluster}, {"task", task}, {"job", job_json}, {"environment", "cloud"}};
+    json spec_task = {{"type", r.role}, {"index", r.index}};
+    if (!context.trial_id.empty()) spec_task["trial"] = context.trial_id;
+    json cluster_spec = {{"cluster", spec_cluster}, {"task", spec_task}, {"job", job_json}, {"environment", "cloud"}};
+    auto& e = l.env;
+    e["TF_CONFIG"] = tf_config.dump();
+    e["CLUSTER_SPEC"] = cluster_spec.dump();
+    e["CLOUD_ML_JOB_ID"] = job.job_id;
+    if (!context.trial_id.empty()) e["CLOUD_ML_TRIAL_ID"] = context.trial_id;
+    if (!context.hp_metric_file.empty()) e["CLOUD_ML_HP_METRIC_FILE"] = context.hp_metric_file;
+    e["MLENGINE_TASK_NAME"] = l.task_name;
+    e["MLENGINE_GCS_ROOT"] = context.gcs_root;
+    e["PYTHONUNBUFFERED"] = "1";
+    if (!context.python_path.empty()) e["PYTHONPATH"] = context.python_path;
+
+    // torch.distributed over the master and the workers.
+    if (r.role == "master" || r.role == "worker") {
+      e["MASTER_ADDR"] = master_host == context.hosts.end() ? "localhost" : master_host->second;
+      e["MASTER_PORT"] = std::to_string(context.torch_port);
+      e["WORLD_SIZE"] = std::to_string(1 + workers);
+      e["RANK"] = std::to_string(r.role == "master" ? 0 : r.index + 1);
+    }
+
+    std::vector<std::string> gpus;
+    if (auto p = placement.replicas.find(l.task_name); p != placement.replicas.end()) {
+      for (int g : p->second.gpu_indices) gpus.push_back(std::to_string(g));
+    }
+    e["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(gpus, ",");
+
+    if (demand.tpu_hosts > 0 && r.role == "master") {
+      const std::string node =
+          placement.tpu_hosts.size() == 1 ? placement.tpu_hosts[0] : absl::StrCat(job.job_id, "-tpu");
+      e["TPU_CONFIG"] = json{{"project", job.project}, {"zone", context.zone}, {"tpu_node_name", node}}.dump();
+      e["TPU_WORKER_ID"] = "0";
+      e["TPU_WORKER_HOSTNAMES"] = absl::StrJoin(placement.tpu_hosts, ",");
+      e["TPU_ACCELERATOR_TYPE"] = TpuAcceleratorName(demand);
+      if (placement.tpu_simulated) {
+        e["MLENGINE_SIMULATED_ACCELERATOR"] = absl::StrCat("tpu-", TpuAcceleratorName(demand), " (simulated)");
+      }
+    }
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+}  // namespace mle::runtime

@@ -1,0 +1,107 @@
+#include "server/server_config.h"
+
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/subprocess.h"
+
+namespace mle::server {
+
+absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path) {
+  ServerConfig config;
+  std::string text =
+      "runtimes:\n"
+      "  - {name: pytorch-1.13-cpu, python: /usr/bin/python3, python_version: '3.11', tpu_capable: true,\n"
+      "     description: 'Debian 12 python3 with torch 1.13 (CPU), numpy and scikit-learn'}\n";
+  if (!path.empty()) {
+    std::ifstream in(path);
+    if (!in) return absl::NotFoundError(absl::StrCat("cannot read the configuration file ", path));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  try {
+    YAML::Node root = YAML::Load(text);
+    auto runtimes = runtime::RuntimeCatalog::FromYaml(text);
+    if (!runtimes.ok()) return runtimes.status();
+    config.runtimes = *std::move(runtimes);
+    if (auto local = root["local"]) {
+      config.cpu_oversubscription = local["cpu_oversubscription"].as<int>(config.cpu_oversubscription);
+      config.replica_cpu_milli = local["replica_cpu_milli"].as<int64_t>(config.replica_cpu_milli);
+    }
+    if (auto hosts = root["tpu_hosts"]) {
+      for (const auto& h : hosts) {
+        TpuHostConfig t;
+        t.name = h["name"].as<std::string>("");
+        t.type = h["type"].as<std::string>("");
+        t.simulated = h["simulated"].as<bool>(true);
+        if (t.name.empty() || (t.type != "TPU_V2" && t.type != "TPU_V3")) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(path, ": each tpu_hosts entry needs a name and type TPU_V2 or TPU_V3"));
+        }
+        config.tpu_hosts.push_back(t);
+      }
+    }
+    if (auto gpus = root["gpu_types"]) {
+      for (const auto& kv : gpus) {
+        config.gpu_types[kv.first.as<std::string>()] = kv.second.as<std::vector<std::string>>();
+      }
+    }
+    config.cancel_grace_seconds = root["cancel_grace_seconds"].as<int>(config.cancel_grace_seconds);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(path.empty() ? "built-in configuration" : path, ": ", e.what()));
+  }
+  for (const auto& r : config.runtimes.runtimes()) {
+    if (::access(r.python.c_str(), X_OK) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat("runtime ", r.name, ": the interpreter ", r.python,
+                                                        " does not exist or is not executable"));
+    }
+  }
+  return config;
+}
+
+model::Inventory DetectLocalInventory(const ServerConfig& config) {
+  model::Inventory inventory;
+  model::Host local;
+  local.name = "localhost";
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  local.cpu_milli = static_cast<int64_t>(cores > 0 ? cores : 1) * 1000 * config.cpu_oversubscription;
+  if (common::FindProgram("nvidia-smi")) {
+    common::CommandOptions options;
+    options.timeout = absl::Seconds(20);
+    auto out = common::RunCommand({"nvidia-smi", "--query-gpu=index,name", "--format=csv,noheader"}, options);
+    if (out.ok() && out->exit_code == 0) {
+      for (absl::string_view line : absl::StrSplit(out->output, '\n', absl::SkipWhitespace())) {
+        std::pair<absl::string_view, absl::string_view> f = absl::StrSplit(line, absl::MaxSplits(',', 1));
+        model::GpuDevice gpu;
+        if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(f.first), &gpu.index)) continue;
+        gpu.model = std::string(absl::StripAsciiWhitespace(f.second));
+        for (const auto& [type, models] : config.gpu_types) {
+          for (const auto& m : models) {
+            if (gpu.model.find(m) != std::string::npos) gpu.type = type;
+          }
+        }
+        local.gpus.push_back(gpu);
+      }
+    }
+  }
+  inventory.hosts.push_back(local);
+  for (const auto& t : config.tpu_hosts) {
+    model::Host h;
+    h.name = t.name;
+    h.tpu_type = t.type;
+    h.simulated = t.simulated;
+    h.runs_replicas = false;
+    inventory.hosts.push_back(h);
+  }
+  return inventory;
+}
+
+}  // namespace mle::server

@@ -1,0 +1,41 @@
+// The server's configuration file (YAML; see config/mlengined.yaml for every
+// key with its meaning) and the local inventory derived from it and from
+// this machine (cores, memory, GPUs via nvidia-smi, declared TPU hosts).
+// Plain values; loading does I/O. Not thread-safe during loading.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "model/resources.h"
+#include "runtime/runtimes.h"
+
+namespace mle::server {
+
+struct TpuHostConfig {
+  std::string name;
+  std::string type;  // TPU_V2 / TPU_V3
+  bool simulated = true;
+};
+
+struct ServerConfig {
+  runtime::RuntimeCatalog runtimes;
+  int cpu_oversubscription = 4;
+  int64_t replica_cpu_milli = 1000;
+  std::vector<TpuHostConfig> tpu_hosts;
+  std::map<std::string, std::vector<std::string>> gpu_types;  // enum type -> model substrings
+  int cancel_grace_seconds = 10;
+};
+
+// Reads the file; an empty path gives the built-in defaults (the runtime
+// bound to /usr/bin/python3, no TPU hosts).
+absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path);
+
+// This machine as the local executor's inventory: one host "localhost" with
+// cores x oversubscription CPU, its NVIDIA GPUs (nvidia-smi, when on PATH),
+// plus the configured TPU hosts (which run no replicas themselves).
+model::Inventory DetectLocalInventory(const ServerConfig& config);
+
+}  // namespace mle::server
