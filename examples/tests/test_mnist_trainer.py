@@ -7,6 +7,7 @@ directory where stage_data.py --local put digits.npz (bucket "bkt").
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -160,9 +161,9 @@ def test_distributed_three_processes(gcs_root, tmp_path):
 
     # The ranks trained one model together: identical figures everywhere,
     # though each saw a different third of the data.
-    def finals(out):
-        return [l.split("]", 1)[1] for l in out.splitlines() if "epoch 10/10:" in l or
-                "final test accuracy" in l]
+    def finals(out):  # the last epoch's figures, without rank prefix or timing
+        return [re.sub(r"\(\d+\.\d+s\)", "", l.split("]", 1)[1])
+                for l in out.splitlines() if "epoch 10/10:" in l or "final test accuracy" in l]
     assert finals(outputs[0]) and finals(outputs[0]) == finals(outputs[1]) == finals(outputs[2])
     assert "rank 0 writes the model" in outputs[1] and "rank 0 writes the model" in outputs[2]
 

@@ -23,8 +23,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kMaxJsonDepth = 64;
-
 // Query parameters every Google API accepts (discovery "parameters").
 constexpr absl::string_view kStandardParams[] = {
     "$.xgafv", "access_token", "alt", "callback", "fields", "key", "oauth_token",
@@ -92,44 +90,6 @@ absl::Status CheckQuery(const Call& call, std::initializer_list<absl::string_vie
   return absl::OkStatus();
 }
 
-// Refuses nesting deeper than kMaxJsonDepth before the parser sees it.
-bool TooDeep(absl::string_view body) {
-  int depth = 0;
-  bool in_string = false, escape = false;
-  for (char c : body) {
-    if (in_string) {
-      if (escape) escape = false;
-      else if (c == '\\') escape = true;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    else if (c == '{' || c == '[') {
-      if (++depth > kMaxJsonDepth) return true;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return false;
-}
-
-absl::StatusOr<json> ParseBody(const std::string& body, bool allow_empty) {
-  if (absl::StripAsciiWhitespace(body).empty()) {
-    if (allow_empty) return json::object();
-    return common::InvalidArgumentWithViolations("Invalid JSON payload received.",
-                                                 {{"(body)", "the request needs a JSON body"}});
-  }
-  if (TooDeep(body)) {
-    return common::InvalidArgumentWithViolations(
-        "Invalid JSON payload received.", {{"(body)", absl::StrCat("JSON is nested deeper than ", kMaxJsonDepth, " levels")}});
-  }
-  try {
-    return json::parse(body);
-  } catch (const json::parse_error& e) {
-    return common::InvalidArgumentWithViolations("Invalid JSON payload received.", {{"(body)", e.what()}});
-  }
-}
-
 HttpResponse Render(const json& value, bool pretty, int status = 200) { return RenderJson(value, pretty, status); }
 
 absl::Status NoRoute(const Call& call) {
@@ -137,6 +97,14 @@ absl::Status NoRoute(const Call& call) {
                                           call.verb.empty() ? "" : ":", call.verb,
                                           " was not found on this server. See the ml v1 discovery document for the "
                                           "routes mlengine serves."));
+}
+
+bool ValidProjectId(const std::string& id) {
+  if (id.empty() || id.size() > 100) return false;
+  for (char c : id) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.' && c != ':') return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -159,6 +127,12 @@ void ApiRouter::Handle(HttpRequest request, Responder respond) const {
   const auto& seg = call->segments;
   if (seg.size() < 3 || seg[0] != "v1" || seg[1] != "projects") return fail(NoRoute(*call));
   const std::string& project = seg[2];
+  if (!ValidProjectId(project)) {
+    return fail(common::InvalidArgumentWithViolations(
+        "Invalid resource name.",
+        {{"name", "the project id must be 1-100 characters of letters, digits, '-', '_', '.' or ':' "
+                  "(as in projects/my-project)"}}));
+  }
   const std::string& m = call->method;
 
   // v1/projects/{p}:getConfig
@@ -176,14 +150,16 @@ void ApiRouter::Handle(HttpRequest request, Responder respond) const {
   if (seg.size() == 4 && call->verb.empty()) {
     if (m == "POST") {
       if (auto s = CheckQuery(*call, {}); !s.ok()) return fail(s);
-      auto body = ParseBody(call->body, false);
+      auto body = ParseJsonBody(call->body, false);
       if (!body.ok()) return fail(body.status());
-      auto job = codec::DecodeJobRequest(*body);
-      if (!job.ok()) return fail(job.status());
-      return jobs_.CreateJob(project, *std::move(job), [respond, pretty](absl::StatusOr<model::Job> j) {
-        if (!j.ok()) return respond(RenderError(j.status(), pretty));
-        respond(Render(codec::EncodeJob(*j), pretty));
-      });
+      codec::DecodedJob decoded = codec::DecodeJob(*body);
+      return jobs_.CreateJob(
+          project, std::move(decoded.job),
+          [respond, pretty](absl::StatusOr<model::Job> j) {
+            if (!j.ok()) return respond(RenderError(j.status(), pretty));
+            respond(Render(codec::EncodeJob(*j), pretty));
+          },
+          std::move(decoded.violations));
     }
     if (m == "GET") {
       if (auto s = CheckQuery(*call, {"filter", "pageSize", "pageToken"}); !s.ok()) return fail(s);
@@ -200,13 +176,43 @@ void ApiRouter::Handle(HttpRequest request, Responder respond) const {
     return fail(NoRoute(*call));
   }
 
+  // v1/projects/{p}/jobs/{j}/logs: mlengine's log endpoint (stock gcloud read
+  // Cloud Logging instead); see docs/runtime-contract.md.
+  if (seg.size() == 6 && seg[5] == "logs" && call->verb.empty() && m == "GET") {
+    if (auto s = CheckQuery(*call, {"pageToken", "taskName", "waitSeconds"}); !s.ok()) return fail(s);
+    service::LogRequest request;
+    request.page_token = call->Param("pageToken");
+    request.task_name = call->Param("taskName");
+    if (const std::string w = call->Param("waitSeconds"); !w.empty()) {
+      int seconds = 0;
+      if (!absl::SimpleAtoi(w, &seconds) || seconds < 0 || seconds > 30) {
+        return fail(BadParam("waitSeconds", "must be a whole number of seconds from 0 to 30"));
+      }
+      request.wait = absl::Seconds(seconds);
+    }
+    return logs_.Read(project, seg[4], std::move(request), [respond, pretty](absl::StatusOr<service::LogResult> r) {
+      if (!r.ok()) return respond(RenderError(r.status(), pretty));
+      json entries = json::array();
+      for (const auto& e : r->page.entries) {
+        entries.push_back({{"timestamp", e.timestamp},
+                           {"taskName", e.task_name},
+                           {"stream", e.is_stderr ? "stderr" : "stdout"},
+                           {"severity", e.is_stderr ? "ERROR" : "INFO"},
+                           {"message", e.message}});
+      }
+      json out = {{"entries", entries}, {"nextPageToken", r->page.next_page_token}};
+      if (r->job_ended) out["jobEnded"] = true;
+      respond(Render(out, pretty));
+    });
+  }
+
   if (seg.size() != 5) return fail(NoRoute(*call));
   const std::string& job_id = seg[4];
 
   if (call->verb == "cancel") {
     if (m != "POST") return fail(NoRoute(*call));
     if (auto s = CheckQuery(*call, {}); !s.ok()) return fail(s);
-    auto body = ParseBody(call->body, true);
+    auto body = ParseJsonBody(call->body, true);
     if (!body.ok()) return fail(body.status());
     if (auto v = codec::DiscoverySchema::Embedded().Check(*body, "GoogleCloudMlV1__CancelJobRequest"); !v.empty()) {
       return fail(common::InvalidArgumentWithViolations("Invalid JSON payload received.", v));
@@ -230,7 +236,7 @@ void ApiRouter::Handle(HttpRequest request, Responder respond) const {
   }
   if (m == "PATCH") {
     if (auto s = CheckQuery(*call, {"updateMask"}); !s.ok()) return fail(s);
-    auto body = ParseBody(call->body, false);
+    auto body = ParseJsonBody(call->body, false);
     if (!body.ok()) return fail(body.status());
     auto job = codec::DecodeJobRequest(*body);
     if (!job.ok()) return fail(job.status());

@@ -10,12 +10,14 @@
 #include "api/auth.h"
 #include "api/http_server.h"
 #include "service/job_service.h"
+#include "service/log_service.h"
 
 namespace mle::api {
 
 class ApiRouter {
  public:
-  ApiRouter(service::JobService& jobs, const Authenticator& auth) : jobs_(jobs), auth_(auth) {}
+  ApiRouter(service::JobService& jobs, service::LogService& logs, const Authenticator& auth)
+      : jobs_(jobs), logs_(logs), auth_(auth) {}
   void Handle(HttpRequest request, Responder respond) const;
 
   // The body of an error the HTTP layer produces itself (413, malformed).
@@ -23,6 +25,7 @@ class ApiRouter {
 
  private:
   service::JobService& jobs_;
+  service::LogService& logs_;
   const Authenticator& auth_;
 };
 

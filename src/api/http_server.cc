@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
+#include <limits>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/strand.hpp>
@@ -26,6 +28,11 @@ using tcp = asio::ip::tcp;
 namespace {
 
 constexpr auto kIdleTimeout = std::chrono::seconds(120);
+// After refusing a request whose body was not read, the connection is kept
+// reading (and discarding) for a while, so a client still sending its body
+// reads our answer instead of a connection reset.
+constexpr auto kLingerTimeout = std::chrono::seconds(5);
+constexpr uint64_t kMaxLingerBytes = uint64_t{64} << 20;
 constexpr absl::string_view kUploadPrefix = "/upload/";
 
 // A request body streamed to an open file and hashed (SHA-256) on the way,
@@ -76,6 +83,57 @@ struct UploadBody {
   };
 };
 
+// A response body read from an open file with pread, in large pieces (Beast's
+// file_body reads 4 KiB at a time). A file that shrinks while it is sent
+// fails the response (the Content-Length can no longer be met).
+struct FileBody {
+  struct value_type {
+    std::shared_ptr<const int> fd;
+    uint64_t size = 0;
+  };
+
+  static std::uint64_t size(const value_type& body) { return body.size; }
+
+  class writer {
+   public:
+    using const_buffers_type = asio::const_buffer;
+
+    template <bool isRequest, class Fields>
+    writer(const http::header<isRequest, Fields>&, const value_type& body) : body_(body) {}
+
+    void init(beast::error_code& ec) {
+      ec = {};
+      buffer_.resize(kPieceBytes);
+    }
+
+    boost::optional<std::pair<const_buffers_type, bool>> get(beast::error_code& ec) {
+      ec = {};
+      if (offset_ >= body_.size) return boost::none;
+      const std::size_t want = static_cast<std::size_t>(std::min<uint64_t>(buffer_.size(), body_.size - offset_));
+      ssize_t n;
+      do {
+        n = ::pread(*body_.fd, buffer_.data(), want, static_cast<off_t>(offset_));
+      } while (n < 0 && errno == EINTR);
+      if (n < 0) {
+        ec.assign(errno, beast::system_category());
+        return boost::none;
+      }
+      if (n == 0) {
+        ec = beast::errc::make_error_code(beast::errc::io_error);  // truncated while being sent
+        return boost::none;
+      }
+      offset_ += static_cast<uint64_t>(n);
+      return {{const_buffers_type(buffer_.data(), static_cast<std::size_t>(n)), offset_ < body_.size}};
+    }
+
+   private:
+    static constexpr std::size_t kPieceBytes = 256 * 1024;
+    const value_type& body_;
+    std::vector<char> buffer_;
+    uint64_t offset_ = 0;
+  };
+};
+
 std::string HexDigest(EVP_MD_CTX* ctx) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
@@ -104,11 +162,14 @@ class Session : public std::enable_shared_from_this<Session> {
   // ---- reading: the header first, then the body into memory or a file ----
 
   void Read() {
+    body_read_ = false;
     string_parser_.reset();
     upload_parser_.reset();
     header_parser_.emplace();
     header_parser_->header_limit(64 * 1024);
-    header_parser_->body_limit(boost::none);  // checked once the route is known
+    // Checked once the route is known. (Not boost::none: Beast 1.74 compares
+    // the Content-Length with the optional itself, and any length > none.)
+    header_parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
     stream_.expires_after(kIdleTimeout);
     http::async_read_header(stream_, buffer_, *header_parser_,
                             beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
@@ -125,6 +186,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
     const auto& head = header_parser_->get();
     keep_alive_ = head.keep_alive();
+    head_request_ = head.method() == http::verb::head;
     const auto target = head.target();
     upload_ = !options_.upload_dir.empty() &&
               absl::StartsWith(absl::string_view(target.data(), target.size()), kUploadPrefix);
@@ -187,6 +249,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec == http::error::body_limit) return WriteTooLarge();
     if (ec) return WriteError(400, "INVALID_ARGUMENT", absl::StrCat("Malformed HTTP request: ", ec.message()));
 
+    body_read_ = true;
     HttpRequest r;
     if (upload_) {
       auto& req = upload_parser_->get();
@@ -267,6 +330,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void Write(HttpResponse response) {
     RemoveUpload();  // the handler has answered: it is done with the file
     if (response.body_fd || !response.file_path.empty()) return WriteFile(std::move(response));
+    if (head_request_) return WriteHeadersOnly(response.status, response.content_type, response.body.size());
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(response.status), 11);
     res->set(http::field::server, "mlengined");
@@ -276,41 +340,61 @@ class Session : public std::enable_shared_from_this<Session> {
     res->prepare_payload();
     stream_.expires_after(kIdleTimeout);
     http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, std::size_t) {
-      if (ec || !self->keep_alive_) return self->Close();
+      if (ec) return self->Close();
+      if (!self->keep_alive_) return self->Finish();
+      self->Read();
+    });
+  }
+
+  // The answer to HEAD (RFC 9110 9.3.2): the headers a GET would have, never a body.
+  void WriteHeadersOnly(int status, const std::string& content_type, uint64_t length) {
+    auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(status), 11);
+    res->set(http::field::server, "mlengined");
+    res->set(http::field::content_type, content_type);
+    res->keep_alive(keep_alive_);
+    res->content_length(length);
+    stream_.expires_after(kIdleTimeout);
+    http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, std::size_t) {
+      if (ec) return self->Close();
+      if (!self->keep_alive_) return self->Finish();
       self->Read();
     });
   }
 
   void WriteFile(HttpResponse response) {
-    const int fd = response.body_fd ? ::fcntl(*response.body_fd, F_DUPFD_CLOEXEC, 0)
-                                    : ::open(response.file_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 || ::lseek(fd, 0, SEEK_SET) != 0) {
-      if (fd >= 0) ::close(fd);
-      return WriteError(500, "INTERNAL", absl::StrCat("Cannot read the file to send: ", std::strerror(errno)));
+    std::shared_ptr<const int> fd = response.body_fd;
+    if (!fd) {
+      int opened = ::open(response.file_path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      if (opened < 0) {
+        return WriteError(500, "INTERNAL", absl::StrCat("Cannot read the file to send: ", std::strerror(errno)));
+      }
+      fd = OwnBodyFd(opened);
     }
-    beast::file file;
-    file.native_handle(fd);  // owned by `file` from here
-    auto res = std::make_shared<http::response<http::file_body>>(static_cast<http::status>(response.status), 11);
+    struct stat st;
+    if (::fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      return WriteError(500, "INTERNAL", "Cannot send the file: it is not a regular file.");
+    }
+    if (head_request_) return WriteHeadersOnly(response.status, response.content_type, st.st_size);
+    auto res = std::make_shared<http::response<FileBody>>(static_cast<http::status>(response.status), 11);
     res->set(http::field::server, "mlengined");
     res->set(http::field::content_type, response.content_type);
     res->keep_alive(keep_alive_);
-    beast::error_code ec;
-    res->body().reset(std::move(file), ec);
-    if (ec) return WriteError(500, "INTERNAL", absl::StrCat("Cannot read the file to send: ", ec.message()));
+    res->body().fd = std::move(fd);
+    res->body().size = static_cast<uint64_t>(st.st_size);
     res->prepare_payload();
-    auto serializer = std::make_shared<http::response_serializer<http::file_body>>(*res);
+    auto serializer = std::make_shared<http::response_serializer<FileBody>>(*res);
     WriteFileSome(std::move(res), std::move(serializer));
   }
 
   // Piece by piece, so the timeout is for idleness, not for the whole file.
-  void WriteFileSome(std::shared_ptr<http::response<http::file_body>> res,
-                     std::shared_ptr<http::response_serializer<http::file_body>> serializer) {
+  void WriteFileSome(std::shared_ptr<http::response<FileBody>> res,
+                     std::shared_ptr<http::response_serializer<FileBody>> serializer) {
     stream_.expires_after(kIdleTimeout);
     http::async_write_some(stream_, *serializer,
                            [self = shared_from_this(), res, serializer](beast::error_code ec, std::size_t) {
                              if (ec) return self->Close();
                              if (!serializer->is_done()) return self->WriteFileSome(res, serializer);
-                             if (!self->keep_alive_) return self->Close();
+                             if (!self->keep_alive_) return self->Finish();
                              self->Read();
                            });
   }
@@ -318,6 +402,23 @@ class Session : public std::enable_shared_from_this<Session> {
   void Close() {
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  // Ends a connection that will not be reused.
+  void Finish() {
+    Close();
+    if (!body_read_) Drain(std::make_shared<std::vector<char>>(64 * 1024));
+  }
+
+  void Drain(std::shared_ptr<std::vector<char>> scratch) {
+    if (drained_ >= kMaxLingerBytes) return;
+    stream_.expires_after(kLingerTimeout);
+    stream_.async_read_some(asio::buffer(*scratch),
+                            [self = shared_from_this(), scratch](beast::error_code ec, std::size_t n) {
+                              if (ec) return;  // the client closed, or went quiet
+                              self->drained_ += n;
+                              self->Drain(scratch);
+                            });
   }
 
   beast::tcp_stream stream_;
@@ -328,6 +429,9 @@ class Session : public std::enable_shared_from_this<Session> {
   const HttpServerOptions& options_;
   const Handler& handler_;
   bool keep_alive_ = true;
+  bool head_request_ = false;
+  bool body_read_ = false;  // the current request's body was read in full
+  uint64_t drained_ = 0;
   bool upload_ = false;
   uint64_t limit_ = 0;
   // The upload in flight, if any.

@@ -2,11 +2,55 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "codec/job_codec.h"
 #include "common/status.h"
 
 namespace mle::api {
+namespace {
+
+constexpr int kMaxJsonDepth = 64;
+
+// Refuses nesting deeper than kMaxJsonDepth before the parser sees it.
+bool TooDeep(absl::string_view body) {
+  int depth = 0;
+  bool in_string = false, escape = false;
+  for (char c : body) {
+    if (in_string) {
+      if (escape) escape = false;
+      else if (c == '\\') escape = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '{' || c == '[') {
+      if (++depth > kMaxJsonDepth) return true;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<nlohmann::json> ParseJsonBody(const std::string& body, bool allow_empty) {
+  if (absl::StripAsciiWhitespace(body).empty()) {
+    if (allow_empty) return nlohmann::json::object();
+    return common::InvalidArgumentWithViolations("Invalid JSON payload received.",
+                                                 {{"(body)", "the request needs a JSON body"}});
+  }
+  if (TooDeep(body)) {
+    return common::InvalidArgumentWithViolations(
+        "Invalid JSON payload received.", {{"(body)", absl::StrCat("JSON is nested deeper than ", kMaxJsonDepth, " levels")}});
+  }
+  try {
+    return nlohmann::json::parse(body);
+  } catch (const nlohmann::json::parse_error& e) {
+    return common::InvalidArgumentWithViolations("Invalid JSON payload received.", {{"(body)", e.what()}});
+  }
+}
 
 std::optional<std::string> PercentDecode(absl::string_view s, bool plus_is_space) {
   std::string out;

@@ -38,6 +38,10 @@ std::string QueryParam(const QueryParams& query, const std::string& name);
 // INVALID_ARGUMENT with one field violation on a query parameter.
 absl::Status BadParam(const std::string& name, const std::string& description);
 
+// A JSON request body; INVALID_ARGUMENT (field "(body)") when it is not JSON,
+// nests deeper than 64 levels, or is empty (unless `allow_empty`: then {}).
+absl::StatusOr<nlohmann::json> ParseJsonBody(const std::string& body, bool allow_empty);
+
 // `value` as the response body (pretty: indented, with a final newline).
 HttpResponse RenderJson(const nlohmann::json& value, bool pretty, int status = 200);
 // `status` as Google's error body, with the HTTP status of its code.

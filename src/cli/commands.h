@@ -39,6 +39,13 @@ void AddJobsCommands(CLI::App& app, Context& ctx);
 void AddLocalCommands(CLI::App& app, Context& ctx);
 void AddStorageCommands(CLI::App& app, Context& ctx);
 
+// Help text: InstallHelpFormatter (on the root, before subcommands are
+// added) lets Usage() replace CLI11's generated usage line; MoreHelp appends
+// to the text shown after the options.
+void InstallHelpFormatter(CLI::App& app);
+void Usage(CLI::App* app, const std::string& synopsis);
+void MoreHelp(CLI::App* app, const std::string& text);
+
 // Adds an option that stores into `out` only when given on the command line.
 CLI::Option* AddOptional(CLI::App* app, const std::string& name, std::optional<std::string>* out,
                          const std::string& description);

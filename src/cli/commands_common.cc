@@ -1,5 +1,7 @@
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
@@ -27,6 +29,33 @@ int PrintError(const std::string& command, const absl::Status& status) {
 void PrintResource(const nlohmann::json& value, Format format) {
   std::cout << (format == Format::kJson ? ToJson(value) : ToYaml(value)) << std::flush;
 }
+
+namespace {
+
+std::map<const CLI::App*, std::string>& Synopses() {
+  static auto* synopses = new std::map<const CLI::App*, std::string>();
+  return *synopses;
+}
+
+// CLI11's help, with our hand-written usage line where a command has one.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    if (auto it = Synopses().find(app); it != Synopses().end()) return absl::StrCat("Usage: ", it->second, "\n");
+    return CLI::Formatter::make_usage(app, std::move(name));
+  }
+};
+
+}  // namespace
+
+void InstallHelpFormatter(CLI::App& app) { app.formatter(std::make_shared<HelpFormatter>()); }
+
+void Usage(CLI::App* app, const std::string& synopsis) {
+  Synopses()[app] = synopsis;
+  app->footer("");  // not the parent's
+}
+
+void MoreHelp(CLI::App* app, const std::string& text) { app->footer(app->get_footer() + text); }
 
 CLI::Option* AddOptional(CLI::App* app, const std::string& name, std::optional<std::string>* out,
                          const std::string& description) {

@@ -128,6 +128,13 @@ int RunSubmit(Context& ctx, SubmitState& s) {
       }
     }
   }
+  // Where local files go, known before anything is built.
+  std::optional<GcsPath> staging;
+  if (s.package_path || !local_packages.empty()) {
+    auto where = StagingLocation(s.staging_bucket, s.flags.job_dir, job_id);
+    if (!where.ok()) return PrintError(cmd, where.status());
+    staging = *where;
+  }
   std::optional<TempDir> temp;
   std::vector<fs::path> to_upload;
   if (s.package_path) {
@@ -149,8 +156,6 @@ int RunSubmit(Context& ctx, SubmitState& s) {
 
   std::vector<std::string> uris;
   if (!to_upload.empty()) {
-    auto staging = StagingLocation(s.staging_bucket, s.flags.job_dir, job_id);
-    if (!staging.ok()) return PrintError(cmd, staging.status());
     auto digest = Sha256OfFiles(to_upload);
     if (!digest.ok()) return PrintError(cmd, digest.status());
     auto client = ctx.GetClient();
@@ -211,8 +216,8 @@ void AddSubmitTraining(CLI::App* submit, Context& ctx) {
       "Builds the trainer package (--package-path), uploads local packages to\n"
       "--staging-bucket (or --job-dir/packages), then creates the job from the\n"
       "flags and the --config file. Arguments after `--` are passed to the trainer.");
-  t->usage("mlengine jobs submit training JOB [FLAGS] [-- USER_ARGS...]");
-  t->footer(
+  Usage(t, "mlengine jobs submit training JOB [FLAGS] [-- USER_ARGS...]");
+  MoreHelp(t, 
       "\nEXAMPLES\n"
       "  Build ./trainer into a package, stage it and run trainer.task:\n"
       "    mlengine jobs submit training my_job_1 --package-path ./trainer \\\n"
@@ -229,9 +234,9 @@ void AddSubmitTraining(CLI::App* submit, Context& ctx) {
       "      workerType: n1-highcpu-16\n"
       "      workerCount: 4\n");
   SubmitFlags& f = state->flags;
-  t->add_option("job", f.job_id, "Name of the job (letters, digits and underscores; starts with a letter)")
+  t->add_option("JOB", f.job_id, "Name of the job (letters, digits and underscores; starts with a letter)")
       ->required();
-  t->add_option("user_args", f.user_args, "Arguments passed to the trainer (after `--`)");
+  t->add_option("USER_ARGS", f.user_args, "Arguments passed to the trainer (after `--`)");
   AddOptional(t, "--package-path", &state->package_path,
               "Local directory of the Python package to build (must contain __init__.py); built with "
               "setuptools using its parent directory (and the parent's setup.py, if any)");
@@ -284,8 +289,8 @@ void AddSubmitTraining(CLI::App* submit, Context& ctx) {
 void AddDescribe(CLI::App* jobs, Context& ctx) {
   auto job_id = std::make_shared<std::string>();
   CLI::App* c = jobs->add_subcommand("describe", "Show a job: its spec, state, times and error message");
-  c->usage("mlengine jobs describe JOB [--format json|yaml]");
-  c->add_option("job", *job_id, "Name of the job")->required();
+  Usage(c, "mlengine jobs describe JOB [--format json|yaml]");
+  c->add_option("JOB", *job_id, "Name of the job")->required();
   c->callback([&ctx, job_id] {
     const std::string cmd = "jobs.describe";
     auto format = ParseFormat(ctx.format);
@@ -307,8 +312,8 @@ struct ListState {
 void AddList(CLI::App* jobs, Context& ctx) {
   auto state = std::make_shared<ListState>();
   CLI::App* c = jobs->add_subcommand("list", "List the project's jobs (newest first): JOB_ID, STATUS, CREATED");
-  c->usage("mlengine jobs list [--filter EXPR] [--limit N] [--page-size N] [--format json|yaml]");
-  c->footer(
+  Usage(c, "mlengine jobs list [--filter EXPR] [--limit N] [--page-size N] [--format json|yaml]");
+  MoreHelp(c, 
       "\nEXAMPLES\n"
       "  mlengine jobs list --filter 'jobId:census*'\n"
       "  mlengine jobs list --filter 'state:FAILED' --limit 10\n");
@@ -365,8 +370,8 @@ void AddCancel(CLI::App* jobs, Context& ctx) {
   auto job_id = std::make_shared<std::string>();
   CLI::App* c = jobs->add_subcommand(
       "cancel", "Cancel a running or queued job (it goes to CANCELLING, then CANCELLED); a finished job is left as it is");
-  c->usage("mlengine jobs cancel JOB");
-  c->add_option("job", *job_id, "Name of the job")->required();
+  Usage(c, "mlengine jobs cancel JOB");
+  c->add_option("JOB", *job_id, "Name of the job")->required();
   c->callback([&ctx, job_id] {
     const std::string cmd = "jobs.cancel";
     auto client = ctx.GetClient();
@@ -387,12 +392,12 @@ struct UpdateState {
 void AddUpdate(CLI::App* jobs, Context& ctx) {
   auto state = std::make_shared<UpdateState>();
   CLI::App* c = jobs->add_subcommand("update", "Change a job's labels");
-  c->usage("mlengine jobs update JOB [--update-labels K=V,...] [--remove-labels K,...] [--clear-labels]");
-  c->footer(
+  Usage(c, "mlengine jobs update JOB [--update-labels K=V,...] [--remove-labels K,...] [--clear-labels]");
+  MoreHelp(c, 
       "\nLabels are cleared first (--clear-labels), then removed (--remove-labels), then\n"
       "added or changed (--update-labels).\n\nEXAMPLE\n"
       "  mlengine jobs update my_job --update-labels team=vision,env=dev --remove-labels old\n");
-  c->add_option("job", state->job_id, "Name of the job")->required();
+  c->add_option("JOB", state->job_id, "Name of the job")->required();
   AddOptional(c, "--update-labels", &state->update_labels, "Labels to add or change, as KEY=VALUE,KEY2=VALUE2");
   auto* remove = AddOptional(c, "--remove-labels", &state->remove_labels, "Label keys to remove, as KEY,KEY2");
   c->add_flag("--clear-labels", state->clear_labels, "Remove every label")->excludes(remove);
@@ -441,8 +446,8 @@ void AddStreamLogs(CLI::App* jobs, Context& ctx) {
       "stream-logs",
       "Print a job's log lines (\"TIMESTAMP TASK_NAME MESSAGE\", from every replica's stdout and stderr)\n"
       "and follow new ones until the job ends");
-  c->usage("mlengine jobs stream-logs JOB [--task-name NAME] [--polling-interval S] [--since-now]");
-  c->add_option("job", state->job_id, "Name of the job")->required();
+  Usage(c, "mlengine jobs stream-logs JOB [--task-name NAME] [--polling-interval S] [--since-now]");
+  c->add_option("JOB", state->job_id, "Name of the job")->required();
   c->add_option("--task-name", state->options.task_name,
                 "Only this replica's lines, e.g. master-replica-0, worker-replica-1, ps-replica-0");
   c->add_option("--polling-interval", state->options.polling_interval_s,

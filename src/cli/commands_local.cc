@@ -20,8 +20,8 @@ void AddLocalCommands(CLI::App& app, Context& ctx) {
       "servers, workers and evaluators run as local processes on ports from --start-port up,\n"
       "each with its TF_CONFIG (and MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK for\n"
       "torch.distributed); their output lines are prefixed with the task name.");
-  t->usage("mlengine local train --module-name MODULE [--package-path DIR] [--job-dir DIR] [--distributed ...] [-- ARGS...]");
-  t->footer(
+  Usage(t, "mlengine local train --module-name MODULE [--package-path DIR] [--job-dir DIR] [--distributed ...] [-- ARGS...]");
+  MoreHelp(t, 
       "\nThe run ends when the chief has finished (after the workers and evaluators finish;\n"
       "parameter servers are then stopped). If any task fails, the others are stopped and\n"
       "the exit status is non-zero. Python is $MLENGINE_PYTHON (default /usr/bin/python3);\n"
@@ -48,7 +48,7 @@ void AddLocalCommands(CLI::App& app, Context& ctx) {
   t->add_option("--start-port", options->start_port, "First port of the local cluster; free ports are taken upward")
       ->capture_default_str()
       ->check(CLI::Range(1024, 65535));
-  t->add_option("user_args", options->user_args, "Arguments passed to the trainer (after `--`)");
+  t->add_option("USER_ARGS", options->user_args, "Arguments passed to the trainer (after `--`)");
   t->callback([&ctx, options, job_dir] {
     LocalTrainOptions o = *options;
     o.job_dir = *job_dir;

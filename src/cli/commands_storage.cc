@@ -193,15 +193,15 @@ void AddStorageCommands(CLI::App& app, Context& ctx) {
   CLI::App* storage = app.add_subcommand(
       "storage", "Copy, list, print and remove gs:// objects in the server's object store");
   storage->require_subcommand(1);
-  storage->footer(
+  MoreHelp(storage, 
       "\nBuckets and objects live in mlengined; inside a running job, gs://BUCKET/PATH is the\n"
       "file $MLENGINE_GCS_ROOT/BUCKET/PATH.\n");
 
   // cp
   auto cp_args = std::make_shared<StorageArgs>();
   CLI::App* cp = storage->add_subcommand("cp", "Copy files to or from gs:// (local -> gs://, gs:// -> local, gs:// -> gs://)");
-  cp->usage("mlengine storage cp [-r] SRC DST");
-  cp->footer(
+  Usage(cp, "mlengine storage cp [-r] SRC DST");
+  MoreHelp(cp, 
       "\nA destination ending in '/' (or a bare bucket) receives the source under its own name.\n\n"
       "EXAMPLES\n"
       "  mlengine storage cp data.csv gs://my-bucket/data/\n"
@@ -209,8 +209,8 @@ void AddStorageCommands(CLI::App& app, Context& ctx) {
       "  mlengine storage cp gs://my-bucket/my_job/model/saved_model.pb .\n"
       "  mlengine storage cp -r gs://my-bucket/my_job/output ./output\n");
   cp->add_flag("-r,--recursive", cp_args->recursive, "Copy directories / every object under a prefix");
-  cp->add_option("src", cp_args->src, "Source: a local path or gs://BUCKET/OBJECT")->required();
-  cp->add_option("dst", cp_args->dst, "Destination: a local path or gs://BUCKET/OBJECT")->required();
+  cp->add_option("SRC", cp_args->src, "Source: a local path or gs://BUCKET/OBJECT")->required();
+  cp->add_option("DST", cp_args->dst, "Destination: a local path or gs://BUCKET/OBJECT")->required();
   cp->callback([&ctx, cp_args] {
     const std::string cmd = "storage.cp";
     const bool src_gs = IsGcsUri(cp_args->src), dst_gs = IsGcsUri(cp_args->dst);
@@ -240,10 +240,10 @@ void AddStorageCommands(CLI::App& app, Context& ctx) {
   // ls
   auto ls_args = std::make_shared<StorageArgs>();
   CLI::App* ls = storage->add_subcommand("ls", "List buckets (no argument), or the objects and sub-directories under gs://BUCKET[/PREFIX]");
-  ls->usage("mlengine storage ls [-l] [-r] [gs://BUCKET[/PREFIX]...]");
+  Usage(ls, "mlengine storage ls [-l] [-r] [gs://BUCKET[/PREFIX]...]");
   ls->add_flag("-l,--long", ls_args->long_format, "Show size and update time");
   ls->add_flag("-r,--recursive", ls_args->recursive, "List every object below the prefix, not one level");
-  ls->add_option("urls", ls_args->urls, "gs:// URLs to list");
+  ls->add_option("URL", ls_args->urls, "gs:// URLs to list");
   ls->callback([&ctx, ls_args] {
     const std::string cmd = "storage.ls";
     auto client = ctx.GetClient();
@@ -308,8 +308,8 @@ void AddStorageCommands(CLI::App& app, Context& ctx) {
   // cat
   auto cat_args = std::make_shared<StorageArgs>();
   CLI::App* cat = storage->add_subcommand("cat", "Write an object's contents to stdout");
-  cat->usage("mlengine storage cat gs://BUCKET/OBJECT...");
-  cat->add_option("urls", cat_args->urls, "Objects to print")->required();
+  Usage(cat, "mlengine storage cat gs://BUCKET/OBJECT...");
+  cat->add_option("URL", cat_args->urls, "Objects to print")->required();
   cat->callback([&ctx, cat_args] {
     const std::string cmd = "storage.cat";
     auto client = ctx.GetClient();
@@ -329,9 +329,9 @@ void AddStorageCommands(CLI::App& app, Context& ctx) {
   // rm
   auto rm_args = std::make_shared<StorageArgs>();
   CLI::App* rm = storage->add_subcommand("rm", "Delete objects (with -r, every object under a prefix)");
-  rm->usage("mlengine storage rm [-r] gs://BUCKET/OBJECT...");
+  Usage(rm, "mlengine storage rm [-r] gs://BUCKET/OBJECT...");
   rm->add_flag("-r,--recursive", rm_args->recursive, "Delete every object under the prefix");
-  rm->add_option("urls", rm_args->urls, "Objects to delete")->required();
+  rm->add_option("URL", rm_args->urls, "Objects to delete")->required();
   rm->callback([&ctx, rm_args] {
     const std::string cmd = "storage.rm";
     auto client = ctx.GetClient();
@@ -366,8 +366,8 @@ void AddStorageCommands(CLI::App& app, Context& ctx) {
   // mb
   auto mb_args = std::make_shared<StorageArgs>();
   CLI::App* mb = storage->add_subcommand("mb", "Create a bucket");
-  mb->usage("mlengine storage mb gs://BUCKET");
-  mb->add_option("urls", mb_args->urls, "Buckets to create")->required();
+  Usage(mb, "mlengine storage mb gs://BUCKET");
+  mb->add_option("URL", mb_args->urls, "Buckets to create")->required();
   mb->callback([&ctx, mb_args] {
     const std::string cmd = "storage.mb";
     auto client = ctx.GetClient();

@@ -31,17 +31,7 @@ int main(int argc, char** argv) {
   app.name("mlengine");
   app.fallthrough();
   app.require_subcommand(1);
-  app.footer(
-      "\nEXAMPLES\n"
-      "  mlengined --data-dir ~/mlengine-data &\n"
-      "  export MLENGINE_CONFIG=~/mlengine-data/server.json\n"
-      "  mlengine jobs submit training my_job --package-path ./trainer --module-name trainer.task \\\n"
-      "      --staging-bucket gs://my-bucket --region us-central1 --runtime-version 2.11 -- --epochs 3\n"
-      "  mlengine jobs stream-logs my_job\n"
-      "  mlengine jobs list\n"
-      "  mlengine local train --module-name trainer.task --package-path ./trainer\n"
-      "  mlengine storage ls gs://my-bucket/my_job/\n\n"
-      "Run `mlengine COMMAND --help` (e.g. `mlengine jobs submit training --help`) for details.\n");
+  mle::cli::InstallHelpFormatter(app);
 
   auto* token = app.add_option("--token", ctx.flags.token, "Bearer token for the server (see also MLENGINE_TOKEN)");
   auto* token_file =
@@ -56,6 +46,18 @@ int main(int argc, char** argv) {
   mle::cli::AddJobsCommands(app, ctx);
   mle::cli::AddLocalCommands(app, ctx);
   mle::cli::AddStorageCommands(app, ctx);
+  app.footer(
+      "\nGlobal options (--endpoint, --token, --token-file, --project, --format) may be given\n"
+      "before or after the command.\n\nEXAMPLES\n"
+      "  mlengined --data-dir ~/mlengine-data &\n"
+      "  export MLENGINE_CONFIG=~/mlengine-data/server.json\n"
+      "  mlengine jobs submit training my_job --package-path ./trainer --module-name trainer.task \\\n"
+      "      --staging-bucket gs://my-bucket --region us-central1 --runtime-version 2.11 -- --epochs 3\n"
+      "  mlengine jobs stream-logs my_job\n"
+      "  mlengine jobs list\n"
+      "  mlengine local train --module-name trainer.task --package-path ./trainer\n"
+      "  mlengine storage ls gs://my-bucket/my_job/\n\n"
+      "Run `mlengine COMMAND --help` (e.g. `mlengine jobs submit training --help`) for details.\n");
 
   try {
     app.parse(argc, argv);

@@ -68,7 +68,9 @@ void Emit(YAML::Emitter& out, const json& v) {
     case json::value_t::string: {
       const std::string& s = v.get_ref<const std::string&>();
       if (s.find('\n') != std::string::npos) {
-        out << YAML::Literal << s;
+        // A literal block keeps exactly one trailing newline when read back.
+        const bool literal = s.back() == '\n' && s.find("\n\n") == std::string::npos && s.find('\r') == std::string::npos;
+        out << (literal ? YAML::Literal : YAML::DoubleQuoted) << s;
       } else if (NeedsQuotes(s)) {
         out << YAML::SingleQuoted << s;
       } else {

@@ -51,17 +51,18 @@ bool DiscoverySchema::HasSchema(absl::string_view name) const {
 
 std::vector<common::FieldViolation> DiscoverySchema::Check(
     const json& value, absl::string_view schema_name,
-    const std::vector<std::string>& ignore) const {
+    const std::vector<std::string>& ignore, std::vector<json::json_pointer>* where) const {
   std::vector<common::FieldViolation> out;
-  CheckValue(value, json{{"$ref", std::string(schema_name)}}, "", ignore, &out);
+  CheckValue(value, json{{"$ref", std::string(schema_name)}}, "", json::json_pointer(), ignore, &out, where);
   return out;
 }
 
 void DiscoverySchema::CheckValue(const json& value, const json& type, const std::string& path,
-                                 const std::vector<std::string>& ignore,
-                                 std::vector<common::FieldViolation>* out) const {
+                                 const json::json_pointer& pointer, const std::vector<std::string>& ignore,
+                                 std::vector<common::FieldViolation>* out, std::vector<json::json_pointer>* where) const {
   auto bad = [&](std::string description) {
     out->push_back({path.empty() ? std::string("(body)") : path, std::move(description)});
+    if (where) where->push_back(pointer);
   };
   if (value.is_null()) return;  // proto3 JSON: null means "unset"
 
@@ -85,9 +86,10 @@ void DiscoverySchema::CheckValue(const json& value, const json& type, const std:
       if (p == props.end()) {
         out->push_back({child_path, absl::StrCat("Unknown field name \"", key, "\": ", ref.substr(ref.rfind('_') + 1),
                                                  " has no such field")});
+        if (where) where->push_back(pointer / key);
         continue;
       }
-      CheckValue(child, *p, child_path, ignore, out);
+      CheckValue(child, *p, child_path, pointer / key, ignore, out, where);
     }
     return;
   }
@@ -166,7 +168,7 @@ void DiscoverySchema::CheckValue(const json& value, const json& type, const std:
   if (t == "array") {
     if (!value.is_array()) return bad(absl::StrCat("must be a list, got ", TypeName(value)));
     for (size_t i = 0; i < value.size(); ++i) {
-      CheckValue(value[i], type["items"], absl::StrCat(path, "[", i, "]"), ignore, out);
+      CheckValue(value[i], type["items"], absl::StrCat(path, "[", i, "]"), pointer / i, ignore, out, where);
     }
     return;
   }
@@ -174,7 +176,7 @@ void DiscoverySchema::CheckValue(const json& value, const json& type, const std:
     if (!value.is_object()) return bad(absl::StrCat("must be an object, got ", TypeName(value)));
     if (type.contains("additionalProperties")) {
       for (const auto& [key, child] : value.items()) {
-        CheckValue(child, type["additionalProperties"], Join(path, key), ignore, out);
+        CheckValue(child, type["additionalProperties"], Join(path, key), pointer / key, ignore, out, where);
       }
     }
     return;

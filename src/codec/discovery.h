@@ -28,16 +28,20 @@ class DiscoverySchema {
   // Checks `value` against schema `schema_name` (e.g. "GoogleCloudMlV1__Job").
   // `prefix` is prepended to reported paths. Fields named in `ignore` (paths
   // relative to the root, e.g. "createTime") are skipped entirely.
+  // When `where` is given, it receives the JSON pointer of each violation
+  // (same order), so a caller can drop the offending values.
   std::vector<common::FieldViolation> Check(const nlohmann::json& value,
                                             absl::string_view schema_name,
-                                            const std::vector<std::string>& ignore = {}) const;
+                                            const std::vector<std::string>& ignore = {},
+                                            std::vector<nlohmann::json::json_pointer>* where = nullptr) const;
 
   bool HasSchema(absl::string_view name) const;
 
  private:
   void CheckValue(const nlohmann::json& value, const nlohmann::json& type,
-                  const std::string& path, const std::vector<std::string>& ignore,
-                  std::vector<common::FieldViolation>* out) const;
+                  const std::string& path, const nlohmann::json::json_pointer& pointer,
+                  const std::vector<std::string>& ignore, std::vector<common::FieldViolation>* out,
+                  std::vector<nlohmann::json::json_pointer>* where) const;
   nlohmann::json schemas_;
 };
 

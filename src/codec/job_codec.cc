@@ -340,21 +340,37 @@ const std::vector<std::string>& JobOutputOnlyFields() {
   return *fields;
 }
 
-absl::StatusOr<Job> DecodeJobRequest(const json& body) {
+DecodedJob DecodeJob(const json& body) {
+  DecodedJob out;
   if (!body.is_object()) {
-    return common::InvalidArgumentWithViolations(
-        "Invalid JSON payload received.", {{"(body)", "the request body must be a JSON object (a Job)"}});
+    out.violations.push_back({"(body)", "the request body must be a JSON object (a Job)"});
+    return out;
   }
-  auto violations = DiscoverySchema::Embedded().Check(body, "GoogleCloudMlV1__Job", JobOutputOnlyFields());
-  if (!violations.empty()) {
-    return common::InvalidArgumentWithViolations("Invalid JSON payload received.", violations);
+  std::vector<json::json_pointer> where;
+  out.violations = DiscoverySchema::Embedded().Check(body, "GoogleCloudMlV1__Job", JobOutputOnlyFields(), &where);
+  json clean = body;
+  for (const auto& ptr : where) {
+    if (ptr.empty()) continue;
+    json& parent = clean[ptr.parent_pointer()];
+    const std::string last = ptr.back();
+    if (parent.is_object()) parent.erase(last);
+    else if (parent.is_array()) parent[std::stoul(last)] = nullptr;
   }
-  Job job;
-  job.job_id = Str(body, "jobId");
-  if (const json* t = Obj(body, "trainingInput")) job.training_input = DecodeTrainingInput(*t);
-  job.has_prediction_input = Obj(body, "predictionInput") != nullptr;
-  job.labels = StringMap(body, "labels");
-  return job;
+  for (const auto& field : JobOutputOnlyFields()) clean.erase(field);
+  Job& job = out.job;
+  job.job_id = Str(clean, "jobId");
+  if (const json* t = Obj(clean, "trainingInput")) job.training_input = DecodeTrainingInput(*t);
+  job.has_prediction_input = Obj(clean, "predictionInput") != nullptr;
+  job.labels = StringMap(clean, "labels");
+  return out;
+}
+
+absl::StatusOr<Job> DecodeJobRequest(const json& body) {
+  DecodedJob decoded = DecodeJob(body);
+  if (!decoded.violations.empty()) {
+    return common::InvalidArgumentWithViolations("Invalid JSON payload received.", decoded.violations);
+  }
+  return std::move(decoded.job);
 }
 
 json EncodeJob(const Job& job) {
@@ -422,7 +438,7 @@ std::string SerializeJobForStorage(const Job& job) {
   o["_version"] = job.version;
   o["_sequence"] = job.sequence;
   o["_hasPredictionInput"] = job.has_prediction_input;
-  return o.dump();
+  return o.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 absl::StatusOr<Job> ParseStoredJob(absl::string_view text) {

@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/status.h"
 #include "model/job.h"
 #include "model/project.h"
 
@@ -23,9 +24,18 @@ namespace mle::codec {
 // copied from jobs.get); they are accepted and ignored.
 const std::vector<std::string>& JobOutputOnlyFields();
 
-// Checks `body` against GoogleCloudMlV1__Job and decodes it. Every unknown
-// field and wrong type is reported at once as INVALID_ARGUMENT with field
-// violations. Output-only fields are dropped.
+// A request body decoded as far as it can be: `violations` lists every
+// unknown field and wrong type (the offending values are left out of `job`),
+// so the service can report them together with the semantic violations.
+struct DecodedJob {
+  model::Job job;
+  std::vector<common::FieldViolation> violations;
+};
+
+// Checks `body` against GoogleCloudMlV1__Job and decodes what is well-typed.
+// Output-only fields are dropped.
+DecodedJob DecodeJob(const nlohmann::json& body);
+// The strict form: INVALID_ARGUMENT with every wire violation, or the job.
 absl::StatusOr<model::Job> DecodeJobRequest(const nlohmann::json& body);
 
 nlohmann::json EncodeJob(const model::Job& job);

@@ -11,9 +11,9 @@
 namespace mle::common {
 
 std::string FormatRfc3339(absl::Time t) {
-  // Microsecond precision, as Google APIs emit and every client parses.
+  // Always six fraction digits (proto3 JSON uses 0, 3, 6 or 9).
   t = absl::FromUnixMicros(absl::ToUnixMicros(t));
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", t, absl::UTCTimeZone());
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", t, absl::UTCTimeZone());
 }
 
 std::optional<absl::Time> ParseRfc3339(absl::string_view s) {

@@ -12,7 +12,7 @@
 
 namespace mle::common {
 
-// Formats t in UTC with a trailing Z, microsecond precision when non-zero.
+// Formats t in UTC with a trailing Z and microseconds ("...T03:04:05.000000Z").
 std::string FormatRfc3339(absl::Time t);
 // Parses an RFC 3339 timestamp; nullopt when malformed.
 std::optional<absl::Time> ParseRfc3339(absl::string_view s);

@@ -52,7 +52,10 @@ absl::Status Scheduler::Admit(const model::Job& job) const {
   return CheckFeasible(DemandOf(job, options_.resources), options_.inventory);
 }
 
-void Scheduler::Submit(const model::Job& job) { Post(SubmitEvent{job}); }
+void Scheduler::Submit(const model::Job& job) {
+  Enqueue(job);
+  Post(PlaceEvent{});
+}
 void Scheduler::Cancel(const JobKey& key) { Post(CancelEvent{key}); }
 void Scheduler::Adopt(const model::Job& job) { Post(AdoptEvent{job}); }
 void Scheduler::Tick() { Post(TickEvent{}); }
@@ -95,8 +98,7 @@ void Scheduler::Loop() {
 }
 
 void Scheduler::Handle(const Event& e) {
-  if (const auto* s = std::get_if<SubmitEvent>(&e)) {
-    Enqueue(s->job);
+  if (std::holds_alternative<PlaceEvent>(e)) {
     TryPlace();
   } else if (const auto* c = std::get_if<CancelEvent>(&e)) {
     Stop(c->key, "Cancelled by a user request.");
@@ -123,6 +125,10 @@ void Scheduler::Handle(const Event& e) {
     active.max_running = SchedulingDuration(a->job, true).value_or(kDefaultMaxRunningTime);
     usage_.Add(active.demand, active.placement);
     active_[key] = std::move(active);
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      active_keys_.insert(key);
+    }
     if (a->job.state == JobState::kCancelling) Stop(key, a->job.error_message);
   } else if (std::holds_alternative<TickEvent>(e)) {
     OnTick();
@@ -148,7 +154,7 @@ void Scheduler::Enqueue(const model::Job& job) {
   q.enqueue_time = job.create_time.value_or(clock_.Now());
   q.max_wait = SchedulingDuration(job, false);
   std::lock_guard<std::mutex> lock(queue_mu_);
-  if (queued_.count(key) || active_.count(key)) return;
+  if (queued_.count(key) || active_keys_.count(key)) return;
   order_.insert({-q.priority, job.sequence, key});
   queued_.emplace(key, std::move(q));
 }
@@ -177,6 +183,7 @@ void Scheduler::TryPlace() {
       active.placement = *std::move(placement);
       active.max_running = SchedulingDuration(q.job, true).value_or(kDefaultMaxRunningTime);
       active_[key] = std::move(active);
+      active_keys_.insert(key);
       to_start.push_back(key);
     }
   }
@@ -218,6 +225,10 @@ void Scheduler::OnEnded(const EndedEvent& e) {
   if (it == active_.end()) return;
   Active a = std::move(it->second);
   active_.erase(it);
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    active_keys_.erase(e.key);
+  }
   usage_.Remove(a.demand, a.placement);
   switch (e.outcome) {
     case executor::Outcome::kSucceeded:

@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -83,7 +84,7 @@ class Scheduler final : public executor::ExecutorEvents {
   absl::Status Admit(const model::Job& job) const;
 
   // Events.
-  void Submit(const model::Job& job);  // a QUEUED job to place
+  void Submit(const model::Job& job);  // a QUEUED job to place (queued at once: it has a position)
   void Cancel(const JobKey& key);      // the job is CANCELLING
   void Adopt(const model::Job& job);   // after a restart: a PREPARING/RUNNING/CANCELLING job
   void Tick();                         // time moved: check deadlines
@@ -99,13 +100,13 @@ class Scheduler final : public executor::ExecutorEvents {
   std::optional<int64_t> QueuePosition(const JobKey& key) const;
 
  private:
-  struct SubmitEvent { model::Job job; };
+  struct PlaceEvent {};
   struct CancelEvent { JobKey key; };
   struct AdoptEvent { model::Job job; };
   struct TickEvent {};
   struct StartedEvent { JobKey key; };
   struct EndedEvent { JobKey key; executor::Outcome outcome; std::string message; };
-  using Event = std::variant<SubmitEvent, CancelEvent, AdoptEvent, TickEvent, StartedEvent, EndedEvent>;
+  using Event = std::variant<PlaceEvent, CancelEvent, AdoptEvent, TickEvent, StartedEvent, EndedEvent>;
 
   struct Queued {
     model::Job job;
@@ -158,6 +159,7 @@ class Scheduler final : public executor::ExecutorEvents {
   mutable std::mutex queue_mu_;
   OrderTree order_;
   std::map<JobKey, Queued> queued_;
+  std::set<JobKey> active_keys_;  // keys of active_, for Submit on other threads
 
   // Owned by the event-processing thread.
   std::map<JobKey, Active> active_;

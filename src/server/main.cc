@@ -31,6 +31,7 @@
 #include "scheduler/scheduler.h"
 #include "server/server_config.h"
 #include "service/job_service.h"
+#include "service/log_service.h"
 #include "validate/validate.h"
 
 namespace fs = std::filesystem;
@@ -105,6 +106,7 @@ int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:8080";
   std::string data_dir;
   std::string config_path;
+  std::string executor_kind = "local";
   int threads = 2;
   bool relaxed_sync = false;
   uint64_t body_limit = 1 << 20;
@@ -114,6 +116,11 @@ int main(int argc, char** argv) {
   app.add_option("--config", config_path,
                  "Configuration file (YAML): runtimes, TPU hosts, GPU types; see config/mlengined.yaml. "
                  "Without it: one runtime (pytorch-1.13-cpu = /usr/bin/python3) and no TPU hosts");
+  app.add_option("--executor", executor_kind,
+                 "Where jobs run: \"local\" (child processes on this machine) or \"none\" (jobs are "
+                 "accepted and queued but never started: a control plane only, for API tests and benchmarks)")
+      ->check(CLI::IsMember({"local", "none"}))
+      ->capture_default_str();
   app.add_option("--threads", threads, "HTTP worker threads")->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--max-body-bytes", body_limit, "Largest request body accepted (larger: 413)")->capture_default_str();
   app.add_flag("--relaxed-sync", relaxed_sync,
@@ -179,7 +186,8 @@ int main(int argc, char** argv) {
   sched_options.resources.fallback = {config->replica_cpu_milli, 0};
 
   mle::service::JobService jobs(**store, clock, validation);
-  mle::scheduler::Scheduler scheduler(clock, jobs, &executor, sched_options);
+  const bool run_jobs = executor_kind == "local";
+  mle::scheduler::Scheduler scheduler(clock, jobs, run_jobs ? &executor : nullptr, sched_options);
   executor.SetEvents(&scheduler);
   jobs.AttachScheduler(&scheduler);
   std::cerr << "mlengined: inventory: " << mle::scheduler::DescribeInventory(sched_options.inventory) << "\n";
@@ -187,7 +195,8 @@ int main(int argc, char** argv) {
   scheduler.Start();
 
   mle::api::Authenticator auth(*token);
-  mle::api::ApiRouter router(jobs, auth);
+  mle::service::LogService logs(jobs, mle::logs::LogReader(exec_options.runs_dir));
+  mle::api::ApiRouter router(jobs, logs, auth);
   mle::api::HttpServerOptions options;
   options.address = host;
   options.port = port;

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -113,9 +114,25 @@ void JobService::GetConfig(const std::string& project,
   });
 }
 
-void JobService::CreateJob(const std::string& project, Job job, JobCallback done) {
+void JobService::CreateJob(const std::string& project, Job job, JobCallback done,
+                           std::vector<common::FieldViolation> wire_violations) {
   job.project = project;
-  auto violations = validate::ValidateJob(job, validation_);
+  auto violations = std::move(wire_violations);
+  // A semantic complaint about a value the codec already refused (or dropped)
+  // would only repeat it: keep the wire one.
+  auto covered = [&](const std::string& field) {
+    for (const auto& w : violations) {
+      if (field == w.field || absl::StartsWith(field, w.field + ".") || absl::StartsWith(field, w.field + "[")) {
+        return true;
+      }
+    }
+    return false;
+  };
+  std::vector<common::FieldViolation> semantic;
+  for (auto& v : validate::ValidateJob(job, validation_)) {
+    if (!covered(v.field)) semantic.push_back(std::move(v));
+  }
+  violations.insert(violations.end(), semantic.begin(), semantic.end());
   if (!violations.empty()) {
     done(common::InvalidArgumentWithViolations("The job is invalid.", violations));
     return;

@@ -61,7 +61,11 @@ class JobService final : public scheduler::StateRecorder {
   // projects.getConfig. Registers the project on first use (durably).
   void GetConfig(const std::string& project, std::function<void(absl::StatusOr<model::Project>)> done);
 
-  void CreateJob(const std::string& project, model::Job job, JobCallback done);
+  // `wire_violations` are problems the codec found in the request body
+  // (unknown fields, wrong types); they are reported together with the
+  // semantic ones, all at once.
+  void CreateJob(const std::string& project, model::Job job, JobCallback done,
+                 std::vector<common::FieldViolation> wire_violations = {});
   absl::StatusOr<model::Job> GetJob(const std::string& project, const std::string& job_id) const;
   absl::StatusOr<ListJobsResult> ListJobs(const std::string& project, const ListJobsRequest& request) const;
   void PatchJob(const std::string& project, const std::string& job_id, PatchJobRequest request,

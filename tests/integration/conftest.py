@@ -97,7 +97,8 @@ class Server:
         self.stderr_path = os.path.join(os.path.dirname(data_dir.rstrip("/")) or ".",
                                         os.path.basename(data_dir.rstrip("/")) + ".stderr")
         self._stderr = open(self.stderr_path, "ab")
-        cmd = [MLENGINED, "--listen", "127.0.0.1:0", "--data-dir", data_dir] + list(args)
+        # A control plane only: jobs stay QUEUED (this suite tests the API).
+        cmd = [MLENGINED, "--listen", "127.0.0.1:0", "--data-dir", data_dir, "--executor", "none"] + list(args)
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=self._stderr)
         try:

@@ -103,7 +103,7 @@ TEST(CodecTest, EveryEmittedFieldIsInTheDiscoveryDocument) {
   EXPECT_TRUE(wire["trainingOutput"]["completedTrialCount"].is_string());
   EXPECT_TRUE(wire["trainingOutput"]["trials"][0]["finalMetric"]["trainingStep"].is_string());
   EXPECT_TRUE(wire["jobPosition"].is_string());
-  EXPECT_EQ(wire["createTime"], "2023-11-14T22:13:20Z");
+  EXPECT_EQ(wire["createTime"], "2023-11-14T22:13:20.000000Z");
   EXPECT_EQ(wire["state"], "SUCCEEDED");
 }
 

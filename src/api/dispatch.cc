@@ -1,0 +1,17 @@
+#include "api/dispatch.h"
+
+namespace mle::api {
+
+Handler Dispatch(const ApiRouter& api, const StorageRouter& storage) {
+  return [&api, &storage](HttpRequest request, Responder respond) {
+    if (StorageRouter::Serves(request.target)) return storage.Handle(std::move(request), std::move(respond));
+    api.Handle(std::move(request), std::move(respond));
+  };
+}
+
+void ConfigureUploads(HttpServerOptions* options, const StorageRouter& storage, const std::string& upload_dir) {
+  options->upload_dir = upload_dir;
+  options->upload_check = [&storage](const HttpRequest& head) { return storage.CheckUpload(head); };
+}
+
+}  // namespace mle::api

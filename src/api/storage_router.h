@@ -1,0 +1,58 @@
+// StorageRouter: the subset of the Cloud Storage JSON API that mlengined
+// serves beside `ml` v1 (docs/runtime-contract.md, "Storage HTTP API"), on a
+// BucketStore:
+//   POST   /upload/storage/v1/b/{bucket}/o?uploadType=media&name={object}
+//   GET    /storage/v1/b/{bucket}/o/{object}[?alt=media]
+//   GET    /storage/v1/b/{bucket}/o?prefix=&delimiter=&pageToken=&maxResults=
+//   DELETE /storage/v1/b/{bucket}/o/{object}
+//   POST   /storage/v1/b?project=P  {"name": ...}
+//   GET    /storage/v1/b/{bucket},  GET /storage/v1/b
+// Checks the bearer token (Authenticator), the route, query parameters and
+// names (400 with fieldViolations), and renders resources and errors in
+// Google's format. Object names arrive percent-encoded ("%2F" for '/'; raw
+// '/' after ".../o/" is accepted too).
+//
+// Store calls block on the disk (fsync, hashing, directory walks), so they
+// run on the router's own worker threads, never on the HTTP io threads; the
+// Responder is called from there.
+//
+// Thread-safe. The destructor finishes the work already queued; destroy the
+// router after stopping the HttpServer that feeds it.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "api/auth.h"
+#include "api/http_server.h"
+#include "buckets/bucket_store.h"
+
+namespace mle::api {
+
+class StorageRouter {
+ public:
+  StorageRouter(buckets::BucketStore& store, const Authenticator& auth, int workers = 4);
+  ~StorageRouter();
+  StorageRouter(const StorageRouter&) = delete;
+  StorageRouter& operator=(const StorageRouter&) = delete;
+
+  // Whether `target` is one of this router's ("/storage/..." or "/upload/...").
+  static bool Serves(absl::string_view target);
+
+  void Handle(HttpRequest request, Responder respond) const;
+
+  // For HttpServerOptions::upload_check: refuses an upload from its head
+  // alone (credentials, route, parameters, names) before its body is read.
+  std::optional<HttpResponse> CheckUpload(const HttpRequest& head) const;
+
+  class Workers;
+
+ private:
+  buckets::BucketStore& store_;
+  const Authenticator& auth_;
+  std::unique_ptr<Workers> workers_;
+};
+
+}  // namespace mle::api

@@ -1,0 +1,101 @@
+// YAML/JSON/table output, API error text and log lines.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "cli/client.h"
+#include "cli/logs.h"
+#include "cli/output.h"
+
+namespace mle::cli {
+namespace {
+
+using nlohmann::json;
+
+TEST(YamlTest, QuotesStringsThatWouldChangeType) {
+  json job = {{"jobId", "j1"},
+              {"state", "QUEUED"},
+              {"trainingInput",
+               {{"workerCount", "4"},
+                {"runtimeVersion", "2.10"},
+                {"pythonVersion", "3.7"},
+                {"masterType", "n1-highcpu-16"},
+                {"args", {"--epochs", "3", "true", ""}},
+                {"useChiefInTfConfig", true}}},
+              {"labels", json::object()}};
+  const std::string yaml = ToYaml(job);
+  EXPECT_NE(yaml.find("workerCount: '4'"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("runtimeVersion: '2.10'"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("masterType: n1-highcpu-16"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("useChiefInTfConfig: true"), std::string::npos) << yaml;
+  // Round trip: YAML reads back the same strings.
+  YAML::Node back = YAML::Load(yaml);
+  EXPECT_EQ(back["trainingInput"]["workerCount"].as<std::string>(), "4");
+  EXPECT_EQ(back["trainingInput"]["args"][2].as<std::string>(), "true");
+  EXPECT_EQ(back["trainingInput"]["args"][3].as<std::string>(), "");
+  EXPECT_EQ(back["jobId"].as<std::string>(), "j1");
+}
+
+TEST(YamlTest, Multiline) {
+  const std::string yaml = ToYaml(json{{"errorMessage", "line one\nline two"}});
+  YAML::Node back = YAML::Load(yaml);
+  EXPECT_EQ(back["errorMessage"].as<std::string>(), "line one\nline two");
+}
+
+TEST(FormatTest, Parse) {
+  EXPECT_EQ(*ParseFormat(""), Format::kDefault);
+  EXPECT_EQ(*ParseFormat("JSON"), Format::kJson);
+  EXPECT_EQ(*ParseFormat("yaml"), Format::kYaml);
+  EXPECT_FALSE(ParseFormat("xml").ok());
+}
+
+TEST(TableTest, PadsColumns) {
+  EXPECT_EQ(Table({{"JOB_ID", "STATUS", "CREATED"}, {"a_long_job", "RUNNING", "2024"}}),
+            "JOB_ID      STATUS   CREATED\n"
+            "a_long_job  RUNNING  2024\n");
+}
+
+TEST(ApiErrorTest, EveryViolationOnItsOwnLine) {
+  const std::string body = R"({"error": {"code": 400, "status": "INVALID_ARGUMENT",
+    "message": "Invalid job. trainingInput.workerCount: needs workerType; trainingInput.region: is required",
+    "details": [{"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": [
+      {"field": "trainingInput.workerCount", "description": "needs workerType"},
+      {"field": "trainingInput.region", "description": "is required"}]}]}})";
+  absl::Status s = ApiError(400, body);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(s.message()),
+            "INVALID_ARGUMENT: Invalid job.\n"
+            "  trainingInput.workerCount: needs workerType\n"
+            "  trainingInput.region: is required");
+}
+
+TEST(ApiErrorTest, OtherShapes) {
+  absl::Status not_found = ApiError(404, R"({"error": {"code": 404, "status": "NOT_FOUND", "message": "Job x not found."}})");
+  EXPECT_EQ(not_found.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(std::string(not_found.message()), "NOT_FOUND: Job x not found.");
+  absl::Status html = ApiError(502, "<html>bad gateway</html>");
+  EXPECT_EQ(html.code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(std::string(html.message()), "HTTP 502: <html>bad gateway</html>");
+  absl::Status unauth = ApiError(401, R"({"error": {"code": 401, "status": "UNAUTHENTICATED", "message": "no token"}})");
+  EXPECT_EQ(unauth.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_NE(std::string(unauth.message()).find("--token"), std::string::npos);
+}
+
+TEST(UrlEncodeTest, EncodesSlashes) {
+  EXPECT_EQ(UrlEncode("a/b c~_.-"), "a%2Fb%20c~_.-");
+  EXPECT_EQ(UrlEncode("j:1"), "j%3A1");
+}
+
+TEST(LogEntryTest, Format) {
+  json e = {{"timestamp", "2024-01-02T03:04:05.123Z"},
+            {"taskName", "master-replica-0"},
+            {"stream", "stderr"},
+            {"severity", "ERROR"},
+            {"message", "boom\n"}};
+  EXPECT_EQ(FormatLogEntry(e), "2024-01-02T03:04:05.123Z master-replica-0 boom");
+}
+
+}  // namespace
+}  // namespace mle::cli
