@@ -188,15 +188,16 @@ struct Entry {
 };
 
 absl::StatusOr<std::vector<Entry>> ReadDir(int dir_fd) {
-  int fd = ::dup(dir_fd);
-  if (fd < 0) return IoError("dup", errno);
+  // A new open file description (not dup, which would share the read
+  // position with every other reader of dir_fd, e.g. concurrent listings).
+  int fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return IoError("cannot read a directory", errno);
   DIR* dir = ::fdopendir(fd);
   if (dir == nullptr) {
     int err = errno;
     ::close(fd);
     return IoError("fdopendir", err);
   }
-  ::rewinddir(dir);
   std::vector<Entry> out;
   errno = 0;
   while (struct dirent* e = ::readdir(dir)) {

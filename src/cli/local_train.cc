@@ -235,6 +235,7 @@ std::string FindMlenginePythonPath() {
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   std::vector<fs::path> candidates;
   if (!ec) {
+    candidates.push_back(exe.parent_path() / ".." / ".." / ".." / "python");  // build/src/cli/mlengine
     candidates.push_back(exe.parent_path() / ".." / ".." / "python");
     candidates.push_back(exe.parent_path() / ".." / "share" / "mlengine" / "python");
   }

@@ -53,8 +53,9 @@ std::vector<LocalTask> PlanLocalTasks(const LocalTrainOptions& options, const st
 // `count` ports from `start` upward that nothing is listening on.
 absl::StatusOr<std::vector<int>> PickFreePorts(int start, int count);
 
-// mlengine's python/ directory: $MLENGINE_PYTHONPATH, else ../../python from
-// the executable (a build tree), else ../share/mlengine/python from it, else
+// mlengine's python/ directory: $MLENGINE_PYTHONPATH, else the source tree's
+// python/ seen from a build tree (build/src/cli/mlengine -> ../../../python),
+// else ../../python from the executable, else ../share/mlengine/python from it, else
 // /usr/share/mlengine/python; "" when none exists.
 std::string FindMlenginePythonPath();
 

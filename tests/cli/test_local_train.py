@@ -64,7 +64,7 @@ CHECKING_TASK = textwrap.dedent('''\
     ''')
 
 
-def setup(tmp_path):
+def prepare(tmp_path):
     pkg = write_trainer(tmp_path / "src", task=CHECKING_TASK)
     env = clean_env(tmp_path)
     env["EXPECT_CWD"] = str(pkg.parent)
@@ -72,7 +72,7 @@ def setup(tmp_path):
 
 
 def test_single_process(tmp_path):
-    pkg, env = setup(tmp_path)
+    pkg, env = prepare(tmp_path)
     r = run_mlengine(["local", "train", "--module-name", "trainer.task", "--package-path", str(pkg),
                       "--job-dir", str(tmp_path / "out"), "--", "--expect", "single"], env, timeout=60)
     assert r.rc == 0, r
@@ -81,14 +81,14 @@ def test_single_process(tmp_path):
 
 
 def test_single_process_from_cwd_and_exit_code(tmp_path):
-    pkg, env = setup(tmp_path)
+    pkg, env = prepare(tmp_path)
     r = run_mlengine(["local", "train", "--module-name", "trainer.task", "--", "--expect", "bogus-mode-fails"],
                      env, cwd=str(pkg), timeout=60)
     assert r.rc != 0, r
 
 
 def test_distributed_one_worker_one_ps(tmp_path):
-    pkg, env = setup(tmp_path)
+    pkg, env = prepare(tmp_path)
     r = run_mlengine(["local", "train", "--module-name", "trainer.task", "--package-path", str(pkg),
                       "--distributed", "--worker-count", "1", "--parameter-server-count", "1",
                       "--start-port", "31000", "--", "--expect", "distributed"], env, timeout=120)
@@ -101,7 +101,7 @@ def test_distributed_one_worker_one_ps(tmp_path):
 
 
 def test_distributed_failure_stops_the_rest(tmp_path):
-    pkg, env = setup(tmp_path)
+    pkg, env = prepare(tmp_path)
     r = run_mlengine(["local", "train", "--module-name", "trainer.task", "--package-path", str(pkg),
                       "--distributed", "--worker-count", "1", "--parameter-server-count", "1",
                       "--start-port", "31000", "--", "--expect", "distributed", "--worker-fails"],

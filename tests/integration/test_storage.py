@@ -14,7 +14,7 @@ import urllib.parse
 
 import pytest
 
-from conftest import RFC3339_RE, assert_error, assert_invalid, violations
+from conftest import RFC3339_RE, assert_error, assert_invalid, violations, wait_for
 
 MIB = 1024 * 1024
 _count = [0]
@@ -230,7 +230,6 @@ def test_interrupted_upload_leaves_nothing(server, bucket):
                    % (path, server.token, 10 * MIB)).encode())
         s.sendall(os.urandom(MIB))
     tmp = os.path.join(buckets_root(server), ".tmp")
-    from conftest import wait_for
     wait_for(lambda: os.listdir(tmp) == [], "the partial upload to be removed")
     assert download(server, bucket, "kept")[1] == b"old"
     assert list_all(server, bucket)[0] == ["kept"]

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 namespace mle::buckets {
 namespace {
@@ -543,6 +544,37 @@ TEST_F(BucketStoreTest, CrashLeftoversAreNeverListedAndAreCleanedAtOpen) {
   EXPECT_EQ(*store_->Read("bkt", "real"), "data");
   EXPECT_EQ(store_->Stat("bkt", "real", false)->sha256, Sha256Hex("data"));
   EXPECT_THAT(ListAll({}, 1000).first, ElementsAre("real"));
+}
+
+TEST_F(BucketStoreTest, ConcurrentPutsAndDeletesInSharedDirectories) {
+  // Deletes prune empty directories while other threads create objects in
+  // them: every put that was not deleted must survive.
+  constexpr int kThreads = 8, kPerThread = 20;
+  std::vector<std::thread> threads;
+  std::vector<std::string> failures[kThreads];
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([this, t, &failures] {
+      for (int i = 0; i < kPerThread; ++i) {
+        const std::string name = "shared/d" + std::to_string(i % 3) + "/t" + std::to_string(t) + "-" + std::to_string(i);
+        if (auto r = store_->Put("bkt", name, name); !r.ok()) failures[t].push_back(r.status().ToString());
+        if (i % 2 == 1) {
+          if (auto s = store_->Delete("bkt", name); !s.ok()) failures[t].push_back(s.ToString());
+        }
+        if (auto r = store_->List("bkt", {}); !r.ok()) failures[t].push_back(r.status().ToString());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (const auto& f : failures) EXPECT_THAT(f, IsEmpty());
+  std::vector<std::string> expected;
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kPerThread; i += 2) {
+      expected.push_back("shared/d" + std::to_string(i % 3) + "/t" + std::to_string(t) + "-" + std::to_string(i));
+    }
+  }
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(ListAll({}, 1000).first, expected);
+  for (const auto& name : expected) EXPECT_EQ(*store_->Read("bkt", name), name);
 }
 
 TEST_F(BucketStoreTest, LocalPaths) {
