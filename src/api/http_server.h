@@ -9,7 +9,8 @@
 // HttpRequest::body_file; responses may name an open file to send
 // (HttpResponse::body_fd / file_path), streamed in pieces. Both directions
 // time out only when idle, never because a big transfer takes long.
-// "Expect: 100-continue" is answered once the headers are accepted.
+// "Expect: 100-continue" is answered once the headers are accepted. HEAD
+// requests get the headers of the response and never a body.
 //
 // Thread-safe. Owns its io threads; Stop() closes the listener and joins them.
 #pragma once
@@ -35,7 +36,7 @@ struct HttpRequest {
   std::string body;  // empty when streamed to body_file
   // Streamed uploads only: the temporary file holding the body, its size and
   // lowercase hex SHA-256. The handler may move the file away (rename); the
-  // server removes it, if still there, once the response is sent.
+  // server removes it, if still there, once the handler has responded.
   std::string body_file;
   uint64_t body_size = 0;
   std::string body_sha256;

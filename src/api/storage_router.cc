@@ -27,20 +27,26 @@ class StorageRouter::Workers {
   explicit Workers(int n) {
     for (int i = 0; i < std::max(1, n); ++i) threads_.emplace_back([this] { Loop(); });
   }
-  ~Workers() {
+  ~Workers() { Stop(); }
+  void Stop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stopping_ = true;
     }
     cv_.notify_all();
-    for (auto& t : threads_) t.join();
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
   }
-  void Post(std::function<void()> task) {
+  // False once stopping (the task is not run).
+  bool Post(std::function<void()> task) {
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return false;
       tasks_.push_back(std::move(task));
     }
     cv_.notify_one();
+    return true;
   }
 
  private:
@@ -227,10 +233,21 @@ json BucketJson(const buckets::BucketInfo& b) {
 
 }  // namespace
 
+namespace {
+// Runs `task` on a worker; 503 when the router is stopping.
+void Submit(StorageRouter::Workers& workers, const Responder& respond, bool pretty, std::function<void()> task) {
+  if (!workers.Post(std::move(task))) {
+    respond(RenderError(absl::UnavailableError("The server is shutting down."), pretty));
+  }
+}
+}  // namespace
+
 StorageRouter::StorageRouter(buckets::BucketStore& store, const Authenticator& auth, int workers)
     : store_(store), auth_(auth), workers_(std::make_unique<Workers>(workers)) {}
 
 StorageRouter::~StorageRouter() = default;
+
+void StorageRouter::Stop() { workers_->Stop(); }
 
 bool StorageRouter::Serves(absl::string_view target) {
   return absl::StartsWith(target, "/storage/") || absl::StartsWith(target, "/upload/");
@@ -260,7 +277,7 @@ void StorageRouter::Handle(HttpRequest request, Responder respond) const {
   if (call->upload) {
     if (auto s = CheckUploadCall(request, *call); !s.ok()) return fail(s);
     auto req = std::make_shared<HttpRequest>(std::move(request));
-    return workers_->Post([&store, call, req, respond, pretty] {
+    return Submit(*workers_, respond, pretty, [&store, call, req, respond, pretty] {
       if (auto b = store.EnsureBucket(call->bucket); !b.ok()) return respond(RenderError(b.status(), pretty));
       const std::string name = call->Param("name");
       auto put = req->body_file.empty()
@@ -288,7 +305,7 @@ void StorageRouter::Handle(HttpRequest request, Responder respond) const {
           return fail(BadParam("pageToken", "is not a page token this server returned"));
         }
         max_results = std::min(max_results, 1000);
-        return workers_->Post([&store, call, after, max_results, respond, pretty] {
+        return Submit(*workers_, respond, pretty, [&store, call, after, max_results, respond, pretty] {
           auto list = store.ListBuckets();
           if (!list.ok()) return respond(RenderError(list.status(), pretty));
           json items = json::array();
@@ -319,7 +336,7 @@ void StorageRouter::Handle(HttpRequest request, Responder respond) const {
         }
         const std::string name = (*body)["name"].get<std::string>();
         if (auto s = CheckBucketName(name, "name"); !s.ok()) return fail(s);
-        return workers_->Post([&store, name, respond, pretty] {
+        return Submit(*workers_, respond, pretty, [&store, name, respond, pretty] {
           auto b = store.CreateBucket(name);
           if (!b.ok()) return respond(RenderError(b.status(), pretty));
           respond(RenderJson(BucketJson(*b), pretty));
@@ -331,7 +348,7 @@ void StorageRouter::Handle(HttpRequest request, Responder respond) const {
       if (m != "GET") return fail(NoRoute(request));
       if (auto s = CheckQuery(*call, {}); !s.ok()) return fail(s);
       if (auto s = CheckBucketName(call->bucket); !s.ok()) return fail(s);
-      return workers_->Post([&store, call, respond, pretty] {
+      return Submit(*workers_, respond, pretty, [&store, call, respond, pretty] {
         auto b = store.GetBucket(call->bucket);
         if (!b.ok()) return respond(RenderError(b.status(), pretty));
         respond(RenderJson(BucketJson(*b), pretty));
@@ -350,7 +367,7 @@ void StorageRouter::Handle(HttpRequest request, Responder respond) const {
           return fail(BadParam("maxResults", absl::StrCat("must be a positive integer, got \"", max, "\"")));
         }
       }
-      return workers_->Post([&store, call, list, respond, pretty] {
+      return Submit(*workers_, respond, pretty, [&store, call, list, respond, pretty] {
         auto result = store.List(call->bucket, list);
         if (!result.ok()) {
           if (result.status().code() == absl::StatusCode::kInvalidArgument) {
@@ -376,7 +393,7 @@ void StorageRouter::Handle(HttpRequest request, Responder respond) const {
       if (auto s = CheckBucketName(call->bucket); !s.ok()) return fail(s);
       if (auto s = CheckObjectName(call->object, "object"); !s.ok()) return fail(s);
       if (m == "DELETE") {
-        return workers_->Post([&store, call, respond, pretty] {
+        return Submit(*workers_, respond, pretty, [&store, call, respond, pretty] {
           if (auto s = store.Delete(call->bucket, call->object); !s.ok()) return respond(RenderError(s, pretty));
           HttpResponse r;
           r.status = 204;
@@ -384,7 +401,7 @@ void StorageRouter::Handle(HttpRequest request, Responder respond) const {
         });
       }
       if (call->Param("alt") == "media") {
-        return workers_->Post([&store, call, respond, pretty] {
+        return Submit(*workers_, respond, pretty, [&store, call, respond, pretty] {
           auto object = store.OpenObject(call->bucket, call->object);
           if (!object.ok()) return respond(RenderError(object.status(), pretty));
           HttpResponse r;
@@ -393,7 +410,7 @@ void StorageRouter::Handle(HttpRequest request, Responder respond) const {
           respond(std::move(r));
         });
       }
-      return workers_->Post([&store, call, respond, pretty] {
+      return Submit(*workers_, respond, pretty, [&store, call, respond, pretty] {
         auto info = store.Stat(call->bucket, call->object, /*compute_sha256=*/true);
         if (!info.ok()) return respond(RenderError(info.status(), pretty));
         respond(RenderJson(ObjectJson(*info), pretty));

@@ -16,8 +16,10 @@
 // run on the router's own worker threads, never on the HTTP io threads; the
 // Responder is called from there.
 //
-// Thread-safe. The destructor finishes the work already queued; destroy the
-// router after stopping the HttpServer that feeds it.
+// Thread-safe. Stop() (or the destructor) finishes the work already queued
+// and joins the workers. Shut down in this order: HttpServer::Stop(), then
+// StorageRouter::Stop(), then destroy the server: a worker still running
+// would otherwise answer into a destroyed io_context.
 #pragma once
 
 #include <memory>
@@ -42,6 +44,10 @@ class StorageRouter {
   static bool Serves(absl::string_view target);
 
   void Handle(HttpRequest request, Responder respond) const;
+
+  // Runs what is queued, then joins the workers; later requests get 503.
+  // Idempotent.
+  void Stop();
 
   // For HttpServerOptions::upload_check: refuses an upload from its head
   // alone (credentials, route, parameters, names) before its body is read.

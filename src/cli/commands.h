@@ -46,6 +46,9 @@ void InstallHelpFormatter(CLI::App& app);
 void Usage(CLI::App* app, const std::string& synopsis);
 void MoreHelp(CLI::App* app, const std::string& text);
 
+// The placeholder shown in help for a flag's value ("--job-dir DIR").
+std::string ValueName(const std::string& flag);
+
 // Adds an option that stores into `out` only when given on the command line.
 CLI::Option* AddOptional(CLI::App* app, const std::string& name, std::optional<std::string>* out,
                          const std::string& description);

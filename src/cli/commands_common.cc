@@ -59,8 +59,33 @@ void MoreHelp(CLI::App* app, const std::string& text) { app->footer(app->get_foo
 
 CLI::Option* AddOptional(CLI::App* app, const std::string& name, std::optional<std::string>* out,
                          const std::string& description) {
-  return app->add_option_function<std::string>(
-      name, [out](const std::string& value) { *out = value; }, description);
+  return app->add_option_function<std::string>(name, [out](const std::string& value) { *out = value; }, description)
+      ->type_name(ValueName(name));
+}
+
+std::string ValueName(const std::string& flag) {
+  static const auto* kNames = new std::map<std::string, std::string>{
+      {"--package-path", "DIR"},          {"--module-name", "MODULE"},
+      {"--packages", "PACKAGE,..."},      {"--staging-bucket", "gs://BUCKET"},
+      {"--job-dir", "DIR"},               {"--config", "FILE"},
+      {"--region", "REGION"},             {"--runtime-version", "VERSION"},
+      {"--python-version", "VERSION"},    {"--scale-tier", "TIER"},
+      {"--labels", "KEY=VALUE,..."},      {"--update-labels", "KEY=VALUE,..."},
+      {"--remove-labels", "KEY,..."},     {"--use-chief-in-tf-config", "true|false"},
+      {"--service-account", "EMAIL"},     {"--tpu-tf-version", "VERSION"},
+      {"--worker-count", "N"},            {"--parameter-server-count", "N"},
+      {"--evaluator-count", "N"},         {"--start-port", "PORT"},
+      {"--task-name", "NAME"},            {"--polling-interval", "SECONDS"},
+      {"--filter", "EXPR"},               {"--limit", "N"},
+      {"--page-size", "N"},               {"--endpoint", "URL"},
+      {"--token", "TOKEN"},               {"--token-file", "FILE"},
+      {"--project", "PROJECT"},           {"--format", "json|yaml"},
+  };
+  if (auto it = kNames->find(flag); it != kNames->end()) return it->second;
+  if (flag.find("accelerator") != std::string::npos) return "type=TYPE,count=N";
+  if (flag.find("machine-type") != std::string::npos) return "MACHINE_TYPE";
+  if (flag.find("image-uri") != std::string::npos) return "IMAGE";
+  return "VALUE";
 }
 
 }  // namespace mle::cli

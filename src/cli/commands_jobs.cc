@@ -262,13 +262,15 @@ void AddSubmitTraining(CLI::App* submit, Context& ctx) {
   AddOptional(t, "--master-accelerator", &f.master_accelerator, absl::StrCat(accel_help, " (master)"));
   AddOptional(t, "--master-image-uri", &f.master_image_uri, "Container image of the master (custom container job)");
   AddOptional(t, "--worker-machine-type", &f.worker_machine_type, "Machine type of the workers (with --worker-count)");
-  t->add_option("--worker-count", state->worker_count, "Number of workers (with --worker-machine-type)");
+  t->add_option("--worker-count", state->worker_count, "Number of workers (with --worker-machine-type)")
+      ->type_name(ValueName("--worker-count"));
   AddOptional(t, "--worker-accelerator", &f.worker_accelerator, absl::StrCat(accel_help, " (each worker)"));
   AddOptional(t, "--worker-image-uri", &f.worker_image_uri, "Container image of the workers");
   AddOptional(t, "--parameter-server-machine-type", &f.parameter_server_machine_type,
               "Machine type of the parameter servers (with --parameter-server-count)");
   t->add_option("--parameter-server-count", state->ps_count,
-                "Number of parameter servers (with --parameter-server-machine-type)");
+                "Number of parameter servers (with --parameter-server-machine-type)")
+      ->type_name(ValueName("--parameter-server-count"));
   AddOptional(t, "--parameter-server-accelerator", &f.parameter_server_accelerator,
               absl::StrCat(accel_help, " (each parameter server)"));
   AddOptional(t, "--parameter-server-image-uri", &f.parameter_server_image_uri, "Container image of the parameter servers");
@@ -318,10 +320,13 @@ void AddList(CLI::App* jobs, Context& ctx) {
       "  mlengine jobs list --filter 'jobId:census*'\n"
       "  mlengine jobs list --filter 'state:FAILED' --limit 10\n");
   c->add_option("--filter", state->filter,
-                "Server-side filter, e.g. 'jobId:census*' or 'jobId:rnn* AND state:FAILED'");
-  c->add_option("--limit", state->limit, "Show at most this many jobs")->check(CLI::PositiveNumber);
+                "Server-side filter, e.g. 'jobId:census*' or 'jobId:rnn* AND state:FAILED'")
+      ->type_name(ValueName("--filter"));
+  c->add_option("--limit", state->limit, "Show at most this many jobs")->check(CLI::Range(1, 1000000).description(""))
+      ->type_name(ValueName("--limit"));
   c->add_option("--page-size", state->page_size, "Jobs fetched per request (the server allows at most 100)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1000000).description(""))
+      ->type_name(ValueName("--page-size"));
   c->callback([&ctx, state] {
     const std::string cmd = "jobs.list";
     auto format = ParseFormat(ctx.format);
@@ -449,11 +454,13 @@ void AddStreamLogs(CLI::App* jobs, Context& ctx) {
   Usage(c, "mlengine jobs stream-logs JOB [--task-name NAME] [--polling-interval S] [--since-now]");
   c->add_option("JOB", state->job_id, "Name of the job")->required();
   c->add_option("--task-name", state->options.task_name,
-                "Only this replica's lines, e.g. master-replica-0, worker-replica-1, ps-replica-0");
+                "Only this replica's lines, e.g. master-replica-0, worker-replica-1, ps-replica-0")
+      ->type_name(ValueName("--task-name"));
   c->add_option("--polling-interval", state->options.polling_interval_s,
                 "Longest wait in seconds for new lines per request to the server (1-30)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 3600));
+      ->check(CLI::Range(1, 3600).description(""))
+      ->type_name(ValueName("--polling-interval"));
   c->add_flag("--since-now", state->options.since_now, "Skip the lines written so far; print only new ones");
   c->callback([&ctx, state] {
     const std::string cmd = "jobs.stream-logs";

@@ -30,24 +30,30 @@ void AddLocalCommands(CLI::App& app, Context& ctx) {
       "  mlengine local train --module-name trainer.task --package-path ./trainer -- --epochs 1\n"
       "  mlengine local train --module-name trainer.task --package-path ./trainer \\\n"
       "      --distributed --worker-count 1 --parameter-server-count 1\n");
-  t->add_option("--module-name", options->module_name, "Python module to run, e.g. trainer.task")->required();
+  t->add_option("--module-name", options->module_name, "Python module to run, e.g. trainer.task")->required()
+      ->type_name(ValueName("--module-name"));
   t->add_option("--package-path", options->package_path,
                 "Directory of the Python package (default: the current directory); its parent is the working "
-                "directory");
+                "directory")
+      ->type_name(ValueName("--package-path"));
   AddOptional(t, "--job-dir", job_dir.get(), "Passed to the trainer as --job-dir DIR");
   t->add_flag("--distributed", options->distributed, "Run a chief, parameter servers, workers and evaluators");
   t->add_option("--worker-count", options->worker_count, "Workers (with --distributed)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 512));
+      ->check(CLI::Range(0, 512).description(""))
+      ->type_name(ValueName("--worker-count"));
   t->add_option("--parameter-server-count", options->parameter_server_count, "Parameter servers (with --distributed)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 512));
+      ->check(CLI::Range(0, 512).description(""))
+      ->type_name(ValueName("--parameter-server-count"));
   t->add_option("--evaluator-count", options->evaluator_count, "Evaluators (with --distributed)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 512));
+      ->check(CLI::Range(0, 512).description(""))
+      ->type_name(ValueName("--evaluator-count"));
   t->add_option("--start-port", options->start_port, "First port of the local cluster; free ports are taken upward")
       ->capture_default_str()
-      ->check(CLI::Range(1024, 65535));
+      ->check(CLI::Range(1024, 65535).description(""))
+      ->type_name(ValueName("--start-port"));
   t->add_option("USER_ARGS", options->user_args, "Arguments passed to the trainer (after `--`)");
   t->callback([&ctx, options, job_dir] {
     LocalTrainOptions o = *options;

@@ -33,15 +33,20 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   mle::cli::InstallHelpFormatter(app);
 
-  auto* token = app.add_option("--token", ctx.flags.token, "Bearer token for the server (see also MLENGINE_TOKEN)");
+  auto* token = app.add_option("--token", ctx.flags.token, "Bearer token for the server (see also MLENGINE_TOKEN)")
+      ->type_name(mle::cli::ValueName("--token"));
   auto* token_file =
-      app.add_option("--token-file", ctx.flags.token_file, "File holding the token, e.g. DATA_DIR/admin.token");
+      app.add_option("--token-file", ctx.flags.token_file, "File holding the token, e.g. DATA_DIR/admin.token")
+      ->type_name(mle::cli::ValueName("--token-file"));
   token->excludes(token_file);
   app.add_option("--endpoint", ctx.flags.endpoint,
-                 "Server URL, e.g. http://127.0.0.1:8080 (see also MLENGINE_API_ENDPOINT)");
-  app.add_option("--project", ctx.flags.project, "Project of the jobs (default: $MLENGINE_PROJECT or \"default\")");
+                 "Server URL, e.g. http://127.0.0.1:8080 (see also MLENGINE_API_ENDPOINT)")
+      ->type_name(mle::cli::ValueName("--endpoint"));
+  app.add_option("--project", ctx.flags.project, "Project of the jobs (default: $MLENGINE_PROJECT or \"default\")")
+      ->type_name(mle::cli::ValueName("--project"));
   app.add_option("--format", ctx.format,
-                 "Output format of describe/list/submit: json or yaml (default: yaml; a table for list)");
+                 "Output format of describe/list/submit: json or yaml (default: yaml; a table for list)")
+      ->type_name(mle::cli::ValueName("--format"));
 
   mle::cli::AddJobsCommands(app, ctx);
   mle::cli::AddLocalCommands(app, ctx);
@@ -67,8 +72,26 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::cerr << "ERROR: (mlengine) " << e.what() << "\n"
-              << "Run `mlengine --help` or `mlengine COMMAND --help` for usage.\n";
+    // Name the (sub)command being parsed, and point at its own help.
+    CLI::App* at = &app;
+    std::string dotted = "mlengine", spaced = "mlengine";
+    while (true) {
+      auto chosen = at->get_subcommands();
+      if (chosen.empty()) break;
+      at = chosen.front();
+      dotted += "." + at->get_name();
+      spaced += " " + at->get_name();
+    }
+    const bool needs_subcommand = at->get_require_subcommand_min() > 0 && at->get_subcommands().empty() &&
+                                  dynamic_cast<const CLI::RequiredError*>(&e) != nullptr;
+    if (needs_subcommand) {
+      std::cerr << at->help();
+      std::cerr << "\nERROR: (" << dotted << ") choose a command, e.g. `" << spaced << " "
+                << at->get_subcommands({}).front()->get_name() << "`\n";
+      return 2;
+    }
+    std::cerr << "ERROR: (" << dotted << ") " << e.what() << "\n"
+              << "Run `" << spaced << " --help` for usage.\n";
     return 2;
   }
   curl_global_cleanup();

@@ -23,6 +23,9 @@
 #include "absl/strings/str_cat.h"
 #include "api/api_router.h"
 #include "api/auth.h"
+#include "api/dispatch.h"
+#include "api/storage_router.h"
+#include "buckets/bucket_store.h"
 #include "api/http_server.h"
 #include "common/clock.h"
 #include "db/store.h"
@@ -203,10 +206,11 @@ int main(int argc, char** argv) {
   options.threads = threads;
   options.body_limit = body_limit;
   options.error_body = &mle::api::ApiRouter::ErrorBody;
-  auto server = mle::api::HttpServer::Start(
-      options, [&router](mle::api::HttpRequest req, mle::api::Responder respond) {
-        router.Handle(std::move(req), std::move(respond));
-      });
+  auto bucket_store = mle::buckets::BucketStore::Open(buckets.string());
+  if (!bucket_store.ok()) return Fail(std::string(bucket_store.status().message()));
+  mle::api::StorageRouter storage(**bucket_store, auth);
+  mle::api::ConfigureUploads(&options, storage, (*bucket_store)->upload_dir());
+  auto server = mle::api::HttpServer::Start(options, mle::api::Dispatch(router, storage));
   if (!server.ok()) return Fail(std::string(server.status().message()));
 
   const std::string endpoint = absl::StrCat("http://", host.find(':') != std::string::npos ? "[" + host + "]" : host,

@@ -22,7 +22,6 @@ import itertools
 import json
 import os
 import re
-import select
 import signal
 import subprocess
 import textwrap
@@ -55,30 +54,27 @@ class Result:
 class Server:
     def __init__(self, data_dir):
         self.data_dir = str(data_dir)
+        self.log_path = self.data_dir + ".log"
+        self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
             [MLENGINED, "--listen", "127.0.0.1:0", "--data-dir", self.data_dir],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            stdout=self._log, stderr=subprocess.STDOUT)
         self.endpoint = None
-        deadline = time.time() + 20
-        seen = b""
-        while time.time() < deadline and self.endpoint is None:
-            r, _, _ = select.select([self.proc.stdout], [], [], 0.2)
-            if r:
-                line = self.proc.stdout.readline()
-                if not line:
-                    break
-                seen += line
-                m = LISTEN_RE.search(line)
-                if m:
-                    self.endpoint = m.group(1).decode()
+        deadline = time.time() + 30
+        while time.time() < deadline and self.endpoint is None and self.proc.poll() is None:
+            with open(self.log_path, "rb") as f:
+                m = LISTEN_RE.search(f.read())
+            if m:
+                self.endpoint = m.group(1).decode()
+            else:
+                time.sleep(0.05)
         if self.endpoint is None:
             self.stop()
-            raise RuntimeError(f"mlengined did not start: {seen.decode(errors='replace')}")
+            with open(self.log_path, "rb") as f:
+                raise RuntimeError(f"mlengined did not start: {f.read().decode(errors='replace')}")
         self.config_path = os.path.join(self.data_dir, "server.json")
         with open(os.path.join(self.data_dir, "admin.token")) as f:
             self.token = f.read().strip()
-        # Keep draining its output so it never blocks on a full pipe.
-        self._drain = subprocess.Popen(["cat"], stdin=self.proc.stdout, stdout=subprocess.DEVNULL)
 
     def request(self, method, path, body=None):
         u = urllib.parse.urlparse(self.endpoint)
@@ -107,8 +103,7 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if getattr(self, "_drain", None):
-            self._drain.wait(5)
+        self._log.close()
 
 
 @pytest.fixture(scope="session")

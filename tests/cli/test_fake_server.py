@@ -197,3 +197,28 @@ def test_list_follows_next_page_token(fake):
                                                        ["b", "RUNNING", "t2"], ["c", "FAILED", "t3"]]
     r = run_mlengine(["jobs", "list", "--limit", "2", "--format", "json"], fake.env, timeout=30)
     assert [j["jobId"] for j in json.loads(r.out)] == ["a", "b"]
+
+
+def test_progress_bar_for_big_uploads_on_a_terminal(fake, tmp_path):
+    import os
+    import shlex
+    import shutil
+    import subprocess
+    from conftest import MLENGINE
+    if shutil.which("script") is None:
+        pytest.skip("needs script(1) for a pseudo-terminal")
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(5 * 1024 * 1024))
+    small = tmp_path / "small.bin"
+    small.write_bytes(b"x" * 1000)
+    for path, want_bar in ((big, True), (small, False)):
+        cmd = " ".join(shlex.quote(a) for a in [MLENGINE, "storage", "cp", str(path), "gs://bkt/"])
+        proc = subprocess.run(["script", "-qec", cmd, "/dev/null"], env=fake.env, capture_output=True,
+                              timeout=60, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, proc
+        tty = proc.stdout.decode(errors="replace")
+        assert ("Uploading " + path.name + " [") in tty and "100%" in tty if want_bar else "[" not in tty, tty
+    assert fake.objects[("bkt", "big.bin")] == big.read_bytes()
+    # Without a terminal there is no bar.
+    r = run_mlengine(["storage", "cp", str(big), "gs://bkt/again.bin"], fake.env, timeout=60)
+    assert r.rc == 0 and "Uploading" not in r.err and "%" not in r.err, r

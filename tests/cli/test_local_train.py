@@ -53,11 +53,20 @@ CHECKING_TASK = textwrap.dedent('''\
             fail("torch vars for %s" % t)
         if not os.environ.get("PYTHONPATH", "").split(":")[0].endswith("python"):
             fail("PYTHONPATH %r" % os.environ.get("PYTHONPATH"))
-        print("distributed OK", t, i, name, flush=True)
+        sys.stdout.write("distributed OK %s %d %s\\n" % (t, i, name))
+        sys.stdout.flush()
+        ready = os.path.join(os.environ["EXPECT_CWD"], "ps_ready")
         if t == "worker" and "--worker-fails" in args:
             fail("worker told to fail")
-        if t == "ps" or (t == "chief" and "--worker-fails" in args):
+        if t == "ps":
+            open(ready, "w").close()
             time.sleep(300)  # parameter servers serve until they are stopped
+        if t == "chief":
+            if "--worker-fails" in args:
+                time.sleep(300)
+            deadline = time.time() + 60
+            while not os.path.exists(ready) and time.time() < deadline:
+                time.sleep(0.05)
 
     if __name__ == "__main__":
         main()
