@@ -5,3 +5,6 @@ BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 echo "== control plane: jobs API throughput"
 bench/api_throughput.sh "$BUILD"
+echo
+echo "== local execution: job start latency and 200 trivial jobs, against direct python3 -m"
+/usr/bin/python3 bench/job_latency.py "$BUILD"

@@ -227,6 +227,7 @@ int main(int argc, char** argv) {
   sigwait(&signals, &sig);
   std::cerr << "mlengined: received signal " << sig << ", shutting down\n";
   (*server)->Stop();
+  storage.Stop();  // finish queued storage work while the io_context still exists
   scheduler.Stop();
   return 0;
 }

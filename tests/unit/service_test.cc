@@ -88,6 +88,7 @@ TEST_F(ServiceTest, CreateGetAndDuplicate) {
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->state, JobState::kQueued);
   EXPECT_EQ(job->create_time, clock_.Now());
+  EXPECT_EQ(job->job_position, 1);  // the create reply already has its place in the queue
   auto again = Create(ValidJob("a"));
   EXPECT_EQ(again.status().code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(service_->GetJob("proj", "a")->job_id, "a");

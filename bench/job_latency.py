@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Benchmark: how much mlengine adds to starting a trainer.
+
+Peer, measured in the same run: starting the same module directly with
+`python3 -m trivial_trainer.task`.
+
+1. Create-to-first-line latency: from sending jobs.create to the moment the
+   trainer's first line was read by mlengine-replica (its log timestamp),
+   for a cold package (new content digest: a venv is built and pip installs
+   the sdist) and for a cached one; against spawn-to-first-line of the
+   direct launch.
+2. Throughput: 200 trivial jobs end to end (created, run, SUCCEEDED) against
+   200 direct launches with the same concurrency as the server's slots.
+
+Usage: bench/job_latency.py BUILD_DIR [--jobs 200] [--samples 15]
+"""
+import argparse
+import concurrent.futures
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from datetime import datetime
+
+PY = "/usr/bin/python3"
+TRAINER = 'import sys\nprint("first line", flush=True)\n'
+
+
+def sdist(version):
+    """A tiny sdist (setup.py + package), built in memory."""
+    buf = io.BytesIO()
+    base = f"trivial_trainer-{version}"
+    files = {
+        f"{base}/setup.py": f'from setuptools import setup\nsetup(name="trivial_trainer", version="{version}", packages=["trivial_trainer"])\n',
+        f"{base}/trivial_trainer/__init__.py": "",
+        f"{base}/trivial_trainer/task.py": TRAINER,
+        f"{base}/PKG-INFO": f"Metadata-Version: 1.0\nName: trivial_trainer\nVersion: {version}\n",
+    }
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+class Server:
+    def __init__(self, build, data, config):
+        self.proc = subprocess.Popen(
+            [os.path.join(build, "src/server/mlengined"), "--listen", "127.0.0.1:0", "--data-dir", data,
+             "--config", config], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        line = self.proc.stdout.readline().decode()
+        self.url = line.split()[-1]
+        self.token = open(os.path.join(data, "admin.token")).read().strip()
+
+    def call(self, method, path, body=None, raw=None):
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={"Authorization": "Bearer " + self.token})
+        with urllib.request.urlopen(req) as r:
+            return json.loads(r.read() or b"{}")
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def job_body(job_id, package):
+    return {"jobId": job_id, "trainingInput": {
+        "scaleTier": "BASIC", "region": "us-central1", "runtimeVersion": "pytorch-1.13-cpu",
+        "packageUris": [package], "pythonModule": "trivial_trainer.task"}}
+
+
+def ts(text):
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def wait_first_line(server, job_id, timeout=120):
+    deadline = time.time() + timeout
+    token = ""
+    while time.time() < deadline:
+        page = server.call("GET", f"/v1/projects/bench/jobs/{job_id}/logs?waitSeconds=5&prettyPrint=false"
+                                  f"&pageToken={urllib.parse.quote(token)}")
+        for e in page.get("entries", []):
+            if e["message"] == "first line":
+                return ts(e["timestamp"])
+        token = page.get("nextPageToken", token)
+        if page.get("jobEnded"):
+            raise RuntimeError(f"{job_id} ended without its first line: "
+                               + json.dumps(server.call("GET", f"/v1/projects/bench/jobs/{job_id}")))
+    raise RuntimeError(f"timeout waiting for {job_id}")
+
+
+def wait_done(server, job_id, timeout=300):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        job = server.call("GET", f"/v1/projects/bench/jobs/{job_id}?prettyPrint=false")
+        if job["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            if job["state"] != "SUCCEEDED":
+                raise RuntimeError(f"{job_id}: {job['state']} {job.get('errorMessage')}")
+            return
+        time.sleep(0.01)
+    raise RuntimeError(f"timeout waiting for {job_id}")
+
+
+def direct_first_line(cwd):
+    t0 = time.time()
+    p = subprocess.Popen([PY, "-m", "trivial_trainer.task"], cwd=cwd, stdout=subprocess.PIPE)
+    p.stdout.readline()
+    t1 = time.time()
+    p.wait()
+    return t1 - t0
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("--jobs", type=int, default=200)
+    ap.add_argument("--samples", type=int, default=15)
+    ap.add_argument("--cold-samples", type=int, default=3)
+    args = ap.parse_args()
+    build = os.path.abspath(args.build)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "data")
+        config = os.path.join(tmp, "mlengined.yaml")
+        slots = 8
+        with open(config, "w") as f:
+            f.write("runtimes:\n  - {name: pytorch-1.13-cpu, python: /usr/bin/python3, python_version: '3.11'}\n"
+                    f"local: {{cpu_oversubscription: {slots // os.cpu_count() or 1}, replica_cpu_milli: 1000}}\n")
+        # Direct peer: the module on disk.
+        direct = os.path.join(tmp, "direct")
+        os.makedirs(os.path.join(direct, "trivial_trainer"))
+        open(os.path.join(direct, "trivial_trainer/__init__.py"), "w").close()
+        open(os.path.join(direct, "trivial_trainer/task.py"), "w").write(TRAINER)
+
+        server = Server(build, data, config)
+        try:
+            def upload(version):
+                name = f"pkgs/{version}/trivial_trainer-{version}.tar.gz"
+                server.call("POST", "/upload/storage/v1/b/bench-bucket/o?uploadType=media&name="
+                            + urllib.parse.quote(name, safe=""), raw=sdist(version))
+                return f"gs://bench-bucket/{name}"
+
+            # 1. Latency to the first line.
+            direct_lat = [direct_first_line(direct) for _ in range(args.samples)]
+            cold, cached = [], []
+            for i in range(args.cold_samples):
+                pkg = upload(f"0.0.{i + 1}")  # new content: a new digest, a new environment
+                t0 = time.time()
+                server.call("POST", "/v1/projects/bench/jobs", job_body(f"cold_{i}", pkg))
+                cold.append(wait_first_line(server, f"cold_{i}") - t0)
+                wait_done(server, f"cold_{i}")
+            pkg = upload("1.0.0")
+            server.call("POST", "/v1/projects/bench/jobs", job_body("warmup", pkg))
+            wait_done(server, "warmup")
+            for i in range(args.samples):
+                t0 = time.time()
+                server.call("POST", "/v1/projects/bench/jobs", job_body(f"cached_{i}", pkg))
+                cached.append(wait_first_line(server, f"cached_{i}") - t0)
+                wait_done(server, f"cached_{i}")
+
+            # 2. Throughput: N jobs end to end vs N direct launches, same concurrency.
+            t0 = time.time()
+            for i in range(args.jobs):
+                server.call("POST", "/v1/projects/bench/jobs", job_body(f"many_{i}", pkg))
+            for i in range(args.jobs):
+                wait_done(server, f"many_{i}")
+            through_mle = time.time() - t0
+        finally:
+            server.stop()
+
+        t0 = time.time()
+        with concurrent.futures.ThreadPoolExecutor(slots) as pool:
+            list(pool.map(lambda _: subprocess.run([PY, "-m", "trivial_trainer.task"], cwd=direct,
+                                                   stdout=subprocess.DEVNULL, check=True), range(args.jobs)))
+        through_direct = time.time() - t0
+
+    d, c, k = median(direct_lat) * 1000, median(cached) * 1000, median(cold) * 1000
+    print(f"machine: {os.cpu_count()} cores; samples: {args.samples} (cold: {args.cold_samples}); medians")
+    print(f"{'case':44} {'ms':>9} {'vs direct':>10} {'overhead ms':>12}")
+    print(f"{'direct python3 -m (spawn to first line)':44} {d:9.1f} {1.0:10.2f} {0.0:12.1f}")
+    print(f"{'mlengine, cached package (create to line)':44} {c:9.1f} {c / d:10.2f} {c - d:12.1f}")
+    print(f"{'mlengine, cold package (venv + pip install)':44} {k:9.1f} {k / d:10.2f} {k - d:12.1f}")
+    print(f"{args.jobs} trivial jobs, {slots} at a time:")
+    print(f"{'  direct launches':44} {through_direct * 1000:9.0f}")
+    print(f"{'  mlengine jobs (create .. SUCCEEDED)':44} {through_mle * 1000:9.0f} {through_mle / through_direct:10.2f}"
+          f" {(through_mle - through_direct) * 1000 / args.jobs:12.1f} per job")
+    goal = "met" if c - d < 50 else "NOT met"
+    print(f"goal: < 50 ms overhead per job with a cached package: {goal}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

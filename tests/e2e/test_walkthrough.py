@@ -1,0 +1,88 @@
+"""The TPU guide's MNIST walkthrough (scripts/demo.sh), end to end through the
+real CLI: stage the digits, train on a simulated TPU, read the model back;
+then the distributed variant (master + 2 workers, torch.distributed)."""
+
+import json
+import os
+import subprocess
+
+from conftest import MNIST_DIR, PYTHON, RUNTIME, parse_log_lines
+
+
+def stage_digits(cli, uri):
+    p = subprocess.run([PYTHON, os.path.join(MNIST_DIR, "stage_data.py"), uri], env=cli.env,
+                       capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, f"stage_data.py {uri} -> {p.returncode}\n{p.stdout}\n{p.stderr}"
+
+
+def test_tpu_walkthrough_basic_tpu(cli):
+    bucket = f"gs://{cli.bucket}"
+    stage_digits(cli, f"{bucket}/datasets/digits")
+    job = "tpu_mnist_1"
+    # Exactly the walkthrough's command (scripts/demo.sh), run from examples/mnist.
+    r = cli("jobs", "submit", "training", job,
+            f"--staging-bucket={bucket}",
+            "--package-path=trainer",
+            "--module-name=trainer.task",
+            f"--runtime-version={RUNTIME}",
+            "--scale-tier=BASIC_TPU",
+            "--region=us-central1",
+            "--stream-logs",
+            "--",
+            "--distribution_strategy=tpu",
+            f"--data_dir={bucket}/datasets/digits",
+            f"--model_dir={bucket}/tpu_mnist_1_output",
+            cwd=MNIST_DIR, timeout=300)
+    assert r.rc == 0, f"{r}\n{cli.explain(job)}"
+    assert "TPU_CONFIG" in r.out, r
+    assert "SIMULATED" in r.out, r
+    parsed, _ = parse_log_lines(r.out)
+    assert parsed and all(task == "master-replica-0" for _, task, _ in parsed), r
+
+    desc = cli.describe(job)
+    assert desc["state"] == "SUCCEEDED", cli.explain(job)
+    assert desc["trainingInput"]["scaleTier"] == "BASIC_TPU"
+
+    ls = cli.ok("storage", "ls", f"{bucket}/tpu_mnist_1_output")
+    listed = {line.rstrip("/").rsplit("/", 1)[-1] for line in ls.out.split()}
+    assert {"model.pt", "metrics.json"} <= listed, ls
+
+    metrics = json.loads(cli.ok("storage", "cat", f"{bucket}/tpu_mnist_1_output/metrics.json").out)
+    assert metrics["accuracy"] > 0.85, metrics
+    tpu = metrics.get("tpu")
+    assert isinstance(tpu, dict) and tpu.get("simulated") is True, f"metrics.json does not record the simulated TPU: {metrics}"
+    assert tpu.get("tpu_node_name", "").startswith("tpu-e2e-v2-"), tpu
+
+
+def test_distributed_master_and_two_workers(cli, names):
+    bucket = f"gs://{cli.bucket}"
+    stage_digits(cli, f"{bucket}/datasets/digits")
+    job = names.job("dist")
+    r = cli("jobs", "submit", "training", job,
+            f"--staging-bucket={bucket}",
+            "--package-path=trainer",
+            "--module-name=trainer.task",
+            f"--runtime-version={RUNTIME}",
+            "--region=us-central1",
+            "--config=config_distributed.yaml",
+            "--",
+            f"--data_dir={bucket}/datasets/digits",
+            f"--model_dir={bucket}/{job}_output",
+            "--epochs=3",
+            cwd=MNIST_DIR, timeout=300)
+    assert r.rc == 0, r
+    desc = cli.wait_state(job, {"SUCCEEDED"}, timeout=240)
+    assert desc["trainingInput"]["workerCount"] in ("2", 2), desc
+
+    logs = cli.ok("jobs", "stream-logs", job, timeout=120)
+    parsed, other = parse_log_lines(logs.out)
+    assert not other, f"lines without a timestamp and task name:\n{other}"
+    by_task = {}
+    for _, task, message in parsed:
+        by_task.setdefault(task, []).append(message)
+    assert set(by_task) == {"master-replica-0", "worker-replica-0", "worker-replica-1"}, sorted(by_task)
+    for task, rank in (("master-replica-0", 0), ("worker-replica-0", 1), ("worker-replica-1", 2)):
+        assert any(f"[rank {rank}/3]" in m for m in by_task[task]), \
+            f"{task} never logged rank {rank} of world size 3:\n" + "\n".join(by_task[task])
+    ls = cli.ok("storage", "ls", f"{bucket}/{job}_output")
+    assert "metrics.json" in ls.out and "model.pt" in ls.out, ls

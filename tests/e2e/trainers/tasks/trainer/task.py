@@ -1,0 +1,106 @@
+"""The e2e suite's trainer: every flag is one behaviour, done in this order.
+
+  --print-env VAR        print "VAR=<value>" (repeatable)
+  --lines N              print N numbered lines to stdout and one to stderr
+  --ignore-term          ignore SIGTERM (so only SIGKILL ends it)
+  --child                start a child process that ignores SIGTERM and sleeps
+  --append-pid URI       append this process's pid to the gs:// object URI
+  --wait-for URI         wait (at most 120 s, printing a line every 0.5 s)
+                         until the gs:// object URI exists
+  --sleep S              sleep S seconds
+  --barrier URI          workers write URI/<task>; the master waits until
+                         every worker (WORLD_SIZE - 1) has written its file
+  --write URI            write "done" to the gs:// object URI
+  --fail N               print "boom" to stderr and exit with status N
+then print "done" and exit 0. Unknown flags (e.g. --job-dir) are ignored.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from mlengine import gcs
+
+
+def log(*parts, err=False):
+    print(*parts, file=sys.stderr if err else sys.stdout, flush=True)
+
+
+def parse(argv):
+    opts = {}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("--ignore-term", "--child"):
+            opts[a[2:]] = True
+        elif a.startswith("--") and i + 1 < len(argv):
+            opts.setdefault(a[2:], []).append(argv[i + 1])
+            i += 1
+        i += 1
+    return opts
+
+
+def wait_until(predicate, what, timeout=120.0):
+    deadline = time.time() + timeout
+    n = 0
+    while not predicate():
+        if time.time() > deadline:
+            log(f"gave up waiting for {what}", err=True)
+            sys.exit(4)
+        if n % 5 == 0:
+            log(f"waiting for {what} ({n // 5})")
+        n += 1
+        time.sleep(0.1)
+
+
+def main(argv):
+    opts = parse(argv)
+    task = os.environ.get("MLENGINE_TASK_NAME", "?")
+    log(f"started task={task} pid={os.getpid()} world_size={os.environ.get('WORLD_SIZE')} "
+        f"rank={os.environ.get('RANK')} job={os.environ.get('CLOUD_ML_JOB_ID')}")
+    for var in opts.get("print-env", []):
+        log(f"{var}={os.environ.get(var, '<unset>')}")
+    for n in opts.get("lines", []):
+        for i in range(int(n)):
+            log(f"{task} line {i}")
+        log(f"{task} stderr line", err=True)
+    if opts.get("ignore-term"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        log("ignoring SIGTERM")
+    if opts.get("child"):
+        child = subprocess.Popen([sys.executable, "-c",
+                                  "import signal, time\n"
+                                  "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                                  "time.sleep(600)\n"])
+        log(f"child pid={child.pid}")
+    for uri in opts.get("append-pid", []):
+        with gcs.open(uri, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        log(f"appended pid {os.getpid()} to {uri}")
+    for uri in opts.get("wait-for", []):
+        wait_until(lambda: gcs.exists(uri), uri)
+        log(f"gate opened: {uri}")
+    for s in opts.get("sleep", []):
+        log(f"sleeping {s} s")
+        time.sleep(float(s))
+    for uri in opts.get("barrier", []):
+        if task.startswith("master"):
+            want = int(os.environ.get("WORLD_SIZE", "1")) - 1
+            wait_until(lambda: gcs.isdir(uri) and len(gcs.listdir(uri)) >= want, f"{want} workers at {uri}")
+        else:
+            with gcs.open(f"{uri.rstrip('/')}/{task}", "w") as f:
+                f.write("here\n")
+    for uri in opts.get("write", []):
+        with gcs.open(uri, "w") as f:
+            f.write("done\n")
+        log(f"wrote {uri}")
+    for n in opts.get("fail", []):
+        log("boom", err=True)
+        sys.exit(int(n))
+    log("done")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
