@@ -3,7 +3,8 @@
   --print-env VAR        print "VAR=<value>" (repeatable)
   --lines N              print N numbered lines to stdout and one to stderr
   --ignore-term          ignore SIGTERM (so only SIGKILL ends it)
-  --child                start a child process that ignores SIGTERM and sleeps
+  --child                start a child process that sleeps (600 s)
+  --stubborn-child       start a child process that ignores SIGTERM and sleeps
   --append-pid URI       append this process's pid to the gs:// object URI
   --wait-for URI         wait (at most 120 s, printing a line every 0.5 s)
                          until the gs:// object URI exists
@@ -33,7 +34,7 @@ def parse(argv):
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a in ("--ignore-term", "--child"):
+        if a in ("--ignore-term", "--child", "--stubborn-child"):
             opts[a[2:]] = True
         elif a.startswith("--") and i + 1 < len(argv):
             opts.setdefault(a[2:], []).append(argv[i + 1])
@@ -69,11 +70,11 @@ def main(argv):
     if opts.get("ignore-term"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         log("ignoring SIGTERM")
-    if opts.get("child"):
-        child = subprocess.Popen([sys.executable, "-c",
-                                  "import signal, time\n"
-                                  "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-                                  "time.sleep(600)\n"])
+    if opts.get("child") or opts.get("stubborn-child"):
+        code = "import signal, time\n"
+        if opts.get("stubborn-child"):
+            code += "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        child = subprocess.Popen([sys.executable, "-c", code + "time.sleep(600)\n"])
         log(f"child pid={child.pid}")
     for uri in opts.get("append-pid", []):
         with gcs.open(uri, "a") as f:
