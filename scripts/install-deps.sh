@@ -15,6 +15,7 @@ PKGS=(
   python3-googleapi python3-yaml
   python3-numpy python3-sklearn python3-torch
   procps curl wrk bc python3-pytest
+  slurm-wlm munge
 )
 
 missing=()

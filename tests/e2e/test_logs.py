@@ -1,0 +1,50 @@
+"""`mlengine jobs stream-logs` of a finished job: every line of every replica,
+each with its timestamp and task name, in order; --task-name filters."""
+
+from conftest import parse_log_lines
+
+TASKS = ("master-replica-0", "worker-replica-0", "worker-replica-1")
+
+
+def expected_lines(task, n):
+    return [f"{task} line {i}" for i in range(n)] + [f"{task} stderr line"]
+
+
+def test_stream_logs_after_the_end_and_task_filter(cli, names):
+    job = names.job("logs")
+    # Master + 2 workers; each prints 5 lines and one to stderr. The master
+    # waits until both workers have written theirs (a barrier in the bucket),
+    # so no worker is stopped before it logged everything.
+    r = cli.submit(job, "--scale-tier=custom", "--master-machine-type=n1-standard-4",
+                   "--worker-machine-type=n1-standard-4", "--worker-count=2",
+                   args=["--lines", "5", "--barrier", f"gs://{cli.bucket}/{job}/barrier"])
+    assert r.rc == 0, r
+    cli.wait_state(job, {"SUCCEEDED"}, timeout=120)
+
+    full = cli.ok("jobs", "stream-logs", job, timeout=120)
+    parsed, other = parse_log_lines(full.out)
+    assert not other, f"stream-logs printed lines without 'TIMESTAMP TASK MESSAGE':\n" + "\n".join(other)
+    by_task = {}
+    for ts, task, message in parsed:
+        by_task.setdefault(task, []).append((ts, message))
+    assert set(by_task) == set(TASKS), sorted(by_task)
+    for task in TASKS:
+        messages = [m for _, m in by_task[task]]
+        stdout_lines = [m for m in messages if " line " in m and not m.endswith("stderr line")]
+        assert stdout_lines == [f"{task} line {i}" for i in range(5)], f"{task}:\n" + "\n".join(messages)
+        assert f"{task} stderr line" in messages, f"{task}'s stderr line is missing:\n" + "\n".join(messages)
+        assert any(m.startswith(f"started task={task} ") and "world_size=3" in m for m in messages), messages
+        stamps = [ts for ts, _ in by_task[task]]
+        assert stamps == sorted(stamps), f"{task}'s lines are not in time order:\n{stamps}"
+
+    only = cli.ok("jobs", "stream-logs", job, "--task-name", "worker-replica-1", timeout=120)
+    parsed1, other1 = parse_log_lines(only.out)
+    assert not other1, other1
+    assert parsed1 and {task for _, task, _ in parsed1} == {"worker-replica-1"}, only
+    assert [(ts, m) for ts, _, m in parsed1] == by_task["worker-replica-1"], \
+        "--task-name worker-replica-1 does not print exactly that replica's lines"
+
+    master = cli.ok("jobs", "stream-logs", job, "--task-name", "master-replica-0", timeout=120)
+    parsed0, _ = parse_log_lines(master.out)
+    assert [(ts, m) for ts, _, m in parsed0] == by_task["master-replica-0"]
+    assert any(m == "done" for _, _, m in parsed0), master

@@ -1,0 +1,54 @@
+"""mlengined crashes (kill -9) while a job runs and is started again on the
+same data directory: the replica keeps running, the new server adopts it, and
+the job ends once, SUCCEEDED, with every log line from before and after."""
+
+import json
+
+from conftest import make_cli, parse_log_lines
+
+
+def test_restart_while_running(server_factory, tmp_path, names):
+    server = server_factory()
+    cli = make_cli(server, tmp_path, names)
+    job = names.job("restart")
+    bucket = f"gs://{cli.bucket}"
+    pids_uri = f"{bucket}/{job}/pids"
+    gate_uri = f"{bucket}/{job}/gate"
+    marker_uri = f"{bucket}/{job}/marker"
+    # The trainer records its pid, waits for the gate (opened only after the
+    # restart), sleeps a little more, writes the marker and exits 0.
+    r = cli.submit(job, args=["--append-pid", pids_uri, "--wait-for", gate_uri, "--sleep", "1",
+                              "--write", marker_uri])
+    assert r.rc == 0, r
+    cli.wait_state(job, {"RUNNING"}, timeout=60)
+    cli.wait_log(job, "waiting for", timeout=60)
+
+    server.kill()  # kill -9
+    server.start()  # same data dir, a new port
+    # Port 0 again: the CLI finds the new port through server.json.
+    with open(server.server_json) as f:
+        assert json.load(f)["endpoint"] == server.endpoint
+
+    desc = cli.describe(job)  # the CLI re-reads server.json
+    assert desc["state"] == "RUNNING", f"after the restart the job is {desc['state']}\n{cli.explain(job)}"
+    cli.wait_log(job, "waiting for", timeout=30)
+
+    gate = tmp_path / "gate"
+    gate.write_text("open\n")
+    cli.ok("storage", "cp", str(gate), gate_uri)
+    desc = cli.wait_state(job, {"SUCCEEDED"}, timeout=60)
+    assert not desc.get("errorMessage"), desc
+
+    marker = cli.ok("storage", "cat", marker_uri)
+    assert marker.out == "done\n", marker
+    pids = cli.ok("storage", "cat", pids_uri).out.splitlines()
+    assert len(pids) == 1, f"SERVER BUG: the trainer ran {len(pids)} times across the restart (pids {pids})"
+
+    logs = cli.ok("jobs", "stream-logs", job, timeout=60)
+    parsed, other = parse_log_lines(logs.out)
+    assert not other, other
+    messages = [m for _, task, m in parsed if task == "master-replica-0"]
+    for want in ("started task=master-replica-0", f"appended pid {pids[0]}", "waiting for", f"gate opened: {gate_uri}",
+                 f"wrote {marker_uri}", "done"):
+        assert any(m.startswith(want) for m in messages), f"stream-logs lacks {want!r}:\n" + "\n".join(messages)
+    assert sum(m.startswith("started task=") for m in messages) == 1, messages
