@@ -122,15 +122,21 @@ def describe_procs(procs):
     return "\n".join(f"  pid {pid} [{state}]: {' '.join(cmd)[:300]}" for pid, cmd, _, state in procs)
 
 
+def _names(text, path):
+    """True when `text` (an argument or NAME=VALUE) names `path` or a path under it."""
+    return text.endswith(path) or (path + "/") in text
+
+
 def procs_of_job(run_dir, job_id):
     """Processes whose cmdline names the job's run directory or whose
     environment has CLOUD_ML_JOB_ID=<job_id>."""
     entry = f"CLOUD_ML_JOB_ID={job_id}"
-    return [p for p in processes() if any(run_dir in a for a in p[1]) or entry in p[2]]
+    return [p for p in processes() if any(_names(a, run_dir) for a in p[1]) or entry in p[2]]
 
 
 def procs_of_data_dir(data_dir):
-    return [p for p in processes() if any(data_dir in a for a in p[1]) or any(data_dir in e for e in p[2])]
+    return [p for p in processes()
+            if any(_names(a, data_dir) for a in p[1]) or any(_names(e, data_dir) for e in p[2])]
 
 
 def wait_no_procs(find, timeout=10):

@@ -2,6 +2,7 @@
 
 import io
 import os
+import re
 import tarfile
 import time
 import uuid
@@ -117,5 +118,6 @@ def test_tpu_pod_larger_than_cluster_is_refused(cli, names, tmp_path):
     text = r.out + r.err
     assert "FAILED_PRECONDITION" in text, r
     assert "TPU_V2 host" in text, f"the refusal does not name the TPU hosts:\n{r}"
-    assert "16" in text and "has 4" in text, f"the refusal should say 16 hosts are needed and 4 exist:\n{r}"
+    assert re.search(r"\b16\b", text) and re.search(r"\b4\b", text), \
+        f"the refusal should say 16 TPU_V2 hosts are needed and 4 exist:\n{r}"
     assert cli("jobs", "describe", job).rc != 0, "a refused job was created"

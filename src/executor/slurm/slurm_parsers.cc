@@ -1,0 +1,274 @@
+#include "executor/slurm/slurm_parsers.h"
+
+#include <charconv>
+#include <cstddef>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace mle::executor::slurm {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxHosts = 65536;
+
+bool ParseInt64(absl::string_view text, int64_t* out) {
+  if (text.empty()) return false;
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(begin, end, *out);
+  return ec == std::errc() && ptr == end;
+}
+
+// A number as Slurm writes it: a plain integer (v0.0.38) or
+// {"set": bool, "infinite": bool, "number": n} (v0.0.39+). Unset, infinite,
+// missing or non-numeric values give `fallback`.
+int64_t Number(const json& j, const char* key, int64_t fallback = 0) {
+  auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  const json& v = *it;
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_unsigned()) return static_cast<int64_t>(v.get<uint64_t>());
+  if (v.is_object()) {
+    if (v.value("set", true) == false || v.value("infinite", false) == true) return fallback;
+    auto n = v.find("number");
+    if (n != v.end() && n->is_number_integer()) return n->get<int64_t>();
+  }
+  return fallback;
+}
+
+std::string String(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return "";
+  return it->get<std::string>();
+}
+
+// job_state: "RUNNING" (v0.0.38) or ["RUNNING", "COMPLETING", ...] (v0.0.39+).
+std::string FirstState(const json& job) {
+  auto it = job.find("job_state");
+  if (it == job.end()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_array() && !it->empty() && it->front().is_string()) return it->front().get<std::string>();
+  return "";
+}
+
+// exit_code: the raw wait status (v0.0.38) or
+// {"status": [...], "return_code": n|{number}, "signal": {"id": n|{number}}}.
+void ExitStatus(const json& job, int* code, int* signal) {
+  *code = 0;
+  *signal = 0;
+  auto it = job.find("exit_code");
+  if (it == job.end()) return;
+  if (it->is_number_integer()) {
+    int64_t status = it->get<int64_t>();
+    int sig = static_cast<int>(status & 0x7f);
+    if (sig != 0) {
+      *signal = sig;
+    } else {
+      *code = static_cast<int>((status >> 8) & 0xff);
+    }
+    return;
+  }
+  if (it->is_object()) {
+    *code = static_cast<int>(Number(*it, "return_code"));
+    auto s = it->find("signal");
+    if (s != it->end() && s->is_object()) *signal = static_cast<int>(Number(*s, "id"));
+  }
+}
+
+// Expands one bracket body "01-03,7" into its numbers, keeping the padding
+// of each range's lower bound.
+absl::Status ExpandBracket(absl::string_view body, std::vector<std::string>* out) {
+  for (absl::string_view part : absl::StrSplit(body, ',')) {
+    part = absl::StripAsciiWhitespace(part);
+    std::vector<absl::string_view> bounds = absl::StrSplit(part, absl::MaxSplits('-', 1));
+    int64_t lo = 0;
+    int64_t hi = 0;
+    if (!ParseInt64(bounds[0], &lo) || lo < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("bad hostlist range \"", part, "\""));
+    }
+    hi = lo;
+    if (bounds.size() == 2 && (!ParseInt64(bounds[1], &hi) || hi < lo)) {
+      return absl::InvalidArgumentError(absl::StrCat("bad hostlist range \"", part, "\""));
+    }
+    if (static_cast<size_t>(hi - lo) >= kMaxHosts) {
+      return absl::InvalidArgumentError(absl::StrCat("hostlist range \"", part, "\" is too large"));
+    }
+    const size_t width = bounds[0].size();
+    for (int64_t n = lo; n <= hi; ++n) {
+      std::string digits = std::to_string(n);
+      if (digits.size() < width) digits.insert(0, width - digits.size(), '0');
+      out->push_back(std::move(digits));
+      if (out->size() > kMaxHosts) return absl::InvalidArgumentError("hostlist expands to too many hosts");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Expands one item, e.g. "rack[1-2]-n[01-02]", appending to `hosts`.
+absl::Status ExpandItem(absl::string_view item, std::vector<std::string>* hosts) {
+  std::vector<std::string> prefixes = {""};
+  size_t pos = 0;
+  while (pos < item.size()) {
+    size_t open = item.find('[', pos);
+    absl::string_view literal = item.substr(pos, open == absl::string_view::npos ? absl::string_view::npos : open - pos);
+    if (literal.find(']') != absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("unbalanced ']' in hostlist item \"", item, "\""));
+    }
+    for (auto& p : prefixes) absl::StrAppend(&p, literal);
+    if (open == absl::string_view::npos) break;
+    size_t close = item.find(']', open);
+    if (close == absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("unbalanced '[' in hostlist item \"", item, "\""));
+    }
+    std::vector<std::string> numbers;
+    if (absl::Status s = ExpandBracket(item.substr(open + 1, close - open - 1), &numbers); !s.ok()) return s;
+    if (prefixes.size() * numbers.size() > kMaxHosts) {
+      return absl::InvalidArgumentError("hostlist expands to too many hosts");
+    }
+    std::vector<std::string> next;
+    next.reserve(prefixes.size() * numbers.size());
+    for (const auto& p : prefixes) {
+      for (const auto& n : numbers) next.push_back(absl::StrCat(p, n));
+    }
+    prefixes = std::move(next);
+    pos = close + 1;
+  }
+  for (auto& p : prefixes) hosts->push_back(std::move(p));
+  if (hosts->size() > kMaxHosts) return absl::InvalidArgumentError("hostlist expands to too many hosts");
+  return absl::OkStatus();
+}
+
+std::string ReasonText(absl::string_view reason) {
+  if (reason.empty() || reason == "None") return "";
+  return std::string(reason);
+}
+
+}  // namespace
+
+absl::StatusOr<SbatchSubmission> ParseSbatchParsable(absl::string_view output) {
+  absl::string_view text = absl::StripAsciiWhitespace(output);
+  std::vector<absl::string_view> parts = absl::StrSplit(text, absl::MaxSplits(';', 1));
+  SbatchSubmission sub;
+  if (!ParseInt64(parts[0], &sub.job_id) || sub.job_id <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("sbatch did not print a job id: \"", text, "\""));
+  }
+  if (parts.size() == 2) {
+    sub.cluster = std::string(parts[1]);
+    if (sub.cluster.empty() || sub.cluster.find_first_of(" \t\n") != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("sbatch printed a malformed cluster: \"", text, "\""));
+    }
+  }
+  return sub;
+}
+
+absl::StatusOr<std::vector<std::string>> ExpandHostlist(absl::string_view hostlist) {
+  std::vector<std::string> hosts;
+  hostlist = absl::StripAsciiWhitespace(hostlist);
+  if (hostlist.empty() || hostlist == "(null)") return hosts;
+  // Split at top-level commas only (commas inside brackets list numbers).
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= hostlist.size(); ++i) {
+    const char c = i < hostlist.size() ? hostlist[i] : ',';
+    if (c == '[') {
+      if (++depth > 1) return absl::InvalidArgumentError(absl::StrCat("nested '[' in hostlist \"", hostlist, "\""));
+    } else if (c == ']') {
+      if (--depth < 0) return absl::InvalidArgumentError(absl::StrCat("unbalanced ']' in hostlist \"", hostlist, "\""));
+    } else if (c == ',' && depth == 0) {
+      absl::string_view item = absl::StripAsciiWhitespace(hostlist.substr(start, i - start));
+      start = i + 1;
+      if (item.empty()) continue;
+      if (absl::Status s = ExpandItem(item, &hosts); !s.ok()) return s;
+    }
+  }
+  if (depth != 0) return absl::InvalidArgumentError(absl::StrCat("unbalanced '[' in hostlist \"", hostlist, "\""));
+  return hosts;
+}
+
+absl::StatusOr<std::vector<SlurmJob>> ParseJobsJson(absl::string_view text) {
+  json doc = json::parse(text.begin(), text.end(), /*cb=*/nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return absl::InvalidArgumentError("Slurm job output is not a JSON object");
+  }
+  auto jobs = doc.find("jobs");
+  auto errors = doc.find("errors");
+  const bool has_jobs = jobs != doc.end() && jobs->is_array() && !jobs->empty();
+  if (!has_jobs && errors != doc.end() && errors->is_array() && !errors->empty()) {
+    std::string message = "Slurm reported errors:";
+    for (const json& e : *errors) {
+      std::string what = e.is_object() ? String(e, "error") : "";
+      if (what.empty() && e.is_object()) what = String(e, "description");
+      if (what.empty()) what = e.dump();
+      absl::StrAppend(&message, " ", what, ";");
+    }
+    return absl::UnavailableError(message);
+  }
+  std::vector<SlurmJob> out;
+  if (jobs == doc.end()) return absl::InvalidArgumentError("Slurm job output has no \"jobs\" list");
+  if (!jobs->is_array()) return absl::InvalidArgumentError("Slurm job output: \"jobs\" is not a list");
+  out.reserve(jobs->size());
+  for (const json& j : *jobs) {
+    if (!j.is_object()) return absl::InvalidArgumentError("Slurm job output: a job is not an object");
+    SlurmJob job;
+    job.job_id = Number(j, "job_id");
+    job.state = FirstState(j);
+    if (job.job_id <= 0 || job.state.empty()) {
+      return absl::InvalidArgumentError("Slurm job output: a job has no job_id or job_state");
+    }
+    job.het_job_id = Number(j, "het_job_id");
+    job.het_job_offset = static_cast<int>(Number(j, "het_job_offset"));
+    job.name = String(j, "name");
+    job.state_reason = ReasonText(String(j, "state_reason"));
+    job.comment = String(j, "comment");
+    auto nodes = ExpandHostlist(String(j, "nodes"));
+    if (!nodes.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Slurm job ", job.job_id, ": ", nodes.status().message()));
+    }
+    job.nodes = *std::move(nodes);
+    ExitStatus(j, &job.exit_code, &job.exit_signal);
+    job.start_time = Number(j, "start_time");
+    job.end_time = Number(j, "end_time");
+    out.push_back(std::move(job));
+  }
+  return out;
+}
+
+MappedState MapSlurmState(absl::string_view state, absl::string_view reason) {
+  using model::JobState;
+  const std::string why = ReasonText(reason);
+  auto with_reason = [&](absl::string_view text) {
+    return why.empty() ? std::string(text) : absl::StrCat(text, " (", why, ")");
+  };
+  if (state == "PENDING") {
+    return {JobState::kQueued, why.empty() ? "Waiting in the Slurm queue" : absl::StrCat("Waiting in the Slurm queue: ", why)};
+  }
+  if (state == "REQUEUED" || state == "REQUEUE_HOLD" || state == "REQUEUE_FED" || state == "RESV_DEL_HOLD") {
+    return {JobState::kQueued, with_reason(absl::StrCat("Requeued by Slurm (", state, ")"))};
+  }
+  if (state == "CONFIGURING") return {JobState::kPreparing, "Slurm is configuring the allocated nodes"};
+  if (state == "RUNNING" || state == "COMPLETING" || state == "STAGE_OUT" || state == "SIGNALING" ||
+      state == "RESIZING") {
+    return {JobState::kRunning, ""};
+  }
+  if (state == "COMPLETED") return {JobState::kSucceeded, ""};
+  if (state == "CANCELLED") return {JobState::kCancelled, with_reason("Cancelled in Slurm")};
+  if (state == "FAILED") return {JobState::kFailed, with_reason("The Slurm job failed")};
+  if (state == "TIMEOUT") return {JobState::kFailed, "The Slurm job reached its time limit"};
+  if (state == "NODE_FAIL") return {JobState::kFailed, with_reason("A node of the Slurm job failed")};
+  if (state == "OUT_OF_MEMORY") return {JobState::kFailed, "The Slurm job ran out of memory"};
+  if (state == "PREEMPTED") return {JobState::kFailed, "The Slurm job was preempted"};
+  if (state == "BOOT_FAIL") return {JobState::kFailed, with_reason("A node of the Slurm job failed to boot")};
+  if (state == "DEADLINE") return {JobState::kFailed, "The Slurm job reached its deadline"};
+  return {JobState::kUnspecified, absl::StrCat("Unknown Slurm job state \"", state, "\"")};
+}
+
+}  // namespace mle::executor::slurm

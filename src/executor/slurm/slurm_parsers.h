@@ -1,0 +1,75 @@
+// Pure parsers of Slurm's command output, the edge where the Slurm executor
+// reads the cluster's state: `sbatch --parsable`, `squeue --json` (and
+// `scontrol show job --json` on Slurm >= 23.02, same "jobs" shape), Slurm
+// hostlists ("tpuhost[1-4]", "a[01-03,7],b1"), and the mapping of Slurm job
+// states onto the `ml` v1 job states. No I/O; thread-safe (no state).
+//
+// Formats accepted (captured samples in tests/data/slurm):
+//  - Slurm 22.05 (openapi v0.0.38): job_state is a string, exit_code is the
+//    raw wait status (exit 3 -> 768, SIGKILL -> 9), times are epoch seconds.
+//  - Slurm >= 23.02 (v0.0.39+): job_state is a list of flags, numbers are
+//    {"set","infinite","number"} objects, exit_code is
+//    {"status", "return_code", "signal": {"id"}}.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "model/job_state.h"
+
+namespace mle::executor::slurm {
+
+// `sbatch --parsable` prints "<job id>" or "<job id>;<cluster>".
+struct SbatchSubmission {
+  int64_t job_id = 0;
+  std::string cluster;  // empty when sbatch printed no cluster
+};
+// INVALID_ARGUMENT when the output is not of that form (e.g. an error text).
+absl::StatusOr<SbatchSubmission> ParseSbatchParsable(absl::string_view output);
+
+struct SlurmJob {
+  int64_t job_id = 0;
+  int64_t het_job_id = 0;    // leader's id for a heterogeneous job component, else 0
+  int het_job_offset = 0;    // component index within the heterogeneous job
+  std::string name;
+  std::string state;         // base state: PENDING, RUNNING, COMPLETED, ... (first of job_state)
+  std::string state_reason;  // Resources, JobHeldUser, NonZeroExitCode, ...; "" for "None"
+  std::vector<std::string> nodes;  // expanded host list; empty while pending
+  std::string comment;
+  int exit_code = 0;         // the batch script's exit status (when it exited)
+  int exit_signal = 0;       // the signal that ended it (0 when none)
+  int64_t start_time = 0;    // epoch seconds; 0 when unknown (for PENDING: expected start)
+  int64_t end_time = 0;      // epoch seconds; 0 when unknown (for RUNNING: time limit end)
+};
+
+// Parses the {"jobs":[...]} document of `squeue --json` / `scontrol show job
+// --json`. INVALID_ARGUMENT for malformed JSON or a job without job_id/state;
+// UNAVAILABLE when the document carries Slurm errors and no jobs.
+// Note: Slurm 22.05's `squeue --json` ignores -j/-t filters and lists every job
+// the controller still knows; callers filter by job_id.
+absl::StatusOr<std::vector<SlurmJob>> ParseJobsJson(absl::string_view json);
+
+// Expands a Slurm hostlist: top-level commas separate items; each item may
+// hold bracketed sets of numbers and ranges ("[01-03,7]"), several brackets
+// expand as a product; a range keeps the zero padding of its lower bound.
+// INVALID_ARGUMENT for unbalanced brackets, bad ranges, or more than 65536
+// hosts.
+absl::StatusOr<std::vector<std::string>> ExpandHostlist(absl::string_view hostlist);
+
+// What a Slurm job state means for the `ml` v1 job.
+struct MappedState {
+  model::JobState state = model::JobState::kUnspecified;
+  std::string message;  // why (pending reason, failure cause); may be empty
+};
+// PENDING -> QUEUED (message names the reason); REQUEUED/REQUEUE_HOLD/
+// REQUEUE_FED/RESV_DEL_HOLD -> QUEUED; CONFIGURING ->
+// PREPARING; RUNNING/COMPLETING/STAGE_OUT/SIGNALING/RESIZING -> RUNNING;
+// COMPLETED -> SUCCEEDED; FAILED/TIMEOUT/NODE_FAIL/OUT_OF_MEMORY/PREEMPTED/
+// BOOT_FAIL/DEADLINE -> FAILED with a message; CANCELLED -> CANCELLED;
+// anything else -> kUnspecified with a message naming the state.
+MappedState MapSlurmState(absl::string_view state, absl::string_view reason);
+
+}  // namespace mle::executor::slurm

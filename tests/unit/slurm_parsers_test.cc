@@ -1,0 +1,317 @@
+// Parsers of Slurm output, driven by real output captured from Slurm 22.05
+// (scripts/slurm/cluster.sh, files in tests/data/slurm). Each table row is
+// one job as Slurm reported it and what mlengine must read from it.
+#include "executor/slurm/slurm_parsers.h"
+
+#include "executor/slurm/slurm_commands.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace mle::executor::slurm {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using model::JobState;
+
+std::string ReadData(const std::string& name) {
+  std::ifstream in(std::string(MLE_TEST_DATA) + "/slurm/" + name);
+  EXPECT_TRUE(in.good()) << name;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+// ---- sbatch --parsable -----------------------------------------------------
+
+TEST(ParseSbatchParsable, CapturedOutputs) {
+  auto plain = ParseSbatchParsable(ReadData("sbatch_parsable.txt"));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->job_id, 3);
+  EXPECT_EQ(plain->cluster, "");
+  // A heterogeneous job prints the leader's id only.
+  auto het = ParseSbatchParsable(ReadData("sbatch_parsable_het.txt"));
+  ASSERT_TRUE(het.ok()) << het.status();
+  EXPECT_EQ(het->job_id, 7);
+}
+
+TEST(ParseSbatchParsable, Table) {
+  struct Case {
+    std::string text;
+    bool ok;
+    int64_t job_id;
+    std::string cluster;
+  };
+  const std::vector<Case> cases = {
+      {"42\n", true, 42, ""},
+      {"42;cluster1\n", true, 42, "cluster1"},
+      {"  1234567  ", true, 1234567, ""},
+      {"", false, 0, ""},
+      {"0", false, 0, ""},
+      {"-3", false, 0, ""},
+      {"42;", false, 0, ""},
+      {"sbatch: error: Batch job submission failed: Invalid generic resource (gres) specification", false, 0, ""},
+      {"Submitted batch job 42", false, 0, ""},
+  };
+  for (const auto& c : cases) {
+    auto got = ParseSbatchParsable(c.text);
+    EXPECT_EQ(got.ok(), c.ok) << "'" << c.text << "'";
+    if (got.ok() && c.ok) {
+      EXPECT_EQ(got->job_id, c.job_id) << c.text;
+      EXPECT_EQ(got->cluster, c.cluster) << c.text;
+    }
+  }
+}
+
+// ---- hostlists ---------------------------------------------------------------
+
+TEST(ExpandHostlist, MatchesScontrolShowHostnames) {
+  // The expected lists are `scontrol show hostnames <expr>` output.
+  auto tpu = ExpandHostlist("tpuhost[1-4]");
+  ASSERT_TRUE(tpu.ok());
+  EXPECT_EQ(*tpu, Lines(ReadData("hostnames_tpuhost.txt")));
+  auto mixed = ExpandHostlist("a[01-03,7],b1");
+  ASSERT_TRUE(mixed.ok());
+  EXPECT_EQ(*mixed, Lines(ReadData("hostnames_mixed.txt")));
+}
+
+TEST(ExpandHostlist, Table) {
+  struct Case {
+    std::string expr;
+    std::vector<std::string> hosts;
+  };
+  const std::vector<Case> cases = {
+      {"", {}},
+      {"(null)", {}},
+      {"tpuhost1", {"tpuhost1"}},
+      {"tpuhost[2-3]", {"tpuhost2", "tpuhost3"}},
+      {"n[8-10]", {"n8", "n9", "n10"}},
+      {"n[098-101]", {"n098", "n099", "n100", "n101"}},
+      {"a,b,c", {"a", "b", "c"}},
+      {"rack[1-2]-n[01-02]", {"rack1-n01", "rack1-n02", "rack2-n01", "rack2-n02"}},
+      {"gpu[1,3],cpu[5-6]x", {"gpu1", "gpu3", "cpu5x", "cpu6x"}},
+  };
+  for (const auto& c : cases) {
+    auto got = ExpandHostlist(c.expr);
+    ASSERT_TRUE(got.ok()) << c.expr << ": " << got.status();
+    EXPECT_EQ(*got, c.hosts) << c.expr;
+  }
+  for (const char* bad : {"a[1-", "a]1", "a[3-1]", "a[x]", "a[[1]]", "a[1-2000000]", "a[]"}) {
+    EXPECT_FALSE(ExpandHostlist(bad).ok()) << bad;
+  }
+}
+
+// ---- squeue --json (Slurm 22.05) -------------------------------------------
+
+struct JobRow {
+  int64_t job_id;
+  std::string name;
+  std::string state;
+  std::string reason;
+  std::vector<std::string> nodes;
+  int exit_code;
+  int exit_signal;
+  int64_t het_job_id;
+  int het_job_offset;
+  std::string comment;
+};
+
+void ExpectJobs(const std::string& file, const std::vector<JobRow>& rows) {
+  auto jobs = ParseJobsJson(ReadData(file));
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  std::map<int64_t, SlurmJob> by_id;
+  for (const auto& j : *jobs) by_id[j.job_id] = j;
+  ASSERT_EQ(by_id.size(), rows.size()) << file;
+  for (const auto& row : rows) {
+    SCOPED_TRACE(file + " job " + std::to_string(row.job_id));
+    ASSERT_TRUE(by_id.count(row.job_id));
+    const SlurmJob& j = by_id[row.job_id];
+    EXPECT_EQ(j.name, row.name);
+    EXPECT_EQ(j.state, row.state);
+    EXPECT_EQ(j.state_reason, row.reason);
+    EXPECT_EQ(j.nodes, row.nodes);
+    EXPECT_EQ(j.exit_code, row.exit_code);
+    EXPECT_EQ(j.exit_signal, row.exit_signal);
+    EXPECT_EQ(j.het_job_id, row.het_job_id);
+    EXPECT_EQ(j.het_job_offset, row.het_job_offset);
+    EXPECT_EQ(j.comment, row.comment);
+  }
+}
+
+const std::vector<std::string> kAllHosts = {"tpuhost1", "tpuhost2", "tpuhost3", "tpuhost4"};
+
+TEST(ParseJobsJson, WhileRunning) {
+  // Captured with a 4-node job running and a 4-node job pending behind it.
+  ExpectJobs("squeue_all.json",
+             {
+                 {1, "wrap", "COMPLETED", "", kAllHosts, 0, 0, 0, 0, ""},
+                 {2, "mle-timeout", "RUNNING", "", {"tpuhost1"}, 0, 0, 0, 0, ""},
+                 {3, "mle-completed", "COMPLETED", "", {"tpuhost1"}, 0, 0, 0, 0, "mlengine:projects/p/jobs/ok"},
+                 {4, "mle-failed", "FAILED", "NonZeroExitCode", {"tpuhost2"}, 3, 0, 0, 0, ""},
+                 {5, "mle-signaled", "FAILED", "JobLaunchFailure", {"tpuhost2"}, 0, 9, 0, 0, ""},
+                 {6, "mle-cancelled", "CANCELLED", "", {"tpuhost3"}, 0, 15, 0, 0, ""},
+                 {7, "mle-het", "COMPLETED", "", {"tpuhost1"}, 0, 0, 7, 0, ""},
+                 {8, "mle-het", "COMPLETED", "", {"tpuhost2", "tpuhost3"}, 0, 0, 7, 1, ""},
+                 {9, "mle-running", "RUNNING", "", kAllHosts, 0, 0, 0, 0, "mlengine:projects/p/jobs/run"},
+                 {10, "mle-pending", "PENDING", "Resources", {}, 0, 0, 0, 0, ""},
+                 {11, "mle-held", "PENDING", "JobHeldUser", {}, 0, 0, 0, 0, ""},
+             });
+}
+
+TEST(ParseJobsJson, AfterTheyEnded) {
+  ExpectJobs("squeue_final.json",
+             {
+                 {1, "wrap", "COMPLETED", "", kAllHosts, 0, 0, 0, 0, ""},
+                 {2, "mle-timeout", "TIMEOUT", "TimeLimit", {"tpuhost1"}, 0, 15, 0, 0, ""},
+                 {3, "mle-completed", "COMPLETED", "", {"tpuhost1"}, 0, 0, 0, 0, "mlengine:projects/p/jobs/ok"},
+                 {4, "mle-failed", "FAILED", "NonZeroExitCode", {"tpuhost2"}, 3, 0, 0, 0, ""},
+                 {5, "mle-signaled", "FAILED", "JobLaunchFailure", {"tpuhost2"}, 0, 9, 0, 0, ""},
+                 {6, "mle-cancelled", "CANCELLED", "", {"tpuhost3"}, 0, 15, 0, 0, ""},
+                 {7, "mle-het", "COMPLETED", "", {"tpuhost1"}, 0, 0, 7, 0, ""},
+                 {8, "mle-het", "COMPLETED", "", {"tpuhost2", "tpuhost3"}, 0, 0, 7, 1, ""},
+                 {9, "mle-running", "COMPLETED", "", kAllHosts, 0, 0, 0, 0, "mlengine:projects/p/jobs/run"},
+                 {10, "mle-pending", "COMPLETED", "", kAllHosts, 0, 0, 0, 0, ""},
+                 {11, "mle-held", "PENDING", "JobHeldUser", {}, 0, 0, 0, 0, ""},
+             });
+}
+
+TEST(ParseJobsJson, Times) {
+  auto jobs = ParseJobsJson(ReadData("squeue_final.json"));
+  ASSERT_TRUE(jobs.ok());
+  for (const auto& j : *jobs) {
+    if (j.job_id == 2) {  // ran about a minute, then hit its time limit
+      EXPECT_GT(j.start_time, 1700000000);
+      EXPECT_GE(j.end_time - j.start_time, 60);
+    }
+    if (j.job_id == 11) {  // held: never started
+      EXPECT_EQ(j.start_time, 0);
+      EXPECT_EQ(j.end_time, 0);
+    }
+  }
+}
+
+// Slurm >= 23.02 (openapi v0.0.39+) wraps numbers and lists job states. This
+// document is written by hand after that format (no such Slurm here).
+TEST(ParseJobsJson, NewerShape) {
+  const std::string doc = R"({"jobs":[{
+      "job_id": 12, "name": "n", "job_state": ["FAILED"], "state_reason": "NonZeroExitCode",
+      "nodes": "tpuhost[1-2]", "comment": "c",
+      "het_job_id": {"set": true, "infinite": false, "number": 0},
+      "het_job_offset": {"set": false, "infinite": false, "number": 0},
+      "exit_code": {"status": ["EXITED"], "return_code": {"set": true, "infinite": false, "number": 2},
+                    "signal": {"id": {"set": false, "infinite": false, "number": 0}, "name": ""}},
+      "start_time": {"set": true, "infinite": false, "number": 1700000100},
+      "end_time": {"set": true, "infinite": true, "number": 0}}], "errors": []})";
+  auto jobs = ParseJobsJson(doc);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  const SlurmJob& j = (*jobs)[0];
+  EXPECT_EQ(j.job_id, 12);
+  EXPECT_EQ(j.state, "FAILED");
+  EXPECT_THAT(j.nodes, ElementsAre("tpuhost1", "tpuhost2"));
+  EXPECT_EQ(j.exit_code, 2);
+  EXPECT_EQ(j.exit_signal, 0);
+  EXPECT_EQ(j.start_time, 1700000100);
+  EXPECT_EQ(j.end_time, 0);
+}
+
+TEST(ParseJobsJson, Malformed) {
+  EXPECT_FALSE(ParseJobsJson("").ok());
+  EXPECT_FALSE(ParseJobsJson("squeue: error: slurm_load_jobs error: Unable to contact slurm controller").ok());
+  EXPECT_FALSE(ParseJobsJson("[]").ok());
+  EXPECT_FALSE(ParseJobsJson(R"({"meta":{}})").ok());
+  EXPECT_FALSE(ParseJobsJson(R"({"jobs":[{"name":"x"}]})").ok());
+  EXPECT_FALSE(ParseJobsJson(R"({"jobs":[{"job_id":1,"job_state":"RUNNING","nodes":"a[1-"}]})").ok());
+  auto errors = ParseJobsJson(R"({"errors":[{"error":"Unable to contact slurm controller","error_number":1}],"jobs":[]})");
+  ASSERT_FALSE(errors.ok());
+  EXPECT_EQ(errors.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(errors.status().message(), HasSubstr("Unable to contact"));
+  auto empty = ParseJobsJson(R"({"errors":[],"jobs":[]})");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
+}
+
+// ---- state mapping -------------------------------------------------------------
+
+TEST(MapSlurmState, Table) {
+  struct Case {
+    std::string state;
+    std::string reason;
+    JobState want;
+    std::string message_has;  // "" = message must be empty
+  };
+  const std::vector<Case> cases = {
+      {"PENDING", "Resources", JobState::kQueued, "Resources"},
+      {"PENDING", "JobHeldUser", JobState::kQueued, "JobHeldUser"},
+      {"PENDING", "None", JobState::kQueued, "Waiting"},
+      {"REQUEUED", "None", JobState::kQueued, "REQUEUED"},
+      {"REQUEUE_HOLD", "JobHeldAdmin", JobState::kQueued, "JobHeldAdmin"},
+      {"CONFIGURING", "None", JobState::kPreparing, "configuring"},
+      {"RUNNING", "None", JobState::kRunning, ""},
+      {"COMPLETING", "None", JobState::kRunning, ""},
+      {"COMPLETED", "None", JobState::kSucceeded, ""},
+      {"FAILED", "NonZeroExitCode", JobState::kFailed, "NonZeroExitCode"},
+      {"FAILED", "JobLaunchFailure", JobState::kFailed, "JobLaunchFailure"},
+      {"TIMEOUT", "TimeLimit", JobState::kFailed, "time limit"},
+      {"NODE_FAIL", "None", JobState::kFailed, "node"},
+      {"OUT_OF_MEMORY", "None", JobState::kFailed, "memory"},
+      {"PREEMPTED", "None", JobState::kFailed, "preempted"},
+      {"BOOT_FAIL", "None", JobState::kFailed, "boot"},
+      {"DEADLINE", "None", JobState::kFailed, "deadline"},
+      {"CANCELLED", "None", JobState::kCancelled, "Cancelled"},
+      {"SPECIAL_EXIT", "None", JobState::kUnspecified, "SPECIAL_EXIT"},
+  };
+  for (const auto& c : cases) {
+    MappedState got = MapSlurmState(c.state, c.reason);
+    EXPECT_EQ(got.state, c.want) << c.state;
+    if (c.message_has.empty()) {
+      EXPECT_EQ(got.message, "") << c.state;
+    } else {
+      EXPECT_THAT(got.message, HasSubstr(c.message_has)) << c.state;
+    }
+  }
+}
+
+TEST(MapSlurmState, EveryCapturedJobMaps) {
+  for (const char* file : {"squeue_all.json", "squeue_final.json"}) {
+    auto jobs = ParseJobsJson(ReadData(file));
+    ASSERT_TRUE(jobs.ok());
+    for (const auto& j : *jobs) {
+      EXPECT_NE(MapSlurmState(j.state, j.state_reason).state, JobState::kUnspecified) << file << " " << j.job_id;
+    }
+  }
+}
+
+// ---- the real CommandRunner ------------------------------------------------------
+
+TEST(SubprocessCommandRunner, RunsWithExtraEnvironment) {
+  SubprocessCommandRunner runner(std::map<std::string, std::string>{{"SLURM_CONF", "/tmp/x/slurm.conf"}});
+  auto got = runner.Run({"/bin/sh", "-c", "echo conf=$SLURM_CONF; exit 3"});
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->exit_code, 3);
+  EXPECT_EQ(got->output, "conf=/tmp/x/slurm.conf\n");
+  EXPECT_FALSE(runner.Run({"/nonexistent/sbatch"}).ok());
+  SubprocessCommandRunner quick({}, absl::Milliseconds(200));
+  auto slow = quick.Run({"/bin/sleep", "5"});
+  ASSERT_FALSE(slow.ok());
+  EXPECT_EQ(slow.status().code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace mle::executor::slurm
