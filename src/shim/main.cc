@@ -8,8 +8,10 @@
 // stderr on pipes, and appends each line to FILE as
 //   <RFC 3339 UTC timestamp> TAB <O|E> TAB <line>
 // When PROGRAM ends it writes "exit N" or "signal N" to the exit file
-// (atomically: temp file + rename) and exits the same way. It ignores SIGTERM
-// itself so it can record how PROGRAM ended; SIGKILL ends it too.
+// (atomically: temp file + rename), then ends whatever PROGRAM left behind in
+// the process group (SIGKILL to the group, itself included): a replica's
+// processes never outlive it. It ignores SIGTERM itself so it can record how
+// PROGRAM ended; SIGKILL ends it too.
 // Deliberately small and dependency-free: it is on the start-up path of
 // every replica.
 
@@ -191,5 +193,9 @@ int main(int argc, char** argv) {
     rename(tmp.c_str(), exit_path.c_str());
   }
   fsync(log_fd);
+  // Leftovers (children that ignored SIGTERM, or outlived a successful
+  // PROGRAM) die with the replica. This ends the shim too; the executor reads
+  // the exit file, not the shim's status.
+  kill(-getpgrp(), SIGKILL);
   return code;
 }

@@ -23,7 +23,7 @@ def test_stream_logs_after_the_end_and_task_filter(cli, names):
 
     full = cli.ok("jobs", "stream-logs", job, timeout=120)
     parsed, other = parse_log_lines(full.out)
-    assert not other, f"stream-logs printed lines without 'TIMESTAMP TASK MESSAGE':\n" + "\n".join(other)
+    assert not other, "stream-logs printed lines without 'TIMESTAMP TASK MESSAGE':\n" + "\n".join(other)
     by_task = {}
     for ts, task, message in parsed:
         by_task.setdefault(task, []).append((ts, message))
