@@ -3,7 +3,8 @@
 # Starts the embedded mlengined (SQLite, a directory for buckets, child
 # processes for replicas, simulated TPU hosts), stages the data, submits the
 # walkthrough's job with gcloud's flags, streams its logs until it SUCCEEDS,
-# shows the model in the bucket, then runs the distributed variant.
+# shows the model in the bucket, then runs the CUSTOM cloud_tpu variant and
+# the distributed variant (master + 2 workers).
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,6 +50,20 @@ say "The job, as jobs describe shows it"
 say "The trained model in the job's output directory"
 "$MLENGINE_BIN" storage ls "$BUCKET/tpu_mnist_1_output"
 "$MLENGINE_BIN" storage cat "$BUCKET/tpu_mnist_1_output/metrics.json" | head -c 400; echo
+
+say "The guide's third way to a TPU: CUSTOM, n1-highcpu-16 master + cloud_tpu worker (TPU_V2 x 8, simulated)"
+"$MLENGINE_BIN" jobs submit training tpu_mnist_custom_1 \
+  --staging-bucket="$BUCKET" \
+  --package-path=trainer \
+  --module-name=trainer.task \
+  --runtime-version=pytorch-1.13-cpu \
+  --region=us-central1 \
+  --config=config_tpu_custom.yaml \
+  --stream-logs \
+  -- \
+  --epochs=3 \
+  --data_dir="$BUCKET/datasets/digits" \
+  --model_dir="$BUCKET/tpu_mnist_custom_1_output" | grep -E "TPU|final test accuracy|state:"
 
 say "The distributed variant: CUSTOM, master + 2 workers, torch.distributed (gloo)"
 "$MLENGINE_BIN" jobs submit training mnist_distributed_1 \

@@ -86,3 +86,33 @@ def test_distributed_master_and_two_workers(cli, names):
             f"{task} never logged rank {rank} of world size 3:\n" + "\n".join(by_task[task])
     ls = cli.ok("storage", "ls", f"{bucket}/{job}_output")
     assert "metrics.json" in ls.out and "model.pt" in ls.out, ls
+
+
+def test_tpu_custom_cloud_tpu_worker(cli, names):
+    """The guide's third way to get a TPU: a Compute Engine master and a
+    cloud_tpu worker with acceleratorConfig TPU_V2 x 8 (config_tpu_custom.yaml).
+    The TPU is a simulated host: TPU_CONFIG reaches the trainer, marked so."""
+    bucket = f"gs://{cli.bucket}"
+    stage_digits(cli, f"{bucket}/datasets/digits")
+    job = names.job("tpu_custom")
+    r = cli("jobs", "submit", "training", job,
+            f"--staging-bucket={bucket}",
+            "--package-path=trainer",
+            "--module-name=trainer.task",
+            f"--runtime-version={RUNTIME}",
+            "--region=us-central1",
+            "--config=config_tpu_custom.yaml",
+            "--stream-logs",
+            "--",
+            f"--data_dir={bucket}/datasets/digits",
+            f"--model_dir={bucket}/{job}_output",
+            "--epochs=2",
+            cwd=MNIST_DIR, timeout=300)
+    assert r.rc == 0, f"{r}\n{cli.explain(job)}"
+    assert "TPU_CONFIG" in r.out and "SIMULATED" in r.out, r
+    desc = cli.describe(job)
+    assert desc["state"] == "SUCCEEDED", cli.explain(job)
+    assert desc["trainingInput"]["workerType"] == "cloud_tpu"
+    metrics = json.loads(cli.ok("storage", "cat", f"{bucket}/{job}_output/metrics.json").out)
+    assert metrics["tpu"]["simulated"] is True, metrics
+    assert metrics["tpu"]["tpu_node_name"].startswith("tpu-e2e-v2-"), metrics
