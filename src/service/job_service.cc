@@ -1,5 +1,6 @@
 #include "service/job_service.h"
 
+#include <iostream>
 #include <mutex>
 #include <random>
 
@@ -315,7 +316,12 @@ void JobService::Record(const Key& key, const scheduler::JobUpdate& update) {
   }
   if (model::IsTerminal(update.state)) job.end_time = now;
   ++job.version;
-  store_.Commit({db::PutJob{job}}, [](absl::Status) {});
+  // The change is already visible in memory; a failed write (disk full, I/O
+  // error) cannot be undone here, so it is reported where operators look.
+  store_.Commit({db::PutJob{job}}, [name = JobNameOf(key.project, key.job_id),
+                                    state = std::string(model::JobStateName(update.state))](absl::Status s) {
+    if (!s.ok()) std::cerr << "mlengined: could not record " << name << " -> " << state << ": " << s << "\n";
+  });
 }
 
 }  // namespace mle::service
