@@ -8,6 +8,7 @@
 // go out through ExecutorEvents. Public methods are thread-safe.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -94,7 +95,7 @@ class LocalExecutor final : public Executor {
 
   int epoll_fd_ = -1;
   int wake_fd_ = -1;  // eventfd to wake the watcher
-  bool stopping_ = false;
+  std::atomic<bool> stopping_{false};  // read by both threads
   std::thread watcher_;
 
   std::mutex prep_mu_;
