@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -78,6 +79,22 @@ std::string SignalName(int sig) {
   const char* desc = sigdescr_np(sig);
   return absl::StrCat(sig, " (", abbrev ? absl::StrCat("SIG", abbrev) : "?", desc ? absl::StrCat(": ", desc) : "",
                       ")");
+}
+
+// SIGKILLs the process group of every mlengine-replica whose command line
+// names `run_dir` (its --log/--exit paths live there).
+void KillLeftovers(const std::string& run_dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    int pid = 0;
+    if (!absl::SimpleAtoi(e.path().filename().string(), &pid) || pid <= 1 || pid == ::getpid()) continue;
+    std::string cmdline = ReadFile(e.path().string() + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find("mlengine-replica") != std::string::npos && cmdline.find(run_dir + "/") != std::string::npos) {
+      ::kill(-pid, SIGKILL);  // the shim leads its replica's process group
+      ::kill(pid, SIGKILL);
+    }
+  }
 }
 
 }  // namespace
@@ -288,7 +305,9 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     sigset_t none, all;
     sigemptyset(&none);
     sigfillset(&all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    // Its own session (and process group) from the first instant, so a stop
+    // signalled to the group right after the spawn cannot miss it.
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &all);
     pid_t pid = 0;
@@ -313,6 +332,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     manifest.flush();
     AddToEpoll(rep);
   }
+  if (run.ending == Ending::kNone) manifest << "started\n";  // every replica is running
   manifest.close();
   run.preparing = false;
   const bool failed_to_start = run.ending != Ending::kNone;
@@ -481,16 +501,22 @@ std::optional<model::Placement> LocalExecutor::Recover(const model::Job& job) {
   const std::string key = Key(ref);
   const std::string dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
   std::ifstream manifest(dir + "/replicas");
-  if (!manifest) return std::nullopt;
+  if (!manifest) {
+    if (fs::exists(dir)) KillLeftovers(dir);
+    return std::nullopt;
+  }
   model::Placement placement;
   RunningJob run;
   run.ref = ref;
   run.dir = dir;
   run.preparing = false;
   std::string line;
+  bool complete = false;
   while (std::getline(manifest, line)) {
     std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
-    if (f.size() == 3 && f[0] == "tpu") {
+    if (f.size() == 1 && f[0] == "started") {
+      complete = true;
+    } else if (f.size() == 3 && f[0] == "tpu") {
       placement.tpu_hosts.push_back(f[1]);
       placement.tpu_simulated = f[2] == "1";
     } else if (f.size() == 5 && f[0] == "replica") {
@@ -511,7 +537,13 @@ std::optional<model::Placement> LocalExecutor::Recover(const model::Job& job) {
       run.replicas[r.task] = r;
     }
   }
-  if (run.replicas.empty()) return std::nullopt;
+  if (!complete) {
+    // The server stopped while it was starting this job's replicas: end
+    // whatever did start (every process whose command line names this run
+    // directory) so the job can be placed again from scratch, never twice.
+    KillLeftovers(dir);
+    return std::nullopt;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     RunningJob& stored = jobs_[key] = std::move(run);

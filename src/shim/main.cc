@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
   std::vector<char*> program(argv + i, argv + argc);
   program.push_back(nullptr);
 
-  setsid();
+  setsid();  // a no-op when the executor already spawned us as a session leader
   log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) {
     fprintf(stderr, "mlengine-replica: cannot open %s: %s\n", log_path.c_str(), strerror(errno));

@@ -1,0 +1,122 @@
+// LocalExecutor recovery after a restart, with real mlengine-replica
+// processes: a start that was cut short is ended and handed back for a new
+// placement (never run twice); a complete one is adopted.
+#include "executor/local_executor.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/run_layout.h"
+
+namespace mle::executor {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Events : public ExecutorEvents {
+ public:
+  void JobStarted(const JobRef&) override { ++started; }
+  void JobEnded(const JobRef&, Outcome, const std::string&) override { ++ended; }
+  int started = 0, ended = 0;
+};
+
+struct Fixture {
+  Fixture() {
+    root = fs::temp_directory_path() / ("mle_exec_test_" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    fs::create_directories(root / "runs");
+    options.runs_dir = (root / "runs").string();
+    options.shim = MLE_SHIM;
+    options.gcs_root = (root / "buckets").string();
+  }
+  ~Fixture() { fs::remove_all(root); }
+  // Starts a real replica (sleeping) for task `task` of job p/j, as the executor would.
+  pid_t StartReplica(const std::string& task) {
+    const std::string job_dir = common::JobRunDir(options.runs_dir, "p", "j");
+    fs::create_directories(common::ReplicaDir(job_dir, task) + "/work");
+    std::vector<std::string> argv = {options.shim, "--log", common::ReplicaLogPath(job_dir, task), "--exit",
+                                     common::ReplicaExitPath(job_dir, task), "--cwd",
+                                     common::ReplicaDir(job_dir, task) + "/work", "--", "sleep", "60"};
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    pid_t pid = 0;
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);  // as the executor spawns replicas
+    EXPECT_EQ(::posix_spawn(&pid, options.shim.c_str(), nullptr, &attr, args.data(), environ), 0);
+    posix_spawnattr_destroy(&attr);
+    // Until it has exec'd, /proc shows the test's own command line.
+    for (int i = 0; i < 500; ++i) {
+      std::stringstream cmdline;
+      cmdline << std::ifstream("/proc/" + std::to_string(pid) + "/cmdline").rdbuf();
+      if (cmdline.str().find("mlengine-replica") != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return pid;
+  }
+  fs::path root;
+  LocalExecutorOptions options;
+};
+
+bool Gone(pid_t pid) {
+  // Reap if it is our child; then check it no longer exists.
+  for (int i = 0; i < 200; ++i) {
+    int status;
+    if (::waitpid(pid, &status, WNOHANG) == pid || ::kill(pid, 0) != 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+model::Job RunningJob() {
+  model::Job job;
+  job.project = "p";
+  job.job_id = "j";
+  job.state = model::JobState::kRunning;
+  return job;
+}
+
+TEST(LocalExecutorRecoverTest, StartCutShortIsEndedAndPlacedAgain) {
+  Fixture f;
+  runtime::PackageCache cache((f.root / "envs").string());
+  LocalExecutor executor(f.options, runtime::RuntimeCatalog(), cache);
+  Events events;
+  executor.SetEvents(&events);
+  const pid_t pid = f.StartReplica("master-replica-0");
+  // The manifest names the replica but was never completed ("started").
+  std::ofstream(common::JobRunDir(f.options.runs_dir, "p", "j") + "/replicas")
+      << "replica master-replica-0 " << pid << " localhost -\n";
+  EXPECT_FALSE(executor.Recover(RunningJob()).has_value());
+  EXPECT_TRUE(Gone(pid)) << "the half-started replica must not keep running";
+  EXPECT_EQ(events.ended, 0);
+}
+
+TEST(LocalExecutorRecoverTest, CompleteStartIsAdopted) {
+  Fixture f;
+  runtime::PackageCache cache((f.root / "envs").string());
+  LocalExecutor executor(f.options, runtime::RuntimeCatalog(), cache);
+  Events events;
+  executor.SetEvents(&events);
+  const pid_t pid = f.StartReplica("master-replica-0");
+  std::ofstream(common::JobRunDir(f.options.runs_dir, "p", "j") + "/replicas")
+      << "replica master-replica-0 " << pid << " localhost -\nstarted\n";
+  auto placement = executor.Recover(RunningJob());
+  ASSERT_TRUE(placement.has_value());
+  EXPECT_EQ(placement->replicas.count("master-replica-0"), 1u);
+  EXPECT_EQ(::kill(pid, 0), 0) << "an adopted replica keeps running";
+  executor.Cancel({"p", "j"}, "test over");
+  EXPECT_TRUE(Gone(pid));
+}
+
+}  // namespace
+}  // namespace mle::executor
