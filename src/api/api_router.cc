@@ -1,5 +1,7 @@
 #include "absl/strings/string_view.h"
 #include "api/api_router.h"
+
+#include "api/field_mask.h"
 #include "api/http_util.h"
 
 #include <nlohmann/json.hpp>
@@ -121,6 +123,19 @@ void ApiRouter::Handle(HttpRequest request, Responder respond) const {
   call->pretty = call->Param("prettyPrint") != "false";
   const bool pretty = call->pretty;
   auto fail = [respond, pretty](const absl::Status& s) { respond(RenderError(s, pretty)); };
+
+  // Partial responses (`fields`): applied to successful replies only.
+  if (const std::string fields = call->Param("fields"); !fields.empty()) {
+    auto mask = FieldMask::Parse(fields);
+    if (!mask.ok()) return fail(mask.status());
+    respond = [respond, mask = *std::move(mask), pretty](HttpResponse r) {
+      if (r.status == 200) {
+        json body = json::parse(r.body, nullptr, false);
+        if (!body.is_discarded()) r = Render(mask.Apply(body), pretty);
+      }
+      respond(std::move(r));
+    };
+  }
 
   if (auto s = auth_.Check(request.authorization, call->Param("access_token")); !s.ok()) return fail(s);
 

@@ -662,3 +662,20 @@ def test_iam_methods_answer_with_a_json_error(server, project):
     status, body = server.call("GET", "/v1/projects/%s/jobs/iam:getIamPolicy" % project)
     assert status >= 400 and "error" in body, body
     assert body["error"]["code"] == status
+
+
+def test_fields_gives_a_partial_response(server, project):
+    server.create_ok(project, tpu_job("partial"))
+    r = server.request("GET", "/v1/projects/%s/jobs/partial" % project, query={"fields": "jobId,state"})
+    assert r.status == 200, r
+    assert r.json == {"jobId": "partial", "state": "QUEUED"}
+    r = server.request("GET", "/v1/projects/%s/jobs/partial" % project,
+                       query={"fields": "trainingInput(scaleTier,region)"})
+    assert r.json == {"trainingInput": {"scaleTier": "BASIC_TPU", "region": "us-central1"}}, r.json
+    r = server.request("GET", "/v1/projects/%s/jobs" % project, query={"fields": "jobs(jobId),nextPageToken"})
+    assert r.status == 200 and r.json == {"jobs": [{"jobId": "partial"}]}, r.json
+    # Errors are never trimmed.
+    r = server.request("GET", "/v1/projects/%s/jobs/nosuch" % project, query={"fields": "jobId"})
+    assert r.status == 404 and r.json["error"]["status"] == "NOT_FOUND"
+    r = server.request("GET", "/v1/projects/%s/jobs/partial" % project, query={"fields": "jobs(jobId"})
+    assert r.status == 400 and violation_fields(r.json) == ["fields"], r.json
