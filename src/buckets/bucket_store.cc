@@ -430,6 +430,20 @@ absl::StatusOr<std::vector<BucketInfo>> BucketStore::ListBuckets() const {
 
 // -- walking --
 
+absl::StatusOr<BucketStore::ObjectDir> BucketStore::OpenObjectDir(absl::string_view bucket, absl::string_view name,
+                                                                  bool create) const {
+  ObjectDir dir;
+  auto bucket_fd = OpenBucketDir(bucket);
+  if (!bucket_fd.ok()) return bucket_fd.status();
+  dir.bucket = *std::move(bucket_fd);
+  auto parent = OpenParentDir(dir.bucket.get(), bucket, name, create, &dir.chain);
+  if (!parent.ok()) return parent.status();
+  dir.parent = *parent;
+  const size_t slash = name.rfind('/');
+  dir.leaf = std::string(slash == absl::string_view::npos ? name : name.substr(slash + 1));
+  return dir;
+}
+
 absl::StatusOr<int> BucketStore::OpenParentDir(int bucket_fd, absl::string_view bucket, absl::string_view name,
                                                bool create, std::vector<ScopedFd>* chain) const {
   std::vector<absl::string_view> segments = absl::StrSplit(name, '/');
@@ -469,28 +483,19 @@ absl::StatusOr<int> BucketStore::OpenParentDir(int bucket_fd, absl::string_view 
   return current;
 }
 
-namespace {
-absl::string_view Leaf(absl::string_view name) {
-  auto slash = name.rfind('/');
-  return slash == absl::string_view::npos ? name : name.substr(slash + 1);
-}
-}  // namespace
 
 absl::StatusOr<ObjectInfo> BucketStore::StatOpen(absl::string_view bucket, absl::string_view name,
                                                  ScopedFd* fd_out) const {
   if (auto s = ValidateObjectName(name); !s.ok()) return s;
-  auto bucket_fd = OpenBucketDir(bucket);
-  if (!bucket_fd.ok()) return bucket_fd.status();
-  std::vector<ScopedFd> chain;
-  auto parent = OpenParentDir(bucket_fd->get(), bucket, name, false, &chain);
-  if (!parent.ok()) return parent.status();
-  const std::string leaf(Leaf(name));
+  auto dir = OpenObjectDir(bucket, name, false);
+  if (!dir.ok()) return dir.status();
+  const std::string& leaf = dir->leaf;
   // O_NONBLOCK: opening a FIFO a trainer left must not hang us.
-  ScopedFd fd(::openat(*parent, leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  ScopedFd fd(::openat(dir->parent, leaf.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd.valid()) {
     const int err = errno;
     struct stat st;
-    if (::fstatat(*parent, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+    if (::fstatat(dir->parent, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
       return SymlinkRefused(bucket, name);
     }
     if (err == ENOENT || err == ENOTDIR || err == ELOOP) return NoSuchObject(bucket, name);
@@ -674,14 +679,11 @@ absl::StatusOr<ObjectInfo> BucketStore::Install(absl::string_view bucket, absl::
   if (::fstat(fd, &st) != 0) return IoError("fstat", errno);
 
   absl::MutexLock lock(&namespace_mu_);
-  auto bucket_fd = OpenBucketDir(bucket);
-  if (!bucket_fd.ok()) return bucket_fd.status();
-  std::vector<ScopedFd> chain;
-  auto parent = OpenParentDir(bucket_fd->get(), bucket, name, true, &chain);
-  if (!parent.ok()) return parent.status();
-  const std::string leaf(Leaf(name));
+  auto dir = OpenObjectDir(bucket, name, true);
+  if (!dir.ok()) return dir.status();
+  const std::string& leaf = dir->leaf;
   struct stat existing;
-  if (::fstatat(*parent, leaf.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
+  if (::fstatat(dir->parent, leaf.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
     if (S_ISLNK(existing.st_mode)) return SymlinkRefused(bucket, name);
     if (S_ISDIR(existing.st_mode)) {
       return absl::FailedPreconditionError(
@@ -696,12 +698,12 @@ absl::StatusOr<ObjectInfo> BucketStore::Install(absl::string_view bucket, absl::
   // Metadata first: if we crash before the rename, it describes a file that
   // is not there (and is ignored, its inode differing from any later file).
   if (auto s = WriteMeta(bucket, name, st, sha256); !s.ok()) return s;
-  if (::renameat(source_dir, source.c_str(), *parent, leaf.c_str()) != 0) {
+  if (::renameat(source_dir, source.c_str(), dir->parent, leaf.c_str()) != 0) {
     const int err = errno;
     RemoveMeta(bucket, name);
     return IoError(absl::StrCat("cannot write gs://", bucket, "/", name), err);
   }
-  ::fsync(*parent);
+  ::fsync(dir->parent);
   ObjectInfo info;
   info.bucket = std::string(bucket);
   info.name = std::string(name);
@@ -789,28 +791,25 @@ absl::StatusOr<ObjectInfo> BucketStore::PutFile(absl::string_view bucket, absl::
 absl::Status BucketStore::Delete(absl::string_view bucket, absl::string_view name) {
   if (auto s = ValidateObjectName(name); !s.ok()) return s;
   absl::MutexLock lock(&namespace_mu_);
-  auto bucket_fd = OpenBucketDir(bucket);
-  if (!bucket_fd.ok()) return bucket_fd.status();
-  std::vector<ScopedFd> chain;
-  auto parent = OpenParentDir(bucket_fd->get(), bucket, name, false, &chain);
-  if (!parent.ok()) return parent.status();
-  const std::string leaf(Leaf(name));
+  auto dir = OpenObjectDir(bucket, name, false);
+  if (!dir.ok()) return dir.status();
+  const std::string& leaf = dir->leaf;
   struct stat st;
-  if (::fstatat(*parent, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+  if (::fstatat(dir->parent, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return NoSuchObject(bucket, name);
     return IoError(absl::StrCat("cannot delete gs://", bucket, "/", name), errno);
   }
   if (S_ISLNK(st.st_mode)) return SymlinkRefused(bucket, name);
   if (!S_ISREG(st.st_mode)) return NoSuchObject(bucket, name);
-  if (::unlinkat(*parent, leaf.c_str(), 0) != 0) {
+  if (::unlinkat(dir->parent, leaf.c_str(), 0) != 0) {
     return IoError(absl::StrCat("cannot delete gs://", bucket, "/", name), errno);
   }
   RemoveMeta(bucket, name);
-  ::fsync(*parent);
+  ::fsync(dir->parent);
   // Directories exist only to hold objects: remove the ones left empty.
   std::vector<absl::string_view> segments = absl::StrSplit(name, '/');
-  for (size_t i = chain.size(); i-- > 0;) {
-    const int above = i == 0 ? bucket_fd->get() : chain[i - 1].get();
+  for (size_t i = dir->chain.size(); i-- > 0;) {
+    const int above = i == 0 ? dir->bucket.get() : dir->chain[i - 1].get();
     if (::unlinkat(above, std::string(segments[i]).c_str(), AT_REMOVEDIR) != 0) break;
   }
   return absl::OkStatus();

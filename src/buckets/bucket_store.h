@@ -186,6 +186,16 @@ class BucketStore {
   // Walks (creating with `create`) the directories of `name` below the
   // bucket without following symlinks; returns the leaf's directory, owned
   // by `chain` (or bucket_fd itself), which holds every directory opened.
+  // An object's parent directory, reached without following symlinks; the
+  // descriptors of the path stay open while this lives. `parent` belongs to
+  // `bucket` or `chain`.
+  struct ObjectDir {
+    ScopedFd bucket;
+    std::vector<ScopedFd> chain;
+    int parent = -1;
+    std::string leaf;  // the object's last path segment
+  };
+  absl::StatusOr<ObjectDir> OpenObjectDir(absl::string_view bucket, absl::string_view name, bool create) const;
   absl::StatusOr<int> OpenParentDir(int bucket_fd, absl::string_view bucket, absl::string_view name, bool create,
                                     std::vector<ScopedFd>* chain) const;
   // A new empty file in ROOT/.tmp; its name there in *name.

@@ -55,6 +55,13 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+// "exit N" / "signal N" as mlengine-replica recorded it; "" when it could not.
+std::string ReadExitText(const std::string& path) {
+  std::string text = ReadFile(path);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
 // The last `n` lines of a replica log, without their timestamps.
 std::vector<std::string> LogTail(const std::string& path, size_t n) {
   std::ifstream in(path, std::ios::binary);
@@ -484,9 +491,7 @@ void LocalExecutor::Watch() {
             }
           }
           rep.exited = true;
-          std::string text = ReadFile(common::ReplicaExitPath(run.dir, task));
-          while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-          rep.exit_text = text;
+          rep.exit_text = ReadExitText(common::ReplicaExitPath(run.dir, task));
           OnReplicaExit(run, rep);
           touched.push_back(key);
         }
@@ -554,9 +559,7 @@ std::optional<model::Placement> LocalExecutor::Recover(const model::Job& job) {
       const bool alive = cmdline.find(exit_path) != std::string::npos;
       if (fs::exists(exit_path) || !alive) {
         r.exited = true;
-        std::string text = ReadFile(exit_path);
-        while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-        r.exit_text = text;
+        r.exit_text = ReadExitText(exit_path);
       } else {
         AddToEpoll(r);
       }

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -38,7 +39,16 @@ struct Fixture {
     options.shim = MLE_SHIM;
     options.gcs_root = (root / "buckets").string();
   }
-  ~Fixture() { fs::remove_all(root); }
+  ~Fixture() {
+    executor.reset();
+    fs::remove_all(root);
+  }
+  LocalExecutor& Executor() {
+    cache = std::make_unique<runtime::PackageCache>((root / "envs").string());
+    executor = std::make_unique<LocalExecutor>(options, runtime::RuntimeCatalog(), *cache);
+    executor->SetEvents(&events);
+    return *executor;
+  }
   // Starts a real replica (sleeping) for task `task` of job p/j, as the executor would.
   pid_t StartReplica(const std::string& task) {
     const std::string job_dir = common::JobRunDir(options.runs_dir, "p", "j");
@@ -66,6 +76,9 @@ struct Fixture {
   }
   fs::path root;
   LocalExecutorOptions options;
+  Events events;
+  std::unique_ptr<runtime::PackageCache> cache;
+  std::unique_ptr<LocalExecutor> executor;
 };
 
 bool Gone(pid_t pid) {
@@ -88,25 +101,19 @@ model::Job RunningJob() {
 
 TEST(LocalExecutorRecoverTest, StartCutShortIsEndedAndPlacedAgain) {
   Fixture f;
-  runtime::PackageCache cache((f.root / "envs").string());
-  LocalExecutor executor(f.options, runtime::RuntimeCatalog(), cache);
-  Events events;
-  executor.SetEvents(&events);
+  LocalExecutor& executor = f.Executor();
   const pid_t pid = f.StartReplica("master-replica-0");
   // The manifest names the replica but was never completed ("started").
   std::ofstream(common::JobRunDir(f.options.runs_dir, "p", "j") + "/replicas")
       << "replica master-replica-0 " << pid << " localhost -\n";
   EXPECT_FALSE(executor.Recover(RunningJob()).has_value());
   EXPECT_TRUE(Gone(pid)) << "the half-started replica must not keep running";
-  EXPECT_EQ(events.ended, 0);
+  EXPECT_EQ(f.events.ended, 0);
 }
 
 TEST(LocalExecutorRecoverTest, CompleteStartIsAdopted) {
   Fixture f;
-  runtime::PackageCache cache((f.root / "envs").string());
-  LocalExecutor executor(f.options, runtime::RuntimeCatalog(), cache);
-  Events events;
-  executor.SetEvents(&events);
+  LocalExecutor& executor = f.Executor();
   const pid_t pid = f.StartReplica("master-replica-0");
   std::ofstream(common::JobRunDir(f.options.runs_dir, "p", "j") + "/replicas")
       << "replica master-replica-0 " << pid << " localhost -\nstarted\n";
