@@ -12,6 +12,7 @@ import importlib.util
 import json
 import logging
 import os
+import socket
 import time
 
 __all__ = [
@@ -58,6 +59,17 @@ def _host_port(host):
     return "%s:%d" % (host, TPU_PORT)
 
 
+def _ask_worker(endpoint, timeout=2.0):
+    """The greeting line of the mlengine TPU worker at host:port. Raises
+    RuntimeError when it does not answer (not started yet)."""
+    host, _, port = endpoint.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as conn:
+            return conn.makefile("r").readline().strip()
+    except (OSError, ValueError) as e:
+        raise RuntimeError("TPU worker %s is not ready: %s" % (endpoint, e)) from e
+
+
 class SimulatedTpuClusterResolver(object):
     """A stand-in for TensorFlow's TPUClusterResolver on simulated TPU hosts.
 
@@ -88,6 +100,13 @@ class SimulatedTpuClusterResolver(object):
         self.worker_id = int(worker_id) if worker_id.strip().isdigit() else 0
         hosts = [h.strip() for h in env.get("TPU_WORKER_HOSTNAMES", "").split(",")]
         self.worker_hosts = [_host_port(h) for h in hosts if h]
+        # Under Slurm each TPU host runs mlengine.tpu_worker: the TPU is ready
+        # once every one of them answers.
+        endpoints = [e.strip() for e in
+                     env.get("MLENGINE_TPU_WORKER_ENDPOINTS", "").split(",") if e.strip()]
+        if endpoints:
+            self.worker_hosts = endpoints
+            self.worker_replies = [_ask_worker(e) for e in endpoints]
         if not self.worker_hosts:
             raise RuntimeError(
                 "TPU %r is not ready: TPU_WORKER_HOSTNAMES is empty"
@@ -135,6 +154,7 @@ class SimulatedTpuClusterResolver(object):
             "total_cores": self.total_cores(),
             "simulated_accelerator": self.simulated_accelerator,
             "simulated": True,
+            "worker_replies": list(getattr(self, "worker_replies", [])),
         }
 
     def __repr__(self):

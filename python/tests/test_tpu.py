@@ -236,3 +236,44 @@ def test_default_factory_without_tensorflow_simulates(monkeypatch):
     resolver = tpu.default_resolver_factory("n", zone="z", project="p")
     assert isinstance(resolver, tpu.SimulatedTpuClusterResolver)
     assert resolver.cluster_spec() == {"worker": ["h0:8470"]}
+
+
+def test_resolver_waits_for_every_tpu_worker_endpoint(monkeypatch):
+    """Under Slurm the master gets MLENGINE_TPU_WORKER_ENDPOINTS; the resolver
+    is ready only once every mlengine.tpu_worker answers."""
+    import os
+    import subprocess
+    import sys
+    import socket as socket_mod
+    from mlengine import tpu
+
+    def free_port():
+        with socket_mod.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    ports = [free_port(), free_port()]
+    env = {"TPU_CONFIG": '{"project": "p", "zone": "z", "tpu_node_name": "j-tpu"}',
+           "TPU_WORKER_HOSTNAMES": "h1,h2", "TPU_ACCELERATOR_TYPE": "v3-16",
+           "MLENGINE_SIMULATED_ACCELERATOR": "tpu-v3-16 (simulated)",
+           "MLENGINE_TPU_WORKER_ENDPOINTS": ",".join("127.0.0.1:%d" % p for p in ports)}
+    with pytest.raises(RuntimeError, match="not ready"):
+        tpu.SimulatedTpuClusterResolver(environ=env)
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    procs = []
+    try:
+        for i, p in enumerate(ports):
+            wenv = dict(os.environ, TPU_WORKER_ID=str(i), TPU_WORKER_HOSTNAMES="h1,h2",
+                        TPU_ACCELERATOR_TYPE="v3-16", MLENGINE_TPU_PORT=str(p),
+                        PYTHONPATH=here)
+            procs.append(subprocess.Popen([sys.executable, "-m", "mlengine.tpu_worker"], env=wenv,
+                                          stdout=subprocess.PIPE, text=True))
+        for proc in procs:
+            assert "listening on port" in proc.stdout.readline()
+        resolver = tpu.SimulatedTpuClusterResolver(environ=env)
+        assert resolver.worker_hosts == ["127.0.0.1:%d" % p for p in ports]
+        assert [r.split()[1] for r in resolver.worker_replies] == ["0", "1"]
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=10)

@@ -1,5 +1,5 @@
 // Executor: the seam between the scheduler (which decides) and a way of
-// running processes (local child processes now, Slurm next). The scheduler
+// running processes (local child processes, or a Slurm cluster). The scheduler
 // calls Launch/Cancel/Recover; the executor reports back through
 // ExecutorEvents, from any thread. Implementations own their threads.
 #pragma once
@@ -30,6 +30,12 @@ class ExecutorEvents {
   virtual ~ExecutorEvents() = default;
   // Every replica has started (PREPARING -> RUNNING).
   virtual void JobStarted(const JobRef& job) = 0;
+  // Executors whose cluster manager queues jobs itself (PlacesJobs()):
+  // the job waits in that queue, `reason` says why in words for the user
+  // (QUEUED; also after a requeue from PREPARING/RUNNING) ...
+  virtual void JobWaiting(const JobRef& job, const std::string& reason) = 0;
+  // ... and it has been given its nodes and is being started (PREPARING).
+  virtual void JobPreparing(const JobRef& job) = 0;
   // The job's processes are all gone. Called exactly once per Launch/Recover.
   virtual void JobEnded(const JobRef& job, Outcome outcome, const std::string& message) = 0;
 };
@@ -40,6 +46,13 @@ class Executor {
   // Admission at submission: can this executor run the job at all (runtime
   // installed, containers supported, ...)? FAILED_PRECONDITION saying why not.
   virtual absl::Status CheckRunnable(const model::Job& job) const = 0;
+  // False: the scheduler places jobs on the inventory and hands over
+  // placed jobs (local). True: the executor's cluster manager queues and
+  // places jobs itself (Slurm); the scheduler hands every job over at once
+  // with an empty placement and learns its progress from JobWaiting /
+  // JobPreparing / JobStarted, and CheckRunnable also answers whether the
+  // cluster could ever run the job.
+  virtual bool PlacesJobs() const { return false; }
   // Prepares (packages, environment) and starts every replica of `job` where
   // `placement` says. Asynchronous; reports through ExecutorEvents.
   virtual void Launch(const model::Job& job, const model::JobDemand& demand, const model::Placement& placement) = 0;

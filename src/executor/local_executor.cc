@@ -25,6 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "common/run_layout.h"
 #include "common/subprocess.h"
+#include "executor/job_prep.h"
 #include "model/catalog.h"
 #include "runtime/replica_env.h"
 
@@ -48,46 +49,6 @@ bool PortFree(int port) {
   return ok;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// "exit N" / "signal N" as mlengine-replica recorded it; "" when it could not.
-std::string ReadExitText(const std::string& path) {
-  std::string text = ReadFile(path);
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
-}
-
-// The last `n` lines of a replica log, without their timestamps.
-std::vector<std::string> LogTail(const std::string& path, size_t n) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  const std::streamoff from = std::max<std::streamoff>(0, size - 16384);
-  in.seekg(from);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
-  if (from > 0 && !lines.empty()) lines.erase(lines.begin());  // partial first line
-  std::vector<std::string> out;
-  for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i) {
-    std::vector<std::string> parts = absl::StrSplit(lines[i], absl::MaxSplits('\t', 2));
-    out.push_back(parts.size() == 3 ? parts[2] : lines[i]);
-  }
-  return out;
-}
-
-std::string SignalName(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  const char* desc = sigdescr_np(sig);
-  return absl::StrCat(sig, " (", abbrev ? absl::StrCat("SIG", abbrev) : "?", desc ? absl::StrCat(": ", desc) : "",
-                      ")");
-}
-
 // SIGKILLs the process group of every mlengine-replica whose command line
 // names `run_dir` (its --log/--exit paths live there).
 void KillLeftovers(const std::string& run_dir) {
@@ -95,7 +56,7 @@ void KillLeftovers(const std::string& run_dir) {
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
     int pid = 0;
     if (!absl::SimpleAtoi(e.path().filename().string(), &pid) || pid <= 1 || pid == ::getpid()) continue;
-    std::string cmdline = ReadFile(e.path().string() + "/cmdline");
+    std::string cmdline = ReadFileOrEmpty(e.path().string() + "/cmdline");
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
     if (cmdline.find("mlengine-replica") != std::string::npos && cmdline.find(run_dir + "/") != std::string::npos) {
       ::kill(-pid, SIGKILL);  // the shim leads its replica's process group
@@ -149,37 +110,7 @@ LocalExecutor::~LocalExecutor() {
 }
 
 absl::Status LocalExecutor::CheckRunnable(const model::Job& job) const {
-  if (!job.training_input) return absl::OkStatus();
-  const model::TrainingInput& t = *job.training_input;
-  if (t.master_config && !t.master_config->image_uri.empty()) {
-    return absl::FailedPreconditionError(
-        "This job uses a custom container (masterConfig.imageUri), but this mlengine cluster runs Python "
-        "packages with installed runtimes only and has no container runtime. Submit the trainer as a package "
-        "(--package-path / packageUris with --runtime-version).");
-  }
-  if (t.hyperparameters) {
-    return absl::FailedPreconditionError(
-        "Hyperparameter tuning jobs (trainingInput.hyperparameters) are not run by this mlengine version yet; "
-        "submit the job without hyperparameters, one trial per job.");
-  }
-  const runtime::Runtime* rt = runtimes_.Find(t.runtime_version);
-  if (rt == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "Runtime version ", t.runtime_version.empty() ? "(none)" : t.runtime_version,
-        " is not installed on this cluster. Installed runtime versions: ", runtimes_.Describe(), "."));
-  }
-  if (!t.python_version.empty() && t.python_version != rt->python_version) {
-    return absl::FailedPreconditionError(absl::StrCat("Runtime version ", rt->name, " provides Python ",
-                                                      rt->python_version, ", not ", t.python_version,
-                                                      "; set pythonVersion to ", rt->python_version, " or leave it unset."));
-  }
-  const bool tpu = t.scale_tier == "BASIC_TPU" || t.worker_type == model::kCloudTpuMachine;
-  if (tpu && !rt->tpu_capable) {
-    return absl::FailedPreconditionError(absl::StrCat("Runtime version ", rt->name,
-                                                      " is not declared TPU-capable on this cluster (runtimes.yaml: "
-                                                      "tpu_capable), so it cannot run a TPU job."));
-  }
-  return absl::OkStatus();
+  return CheckJobRunnable(job, runtimes_);
 }
 
 void LocalExecutor::Launch(const model::Job& job, const model::JobDemand& demand, const model::Placement& placement) {
@@ -218,24 +149,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     }
     events_->JobEnded(ref, ending == Ending::kStopped ? Outcome::kStopped : Outcome::kFailed, message);
   };
-  const model::TrainingInput& t = *job.training_input;
-  const runtime::Runtime* rt = runtimes_.Find(t.runtime_version);
-  if (rt == nullptr) return fail(Ending::kFailed, absl::StrCat("Runtime version ", t.runtime_version, " is not installed."));
-
-  // Packages: gs:// URIs are files in the bucket store.
-  std::vector<std::string> packages;
-  for (const auto& uri : t.package_uris) {
-    const std::string rest = uri.substr(5);  // validation guarantees "gs://"
-    const std::string path = options_.gcs_root + "/" + rest;
-    if (rest.find("..") != std::string::npos || !fs::is_regular_file(path)) {
-      return fail(Ending::kFailed, absl::StrCat("The package ", uri,
-                                                " was not found in bucket storage. Stage it first (mlengine jobs "
-                                                "submit training --package-path does), or check it with "
-                                                "`mlengine storage ls`."));
-    }
-    packages.push_back(path);
-  }
-  auto env = cache_.Prepare(*rt, packages);
+  auto env = PrepareJobEnvironment(job, runtimes_, cache_, options_.gcs_root);
   if (!env.ok()) return fail(Ending::kFailed, std::string(env.status().message()));
 
   std::unique_lock<std::mutex> lock(mu_);
@@ -395,20 +309,7 @@ void LocalExecutor::BeginStop(RunningJob& job, Ending ending, std::string messag
 }
 
 std::string LocalExecutor::FailureMessage(const RunningJob& job, const Replica& replica) const {
-  std::string what;
-  int value = 0;
-  if (absl::StartsWith(replica.exit_text, "exit ") && absl::SimpleAtoi(replica.exit_text.substr(5), &value)) {
-    what = value == 127 ? absl::StrCat("could not start its program (exit status 127)")
-                        : absl::StrCat("exited with a non-zero status of ", value);
-  } else if (absl::StartsWith(replica.exit_text, "signal ") && absl::SimpleAtoi(replica.exit_text.substr(7), &value)) {
-    what = absl::StrCat("was terminated by signal ", SignalName(value));
-  } else {
-    what = "was killed before it could record how it ended";
-  }
-  std::string message = absl::StrCat("The replica ", replica.task, " ", what, ".");
-  auto tail = LogTail(common::ReplicaLogPath(job.dir, replica.task), 8);
-  if (!tail.empty()) absl::StrAppend(&message, " Last lines of its log:\n", absl::StrJoin(tail, "\n"));
-  return message;
+  return DescribeReplicaEnd(job.dir, replica.task, replica.exit_text);
 }
 
 void LocalExecutor::OnReplicaExit(RunningJob& job, Replica& replica) {
@@ -555,7 +456,7 @@ std::optional<model::Placement> LocalExecutor::Recover(const model::Job& job) {
     for (auto& [task, r] : stored.replicas) {
       const std::string exit_path = common::ReplicaExitPath(dir, task);
       // The pid is ours only if it is still a mlengine-replica for this replica.
-      const std::string cmdline = ReadFile(absl::StrCat("/proc/", r.pid, "/cmdline"));
+      const std::string cmdline = ReadFileOrEmpty(absl::StrCat("/proc/", r.pid, "/cmdline"));
       const bool alive = cmdline.find(exit_path) != std::string::npos;
       if (fs::exists(exit_path) || !alive) {
         r.exited = true;

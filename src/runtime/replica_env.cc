@@ -25,7 +25,24 @@ std::string Address(const LaunchContext& c, const std::string& task) {
   return absl::StrCat(h == c.hosts.end() ? "localhost" : h->second, ":", p == c.ports.end() ? 0 : p->second);
 }
 
+// TPU_CONFIG, TPU_WORKER_ID, TPU_WORKER_HOSTNAMES, TPU_ACCELERATOR_TYPE.
+void SetTpuEnv(const model::Job& job, const model::JobDemand& demand, const model::Placement& placement,
+               const LaunchContext& context, int worker_id, std::map<std::string, std::string>* env) {
+  auto& e = *env;
+  const std::string node =
+      placement.tpu_hosts.size() == 1 ? placement.tpu_hosts[0] : absl::StrCat(job.job_id, "-tpu");
+  e["TPU_CONFIG"] = json{{"project", job.project}, {"zone", context.zone}, {"tpu_node_name", node}}.dump();
+  e["TPU_WORKER_ID"] = std::to_string(worker_id);
+  e["TPU_WORKER_HOSTNAMES"] = absl::StrJoin(placement.tpu_hosts, ",");
+  e["TPU_ACCELERATOR_TYPE"] = TpuAcceleratorName(demand);
+  if (placement.tpu_simulated) {
+    e["MLENGINE_SIMULATED_ACCELERATOR"] = absl::StrCat("tpu-", TpuAcceleratorName(demand), " (simulated)");
+  }
+}
+
 }  // namespace
+
+std::string TpuTaskName(int index) { return absl::StrCat("tpu-replica-", index); }
 
 std::string TpuAcceleratorName(const model::JobDemand& demand) {
   std::string gen = demand.tpu_type == "TPU_V3" ? "v3" : "v2";
@@ -100,17 +117,38 @@ std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const mod
     e["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(gpus, ",");
 
     if (demand.tpu_hosts > 0 && r.role == "master") {
-      const std::string node =
-          placement.tpu_hosts.size() == 1 ? placement.tpu_hosts[0] : absl::StrCat(job.job_id, "-tpu");
-      e["TPU_CONFIG"] = json{{"project", job.project}, {"zone", context.zone}, {"tpu_node_name", node}}.dump();
-      e["TPU_WORKER_ID"] = "0";
-      e["TPU_WORKER_HOSTNAMES"] = absl::StrJoin(placement.tpu_hosts, ",");
-      e["TPU_ACCELERATOR_TYPE"] = TpuAcceleratorName(demand);
-      if (placement.tpu_simulated) {
-        e["MLENGINE_SIMULATED_ACCELERATOR"] = absl::StrCat("tpu-", TpuAcceleratorName(demand), " (simulated)");
+      SetTpuEnv(job, demand, placement, context, 0, &e);
+      if (!context.tpu_worker_argv.empty()) {
+        std::vector<std::string> endpoints;
+        for (size_t i = 0; i < placement.tpu_hosts.size(); ++i) {
+          endpoints.push_back(Address(context, TpuTaskName(static_cast<int>(i))));
+        }
+        e["MLENGINE_TPU_WORKER_ENDPOINTS"] = absl::StrJoin(endpoints, ",");
       }
     }
     out.push_back(std::move(l));
+  }
+  // A process on each TPU host (Slurm executor): the TPU worker.
+  if (!context.tpu_worker_argv.empty()) {
+    for (size_t i = 0; i < placement.tpu_hosts.size(); ++i) {
+      ReplicaLaunch l;
+      l.task_name = TpuTaskName(static_cast<int>(i));
+      l.role = "tpu";
+      l.index = static_cast<int>(i);
+      auto host = context.hosts.find(l.task_name);
+      l.host = host == context.hosts.end() ? placement.tpu_hosts[i] : host->second;
+      l.argv = context.tpu_worker_argv;
+      auto& e = l.env;
+      e["CLOUD_ML_JOB_ID"] = job.job_id;
+      e["MLENGINE_TASK_NAME"] = l.task_name;
+      e["MLENGINE_GCS_ROOT"] = context.gcs_root;
+      e["PYTHONUNBUFFERED"] = "1";
+      if (!context.python_path.empty()) e["PYTHONPATH"] = context.python_path;
+      auto port = context.ports.find(l.task_name);
+      e["MLENGINE_TPU_PORT"] = std::to_string(port == context.ports.end() ? 0 : port->second);
+      SetTpuEnv(job, demand, placement, context, static_cast<int>(i), &e);
+      out.push_back(std::move(l));
+    }
   }
   return out;
 }

@@ -34,10 +34,19 @@ struct LaunchContext {
   std::string zone = "us-central1-a";        // TPU_CONFIG zone
   std::string trial_id;                      // tuning trials only
   std::string hp_metric_file;                // CLOUD_ML_HP_METRIC_FILE
+  // When set, each TPU host of the placement also runs a process of its own,
+  // "tpu-replica-<i>" (role "tpu"), with this command: the Slurm executor
+  // runs mlengine's simulated TPU worker there. Its port is
+  // ports["tpu-replica-<i>"], given as MLENGINE_TPU_PORT; the master gets
+  // every TPU worker's host:port in MLENGINE_TPU_WORKER_ENDPOINTS.
+  std::vector<std::string> tpu_worker_argv;
 };
 
 std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const model::JobDemand& demand,
                                                 const model::Placement& placement, const LaunchContext& context);
+
+// "tpu-replica-3": the task name of the process on TPU host 3.
+std::string TpuTaskName(int index);
 
 // "v2-8", "v3-32": the TPU_ACCELERATOR_TYPE of a demand.
 std::string TpuAcceleratorName(const model::JobDemand& demand);

@@ -1,6 +1,4 @@
-// Placement policy: pure functions of (job, cluster snapshot).
-//  - DemandOf: what a job asks for, replica by replica, from its scale tier,
-//    machine types (through an operator-editable table) and accelerators.
+// Placement policy: pure functions of (job demand, cluster snapshot).
 //  - CheckFeasible: could the job ever run on this inventory? "Never" is an
 //    answer for the user (FAILED_PRECONDITION naming what the cluster has),
 //    given at submission so no job waits forever.
@@ -14,25 +12,16 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "model/demand.h"
 #include "model/job.h"
 #include "model/resources.h"
 
 namespace mle::scheduler {
 
-// What a replica of a machine type costs on this cluster.
-struct MachineShape {
-  int64_t cpu_milli = 1000;
-  int64_t memory_mib = 0;
-};
-
-struct ResourceTable {
-  // By machine type name; types not listed cost `fallback`.
-  std::map<std::string, MachineShape> machine_types;
-  MachineShape fallback;
-  static ResourceTable Defaults();
-};
-
-model::JobDemand DemandOf(const model::Job& job, const ResourceTable& table);
+// What a job asks for (model/demand.h), under the scheduler's names.
+using model::DemandOf;
+using model::MachineShape;
+using model::ResourceTable;
 
 // Resources in use, per host.
 struct Usage {

@@ -49,6 +49,7 @@ void Scheduler::Stop() {
 absl::Status Scheduler::Admit(const model::Job& job) const {
   if (executor_ == nullptr) return absl::OkStatus();
   if (auto s = executor_->CheckRunnable(job); !s.ok()) return s;
+  if (executor_->PlacesJobs()) return absl::OkStatus();  // CheckRunnable asked the cluster
   return CheckFeasible(DemandOf(job, options_.resources), options_.inventory);
 }
 
@@ -60,6 +61,10 @@ void Scheduler::Cancel(const JobKey& key) { Post(CancelEvent{key}); }
 void Scheduler::Adopt(const model::Job& job) { Post(AdoptEvent{job}); }
 void Scheduler::Tick() { Post(TickEvent{}); }
 void Scheduler::JobStarted(const executor::JobRef& job) { Post(StartedEvent{KeyOf(job)}); }
+void Scheduler::JobWaiting(const executor::JobRef& job, const std::string& reason) {
+  Post(WaitingEvent{KeyOf(job), reason});
+}
+void Scheduler::JobPreparing(const executor::JobRef& job) { Post(PreparingEvent{KeyOf(job)}); }
 void Scheduler::JobEnded(const executor::JobRef& job, executor::Outcome outcome, const std::string& message) {
   Post(EndedEvent{KeyOf(job), outcome, message});
 }
@@ -121,6 +126,9 @@ void Scheduler::Handle(const Event& e) {
     active.demand = DemandOf(a->job, options_.resources);
     active.placement = *placement;
     active.running = a->job.state == JobState::kRunning || a->job.state == JobState::kCancelling;
+    active.waiting = a->job.state == JobState::kQueued;
+    active.enqueue_time = a->job.create_time.value_or(clock_.Now());
+    active.max_wait = SchedulingDuration(a->job, false);
     active.running_since = a->job.start_time.value_or(clock_.Now());
     active.max_running = SchedulingDuration(a->job, true).value_or(kDefaultMaxRunningTime);
     usage_.Add(active.demand, active.placement);
@@ -136,10 +144,23 @@ void Scheduler::Handle(const Event& e) {
     auto it = active_.find(st->key);
     if (it == active_.end() || it->second.running) return;
     it->second.running = true;
+    it->second.waiting = false;
     it->second.running_since = clock_.Now();
-    if (!it->second.stop_requested) recorder_.Record(st->key, {JobState::kRunning, ""});
+    if (!it->second.stop_requested) recorder_.Record(st->key, {JobState::kRunning, "", true});
   } else if (const auto* en = std::get_if<EndedEvent>(&e)) {
     OnEnded(*en);
+  } else if (const auto* w = std::get_if<WaitingEvent>(&e)) {
+    auto it = active_.find(w->key);
+    if (it == active_.end() || it->second.stop_requested) return;
+    if (!it->second.waiting) it->second.enqueue_time = clock_.Now();  // requeued: wait again
+    it->second.waiting = true;
+    it->second.running = false;
+    recorder_.Record(w->key, {JobState::kQueued, w->reason, true});
+  } else if (const auto* p = std::get_if<PreparingEvent>(&e)) {
+    auto it = active_.find(p->key);
+    if (it == active_.end() || it->second.stop_requested) return;
+    it->second.waiting = false;
+    recorder_.Record(p->key, {JobState::kPreparing, "", true});
   }
 }
 
@@ -169,6 +190,7 @@ void Scheduler::RemoveQueued(const JobKey& key) {
 
 void Scheduler::TryPlace() {
   if (executor_ == nullptr) return;
+  if (executor_->PlacesJobs()) return HandOver();
   std::vector<JobKey> to_start;
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
@@ -190,6 +212,31 @@ void Scheduler::TryPlace() {
   for (const auto& key : to_start) {
     RemoveQueued(key);
     recorder_.Record(key, {JobState::kPreparing, ""});
+    const Active& a = active_.at(key);
+    executor_->Launch(a.job, a.demand, a.placement);
+  }
+}
+
+void Scheduler::HandOver() {
+  std::vector<JobKey> to_start;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    for (const auto& [neg_priority, sequence, key] : order_) {
+      const Queued& q = queued_.at(key);
+      Active active;
+      active.job = q.job;
+      active.demand = q.demand;
+      active.max_running = SchedulingDuration(q.job, true).value_or(kDefaultMaxRunningTime);
+      active.waiting = true;
+      active.enqueue_time = q.enqueue_time;
+      active.max_wait = q.max_wait;
+      active_[key] = std::move(active);
+      active_keys_.insert(key);
+      to_start.push_back(key);
+    }
+  }
+  for (const auto& key : to_start) {
+    RemoveQueued(key);
     const Active& a = active_.at(key);
     executor_->Launch(a.job, a.demand, a.placement);
   }
@@ -265,6 +312,11 @@ void Scheduler::OnTick() {
   }
   std::vector<std::pair<JobKey, std::string>> overdue;
   for (const auto& [key, a] : active_) {
+    if (a.waiting && !a.stop_requested && a.max_wait && now - a.enqueue_time >= *a.max_wait) {
+      overdue.emplace_back(key, absl::StrCat("The job was not started within its scheduling.maxWaitTime (",
+                                             common::FormatDuration(*a.max_wait), ") and was cancelled."));
+      continue;
+    }
     if (a.running && !a.stop_requested && a.max_running && now - a.running_since >= *a.max_running) {
       overdue.emplace_back(key, absl::StrCat("The job ran longer than its scheduling.maxRunningTime (",
                                              common::FormatDuration(*a.max_running), ") and was cancelled."));

@@ -5,7 +5,12 @@
 // state itself: every decision goes out through StateRecorder, which the
 // service applies durably and checks against the state machine.
 //
-// Policy: jobs are considered in priority order (scheduling.priority, higher
+// With an executor that queues and places jobs itself (Slurm:
+// Executor::PlacesJobs), the scheduler hands every job over at once, in
+// priority order, and records what the executor reports (waiting and why,
+// preparing, running, ended); deadlines are still enforced here.
+//
+// Policy (local executor): jobs are considered in priority order (scheduling.priority, higher
 // first, then oldest); each is placed as a gang (every replica and TPU host,
 // or nothing) by the pure functions of placement.h. A job that does not fit
 // now waits; a smaller job behind it may start (backfill). maxWaitTime and
@@ -49,7 +54,10 @@ struct JobKey {
 // A decision about one job, to be recorded durably by the service.
 struct JobUpdate {
   model::JobState state;
-  std::string error_message;  // empty = leave as is
+  std::string error_message;  // empty = leave as is (unless replace_message)
+  // Set errorMessage to error_message even when empty; with the job's
+  // current state, an update of the message alone (why a job still waits).
+  bool replace_message = false;
 };
 
 class StateRecorder {
@@ -91,6 +99,8 @@ class Scheduler final : public executor::ExecutorEvents {
 
   // executor::ExecutorEvents
   void JobStarted(const executor::JobRef& job) override;
+  void JobWaiting(const executor::JobRef& job, const std::string& reason) override;
+  void JobPreparing(const executor::JobRef& job) override;
   void JobEnded(const executor::JobRef& job, executor::Outcome outcome, const std::string& message) override;
 
   // Processes every posted event now, on the calling thread (tests).
@@ -105,8 +115,11 @@ class Scheduler final : public executor::ExecutorEvents {
   struct AdoptEvent { model::Job job; };
   struct TickEvent {};
   struct StartedEvent { JobKey key; };
+  struct WaitingEvent { JobKey key; std::string reason; };
+  struct PreparingEvent { JobKey key; };
   struct EndedEvent { JobKey key; executor::Outcome outcome; std::string message; };
-  using Event = std::variant<PlaceEvent, CancelEvent, AdoptEvent, TickEvent, StartedEvent, EndedEvent>;
+  using Event = std::variant<PlaceEvent, CancelEvent, AdoptEvent, TickEvent, StartedEvent, EndedEvent,
+                             WaitingEvent, PreparingEvent>;
 
   struct Queued {
     model::Job job;
@@ -125,6 +138,11 @@ class Scheduler final : public executor::ExecutorEvents {
     bool stop_requested = false;
     std::string stop_reason;
     model::JobState stop_state = model::JobState::kCancelled;
+    // Handed to an executor that queues jobs itself (PlacesJobs) and not yet
+    // given its nodes: maxWaitTime still applies.
+    bool waiting = false;
+    absl::Time enqueue_time;
+    std::optional<absl::Duration> max_wait;
   };
 
   void Post(Event e);
@@ -133,6 +151,7 @@ class Scheduler final : public executor::ExecutorEvents {
   void Enqueue(const model::Job& job);
   void RemoveQueued(const JobKey& key);
   void TryPlace();
+  void HandOver();  // PlacesJobs executors: every queued job goes to the executor now
   void Stop(const JobKey& key, const std::string& reason);
   void OnEnded(const EndedEvent& e);
   void OnTick();

@@ -30,6 +30,7 @@
 #include "common/clock.h"
 #include "db/store.h"
 #include "executor/local_executor.h"
+#include "executor/slurm/slurm_executor.h"
 #include "runtime/package_cache.h"
 #include "scheduler/scheduler.h"
 #include "server/server_config.h"
@@ -120,9 +121,11 @@ int main(int argc, char** argv) {
                  "Configuration file (YAML): runtimes, TPU hosts, GPU types; see config/mlengined.yaml. "
                  "Without it: one runtime (pytorch-1.13-cpu = /usr/bin/python3) and no TPU hosts");
   app.add_option("--executor", executor_kind,
-                 "Where jobs run: \"local\" (child processes on this machine) or \"none\" (jobs are "
+                 "Where jobs run: \"local\" (child processes on this machine), \"slurm\" (a Slurm "
+                 "cluster: the config's slurm: section, sbatch/squeue/scancel/sinfo on PATH, DATA_DIR on "
+                 "storage every node mounts at the same path; see docs/operations.md) or \"none\" (jobs are "
                  "accepted and queued but never started: a control plane only, for API tests and benchmarks)")
-      ->check(CLI::IsMember({"local", "none"}))
+      ->check(CLI::IsMember({"local", "slurm", "none"}))
       ->capture_default_str();
   app.add_option("--threads", threads, "HTTP worker threads")->capture_default_str()->check(CLI::Range(1, 64));
   app.add_option("--max-body-bytes", body_limit, "Largest request body accepted (larger: 413)")->capture_default_str();
@@ -183,17 +186,51 @@ int main(int argc, char** argv) {
   exec_options.gcs_root = buckets.string();
   exec_options.python_path = python_dir.string();
   exec_options.cancel_grace = absl::Seconds(config->cancel_grace_seconds);
-  mle::executor::LocalExecutor executor(exec_options, config->runtimes, packages);
   mle::scheduler::SchedulerOptions sched_options;
   sched_options.inventory = mle::server::DetectLocalInventory(*config);
   sched_options.resources.fallback = {config->replica_cpu_milli, 0};
 
+  // The executor: local processes, a Slurm cluster, or none.
+  std::unique_ptr<mle::executor::LocalExecutor> local_executor;
+  std::unique_ptr<mle::executor::slurm::SubprocessCommandRunner> slurm_runner;
+  std::unique_ptr<mle::executor::slurm::SlurmExecutor> slurm_executor;
+  mle::executor::Executor* executor = nullptr;
+  if (executor_kind == "local") {
+    local_executor = std::make_unique<mle::executor::LocalExecutor>(exec_options, config->runtimes, packages);
+    executor = local_executor.get();
+  } else if (executor_kind == "slurm") {
+    const fs::path launcher = FindBeside(argv[0], {"../executor/slurm/mlengine-slurm-launch", "mlengine-slurm-launch"});
+    if (launcher.empty()) return Fail("cannot find mlengine-slurm-launch next to mlengined");
+    std::map<std::string, std::string> slurm_env;
+    if (!config->slurm.conf.empty()) slurm_env["SLURM_CONF"] = config->slurm.conf;
+    slurm_runner = std::make_unique<mle::executor::slurm::SubprocessCommandRunner>(slurm_env, absl::Seconds(60));
+    mle::executor::slurm::SlurmExecutorOptions so;
+    so.runs_dir = exec_options.runs_dir;
+    so.launcher = fs::absolute(launcher).string();
+    so.shim = fs::absolute(shim).string();
+    so.gcs_root = exec_options.gcs_root;
+    so.python_path = exec_options.python_path;
+    so.settings = config->slurm.settings;
+    so.resources = config->slurm.machines;
+    so.max_poll = absl::Seconds(std::max(1, config->slurm.max_poll_seconds));
+    so.cancel_grace = exec_options.cancel_grace;
+    auto created = mle::executor::slurm::SlurmExecutor::Create(so, config->runtimes, packages, *slurm_runner);
+    if (!created.ok()) return Fail(std::string(created.status().message()));
+    slurm_executor = *std::move(created);
+    executor = slurm_executor.get();
+    sched_options.resources = config->slurm.machines;
+  }
+
   mle::service::JobService jobs(**store, clock, validation);
-  const bool run_jobs = executor_kind == "local";
-  mle::scheduler::Scheduler scheduler(clock, jobs, run_jobs ? &executor : nullptr, sched_options);
-  executor.SetEvents(&scheduler);
+  mle::scheduler::Scheduler scheduler(clock, jobs, executor, sched_options);
+  if (local_executor) local_executor->SetEvents(&scheduler);
+  if (slurm_executor) slurm_executor->SetEvents(&scheduler);
   jobs.AttachScheduler(&scheduler);
-  std::cerr << "mlengined: inventory: " << mle::scheduler::DescribeInventory(sched_options.inventory) << "\n";
+  if (slurm_executor) {
+    std::cerr << "mlengined: Slurm cluster: " << mle::executor::slurm::DescribeNodes(slurm_executor->nodes()) << "\n";
+  } else {
+    std::cerr << "mlengined: inventory: " << mle::scheduler::DescribeInventory(sched_options.inventory) << "\n";
+  }
   if (auto s = jobs.Recover(); !s.ok()) return Fail("cannot recover state: " + std::string(s.message()));
   scheduler.Start();
 
@@ -229,5 +266,9 @@ int main(int argc, char** argv) {
   (*server)->Stop();
   storage.Stop();  // finish queued storage work while the io_context still exists
   scheduler.Stop();
+  // Executor threads may still report into the (stopped) scheduler: end them
+  // while it exists. Jobs keep running; a restart finds them again.
+  slurm_executor.reset();
+  local_executor.reset();
   return 0;
 }

@@ -55,6 +55,34 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path) {
       }
     }
     config.cancel_grace_seconds = root["cancel_grace_seconds"].as<int>(config.cancel_grace_seconds);
+    config.slurm.machines = model::ResourceTable::Defaults();
+    if (auto slurm = root["slurm"]) {
+      SlurmConfig& c = config.slurm;
+      auto& st = c.settings;
+      c.conf = slurm["conf"].as<std::string>("");
+      st.partition = slurm["partition"].as<std::string>("");
+      st.account = slurm["account"].as<std::string>("");
+      st.qos = slurm["qos"].as<std::string>("");
+      st.tpu_gres = slurm["tpu_gres"].as<std::string>(st.tpu_gres);
+      st.tpu_type_constraint = slurm["tpu_type_constraint"].as<bool>(false);
+      st.tpu_simulated = slurm["tpu_simulated"].as<bool>(false);
+      st.requeue = slurm["requeue"].as<bool>(false);
+      if (auto g = slurm["gpu_gres_types"]) {
+        for (const auto& kv : g) st.gpu_gres_types[kv.first.as<std::string>()] = kv.second.as<std::string>();
+      }
+      if (auto a = slurm["sbatch_args"]) st.extra_sbatch_args = a.as<std::vector<std::string>>();
+      auto shape = [](const YAML::Node& n) {
+        model::MachineShape m;
+        m.cpu_milli = n["cpus"].as<int64_t>(1) * 1000;
+        m.memory_mib = n["memory_mib"].as<int64_t>(0);
+        return m;
+      };
+      if (auto d = slurm["default_machine"]) c.machines.fallback = shape(d);
+      if (auto m = slurm["machine_types"]) {
+        for (const auto& kv : m) c.machines.machine_types[kv.first.as<std::string>()] = shape(kv.second);
+      }
+      c.max_poll_seconds = slurm["max_poll_seconds"].as<int>(c.max_poll_seconds);
+    }
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(path.empty() ? "built-in configuration" : path, ": ", e.what()));
   }

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "executor/slurm/slurm_plan.h"
+#include "model/demand.h"
 #include "model/resources.h"
 #include "runtime/runtimes.h"
 
@@ -20,6 +22,14 @@ struct TpuHostConfig {
   bool simulated = true;
 };
 
+// `slurm:` (used with --executor slurm; see config/mlengined-slurm.yaml).
+struct SlurmConfig {
+  std::string conf;  // SLURM_CONF for sbatch/squeue/scancel/sinfo; empty: theirs
+  executor::slurm::SlurmSettings settings;
+  model::ResourceTable machines;  // machine type -> CPUs (x1000), memory
+  int max_poll_seconds = 5;
+};
+
 struct ServerConfig {
   runtime::RuntimeCatalog runtimes;
   int cpu_oversubscription = 4;
@@ -27,6 +37,7 @@ struct ServerConfig {
   std::vector<TpuHostConfig> tpu_hosts;
   std::map<std::string, std::vector<std::string>> gpu_types;  // enum type -> model substrings
   int cancel_grace_seconds = 10;
+  SlurmConfig slurm;
 };
 
 // Reads the file; an empty path gives the built-in defaults (the runtime

@@ -307,9 +307,14 @@ void JobService::Record(const Key& key, const scheduler::JobUpdate& update) {
   auto it = jobs_.find(key);
   if (it == jobs_.end()) return;
   Job& job = it->second;
-  if (!model::CanTransition(job.state, update.state)) return;
+  if (job.state == update.state) {
+    // A note on the current state (why a job still waits), or nothing.
+    if (!update.replace_message || job.error_message == update.error_message) return;
+  } else if (!model::CanTransition(job.state, update.state)) {
+    return;
+  }
   job.state = update.state;
-  if (!update.error_message.empty()) job.error_message = update.error_message;
+  if (update.replace_message || !update.error_message.empty()) job.error_message = update.error_message;
   const absl::Time now = clock_.Now();
   if ((update.state == JobState::kPreparing || update.state == JobState::kRunning) && !job.start_time) {
     job.start_time = now;

@@ -26,6 +26,8 @@ namespace fs = std::filesystem;
 class Events : public ExecutorEvents {
  public:
   void JobStarted(const JobRef&) override { ++started; }
+  void JobWaiting(const JobRef&, const std::string&) override {}
+  void JobPreparing(const JobRef&) override {}
   void JobEnded(const JobRef&, Outcome, const std::string&) override { ++ended; }
   int started = 0, ended = 0;
 };

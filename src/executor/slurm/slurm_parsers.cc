@@ -242,6 +242,67 @@ absl::StatusOr<std::vector<SlurmJob>> ParseJobsJson(absl::string_view text) {
   return out;
 }
 
+std::map<std::string, int64_t> ParseGres(absl::string_view gres) {
+  std::map<std::string, int64_t> out;
+  // Top-level commas only: "(S:0-1)" holds none, but be safe with parens.
+  int depth = 0;
+  size_t start = 0;
+  auto item = [&](absl::string_view it) {
+    if (auto paren = it.find('('); paren != absl::string_view::npos) it = it.substr(0, paren);
+    std::vector<absl::string_view> parts = absl::StrSplit(it, ':');
+    if (parts.empty() || parts[0].empty() || parts[0] == "(null)") return;
+    int64_t count = 1;
+    absl::string_view type;
+    if (parts.size() >= 2 && !ParseInt64(parts.back(), &count)) {
+      count = 1;
+      type = parts[1];
+    } else if (parts.size() >= 3) {
+      type = parts[1];
+    }
+    out[std::string(parts[0])] += count;
+    if (!type.empty()) out[absl::StrCat(parts[0], ":", type)] += count;
+  };
+  for (size_t i = 0; i <= gres.size(); ++i) {
+    if (i == gres.size() || (gres[i] == ',' && depth == 0)) {
+      item(gres.substr(start, i - start));
+      start = i + 1;
+    } else if (gres[i] == '(') {
+      ++depth;
+    } else if (gres[i] == ')') {
+      --depth;
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<SlurmNode>> ParseNodesJson(absl::string_view text) {
+  json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return absl::InvalidArgumentError("sinfo output is not JSON");
+  auto nodes = doc.find("nodes");
+  if (nodes == doc.end() || !nodes->is_array()) return absl::InvalidArgumentError("sinfo output has no \"nodes\" list");
+  std::vector<SlurmNode> out;
+  for (const json& n : *nodes) {
+    SlurmNode node;
+    node.name = String(n, "name");
+    if (node.name.empty()) return absl::InvalidArgumentError("a node in sinfo output has no name");
+    node.address = String(n, "address");
+    if (node.address.empty()) node.address = node.name;
+    node.cpus = static_cast<int>(Number(n, "cpus"));
+    node.memory_mib = Number(n, "real_memory");
+    node.gres = ParseGres(String(n, "gres"));
+    std::string features = String(n, "active_features");
+    if (features.empty()) features = String(n, "features");
+    for (absl::string_view f : absl::StrSplit(features, ',', absl::SkipEmpty())) node.features.insert(std::string(f));
+    auto st = n.find("state");
+    if (st != n.end() && st->is_string()) node.state = absl::AsciiStrToLower(st->get<std::string>());
+    if (st != n.end() && st->is_array() && !st->empty() && st->front().is_string()) {
+      node.state = absl::AsciiStrToLower(st->front().get<std::string>());
+    }
+    out.push_back(std::move(node));
+  }
+  return out;
+}
+
 MappedState MapSlurmState(absl::string_view state, absl::string_view reason) {
   using model::JobState;
   const std::string why = ReasonText(reason);

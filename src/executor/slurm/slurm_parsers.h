@@ -13,6 +13,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +53,24 @@ struct SlurmJob {
 // Note: Slurm 22.05's `squeue --json` ignores -j/-t filters and lists every job
 // the controller still knows; callers filter by job_id.
 absl::StatusOr<std::vector<SlurmJob>> ParseJobsJson(absl::string_view json);
+
+// A node as `sinfo --json` describes it.
+struct SlurmNode {
+  std::string name;
+  std::string address;   // what other nodes connect to (NodeAddr)
+  int cpus = 0;
+  int64_t memory_mib = 0;  // RealMemory
+  // GRES counts by "name" and by "name:type" ("gpu" and "gpu:t4").
+  std::map<std::string, int64_t> gres;
+  std::set<std::string> features;  // active features
+  std::string state;               // idle, mixed, allocated, down, ...
+};
+// Parses {"nodes":[...]} of `sinfo --json`. INVALID_ARGUMENT for malformed
+// JSON or a node without a name.
+absl::StatusOr<std::vector<SlurmNode>> ParseNodesJson(absl::string_view json);
+
+// Parses a GRES list: "gpu:t4:2(S:0-1),tpu:8" -> {gpu:2, gpu:t4:2, tpu:8}.
+std::map<std::string, int64_t> ParseGres(absl::string_view gres);
 
 // Expands a Slurm hostlist: top-level commas separate items; each item may
 // hold bracketed sets of numbers and ranges ("[01-03,7]"), several brackets

@@ -1,0 +1,138 @@
+#include "executor/job_prep.h"
+
+#include <string.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/run_layout.h"
+#include "model/catalog.h"
+
+namespace mle::executor {
+
+namespace fs = std::filesystem;
+
+absl::Status CheckJobRunnable(const model::Job& job, const runtime::RuntimeCatalog& runtimes) {
+  if (!job.training_input) return absl::OkStatus();
+  const model::TrainingInput& t = *job.training_input;
+  if (t.master_config && !t.master_config->image_uri.empty()) {
+    return absl::FailedPreconditionError(
+        "This job uses a custom container (masterConfig.imageUri), but this mlengine cluster runs Python "
+        "packages with installed runtimes only and has no container runtime. Submit the trainer as a package "
+        "(--package-path / packageUris with --runtime-version).");
+  }
+  if (t.hyperparameters) {
+    return absl::FailedPreconditionError(
+        "Hyperparameter tuning jobs (trainingInput.hyperparameters) are not run by this mlengine version yet; "
+        "submit the job without hyperparameters, one trial per job.");
+  }
+  const runtime::Runtime* rt = runtimes.Find(t.runtime_version);
+  if (rt == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Runtime version ", t.runtime_version.empty() ? "(none)" : t.runtime_version,
+        " is not installed on this cluster. Installed runtime versions: ", runtimes.Describe(), "."));
+  }
+  if (!t.python_version.empty() && t.python_version != rt->python_version) {
+    return absl::FailedPreconditionError(absl::StrCat("Runtime version ", rt->name, " provides Python ",
+                                                      rt->python_version, ", not ", t.python_version,
+                                                      "; set pythonVersion to ", rt->python_version, " or leave it unset."));
+  }
+  const bool tpu = t.scale_tier == "BASIC_TPU" || t.worker_type == model::kCloudTpuMachine;
+  if (tpu && !rt->tpu_capable) {
+    return absl::FailedPreconditionError(absl::StrCat("Runtime version ", rt->name,
+                                                      " is not declared TPU-capable on this cluster (runtimes.yaml: "
+                                                      "tpu_capable), so it cannot run a TPU job."));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<runtime::PreparedEnvironment> PrepareJobEnvironment(const model::Job& job,
+                                                                   const runtime::RuntimeCatalog& runtimes,
+                                                                   runtime::PackageCache& cache,
+                                                                   const std::string& gcs_root) {
+  const model::TrainingInput& t = *job.training_input;
+  const runtime::Runtime* rt = runtimes.Find(t.runtime_version);
+  if (rt == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("Runtime version ", t.runtime_version, " is not installed."));
+  }
+  // Packages: gs:// URIs are files in the bucket store.
+  std::vector<std::string> packages;
+  for (const auto& uri : t.package_uris) {
+    const std::string rest = uri.substr(5);  // validation guarantees "gs://"
+    const std::string path = gcs_root + "/" + rest;
+    if (rest.find("..") != std::string::npos || !fs::is_regular_file(path)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "The package ", uri,
+          " was not found in bucket storage. Stage it first (mlengine jobs submit training --package-path does), "
+          "or check it with `mlengine storage ls`."));
+    }
+    packages.push_back(path);
+  }
+  return cache.Prepare(*rt, packages);
+}
+
+std::string ReadFileOrEmpty(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// "exit N" / "signal N" as mlengine-replica recorded it; "" when it could not.
+std::string ReadExitText(const std::string& path) {
+  std::string text = ReadFileOrEmpty(path);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+// The last `n` lines of a replica log, without their timestamps.
+std::vector<std::string> LogTail(const std::string& path, size_t n) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = std::max<std::streamoff>(0, size - 16384);
+  in.seekg(from);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  if (from > 0 && !lines.empty()) lines.erase(lines.begin());  // partial first line
+  std::vector<std::string> out;
+  for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i) {
+    std::vector<std::string> parts = absl::StrSplit(lines[i], absl::MaxSplits('\t', 2));
+    out.push_back(parts.size() == 3 ? parts[2] : lines[i]);
+  }
+  return out;
+}
+
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  const char* desc = sigdescr_np(sig);
+  return absl::StrCat(sig, " (", abbrev ? absl::StrCat("SIG", abbrev) : "?", desc ? absl::StrCat(": ", desc) : "",
+                      ")");
+}
+
+std::string DescribeReplicaEnd(const std::string& job_dir, const std::string& task, const std::string& exit_text) {
+  std::string what;
+  int value = 0;
+  if (absl::StartsWith(exit_text, "exit ") && absl::SimpleAtoi(exit_text.substr(5), &value)) {
+    what = value == 127 ? absl::StrCat("could not start its program (exit status 127)")
+                        : absl::StrCat("exited with a non-zero status of ", value);
+  } else if (absl::StartsWith(exit_text, "signal ") && absl::SimpleAtoi(exit_text.substr(7), &value)) {
+    what = absl::StrCat("was terminated by signal ", SignalName(value));
+  } else {
+    what = "was killed before it could record how it ended";
+  }
+  std::string message = absl::StrCat("The replica ", task, " ", what, ".");
+  auto tail = LogTail(common::ReplicaLogPath(job_dir, task), 8);
+  if (!tail.empty()) absl::StrAppend(&message, " Last lines of its log:\n", absl::StrJoin(tail, "\n"));
+  return message;
+}
+
+}  // namespace mle::executor

@@ -1,0 +1,45 @@
+// What every executor does the same way, whatever runs the processes:
+//  - CheckJobRunnable: can an installed runtime run this job at all (custom
+//    containers, tuning, runtime/Python version, TPU capability)?
+//  - PrepareJobEnvironment: the job's gs:// packages installed into the
+//    package cache (a venv shared by jobs with the same packages).
+//  - DescribeReplicaEnd: "The replica worker-replica-1 exited with a non-zero
+//    status of 3. Last lines of its log: ..." from what mlengine-replica
+//    recorded in the run directory (common/run_layout.h).
+// Thread-safe (no state of their own).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "model/job.h"
+#include "runtime/package_cache.h"
+#include "runtime/runtimes.h"
+
+namespace mle::executor {
+
+// OK, or FAILED_PRECONDITION telling the user why no runtime here can run it.
+absl::Status CheckJobRunnable(const model::Job& job, const runtime::RuntimeCatalog& runtimes);
+
+// Resolves the job's packageUris in bucket storage (gs://B/x is
+// gcs_root/B/x) and installs them. FAILED_PRECONDITION with a message for the
+// user when a package is missing or cannot be installed.
+absl::StatusOr<runtime::PreparedEnvironment> PrepareJobEnvironment(const model::Job& job,
+                                                                   const runtime::RuntimeCatalog& runtimes,
+                                                                   runtime::PackageCache& cache,
+                                                                   const std::string& gcs_root);
+
+// The file's contents, "" when it cannot be read.
+std::string ReadFileOrEmpty(const std::string& path);
+// "exit N" / "signal N" as mlengine-replica recorded it; "" when it did not.
+std::string ReadExitText(const std::string& path);
+// The last `n` lines of a replica log, without their timestamps.
+std::vector<std::string> LogTail(const std::string& path, size_t n);
+// "9 (SIGKILL: Killed)".
+std::string SignalName(int sig);
+// How a replica ended, for errorMessage, with the last lines of its log.
+std::string DescribeReplicaEnd(const std::string& job_dir, const std::string& task, const std::string& exit_text);
+
+}  // namespace mle::executor

@@ -1,0 +1,320 @@
+// mlengine-slurm-launch: runs inside a Slurm allocation made for one
+// mlengine job (it is what the batch script execs; see slurm_plan.h).
+//
+//   batch mode (default): on the master's node. Reads RUN/job.json, finds
+//     each component's nodes in SLURM_JOB_NODELIST[_HET_GROUP_<k>], computes
+//     every replica's environment from the real allocation (the replica
+//     contract, runtime/replica_env.h), writes RUN/<task>/launch, starts one
+//     `srun` per component, and waits. The master ending decides the job (as
+//     on AI Platform); any other replica failing first fails it. The result
+//     goes to RUN/outcome ("SUCCEEDED" or "FAILED" then the message) before
+//     the script exits, after which Slurm stops whatever still runs.
+//   --component K / --task NAME: one task inside an srun step; becomes
+//     mlengine-replica running the replica (timestamped log, exit file).
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "codec/job_codec.h"
+#include "common/run_layout.h"
+#include "common/subprocess.h"
+#include "executor/job_prep.h"
+#include "executor/slurm/slurm_parsers.h"
+#include "executor/slurm/slurm_plan.h"
+#include "model/demand.h"
+#include "runtime/replica_env.h"
+
+extern char** environ;
+
+namespace mle::executor::slurm {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct Flags {
+  std::string run_dir, python, shim, gcs_root, python_path;
+  bool tpu_simulated = false;
+  std::vector<std::string> node_addresses;  // name=address
+  int component = -1;
+  std::string task;
+};
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
+int Die(const std::string& message) {
+  std::cerr << "mlengine-slurm-launch: " << message << std::endl;
+  return 2;
+}
+
+std::string LaunchPath(const Flags& f, const std::string& task) {
+  return common::ReplicaDir(f.run_dir, task) + "/launch";
+}
+
+void WriteOutcome(const Flags& f, bool succeeded, const std::string& message) {
+  const std::string path = f.run_dir + "/outcome";
+  {
+    std::ofstream out(path + ".tmp", std::ios::trunc);
+    out << (succeeded ? "SUCCEEDED" : "FAILED") << "\n" << message << "\n";
+  }
+  fs::rename(path + ".tmp", path);
+  std::cout << "mlengine-slurm-launch: job " << (succeeded ? "succeeded" : "failed")
+            << (message.empty() ? "" : ": ") << message << std::endl;
+}
+
+struct Loaded {
+  model::Job job;
+  model::JobDemand demand;
+  std::vector<Component> components;
+};
+
+absl::StatusOr<Loaded> Load(const Flags& f) {
+  auto job = codec::ParseStoredJob(ReadFileOrEmpty(f.run_dir + "/job.json"));
+  if (!job.ok()) return job.status();
+  Loaded l;
+  l.job = *std::move(job);
+  l.demand = model::DemandOf(l.job, model::ResourceTable::Defaults());
+  l.components = PlanComponents(l.demand, SlurmSettings{});
+  return l;
+}
+
+// One task: becomes mlengine-replica running the replica.
+int RunTask(const Flags& f, const Loaded& l) {
+  std::string task = f.task;
+  if (task.empty()) {
+    if (f.component < 0 || f.component >= static_cast<int>(l.components.size())) return Die("bad --component");
+    const Component& c = l.components[f.component];
+    int rank = 0;
+    if (!absl::SimpleAtoi(Env("SLURM_PROCID"), &rank) || rank < 0 || rank >= static_cast<int>(c.tasks.size())) {
+      return Die(absl::StrCat("SLURM_PROCID ", Env("SLURM_PROCID"), " is not a task of component ", f.component));
+    }
+    task = c.tasks[rank];
+  }
+  json launch = json::parse(ReadFileOrEmpty(LaunchPath(f, task)), nullptr, false);
+  if (launch.is_discarded() || !launch.is_object()) return Die(absl::StrCat("no launch file for ", task));
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = kv.substr(0, eq);
+    if (absl::StartsWith(key, "MLENGINE_")) continue;  // mlengined's own, not the replica's
+    env[key] = kv.substr(eq + 1);
+  }
+  const std::string inherited_path = env["PYTHONPATH"];
+  const std::string slurm_gpus = env.count("CUDA_VISIBLE_DEVICES") ? env["CUDA_VISIBLE_DEVICES"] : "";
+  const bool slurm_set_gpus = env.count("SLURM_STEP_GPUS") || env.count("SLURM_JOB_GPUS");
+  for (const auto& [k, v] : launch["env"].items()) env[k] = v.get<std::string>();
+  if (!inherited_path.empty()) env["PYTHONPATH"] = env["PYTHONPATH"] + ":" + inherited_path;
+  if (slurm_set_gpus) env["CUDA_VISIBLE_DEVICES"] = slurm_gpus;  // Slurm chose this node's GPUs
+  const std::string rdir = common::ReplicaDir(f.run_dir, task);
+  env["CLOUD_ML_HP_METRIC_FILE"] = rdir + "/hypertune/output.metrics";
+  std::error_code ec;
+  fs::create_directories(rdir + "/work", ec);
+
+  std::vector<std::string> argv = {f.shim, "--log", common::ReplicaLogPath(f.run_dir, task), "--exit",
+                                   common::ReplicaExitPath(f.run_dir, task), "--cwd", rdir + "/work", "--"};
+  for (const auto& a : launch["argv"]) argv.push_back(a.get<std::string>());
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> args, envp;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  ::execve(f.shim.c_str(), args.data(), envp.data());
+  return Die(absl::StrCat("cannot run ", f.shim, ": ", strerror(errno)));
+}
+
+pid_t Spawn(const std::vector<std::string>& argv) {
+  std::vector<std::string> copy = argv;
+  std::vector<char*> args;
+  for (auto& a : copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  if (::posix_spawnp(&pid, copy[0].c_str(), nullptr, nullptr, args.data(), environ) != 0) return -1;
+  return pid;
+}
+
+// Batch mode: plan, write launch files, srun every component, wait.
+int RunBatch(const Flags& f, const Loaded& l) {
+  const std::string self = fs::read_symlink("/proc/self/exe").string();
+  int het_size = 0;
+  const bool het = absl::SimpleAtoi(Env("SLURM_HET_SIZE"), &het_size) && het_size > 1;
+  std::vector<std::vector<std::string>> nodes;
+  for (size_t k = 0; k < l.components.size(); ++k) {
+    const std::string var = het ? absl::StrCat("SLURM_JOB_NODELIST_HET_GROUP_", k) : "SLURM_JOB_NODELIST";
+    auto list = ExpandHostlist(Env(var.c_str()));
+    if (!list.ok()) return Die(absl::StrCat(var, ": ", list.status().message()));
+    nodes.push_back(*std::move(list));
+  }
+  auto placement = PlacementFromAllocation(l.components, nodes, f.tpu_simulated);
+  if (!placement.ok()) {
+    WriteOutcome(f, false, absl::StrCat("Slurm's allocation does not match the job: ", placement.status().message()));
+    return 1;
+  }
+  std::map<std::string, std::string> address;
+  for (const auto& na : f.node_addresses) {
+    auto eq = na.find('=');
+    if (eq != std::string::npos) address[na.substr(0, eq)] = na.substr(eq + 1);
+  }
+  auto addr = [&](const std::string& node) {
+    auto it = address.find(node);
+    return it == address.end() ? node : it->second;
+  };
+
+  // Ports, the same on every node without talking: from the Slurm job id.
+  int64_t slurm_id = 0;
+  (void)absl::SimpleAtoi(Env("SLURM_JOB_ID"), &slurm_id);
+  std::vector<std::string> endpoint_tasks;
+  for (const auto& r : l.demand.replicas) {
+    if (r.role != "evaluator") endpoint_tasks.push_back(r.TaskName());
+  }
+  for (int i = 0; i < l.demand.tpu_hosts; ++i) endpoint_tasks.push_back(runtime::TpuTaskName(i));
+  std::vector<int> ports = JobPorts(slurm_id, static_cast<int>(endpoint_tasks.size()) + 1);
+
+  runtime::LaunchContext ctx;
+  ctx.python = f.python;
+  ctx.gcs_root = f.gcs_root;
+  ctx.python_path = f.python_path;
+  for (const auto& [task, rp] : placement->replicas) ctx.hosts[task] = addr(rp.host);
+  for (size_t i = 0; i < placement->tpu_hosts.size(); ++i) {
+    ctx.hosts[runtime::TpuTaskName(static_cast<int>(i))] = addr(placement->tpu_hosts[i]);
+  }
+  for (size_t i = 0; i < endpoint_tasks.size(); ++i) ctx.ports[endpoint_tasks[i]] = ports[i];
+  ctx.torch_port = ports.back();
+  if (l.demand.tpu_hosts > 0) ctx.tpu_worker_argv = {f.python, "-m", "mlengine.tpu_worker"};
+
+  std::map<std::string, std::string> host_of;
+  for (const auto& launch : runtime::BuildReplicaLaunches(l.job, l.demand, *placement, ctx)) {
+    std::error_code ec;
+    fs::create_directories(common::ReplicaDir(f.run_dir, launch.task_name), ec);
+    json j = {{"argv", launch.argv}, {"env", launch.env}, {"host", launch.host}};
+    std::ofstream(LaunchPath(f, launch.task_name)) << j.dump();
+    host_of[launch.task_name] = launch.task_name.rfind("tpu-", 0) == 0
+                                    ? placement->tpu_hosts[launch.index]
+                                    : placement->replicas.at(launch.task_name).host;
+  }
+  std::cout << "mlengine-slurm-launch: Slurm job " << slurm_id << " for projects/" << l.job.project << "/jobs/"
+            << l.job.job_id << ":";
+  for (const auto& [task, node] : host_of) std::cout << " " << task << "@" << node;
+  std::cout << std::endl;
+
+  // One srun per component (plus the master beside TPU worker 0). --overlap:
+  // steps of this job may share the CPUs of its own allocation.
+  struct Step {
+    std::vector<std::string> tasks;
+  };
+  std::map<pid_t, Step> steps;
+  auto srun = [&](size_t k, std::vector<std::string> extra, std::vector<std::string> tail, Step step) -> bool {
+    std::vector<std::string> argv = {"srun"};
+    if (het) argv.push_back(absl::StrCat("--het-group=", k));
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    for (const char* a : {"--overlap", "--kill-on-bad-exit=0", "--ntasks-per-node=1", "--quiet"}) argv.push_back(a);
+    argv.push_back(self);
+    for (const char* a : {"--run-dir"}) argv.push_back(a);
+    argv.push_back(f.run_dir);
+    argv.push_back("--shim");
+    argv.push_back(f.shim);
+    argv.insert(argv.end(), tail.begin(), tail.end());
+    pid_t pid = Spawn(argv);
+    if (pid < 0) return false;
+    steps[pid] = std::move(step);
+    return true;
+  };
+  std::string master_task = "master-replica-0";
+  for (size_t k = 0; k < l.components.size(); ++k) {
+    const Component& c = l.components[k];
+    const std::string n = std::to_string(c.tasks.size());
+    bool ok = srun(k, {"--nodes=" + n, "--ntasks=" + n}, {"--component", std::to_string(k)}, Step{c.tasks});
+    if (ok && !c.first_node_task.empty()) {
+      ok = srun(k, {"--nodes=1", "--ntasks=1", "--nodelist=" + nodes[k][0]}, {"--task", c.first_node_task},
+                Step{{c.first_node_task}});
+    }
+    if (!ok) {
+      WriteOutcome(f, false, absl::StrCat("could not run srun for the ", c.role, " replicas: ", strerror(errno)));
+      return 1;
+    }
+  }
+
+  // Wait. The master decides; another replica failing first fails the job.
+  while (!steps.empty()) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    auto it = steps.find(pid);
+    if (it == steps.end()) continue;
+    Step step = std::move(it->second);
+    steps.erase(it);
+    for (const auto& task : step.tasks) {
+      const std::string exit_text = ReadExitText(common::ReplicaExitPath(f.run_dir, task));
+      const bool is_master = task == master_task;
+      if (exit_text == "exit 0") {
+        if (is_master) {
+          WriteOutcome(f, true, "");
+          return 0;
+        }
+        continue;
+      }
+      std::string message;
+      if (exit_text.empty()) {
+        const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        message = absl::StrCat("The replica ", task, " on node ", host_of[task],
+                               " was lost: it ended without recording an exit status (srun exited with ", code,
+                               "; the node may have failed). See ", f.run_dir, "/slurm-", slurm_id, ".out.");
+      } else {
+        message = DescribeReplicaEnd(f.run_dir, task, exit_text);
+      }
+      WriteOutcome(f, false, message);
+      return 1;
+    }
+  }
+  WriteOutcome(f, false, "Every srun step ended without the master replica recording how it ended.");
+  return 1;
+}
+
+}  // namespace
+}  // namespace mle::executor::slurm
+
+int main(int argc, char** argv) {
+  using namespace mle::executor::slurm;
+  Flags f;
+  CLI::App app{"Runs one mlengine job inside its Slurm allocation (started by mlengined's batch script)."};
+  app.add_option("--run-dir", f.run_dir, "the job's run directory (shared by every node)")->required();
+  app.add_option("--python", f.python, "the interpreter of the job's prepared environment");
+  app.add_option("--shim", f.shim, "path of mlengine-replica")->required();
+  app.add_option("--gcs-root", f.gcs_root, "where bucket B is the directory GCS_ROOT/B");
+  app.add_option("--python-path", f.python_path, "mlengine's python/ directory");
+  app.add_flag("--tpu-simulated", f.tpu_simulated, "the TPU GRES is simulated: tell the replicas");
+  app.add_option("--node-address", f.node_addresses, "NODE=ADDRESS for nodes not reachable by their name");
+  app.add_option("--component", f.component, "(inside srun) run this component's task for SLURM_PROCID");
+  app.add_option("--task", f.task, "(inside srun) run this task");
+  CLI11_PARSE(app, argc, argv);
+  ::signal(SIGPIPE, SIG_IGN);
+  auto loaded = Load(f);
+  if (!loaded.ok()) return Die(absl::StrCat("cannot read ", f.run_dir, "/job.json: ", loaded.status().message()));
+  if (f.component >= 0 || !f.task.empty()) return RunTask(f, *loaded);
+  return RunBatch(f, *loaded);
+}

@@ -1,0 +1,478 @@
+#include "executor/slurm/slurm_executor.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "codec/job_codec.h"
+#include "common/run_layout.h"
+#include "common/time_format.h"
+#include "executor/job_prep.h"
+#include "executor/slurm/slurm_parsers.h"
+
+namespace mle::executor::slurm {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Files of a Slurm run, beside the replicas' own (common/run_layout.h).
+std::string IdPath(const std::string& dir) { return dir + "/slurm_job_id"; }
+std::string SubmittingPath(const std::string& dir) { return dir + "/submitting"; }
+std::string TasksPath(const std::string& dir) { return dir + "/tasks"; }
+std::string OutcomePath(const std::string& dir) { return dir + "/outcome"; }
+
+// Writes `text` to `path` atomically (temp file, fsync, rename).
+absl::Status WriteFileAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot rename ", tmp, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+std::vector<std::string> ReadLines(const std::string& path) {
+  std::vector<std::string> out;
+  for (absl::string_view line : absl::StrSplit(ReadFileOrEmpty(path), '\n', absl::SkipWhitespace())) {
+    out.push_back(std::string(absl::StripAsciiWhitespace(line)));
+  }
+  return out;
+}
+
+bool IsFinal(const std::string& state) {
+  return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED" || state == "TIMEOUT" ||
+         state == "NODE_FAIL" || state == "OUT_OF_MEMORY" || state == "PREEMPTED" || state == "BOOT_FAIL" ||
+         state == "DEADLINE";
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SlurmExecutor>> SlurmExecutor::Create(SlurmExecutorOptions options,
+                                                                     runtime::RuntimeCatalog runtimes,
+                                                                     runtime::PackageCache& cache,
+                                                                     CommandRunner& runner) {
+  auto out = runner.Run({"sinfo", "--json"});
+  if (!out.ok()) return absl::UnavailableError(absl::StrCat("Slurm did not answer `sinfo --json`: ", out.status().message()));
+  if (out->exit_code != 0) {
+    return absl::UnavailableError(absl::StrCat("`sinfo --json` failed (is SLURM_CONF right and slurmctld up?): ",
+                                               absl::StripAsciiWhitespace(out->output)));
+  }
+  auto nodes = ParseNodesJson(out->output);
+  if (!nodes.ok()) return nodes.status();
+  if (nodes->empty()) return absl::UnavailableError("the Slurm cluster has no nodes (`sinfo --json` lists none)");
+  return std::unique_ptr<SlurmExecutor>(
+      new SlurmExecutor(std::move(options), std::move(runtimes), cache, runner, *std::move(nodes)));
+}
+
+SlurmExecutor::SlurmExecutor(SlurmExecutorOptions options, runtime::RuntimeCatalog runtimes,
+                             runtime::PackageCache& cache, CommandRunner& runner, std::vector<SlurmNode> nodes)
+    : options_(std::move(options)), runtimes_(std::move(runtimes)), cache_(cache), runner_(runner),
+      nodes_(std::move(nodes)) {
+  poller_ = std::thread([this] { PollLoop(); });
+  submitter_ = std::thread([this] {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(sub_mu_);
+        sub_cv_.wait(lock, [&] { return stopping_ || !sub_queue_.empty(); });
+        if (stopping_) return;
+        task = std::move(sub_queue_.front());
+        sub_queue_.pop_front();
+      }
+      task();
+    }
+  });
+}
+
+SlurmExecutor::~SlurmExecutor() {
+  {
+    std::lock_guard<std::mutex> lock(sub_mu_);
+    std::lock_guard<std::mutex> lock2(mu_);
+    stopping_ = true;
+  }
+  sub_cv_.notify_all();
+  poll_cv_.notify_all();
+  submitter_.join();
+  poller_.join();
+  // Slurm jobs keep running: a restarted server finds them again (Recover).
+}
+
+absl::Status SlurmExecutor::CheckRunnable(const model::Job& job) const {
+  if (auto s = CheckJobRunnable(job, runtimes_); !s.ok()) return s;
+  const model::JobDemand demand = model::DemandOf(job, options_.resources);
+  return CheckComponentsFit(PlanComponents(demand, options_.settings), demand, nodes_);
+}
+
+void SlurmExecutor::Launch(const model::Job& job, const model::JobDemand& demand, const model::Placement&) {
+  const JobRef ref{job.project, job.job_id};
+  const std::string key = Key(ref);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Tracked& t = jobs_[key];
+    t = Tracked{};
+    t.ref = ref;
+    t.dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
+    for (const auto& c : PlanComponents(demand, options_.settings)) {
+      if (!c.first_node_task.empty()) t.tasks.push_back(c.first_node_task);
+      t.tasks.insert(t.tasks.end(), c.tasks.begin(), c.tasks.end());
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(sub_mu_);
+    sub_queue_.push_back([this, key, job, demand] { Submit(key, job, demand); });
+  }
+  sub_cv_.notify_one();
+}
+
+void SlurmExecutor::Submit(const std::string& key, const model::Job& job, const model::JobDemand& demand) {
+  Tracked snapshot;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(key);
+    if (it == jobs_.end()) return;
+    snapshot = it->second;
+  }
+  // Already in Slurm (a restart after sbatch)? Then never submit again.
+  std::optional<int64_t> existing;
+  int64_t id = 0;
+  if (absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFileOrEmpty(IdPath(snapshot.dir))), &id) && id > 0) {
+    existing = id;
+  } else if (fs::exists(SubmittingPath(snapshot.dir))) {
+    existing = FindByName(SlurmJobName(job.project, job.job_id));
+  }
+  if (!existing && snapshot.cancel_requested) return Finish(key, Outcome::kStopped, snapshot.cancel_reason);
+  absl::StatusOr<int64_t> submitted = existing ? absl::StatusOr<int64_t>(*existing) : SubmitToSlurm(snapshot, job, demand);
+  if (!submitted.ok()) return Finish(key, Outcome::kFailed, std::string(submitted.status().message()));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(key);
+    if (it == jobs_.end()) return;
+    it->second.slurm_id = *submitted;
+    it->second.phase = Phase::kWaiting;
+  }
+  events_->JobWaiting(snapshot.ref, "Submitted to Slurm; waiting for it to schedule the job");
+  Wake();
+}
+
+absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const Tracked& t, const model::Job& job,
+                                                     const model::JobDemand& demand) {
+  auto env = PrepareJobEnvironment(job, runtimes_, cache_, options_.gcs_root);
+  if (!env.ok()) return env.status();
+
+  std::error_code ec;
+  fs::remove_all(t.dir, ec);
+  fs::create_directories(t.dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot create the job's run directory ", t.dir, ": ", ec.message()));
+  if (auto s = WriteFileAtomically(t.dir + "/job.json", codec::SerializeJobForStorage(job)); !s.ok()) return s;
+  if (auto s = WriteFileAtomically(TasksPath(t.dir), absl::StrJoin(t.tasks, "\n") + "\n"); !s.ok()) return s;
+
+  const auto components = PlanComponents(demand, options_.settings);
+  BatchScriptInput in;
+  in.project = job.project;
+  in.job_id = job.job_id;
+  in.run_dir = t.dir;
+  in.labels = job.labels;
+  in.launcher_argv = {options_.launcher,   "--run-dir",     t.dir,
+                      "--python",          env->python,     "--shim",
+                      options_.shim,       "--gcs-root",    options_.gcs_root,
+                      "--python-path",     options_.python_path};
+  if (options_.settings.tpu_simulated) in.launcher_argv.push_back("--tpu-simulated");
+  for (const auto& n : nodes_) {
+    if (n.address != n.name) {
+      in.launcher_argv.push_back("--node-address");
+      in.launcher_argv.push_back(absl::StrCat(n.name, "=", n.address));
+    }
+  }
+  // Time limit: maxRunningTime (default 7 days), plus a minute so that
+  // mlengine's own limit, with its clearer message, acts first.
+  absl::Duration max_running = absl::Hours(24 * 7);
+  int32_t priority = 0;
+  if (job.training_input && job.training_input->scheduling) {
+    const auto& s = *job.training_input->scheduling;
+    if (!s.max_running_time.empty()) {
+      if (auto d = common::ParseDuration(s.max_running_time); d) max_running = *d;
+    }
+    priority = s.priority.value_or(0);
+  }
+  in.time_limit_minutes = absl::ToInt64Minutes(max_running + absl::Minutes(1) + absl::Seconds(59));
+  // scheduling.priority 0..1000 (higher first) -> nice 1000..0: never below
+  // Slurm's default, so no privilege is needed.
+  in.nice = 1000 - std::clamp<int32_t>(priority, 0, 1000);
+  const std::string script_path = t.dir + "/batch.sh";
+  if (auto s = WriteFileAtomically(script_path, BuildBatchScript(in, components, options_.settings)); !s.ok()) {
+    return s;
+  }
+  if (auto s = WriteFileAtomically(SubmittingPath(t.dir), ""); !s.ok()) return s;
+  auto out = runner_.Run({"sbatch", "--parsable", script_path});
+  if (!out.ok()) return absl::UnavailableError(absl::StrCat("Slurm did not accept the job: ", out.status().message()));
+  if (out->exit_code != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Slurm refused the job: ", absl::StripAsciiWhitespace(out->output)));
+  }
+  auto parsed = ParseSbatchParsable(out->output);
+  if (!parsed.ok()) return parsed.status();
+  if (auto s = WriteFileAtomically(IdPath(t.dir), absl::StrCat(parsed->job_id, "\n")); !s.ok()) return s;
+  return parsed->job_id;
+}
+
+std::optional<int64_t> SlurmExecutor::FindByName(const std::string& name) {
+  auto out = runner_.Run({"squeue", "--json"});
+  if (!out.ok() || out->exit_code != 0) return std::nullopt;
+  auto jobs = ParseJobsJson(out->output);
+  if (!jobs.ok()) return std::nullopt;
+  for (const auto& j : *jobs) {
+    if (j.name == name && j.het_job_offset == 0) return j.job_id;
+  }
+  return std::nullopt;
+}
+
+void SlurmExecutor::Cancel(const JobRef& ref, const std::string& reason) {
+  const std::string key = Key(ref);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(key);
+  if (it == jobs_.end()) return;
+  it->second.cancel_requested = true;
+  it->second.cancel_reason = reason;
+  poll_soon_ = true;
+  poll_cv_.notify_all();
+}
+
+std::optional<model::Placement> SlurmExecutor::Recover(const model::Job& job) {
+  const JobRef ref{job.project, job.job_id};
+  const std::string dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
+  int64_t id = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFileOrEmpty(IdPath(dir))), &id) || id <= 0) {
+    if (!fs::exists(SubmittingPath(dir))) return std::nullopt;
+    auto found = FindByName(SlurmJobName(job.project, job.job_id));
+    if (!found) return std::nullopt;
+    id = *found;
+    (void)WriteFileAtomically(IdPath(dir), absl::StrCat(id, "\n"));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Tracked& t = jobs_[Key(ref)];
+    t = Tracked{};
+    t.ref = ref;
+    t.dir = dir;
+    t.slurm_id = id;
+    t.tasks = ReadLines(TasksPath(dir));
+    t.phase = job.state == model::JobState::kRunning     ? Phase::kRunning
+              : job.state == model::JobState::kPreparing ? Phase::kPreparing
+                                                         : Phase::kWaiting;
+    if (job.state == model::JobState::kCancelling) {
+      t.cancel_requested = true;
+      t.cancel_reason = job.error_message;
+    }
+    poll_soon_ = true;
+  }
+  poll_cv_.notify_all();
+  return model::Placement{};
+}
+
+void SlurmExecutor::Wake() {
+  std::lock_guard<std::mutex> lock(mu_);
+  poll_soon_ = true;
+  poll_cv_.notify_all();
+}
+
+std::optional<std::pair<Outcome, std::string>> SlurmExecutor::ReadOutcome(const Tracked& t) const {
+  const std::string text = ReadFileOrEmpty(OutcomePath(t.dir));
+  if (text.empty()) return std::nullopt;
+  std::pair<std::string, std::string> parts = absl::StrSplit(text, absl::MaxSplits('\n', 1));
+  std::string message(absl::StripTrailingAsciiWhitespace(parts.second));
+  if (parts.first == "SUCCEEDED") return std::make_pair(Outcome::kSucceeded, message);
+  if (parts.first == "FAILED") return std::make_pair(Outcome::kFailed, message);
+  return std::nullopt;
+}
+
+void SlurmExecutor::Finish(const std::string& key, Outcome outcome, const std::string& message) {
+  JobRef ref;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(key);
+    if (it == jobs_.end()) return;
+    ref = it->second.ref;
+    jobs_.erase(it);
+  }
+  events_->JobEnded(ref, outcome, message);
+}
+
+void SlurmExecutor::PollLoop() {
+  absl::Duration interval = options_.min_poll;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      // Outcome files are local stats: check them often, and poll Slurm
+      // soon (never twice within min_poll) when one appears or a
+      // submission/cancel asks for it.
+      const absl::Time earliest = absl::Now() + options_.min_poll;
+      const absl::Time deadline = absl::Now() + interval;
+      for (;;) {
+        if (stopping_) break;
+        const absl::Time now = absl::Now();
+        if (now >= deadline) break;
+        if (now >= earliest) {
+          bool outcome_seen = poll_soon_;
+          for (const auto& [key, t] : jobs_) {
+            if (t.slurm_id == 0 || outcome_seen) continue;
+            // An outcome file: it just ended. A replica log of a job not yet
+            // running: it just started.
+            outcome_seen = fs::exists(OutcomePath(t.dir)) ||
+                           (t.phase != Phase::kRunning && !t.tasks.empty() &&
+                            fs::exists(common::ReplicaLogPath(t.dir, t.tasks.back())));
+          }
+          if (outcome_seen) break;
+        }
+        poll_cv_.wait_for(lock, std::chrono::milliseconds(
+                                    std::min<int64_t>(50, std::max<int64_t>(1, absl::ToInt64Milliseconds(
+                                                                                   deadline - absl::Now())))));
+      }
+      if (stopping_) return;
+      poll_soon_ = false;
+    }
+    Poll();
+    // Back off while nothing is in motion; come back quickly when something is.
+    bool moving = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [key, t] : jobs_) {
+        moving = moving || t.phase == Phase::kSubmitting || t.phase == Phase::kPreparing ||
+                 (t.cancel_requested && !t.scancel_sent);
+      }
+    }
+    interval = moving ? options_.min_poll : std::min(options_.max_poll, interval * 2);
+  }
+}
+
+void SlurmExecutor::Poll() {
+  struct Todo {
+    std::string key;
+    Tracked t;
+  };
+  std::vector<Todo> todo;
+  std::vector<int64_t> to_cancel;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [key, t] : jobs_) {
+      if (t.slurm_id == 0) continue;
+      if (t.cancel_requested && !t.scancel_sent) {
+        t.scancel_sent = true;
+        to_cancel.push_back(t.slurm_id);
+      }
+      todo.push_back({key, t});
+    }
+  }
+  if (todo.empty()) return;
+  if (!to_cancel.empty()) {
+    std::vector<std::string> argv = {"scancel"};
+    for (int64_t id : to_cancel) argv.push_back(std::to_string(id));
+    (void)runner_.Run(argv);  // one call for every cancel of this round
+  }
+  auto out = runner_.Run({"squeue", "--json"});
+  if (!out.ok() || out->exit_code != 0) return;  // slurmctld busy or down: try again next round
+  auto jobs = ParseJobsJson(out->output);
+  if (!jobs.ok()) return;
+  std::map<int64_t, const SlurmJob*> by_id;
+  for (const auto& j : *jobs) {
+    if (j.het_job_offset == 0) by_id[j.job_id] = &j;
+  }
+  for (auto& [key, t] : todo) {
+    auto it = by_id.find(t.slurm_id);
+    if (it == by_id.end()) {
+      // Not listed: Slurm forgot it (MinJobAge passed) or lost it. Give it a
+      // few polls (a fresh submission can lag), then decide from the files.
+      int missing = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto jt = jobs_.find(key);
+        if (jt == jobs_.end()) continue;
+        missing = ++jt->second.missing_polls;
+      }
+      if (missing < 3) continue;
+      if (auto o = ReadOutcome(t)) {
+        Finish(key, o->first, o->second);
+      } else if (t.cancel_requested) {
+        Finish(key, Outcome::kStopped, t.cancel_reason);
+      } else {
+        Finish(key, Outcome::kLost,
+               absl::StrCat("Slurm no longer knows its job ", t.slurm_id, " and the job left no outcome; see ",
+                            t.dir, "/slurm-", t.slurm_id, ".out"));
+      }
+      continue;
+    }
+    const SlurmJob& sj = *it->second;
+    if (IsFinal(sj.state)) {
+      if (t.cancel_requested) {
+        auto o = ReadOutcome(t);
+        // A master that finished before the cancel landed still succeeded.
+        if (o && o->first == Outcome::kSucceeded) {
+          Finish(key, o->first, o->second);
+        } else {
+          Finish(key, Outcome::kStopped, t.cancel_reason);
+        }
+      } else if (auto o = ReadOutcome(t)) {
+        Finish(key, o->first, o->second);
+      } else if (sj.state == "COMPLETED") {
+        Finish(key, Outcome::kSucceeded, "");
+      } else {
+        MappedState m = MapSlurmState(sj.state, sj.state_reason);
+        std::string message = absl::StrCat(m.message, " (Slurm job ", t.slurm_id, ", ", sj.state,
+                                           sj.nodes.empty() ? "" : absl::StrCat(", nodes ", absl::StrJoin(sj.nodes, ",")),
+                                           ").");
+        if (sj.state == "CANCELLED") message = absl::StrCat("The Slurm job ", t.slurm_id, " was cancelled outside mlengine (scancel).");
+        Finish(key, sj.state == "NODE_FAIL" ? Outcome::kLost : Outcome::kFailed, message);
+      }
+      continue;
+    }
+    MappedState m = MapSlurmState(sj.state, sj.state_reason);
+    Phase next = t.phase;
+    if (m.state == model::JobState::kQueued) next = Phase::kWaiting;
+    if (m.state == model::JobState::kPreparing) next = Phase::kPreparing;
+    if (m.state == model::JobState::kRunning) {
+      // Running once every replica has started (its log exists).
+      bool all = !t.tasks.empty();
+      for (const auto& task : t.tasks) all = all && fs::exists(common::ReplicaLogPath(t.dir, task));
+      next = all ? Phase::kRunning : Phase::kPreparing;
+    }
+    const bool requeued = next == Phase::kWaiting && (t.phase == Phase::kPreparing || t.phase == Phase::kRunning);
+    const bool reason_changed = next == Phase::kWaiting && m.message != t.reason;
+    if (next == t.phase && !reason_changed && !requeued) continue;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto jt = jobs_.find(key);
+      if (jt == jobs_.end()) continue;
+      jt->second.phase = next;
+      jt->second.reason = m.message;
+      jt->second.missing_polls = 0;
+    }
+    if (t.cancel_requested) continue;
+    switch (next) {
+      case Phase::kWaiting:
+        events_->JobWaiting(t.ref, m.message);
+        break;
+      case Phase::kPreparing:
+        events_->JobPreparing(t.ref);
+        break;
+      case Phase::kRunning:
+        if (t.phase == Phase::kWaiting) events_->JobPreparing(t.ref);
+        events_->JobStarted(t.ref);
+        break;
+      case Phase::kSubmitting:
+        break;
+    }
+  }
+}
+
+}  // namespace mle::executor::slurm
