@@ -46,7 +46,7 @@ class ServiceTest : public ::testing::Test {
   void Open() {
     store_ = *db::OpenSqliteStore({(dir_ / "mlengine.db").string(), true});
     service_ = std::make_unique<JobService>(*store_, clock_, validate::Config::Defaults());
-    scheduler_ = std::make_unique<scheduler::Scheduler>(clock_, *service_, nullptr);
+    scheduler_ = std::make_unique<scheduler::Scheduler>(clock_, *service_, executor_);
     service_->AttachScheduler(scheduler_.get());
     ASSERT_TRUE(service_->Recover().ok());
     scheduler_->RunPending();
@@ -77,6 +77,7 @@ class ServiceTest : public ::testing::Test {
   }
 
   fs::path dir_;
+  executor::Executor* executor_ = nullptr;  // set before Open()
   common::FakeClock clock_;
   std::unique_ptr<db::Store> store_;
   std::unique_ptr<JobService> service_;
@@ -197,6 +198,67 @@ TEST_F(ServiceTest, StateSurvivesReopen) {
   // New jobs continue the sequence: newest first still holds.
   ASSERT_TRUE(Create(ValidJob("after")).ok());
   EXPECT_EQ(service_->ListJobs("proj", {})->jobs.front().job_id, "after");
+}
+
+
+// An executor whose cluster manager queues and places jobs itself (as
+// Slurm does): it records what the scheduler asks of it.
+class DelegatingExecutor : public executor::Executor {
+ public:
+  absl::Status CheckRunnable(const model::Job&) const override { return absl::OkStatus(); }
+  bool PlacesJobs() const override { return true; }
+  void Launch(const model::Job& job, const model::JobDemand&, const model::Placement& placement) override {
+    launched.push_back(job.job_id);
+    EXPECT_TRUE(placement.replicas.empty());
+  }
+  void Cancel(const executor::JobRef& job, const std::string& reason) override {
+    cancelled.push_back(job.job_id + ": " + reason);
+  }
+  std::optional<model::Placement> Recover(const model::Job&) override { return model::Placement{}; }
+  std::vector<std::string> launched, cancelled;
+};
+
+class DelegatingServiceTest : public ServiceTest {
+ protected:
+  void SetUp() override {
+    executor_ = &exec_;
+    ServiceTest::SetUp();
+  }
+  DelegatingExecutor exec_;
+};
+
+TEST_F(DelegatingServiceTest, JobsGoToTheExecutorAtOnceAndShowWhyTheyWait) {
+  ASSERT_TRUE(Create(ValidJob("a")).ok());
+  ASSERT_TRUE(Create(ValidJob("b", 0, "1800s")).ok());
+  EXPECT_EQ(exec_.launched, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(service_->GetJob("proj", "a")->state, JobState::kQueued);  // not PREPARING: Slurm decides
+  scheduler_->JobWaiting({"proj", "a"}, "Waiting in the Slurm queue: Resources");
+  scheduler_->RunPending();
+  auto a = service_->GetJob("proj", "a");
+  EXPECT_EQ(a->state, JobState::kQueued);
+  EXPECT_EQ(a->error_message, "Waiting in the Slurm queue: Resources");
+  scheduler_->JobPreparing({"proj", "a"});
+  scheduler_->RunPending();
+  EXPECT_EQ(service_->GetJob("proj", "a")->state, JobState::kPreparing);
+  EXPECT_EQ(service_->GetJob("proj", "a")->error_message, "");  // the reason no longer holds
+  scheduler_->JobStarted({"proj", "a"});
+  scheduler_->RunPending();
+  EXPECT_EQ(service_->GetJob("proj", "a")->state, JobState::kRunning);
+  // Requeued by Slurm (node failure with --requeue): QUEUED again, with why.
+  scheduler_->JobWaiting({"proj", "a"}, "Requeued by Slurm (REQUEUED)");
+  scheduler_->RunPending();
+  EXPECT_EQ(service_->GetJob("proj", "a")->state, JobState::kQueued);
+  EXPECT_EQ(service_->GetJob("proj", "a")->error_message, "Requeued by Slurm (REQUEUED)");
+  // maxWaitTime still holds for a job waiting in Slurm: the executor is told to stop it.
+  clock_.Advance(absl::Seconds(1800));
+  scheduler_->Tick();
+  scheduler_->RunPending();
+  ASSERT_EQ(exec_.cancelled.size(), 1u);
+  EXPECT_NE(exec_.cancelled[0].find("b: The job was not started within its scheduling.maxWaitTime"), std::string::npos);
+  EXPECT_EQ(service_->GetJob("proj", "b")->state, JobState::kCancelling);
+  scheduler_->JobEnded({"proj", "b"}, executor::Outcome::kStopped, "");
+  scheduler_->RunPending();
+  EXPECT_EQ(service_->GetJob("proj", "b")->state, JobState::kCancelled);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -413,6 +414,10 @@ void SlurmExecutor::Poll() {
       continue;
     }
     const SlurmJob& sj = *it->second;
+    if (std::getenv("MLENGINE_SLURM_TRACE") != nullptr) {
+      std::cerr << "mlengined: Slurm job " << t.slurm_id << " (" << key << "): " << sj.state << " "
+                << sj.state_reason << "\n";
+    }
     if (IsFinal(sj.state)) {
       if (t.cancel_requested) {
         auto o = ReadOutcome(t);

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstddef>
+#include <map>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -310,7 +311,26 @@ MappedState MapSlurmState(absl::string_view state, absl::string_view reason) {
     return why.empty() ? std::string(text) : absl::StrCat(text, " (", why, ")");
   };
   if (state == "PENDING") {
-    return {JobState::kQueued, why.empty() ? "Waiting in the Slurm queue" : absl::StrCat("Waiting in the Slurm queue: ", why)};
+    // Slurm's reason code first (as squeue shows it), then what it means.
+    static const std::map<std::string, std::string, std::less<>> kMeaning = {
+        {"Resources", "the nodes it needs are in use by other jobs"},
+        {"Priority", "jobs of higher priority are ahead of it"},
+        {"Dependency", "it waits for another job"},
+        {"ReqNodeNotAvail", "a node it needs is down, drained or reserved"},
+        {"PartitionDown", "its partition is down"},
+        {"PartitionNodeLimit", "it needs more nodes than its partition allows"},
+        {"PartitionTimeLimit", "its time limit is above its partition's"},
+        {"BeginTime", "its start time has not come"},
+        {"JobHeldUser", "it is held (scontrol release frees it)"},
+        {"JobHeldAdmin", "an administrator holds it"},
+        {"AssocGrpGRES", "its account has used up its GRES limit"},
+        {"QOSMaxJobsPerUserLimit", "its QOS allows no more jobs of this user now"},
+    };
+    if (why.empty()) return {JobState::kQueued, "Waiting in the Slurm queue"};
+    std::string head = why.substr(0, why.find(','));
+    auto it = kMeaning.find(head);
+    return {JobState::kQueued, absl::StrCat("Waiting in the Slurm queue: ", why,
+                                            it == kMeaning.end() ? "" : absl::StrCat(" (", it->second, ")"))};
   }
   if (state == "REQUEUED" || state == "REQUEUE_HOLD" || state == "REQUEUE_FED" || state == "RESV_DEL_HOLD") {
     return {JobState::kQueued, with_reason(absl::StrCat("Requeued by Slurm (", state, ")"))};

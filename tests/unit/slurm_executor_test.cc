@@ -1,0 +1,296 @@
+// SlurmExecutor against a behavioural fake of Slurm's commands (FakeSlurm:
+// sbatch queues a job, the test moves it through Slurm's states, squeue
+// --json reports them in Slurm 22.05's shape, scancel cancels). Checks what
+// the scheduler is told, that polling is one squeue per round, that nothing
+// is submitted twice after a restart, and how endings are explained.
+#include "executor/slurm/slurm_executor.h"
+
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/run_layout.h"
+#include "model/demand.h"
+
+namespace mle::executor::slurm {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+std::string ReadData(const std::string& name) {
+  std::ifstream in(std::string(MLE_TEST_DATA) + "/slurm/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class FakeSlurm : public CommandRunner {
+ public:
+  struct FakeJob {
+    std::string name;
+    std::string state = "PENDING";
+    std::string reason = "None";
+    std::string nodes;
+  };
+  absl::StatusOr<RunResult> Run(const std::vector<std::string>& argv) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    calls[argv[0]]++;
+    if (argv[0] == "sinfo") return RunResult{0, ReadData("sinfo.json")};
+    if (argv[0] == "sbatch") {
+      if (refuse) return RunResult{1, "sbatch: error: Batch job submission failed: Invalid account"};
+      std::ifstream in(argv.back());
+      std::string script((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      FakeJob j;
+      auto at = script.find("--job-name=");
+      j.name = script.substr(at + 11, script.find('\n', at) - at - 11);
+      jobs[++last_id] = j;
+      scripts[last_id] = script;
+      return RunResult{0, absl::StrCat(last_id, "\n")};
+    }
+    if (argv[0] == "scancel") {
+      for (size_t i = 1; i < argv.size(); ++i) jobs[std::stoll(argv[i])].state = "CANCELLED";
+      return RunResult{0, ""};
+    }
+    if (argv[0] == "squeue") {
+      nlohmann::json out = {{"jobs", nlohmann::json::array()}};
+      for (const auto& [id, j] : jobs) {
+        out["jobs"].push_back({{"job_id", id}, {"het_job_id", 0}, {"het_job_offset", 0}, {"name", j.name},
+                               {"job_state", j.state}, {"state_reason", j.reason}, {"nodes", j.nodes},
+                               {"exit_code", 0}});
+      }
+      return RunResult{0, out.dump()};
+    }
+    return RunResult{127, "unknown command"};
+  }
+  void Set(int64_t id, std::string state, std::string reason = "None", std::string nodes = "") {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs[id].state = std::move(state);
+    jobs[id].reason = std::move(reason);
+    jobs[id].nodes = std::move(nodes);
+  }
+  void Forget(int64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs.erase(id);
+  }
+  int Calls(const std::string& cmd) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls[cmd];
+  }
+
+  std::mutex mu_;
+  std::map<int64_t, FakeJob> jobs;
+  std::map<int64_t, std::string> scripts;
+  std::map<std::string, int> calls;
+  int64_t last_id = 100;
+  bool refuse = false;
+};
+
+// Records what the executor reports; waits for it with a deadline.
+class Events : public ExecutorEvents {
+ public:
+  void JobStarted(const JobRef& j) override { Add("started " + j.job_id); }
+  void JobWaiting(const JobRef& j, const std::string& reason) override { Add("waiting " + j.job_id + ": " + reason); }
+  void JobPreparing(const JobRef& j) override { Add("preparing " + j.job_id); }
+  void JobEnded(const JobRef& j, Outcome o, const std::string& message) override {
+    static const char* kNames[] = {"succeeded", "failed", "stopped", "lost"};
+    Add(absl::StrCat("ended ", j.job_id, " ", kNames[static_cast<int>(o)], ": ", message));
+  }
+  // The first event starting with `prefix`, waiting up to 10 s for it.
+  std::string WaitFor(const std::string& prefix) {
+    std::unique_lock<std::mutex> lock(mu_);
+    std::string found;
+    cv_.wait_for(lock, std::chrono::seconds(10), [&] {
+      for (const auto& e : events) {
+        if (absl::StartsWith(e, prefix)) {
+          found = e;
+          return true;
+        }
+      }
+      return false;
+    });
+    return found;
+  }
+  std::vector<std::string> All() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events;
+  }
+
+ private:
+  void Add(std::string e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    events.push_back(std::move(e));
+    cv_.notify_all();
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> events;
+};
+
+model::Job BasicJob(const std::string& id) {
+  model::Job j;
+  j.project = "p";
+  j.job_id = id;
+  model::TrainingInput t;
+  t.scale_tier = "BASIC";
+  t.runtime_version = "rt";
+  t.python_module = "trainer.task";
+  j.training_input = t;
+  return j;
+}
+
+struct Fixture {
+  Fixture() {
+    root = fs::temp_directory_path() / absl::StrCat("slurm-exec-test-", ::getpid(), "-", counter++);
+    fs::create_directories(root);
+    runtimes = *runtime::RuntimeCatalog::FromYaml("runtimes:\n  - {name: rt, python: /usr/bin/python3, python_version: '3.11', tpu_capable: true}\n");
+    cache = std::make_unique<runtime::PackageCache>((root / "envs").string());
+    Start();
+  }
+  ~Fixture() {
+    executor.reset();
+    fs::remove_all(root);
+  }
+  void Start() {
+    SlurmExecutorOptions o;
+    o.runs_dir = (root / "runs").string();
+    o.launcher = "/bin/launch";
+    o.shim = "/bin/shim";
+    o.gcs_root = (root / "buckets").string();
+    o.min_poll = absl::Milliseconds(5);
+    o.max_poll = absl::Milliseconds(20);
+    auto e = SlurmExecutor::Create(o, runtimes, *cache, slurm);
+    EXPECT_TRUE(e.ok()) << e.status();
+    executor = *std::move(e);
+    executor->SetEvents(&events);
+  }
+  void Launch(const model::Job& job) {
+    executor->Launch(job, model::DemandOf(job, model::ResourceTable::Defaults()), {});
+  }
+  std::string RunDir(const std::string& id) { return common::JobRunDir((root / "runs").string(), "p", id); }
+  void StartReplicaLogs(const std::string& id) {
+    fs::create_directories(RunDir(id) + "/master-replica-0");
+    std::ofstream(common::ReplicaLogPath(RunDir(id), "master-replica-0")) << "";
+  }
+  void WriteOutcome(const std::string& id, const std::string& text) { std::ofstream(RunDir(id) + "/outcome") << text; }
+
+  static inline int counter = 0;
+  fs::path root;
+  runtime::RuntimeCatalog runtimes;
+  std::unique_ptr<runtime::PackageCache> cache;
+  FakeSlurm slurm;
+  Events events;
+  std::unique_ptr<SlurmExecutor> executor;
+};
+
+TEST(SlurmExecutorTest, PendingThenRunningThenTheLaunchersOutcome) {
+  Fixture f;
+  f.Launch(BasicJob("a"));
+  EXPECT_NE(f.events.WaitFor("waiting a: Submitted to Slurm"), "");
+  f.slurm.Set(101, "PENDING", "Resources");
+  EXPECT_EQ(f.events.WaitFor("waiting a: Waiting in the Slurm queue: Resources"),
+            "waiting a: Waiting in the Slurm queue: Resources (the nodes it needs are in use by other jobs)");
+  f.slurm.Set(101, "RUNNING", "None", "tpuhost2");
+  EXPECT_NE(f.events.WaitFor("preparing a"), "");  // allocated; replicas not started yet
+  f.StartReplicaLogs("a");
+  EXPECT_NE(f.events.WaitFor("started a"), "");
+  f.WriteOutcome("a", "FAILED\nThe replica master-replica-0 exited with a non-zero status of 3.\n");
+  f.slurm.Set(101, "FAILED", "NonZeroExitCode", "tpuhost2");
+  EXPECT_EQ(f.events.WaitFor("ended a"), "ended a failed: The replica master-replica-0 exited with a non-zero status of 3.");
+  // The batch script it submitted.
+  EXPECT_THAT(f.slurm.scripts[101], HasSubstr("#SBATCH --job-name=mle-p-a\n"));
+  EXPECT_THAT(f.slurm.scripts[101], HasSubstr("exec '/bin/launch' '--run-dir' '" + f.RunDir("a") + "'"));
+  EXPECT_EQ(f.slurm.Calls("sbatch"), 1);
+}
+
+TEST(SlurmExecutorTest, OneSqueuePerRoundForAllJobs) {
+  Fixture f;
+  for (const char* id : {"a", "b", "c", "d"}) f.Launch(BasicJob(id));
+  for (const char* id : {"a", "b", "c", "d"}) EXPECT_NE(f.events.WaitFor(std::string("waiting ") + id + ": Waiting"), "");
+  const int before = f.slurm.Calls("squeue");
+  for (int64_t id = 101; id <= 104; ++id) f.slurm.Set(id, "COMPLETED", "None", "tpuhost1");
+  for (const char* id : {"a", "b", "c", "d"}) EXPECT_NE(f.events.WaitFor(std::string("ended ") + id + " succeeded"), "");
+  // Four jobs ended, but squeue ran a handful of times, not once per job per round.
+  EXPECT_LT(f.slurm.Calls("squeue") - before, 8);
+  EXPECT_EQ(f.slurm.Calls("sbatch"), 4);
+}
+
+TEST(SlurmExecutorTest, CancelIsOneScancelAndEndsStopped) {
+  Fixture f;
+  f.Launch(BasicJob("a"));
+  EXPECT_NE(f.events.WaitFor("waiting a: Waiting"), "");
+  f.executor->Cancel({"p", "a"}, "Cancelled by a user request.");
+  EXPECT_EQ(f.events.WaitFor("ended a"), "ended a stopped: Cancelled by a user request.");
+  EXPECT_EQ(f.slurm.jobs[101].state, "CANCELLED");
+  EXPECT_EQ(f.slurm.Calls("scancel"), 1);
+}
+
+TEST(SlurmExecutorTest, RestartFindsTheJobAndNeverSubmitsTwice) {
+  Fixture f;
+  f.Launch(BasicJob("a"));
+  EXPECT_NE(f.events.WaitFor("waiting a: Waiting"), "");
+  f.slurm.Set(101, "RUNNING", "None", "tpuhost1");
+  f.StartReplicaLogs("a");
+  EXPECT_NE(f.events.WaitFor("started a"), "");
+  f.executor.reset();  // mlengined stops; the Slurm job runs on
+  f.Start();
+  model::Job job = BasicJob("a");
+  job.state = model::JobState::kRunning;
+  EXPECT_TRUE(f.executor->Recover(job).has_value());
+  // A QUEUED job handed over again after a restart is adopted, not resubmitted.
+  f.Launch(BasicJob("a"));
+  f.WriteOutcome("a", "SUCCEEDED\n\n");
+  f.slurm.Set(101, "COMPLETED", "None", "tpuhost1");
+  EXPECT_EQ(f.events.WaitFor("ended a"), "ended a succeeded: ");
+  EXPECT_EQ(f.slurm.Calls("sbatch"), 1);
+  // A crash between sbatch and recording the id: found by its name.
+  fs::remove(f.RunDir("a") + "/slurm_job_id");
+  f.slurm.Set(101, "RUNNING", "None", "tpuhost1");
+  EXPECT_TRUE(f.executor->Recover(job).has_value());
+  EXPECT_EQ(f.slurm.Calls("sbatch"), 1);
+  // Nothing of an unknown job: the scheduler may place it.
+  EXPECT_FALSE(f.executor->Recover(BasicJob("never")).has_value());
+}
+
+TEST(SlurmExecutorTest, NodeFailureAndForgottenJobsAreExplained) {
+  Fixture f;
+  f.Launch(BasicJob("a"));
+  f.Launch(BasicJob("b"));
+  EXPECT_NE(f.events.WaitFor("waiting b: Waiting"), "");
+  f.slurm.Set(101, "NODE_FAIL", "None", "tpuhost3");
+  EXPECT_THAT(f.events.WaitFor("ended a"), HasSubstr("ended a lost: A node of the Slurm job failed (Slurm job 101, NODE_FAIL, nodes tpuhost3)."));
+  f.slurm.Forget(102);
+  EXPECT_THAT(f.events.WaitFor("ended b"), HasSubstr("ended b lost: Slurm no longer knows its job 102"));
+}
+
+TEST(SlurmExecutorTest, RefusalsReachTheUser) {
+  Fixture f;
+  f.slurm.refuse = true;
+  f.Launch(BasicJob("a"));
+  EXPECT_EQ(f.events.WaitFor("ended a"),
+            "ended a failed: Slurm refused the job: sbatch: error: Batch job submission failed: Invalid account");
+  model::Job pod = BasicJob("pod");
+  pod.training_input->scale_tier = "CUSTOM";
+  pod.training_input->master_type = "n1-highcpu-16";
+  pod.training_input->worker_type = "cloud_tpu";
+  pod.training_input->worker_count = 1;
+  model::ReplicaConfig rc;
+  rc.accelerator_config = model::AcceleratorConfig{256, "TPU_V3_POD"};
+  pod.training_input->worker_config = rc;
+  absl::Status s = f.executor->CheckRunnable(pod);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("it needs 32 TPU hosts (TPU_V3_POD with 256 cores)"));
+  model::Job missing = BasicJob("m");
+  missing.training_input->runtime_version = "2.11";
+  EXPECT_THAT(std::string(f.executor->CheckRunnable(missing).message()), HasSubstr("Runtime version 2.11 is not installed"));
+}
+
+}  // namespace
+}  // namespace mle::executor::slurm
