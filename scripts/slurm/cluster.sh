@@ -11,7 +11,9 @@
 # generated slurm.conf and gres.conf, state, spool, pid files and logs. Ports
 # are picked free at `start`. Needs root (slurmd runs jobs as their user).
 # munged is started only when none answers; `stop` ends it only if this script
-# started it. Scheduler settings favour fast turnaround over throughput.
+# started it. Scheduler settings favour fast turnaround over throughput;
+# MLE_SLURMD_TIMEOUT_S (default 10) is how long a silent node has before
+# Slurm declares it down.
 set -euo pipefail
 
 DIR="${MLE_SLURM_DIR:-/tmp/mlengine-slurm}"
@@ -105,7 +107,10 @@ KillWait=2
 MinJobAge=600
 InactiveLimit=0
 MessageTimeout=10
-SlurmdTimeout=60
+# A node whose slurmd stops answering is declared DOWN, and its jobs end as
+# NODE_FAIL, after SlurmdTimeout seconds (Slurm's default is 300): short, so
+# that a lost host (tests/slurm kills one) ends its job in seconds.
+SlurmdTimeout=${MLE_SLURMD_TIMEOUT_S:-10}
 EOF
   for i in 0 1 2 3; do
     echo "NodeName=${NODES[$i]} NodeHostname=$host Port=${ports[$((i + 1))]} CPUs=2 RealMemory=2000 Gres=tpu:8 State=UNKNOWN" >>"$CONF"

@@ -153,7 +153,11 @@ def wait_no_procs(find, timeout=10):
 # mlengined
 
 class Server:
-    def __init__(self, root, config_text, path_prefix=None):
+    """One mlengined. `extra_args` are added to its command line (e.g.
+    ["--executor", "slurm"]) and `extra_env` to its environment (after the
+    caller's MLENGINE* variables are dropped)."""
+
+    def __init__(self, root, config_text, path_prefix=None, extra_args=(), extra_env=None):
         self.root = str(root)
         self.data_dir = os.path.join(self.root, "data")
         os.makedirs(self.data_dir, exist_ok=True)
@@ -166,6 +170,8 @@ class Server:
                 del self.env[k]
         if path_prefix:
             self.env["PATH"] = str(path_prefix) + os.pathsep + self.env.get("PATH", "/usr/bin:/bin")
+        self.env.update(extra_env or {})
+        self.extra_args = [str(a) for a in extra_args]
         self.projects = set()
         self.starts = 0
         self.proc = None
@@ -178,7 +184,8 @@ class Server:
         self.stderr_path = os.path.join(self.root, f"mlengined.{self.starts}.log")
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(
-                [MLENGINED, "--listen", "127.0.0.1:0", "--data-dir", self.data_dir, "--config", self.config_path],
+                [MLENGINED, "--listen", "127.0.0.1:0", "--data-dir", self.data_dir, "--config", self.config_path,
+                 *self.extra_args],
                 stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=self.env, cwd=self.root)
         self.endpoint = None
         deadline = time.time() + 30

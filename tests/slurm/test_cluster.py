@@ -1,14 +1,14 @@
 """The local four-host Slurm cluster (scripts/slurm/cluster.sh) gives a real
 gang allocation: one task on each of tpuhost1..4, each holding tpu:8.
 
-Runs only where Slurm is installed (`sinfo` on PATH) and as root. Starts a
-cluster in its own directory and stops it at the end, pass or fail.
+Runs only where Slurm is installed (`sinfo` on PATH) and as root. The
+cluster is the session's (conftest.py's slurm_cluster: its own directory,
+stopped at the end, pass or fail).
 """
 import os
 import pathlib
 import shutil
 import subprocess
-import tempfile
 import time
 
 import pytest
@@ -22,21 +22,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    d = tempfile.mkdtemp(prefix="mle-slurm-test-")
-    env = dict(os.environ, MLE_SLURM_DIR=d)
-    try:
-        out = subprocess.run([str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=120)
-        assert out.returncode == 0, out.stderr
-        assert out.stdout.strip() == f"export SLURM_CONF={d}/slurm.conf"
-        # Idempotent: a second start finds it running.
-        again = subprocess.run([str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=120)
-        assert again.returncode == 0 and again.stdout == out.stdout, again.stderr
-        yield d, dict(env, SLURM_CONF=f"{d}/slurm.conf")
-    finally:
-        subprocess.run([str(SCRIPT), "stop"], env=env, timeout=120)
-        shutil.rmtree(d, ignore_errors=True)
+@pytest.fixture
+def cluster(slurm_cluster):
+    return slurm_cluster
 
 
 def test_four_idle_nodes(cluster):
@@ -68,3 +56,13 @@ def test_gang_of_four_hosts(cluster):
     ranks = sorted(int(l.split("=", 1)[1]) for l in lines if l.startswith("SLURM_PROCID="))
     assert sorted(nodes) == ["tpuhost1", "tpuhost2", "tpuhost3", "tpuhost4"]
     assert ranks == [0, 1, 2, 3]
+
+
+def test_start_again_finds_it_running(cluster):
+    d, env = cluster
+    env = {k: v for k, v in env.items() if k != "SLURM_CONF"}
+    again = subprocess.run([str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == f"export SLURM_CONF={d}/slurm.conf"
+    status = subprocess.run([str(SCRIPT), "status"], env=env, capture_output=True, text=True, timeout=60)
+    assert status.returncode == 0, status
