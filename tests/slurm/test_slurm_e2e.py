@@ -493,9 +493,10 @@ def test_lost_host_fails_the_job(cli, names, slurm_cluster):
         left = e2e.wait_no_procs(lambda: e2e.procs_of_job(rd, job), timeout=20)
         assert not left, f"processes of the failed job are left:\n{e2e.describe_procs(left)}\n{explain(cli, job)}"
         message = desc.get("errorMessage", "")
-        assert node in message or "worker-replica-1" in message, (
+        assert node in message and "worker-replica-1" in message and "stopped responding" in message, (
             f"the job FAILED {took:.0f}s after {node} died, but its errorMessage does not name the lost node "
-            f"({node}) or replica (worker-replica-1): {message!r}\n{explain(cli, job)}")
+            f"({node}) and its replica (worker-replica-1): {message!r}\n{explain(cli, job)}")
+        assert "tpuhost" not in message.replace(node, ""), f"a healthy node is blamed: {message!r}"
     finally:
         # The host comes back: a fresh slurmd; Slurm returns the node to service.
         if killed_at is not None:

@@ -43,7 +43,16 @@ class FakeSlurm : public CommandRunner {
   absl::StatusOr<RunResult> Run(const std::vector<std::string>& argv) override {
     std::lock_guard<std::mutex> lock(mu_);
     calls[argv[0]]++;
-    if (argv[0] == "sinfo") return RunResult{0, ReadData("sinfo.json")};
+    if (argv[0] == "sinfo") {
+      auto doc = nlohmann::json::parse(ReadData("sinfo.json"));
+      for (auto& n : doc["nodes"]) {
+        if (n["name"] == down_node) {
+          n["state"] = "down";
+          n["state_flags"] = {"NOT_RESPONDING"};
+        }
+      }
+      return RunResult{0, doc.dump()};
+    }
     if (argv[0] == "sbatch") {
       if (refuse) return RunResult{1, "sbatch: error: Batch job submission failed: Invalid account"};
       std::ifstream in(argv.back());
@@ -91,6 +100,7 @@ class FakeSlurm : public CommandRunner {
   std::map<std::string, int> calls;
   int64_t last_id = 100;
   bool refuse = false;
+  std::string down_node;  // sinfo reports it down, not responding
 };
 
 // Records what the executor reports; waits for it with a deadline.
@@ -264,10 +274,25 @@ TEST(SlurmExecutorTest, NodeFailureAndForgottenJobsAreExplained) {
   f.Launch(BasicJob("a"));
   f.Launch(BasicJob("b"));
   EXPECT_NE(f.events.WaitFor("waiting b: Waiting"), "");
+  // Slurm says NODE_FAIL but no node is down any more: Slurm's words and the nodes.
   f.slurm.Set(101, "NODE_FAIL", "None", "tpuhost3");
   EXPECT_THAT(f.events.WaitFor("ended a"), HasSubstr("ended a lost: A node of the Slurm job failed (Slurm job 101, NODE_FAIL, nodes tpuhost3)."));
   f.slurm.Forget(102);
   EXPECT_THAT(f.events.WaitFor("ended b"), HasSubstr("ended b lost: Slurm no longer knows its job 102"));
+}
+
+TEST(SlurmExecutorTest, ALostNodeIsNamedWithWhatRanThere) {
+  Fixture f;
+  f.Launch(BasicJob("a"));
+  EXPECT_NE(f.events.WaitFor("waiting a: Waiting"), "");
+  fs::create_directories(f.RunDir("a"));
+  std::ofstream(f.RunDir("a") + "/placement") << "master-replica-0 tpuhost1\nworker-replica-0 tpuhost2\n"
+                                                 "worker-replica-1 tpuhost3\n";
+  f.slurm.down_node = "tpuhost3";
+  f.slurm.Set(101, "NODE_FAIL", "NodeDown", "tpuhost[1-3]");
+  EXPECT_EQ(f.events.WaitFor("ended a"),
+            "ended a lost: Slurm node tpuhost3 (worker-replica-1) stopped responding, so Slurm ended the job "
+            "(NODE_FAIL, Slurm job 101). Resubmit it, or set slurm.requeue for Slurm to requeue such jobs.");
 }
 
 TEST(SlurmExecutorTest, RefusalsReachTheUser) {

@@ -214,6 +214,11 @@ int RunBatch(const Flags& f, const Loaded& l) {
                                     ? placement->tpu_hosts[launch.index]
                                     : placement->replicas.at(launch.task_name).host;
   }
+  {
+    // Which Slurm node runs which task: mlengined names them when a node is lost.
+    std::ofstream placement_file(f.run_dir + "/placement");
+    for (const auto& [task, node] : host_of) placement_file << task << " " << node << "\n";
+  }
   std::cout << "mlengine-slurm-launch: Slurm job " << slurm_id << " for projects/" << l.job.project << "/jobs/"
             << l.job.job_id << ":";
   for (const auto& [task, node] : host_of) std::cout << " " << task << "@" << node;

@@ -298,6 +298,31 @@ std::optional<std::pair<Outcome, std::string>> SlurmExecutor::ReadOutcome(const 
   return std::nullopt;
 }
 
+std::string SlurmExecutor::ExplainNodeFailure(const Tracked& t, const std::vector<std::string>& nodes,
+                                              const std::string& fallback) {
+  // Which of the job's nodes does Slurm now see as lost, and what ran there?
+  auto out = runner_.Run({"sinfo", "--json"});
+  if (!out.ok() || out->exit_code != 0) return fallback;
+  auto now = ParseNodesJson(out->output);
+  if (!now.ok()) return fallback;
+  std::map<std::string, std::vector<std::string>> tasks_on;
+  for (const auto& line : ReadLines(t.dir + "/placement")) {
+    std::pair<std::string, std::string> tn = absl::StrSplit(line, absl::MaxSplits(' ', 1));
+    tasks_on[tn.second].push_back(tn.first);
+  }
+  std::vector<std::string> lost;
+  for (const auto& n : *now) {
+    if (!n.Lost() || std::find(nodes.begin(), nodes.end(), n.name) == nodes.end()) continue;
+    auto it = tasks_on.find(n.name);
+    lost.push_back(it == tasks_on.end() ? n.name
+                                        : absl::StrCat(n.name, " (", absl::StrJoin(it->second, ", "), ")"));
+  }
+  if (lost.empty()) return fallback;
+  return absl::StrCat("Slurm node", lost.size() > 1 ? "s " : " ", absl::StrJoin(lost, ", "),
+                      " stopped responding, so Slurm ended the job (NODE_FAIL, Slurm job ", t.slurm_id,
+                      "). Resubmit it, or set slurm.requeue for Slurm to requeue such jobs.");
+}
+
 void SlurmExecutor::Finish(const std::string& key, Outcome outcome, const std::string& message) {
   JobRef ref;
   {
@@ -386,8 +411,11 @@ void SlurmExecutor::Poll() {
   auto jobs = ParseJobsJson(out->output);
   if (!jobs.ok()) return;
   std::map<int64_t, const SlurmJob*> by_id;
+  std::map<int64_t, std::vector<std::string>> nodes_of;  // every component's nodes, by leader id
   for (const auto& j : *jobs) {
     if (j.het_job_offset == 0) by_id[j.job_id] = &j;
+    auto& n = nodes_of[j.het_job_id > 0 ? j.het_job_id : j.job_id];
+    n.insert(n.end(), j.nodes.begin(), j.nodes.end());
   }
   for (auto& [key, t] : todo) {
     auto it = by_id.find(t.slurm_id);
@@ -433,9 +461,11 @@ void SlurmExecutor::Poll() {
         Finish(key, Outcome::kSucceeded, "");
       } else {
         MappedState m = MapSlurmState(sj.state, sj.state_reason);
+        const std::vector<std::string>& nodes = nodes_of[t.slurm_id];
         std::string message = absl::StrCat(m.message, " (Slurm job ", t.slurm_id, ", ", sj.state,
-                                           sj.nodes.empty() ? "" : absl::StrCat(", nodes ", absl::StrJoin(sj.nodes, ",")),
+                                           nodes.empty() ? "" : absl::StrCat(", nodes ", absl::StrJoin(nodes, ",")),
                                            ").");
+        if (sj.state == "NODE_FAIL") message = ExplainNodeFailure(t, nodes, message);
         if (sj.state == "CANCELLED") message = absl::StrCat("The Slurm job ", t.slurm_id, " was cancelled outside mlengine (scancel).");
         Finish(key, sj.state == "NODE_FAIL" ? Outcome::kLost : Outcome::kFailed, message);
       }

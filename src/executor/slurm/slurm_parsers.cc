@@ -299,9 +299,28 @@ absl::StatusOr<std::vector<SlurmNode>> ParseNodesJson(absl::string_view text) {
     if (st != n.end() && st->is_array() && !st->empty() && st->front().is_string()) {
       node.state = absl::AsciiStrToLower(st->front().get<std::string>());
     }
+    if (auto flags = n.find("state_flags"); flags != n.end() && flags->is_array()) {
+      for (const json& f : *flags) {
+        if (f.is_string()) node.state_flags.push_back(absl::AsciiStrToUpper(f.get<std::string>()));
+      }
+    }
+    // v0.0.39+: "state" is a list of flags, the first being the base state.
+    if (st != n.end() && st->is_array()) {
+      for (size_t i = 1; i < st->size(); ++i) {
+        if ((*st)[i].is_string()) node.state_flags.push_back(absl::AsciiStrToUpper((*st)[i].get<std::string>()));
+      }
+    }
     out.push_back(std::move(node));
   }
   return out;
+}
+
+bool SlurmNode::Lost() const {
+  if (state == "down" || state == "fail" || state == "failing" || state == "unknown") return true;
+  for (const auto& f : state_flags) {
+    if (f == "NOT_RESPONDING" || f == "FAIL" || f == "POWERED_DOWN") return true;
+  }
+  return false;
 }
 
 MappedState MapSlurmState(absl::string_view state, absl::string_view reason) {

@@ -64,6 +64,9 @@ struct SlurmNode {
   std::map<std::string, int64_t> gres;
   std::set<std::string> features;  // active features
   std::string state;               // idle, mixed, allocated, down, ...
+  std::vector<std::string> state_flags;  // NOT_RESPONDING, DRAIN, ... (upper case)
+  // Down, failing, or not answering slurmctld.
+  bool Lost() const;
 };
 // Parses {"nodes":[...]} of `sinfo --json`. INVALID_ARGUMENT for malformed
 // JSON or a node without a name.
