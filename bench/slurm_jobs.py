@@ -80,7 +80,8 @@ def run_mlengine(n, build, env, tmp):
     config = os.path.join(ROOT, "config", "mlengined-slurm.yaml")
     proc = subprocess.Popen([os.path.join(build, "src/server/mlengined"), "--listen", "127.0.0.1:0",
                              "--data-dir", data, "--config", config, "--executor", "slurm"],
-                            stdout=subprocess.PIPE, stderr=open(os.path.join(tmp, "mlengined.log"), "w"), env=env)
+                            stdout=subprocess.PIPE, stderr=open(os.path.join(tmp, "mlengined.log"), "w"),
+                            env=dict(env, MLENGINE_SLURM_TRACE="1"))
     try:
         line = proc.stdout.readline().decode()
         server = jl.Server.__new__(jl.Server)
@@ -132,7 +133,12 @@ def main():
     try:
         os.makedirs(os.path.join(tmp, "direct"))
         d_span, d_lat = run_direct(args.jobs, env, os.path.join(tmp, "direct"))
-        m_span, m_lat = run_mlengine(args.jobs, build, env, tmp)
+        try:
+            m_span, m_lat = run_mlengine(args.jobs, build, env, tmp)
+        except Exception:
+            with open(os.path.join(tmp, "mlengined.log")) as f:
+                print("mlengined's log (tail):\n" + f.read()[-3000:], file=sys.stderr)
+            raise
         with open(env["SLURM_CONF"]) as f:
             sched = [ln.strip() for ln in f if ln.startswith(("SchedulerParameters", "SchedulerType", "SelectType"))]
     finally:

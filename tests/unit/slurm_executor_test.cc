@@ -220,11 +220,28 @@ TEST(SlurmExecutorTest, PendingThenRunningThenTheLaunchersOutcome) {
   EXPECT_EQ(f.slurm.Calls("sbatch"), 1);
 }
 
+TEST(SlurmExecutorTest, AJobThatRanBetweenTwoPollsStillStartsBeforeItEnds) {
+  Fixture f;
+  f.Launch(BasicJob("a"));
+  EXPECT_NE(f.events.WaitFor("waiting a: Waiting"), "");
+  f.StartReplicaLogs("a");
+  f.WriteOutcome("a", "SUCCEEDED\n\n");
+  f.slurm.Set(101, "COMPLETED", "None", "tpuhost1");
+  EXPECT_NE(f.events.WaitFor("ended a"), "");
+  auto all = f.events.All();
+  std::vector<std::string> tail(all.end() - 3, all.end());
+  EXPECT_EQ(tail, (std::vector<std::string>{"preparing a", "started a", "ended a succeeded: "}));
+}
+
 TEST(SlurmExecutorTest, OneSqueuePerRoundForAllJobs) {
   Fixture f;
   for (const char* id : {"a", "b", "c", "d"}) f.Launch(BasicJob(id));
   for (const char* id : {"a", "b", "c", "d"}) EXPECT_NE(f.events.WaitFor(std::string("waiting ") + id + ": Waiting"), "");
   const int before = f.slurm.Calls("squeue");
+  for (const char* id : {"a", "b", "c", "d"}) {
+    f.StartReplicaLogs(id);
+    f.WriteOutcome(id, "SUCCEEDED\n\n");
+  }
   for (int64_t id = 101; id <= 104; ++id) f.slurm.Set(id, "COMPLETED", "None", "tpuhost1");
   for (const char* id : {"a", "b", "c", "d"}) EXPECT_NE(f.events.WaitFor(std::string("ended ") + id + " succeeded"), "");
   // Four jobs ended, but squeue ran a handful of times, not once per job per round.
@@ -266,6 +283,12 @@ TEST(SlurmExecutorTest, RestartFindsTheJobAndNeverSubmitsTwice) {
   EXPECT_TRUE(f.executor->Recover(job).has_value());
   EXPECT_EQ(f.slurm.Calls("sbatch"), 1);
   // Nothing of an unknown job: the scheduler may place it.
+  EXPECT_FALSE(f.executor->Recover(BasicJob("never")).has_value());
+  // A Slurm job that completed without running anything is not a success.
+  f.Launch(BasicJob("empty"));
+  EXPECT_NE(f.events.WaitFor("waiting empty: Waiting"), "");
+  f.slurm.Set(102, "COMPLETED", "None", "tpuhost1");
+  EXPECT_THAT(f.events.WaitFor("ended empty"), HasSubstr("failed: The Slurm job 102 completed without starting any replica"));
   EXPECT_FALSE(f.executor->Recover(BasicJob("never")).has_value());
 }
 

@@ -298,6 +298,20 @@ std::optional<std::pair<Outcome, std::string>> SlurmExecutor::ReadOutcome(const 
   return std::nullopt;
 }
 
+void SlurmExecutor::CatchUp(const std::string& key, Tracked& t) {
+  // A job can start and end between two polls: if any replica ran, say it
+  // started (QUEUED -> PREPARING -> RUNNING) before it ends.
+  if (t.phase == Phase::kRunning || t.cancel_requested) return;
+  bool ran = false;
+  for (const auto& task : t.tasks) ran = ran || fs::exists(common::ReplicaLogPath(t.dir, task));
+  if (!ran) return;
+  if (t.phase != Phase::kPreparing) events_->JobPreparing(t.ref);
+  events_->JobStarted(t.ref);
+  t.phase = Phase::kRunning;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto jt = jobs_.find(key); jt != jobs_.end()) jt->second.phase = Phase::kRunning;
+}
+
 std::string SlurmExecutor::ExplainNodeFailure(const Tracked& t, const std::vector<std::string>& nodes,
                                               const std::string& fallback) {
   // Which of the job's nodes does Slurm now see as lost, and what ran there?
@@ -430,6 +444,7 @@ void SlurmExecutor::Poll() {
         missing = ++jt->second.missing_polls;
       }
       if (missing < 3) continue;
+      CatchUp(key, t);
       if (auto o = ReadOutcome(t)) {
         Finish(key, o->first, o->second);
       } else if (t.cancel_requested) {
@@ -442,6 +457,7 @@ void SlurmExecutor::Poll() {
       continue;
     }
     const SlurmJob& sj = *it->second;
+    if (IsFinal(sj.state)) CatchUp(key, t);
     if (std::getenv("MLENGINE_SLURM_TRACE") != nullptr) {
       std::cerr << "mlengined: Slurm job " << t.slurm_id << " (" << key << "): " << sj.state << " "
                 << sj.state_reason << "\n";
@@ -457,8 +473,12 @@ void SlurmExecutor::Poll() {
         }
       } else if (auto o = ReadOutcome(t)) {
         Finish(key, o->first, o->second);
-      } else if (sj.state == "COMPLETED") {
+      } else if (sj.state == "COMPLETED" && t.phase == Phase::kRunning) {
         Finish(key, Outcome::kSucceeded, "");
+      } else if (sj.state == "COMPLETED") {
+        Finish(key, Outcome::kFailed,
+               absl::StrCat("The Slurm job ", t.slurm_id, " completed without starting any replica; see ", t.dir,
+                            "/slurm-", t.slurm_id, ".out."));
       } else {
         MappedState m = MapSlurmState(sj.state, sj.state_reason);
         const std::vector<std::string>& nodes = nodes_of[t.slurm_id];

@@ -106,6 +106,8 @@ class SlurmExecutor final : public Executor {
   // The outcome the launcher recorded, if any.
   std::optional<std::pair<Outcome, std::string>> ReadOutcome(const Tracked& t) const;
   std::optional<int64_t> FindByName(const std::string& name);
+  // Reports PREPARING/RUNNING for a job that ran between two polls.
+  void CatchUp(const std::string& key, Tracked& t);
   // "Slurm node tpuhost3 (worker-replica-1) stopped responding, ..." from a
   // fresh `sinfo` and the launcher's RUN/placement; `fallback` if unknown.
   std::string ExplainNodeFailure(const Tracked& t, const std::vector<std::string>& nodes, const std::string& fallback);
