@@ -49,6 +49,9 @@ def run_direct(n, env, work):
     open(os.path.join(work, "trivial_trainer/__init__.py"), "w").close()
     with open(os.path.join(work, "trivial_trainer/task.py"), "w") as f:
         f.write(TRAINER)
+    # One job first, not measured (as mlengine's warm-up job below).
+    subprocess.run(["sbatch", "--wait", "-N1", "-n1", "-c1", "-o", "/dev/null", "-D", work,
+                    "--wrap", f"exec {jl.PY} -m trivial_trainer.task"], env=env, capture_output=True, check=True)
     submitted = {}
     t0 = time.time()
     for i in range(n):
@@ -95,7 +98,7 @@ def run_mlengine(n, build, env, tmp):
         pkg = f"gs://bench-bucket/{name}"
         # One job first: builds the package's environment (cold), not measured.
         server.call("POST", "/v1/projects/bench/jobs", jl.job_body("warmup", pkg))
-        jl.wait_done(server, "warmup")
+        jl.wait_done(server, "warmup", timeout=60)
         submitted = {}
         t0 = time.time()
         for i in range(n):
@@ -138,6 +141,8 @@ def main():
         except Exception:
             with open(os.path.join(tmp, "mlengined.log")) as f:
                 print("mlengined's log (tail):\n" + f.read()[-3000:], file=sys.stderr)
+            subprocess.run(["find", os.path.join(tmp, "data", "runs")])
+            subprocess.run(["ps", "aux"])
             raise
         with open(env["SLURM_CONF"]) as f:
             sched = [ln.strip() for ln in f if ln.startswith(("SchedulerParameters", "SchedulerType", "SelectType"))]

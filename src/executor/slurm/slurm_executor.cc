@@ -421,9 +421,21 @@ void SlurmExecutor::Poll() {
     (void)runner_.Run(argv);  // one call for every cancel of this round
   }
   auto out = runner_.Run({"squeue", "--json"});
-  if (!out.ok() || out->exit_code != 0) return;  // slurmctld busy or down: try again next round
-  auto jobs = ParseJobsJson(out->output);
-  if (!jobs.ok()) return;
+  absl::Status problem = !out.ok()               ? out.status()
+                         : out->exit_code != 0   ? absl::UnavailableError(absl::StrCat(
+                                                     "squeue exited with ", out->exit_code, ": ",
+                                                     absl::StripAsciiWhitespace(out->output.substr(0, 500))))
+                                                 : absl::OkStatus();
+  absl::StatusOr<std::vector<SlurmJob>> jobs = problem.ok() ? ParseJobsJson(out->output) : problem;
+  if (!jobs.ok()) {
+    // slurmctld busy or down, or output we cannot read: try again next
+    // round, and say so once per distinct problem.
+    const std::string text(jobs.status().message());
+    if (text != last_poll_problem_) std::cerr << "mlengined: cannot read Slurm's jobs (will retry): " << text << "\n";
+    last_poll_problem_ = text;
+    return;
+  }
+  last_poll_problem_.clear();
   std::map<int64_t, const SlurmJob*> by_id;
   std::map<int64_t, std::vector<std::string>> nodes_of;  // every component's nodes, by leader id
   for (const auto& j : *jobs) {

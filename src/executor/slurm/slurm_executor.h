@@ -125,6 +125,7 @@ class SlurmExecutor final : public Executor {
   std::map<std::string, Tracked> jobs_;  // guarded by mu_
   bool poll_soon_ = false;               // guarded by mu_
   bool stopping_ = false;                // guarded by mu_ (and sub_mu_)
+  std::string last_poll_problem_;        // poller thread only
   std::thread poller_;
 
   std::mutex sub_mu_;
