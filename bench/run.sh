@@ -8,3 +8,10 @@ bench/api_throughput.sh "$BUILD"
 echo
 echo "== local execution: job start latency and 200 trivial jobs, against direct python3 -m"
 /usr/bin/python3 bench/job_latency.py "$BUILD"
+echo
+echo "== Slurm execution: mlengined --executor slurm against direct sbatch (starts its own test cluster; root)"
+if command -v sbatch >/dev/null && [ "$(id -u)" -eq 0 ]; then
+  /usr/bin/python3 bench/slurm_jobs.py "$BUILD"
+else
+  echo "skipped: needs Slurm (scripts/install-deps.sh installs it) and root"
+fi

@@ -44,7 +44,7 @@ def squeue(env):
     return {j["job_id"]: j for j in json.loads(out)["jobs"]}
 
 
-def run_direct(n, env, work):
+def run_direct(n, env, work, samples):
     os.makedirs(os.path.join(work, "trivial_trainer"))
     open(os.path.join(work, "trivial_trainer/__init__.py"), "w").close()
     with open(os.path.join(work, "trivial_trainer/task.py"), "w") as f:
@@ -52,6 +52,14 @@ def run_direct(n, env, work):
     # One job first, not measured (as mlengine's warm-up job below).
     subprocess.run(["sbatch", "--wait", "-N1", "-n1", "-c1", "-o", "/dev/null", "-D", work,
                     "--wrap", f"exec {jl.PY} -m trivial_trainer.task"], env=env, capture_output=True, check=True)
+    # Idle cluster: one job at a time, submission to the trainer's first line.
+    idle = []
+    for i in range(samples):
+        t = time.time()
+        subprocess.run(["sbatch", "--wait", "-N1", "-n1", "-c1", "-o", f"{work}/idle-{i}.txt", "-D", work,
+                        "--wrap", f"exec {jl.PY} -m trivial_trainer.task"], env=env, capture_output=True, check=True)
+        with open(f"{work}/idle-{i}.txt") as f:
+            idle.append(float(f.read().split()[2]) - t)
     submitted = {}
     t0 = time.time()
     for i in range(n):
@@ -75,10 +83,16 @@ def run_direct(n, env, work):
     for jid, (i, t) in submitted.items():
         with open(f"{work}/out-{i}.txt") as f:
             lat.append(float(f.read().split()[2]) - t)
-    return makespan, lat
+    return makespan, lat, idle
 
 
-def run_mlengine(n, build, env, tmp):
+def first_line_at(server, job_id):
+    page = server.call("GET", f"/v1/projects/bench/jobs/{job_id}/logs?prettyPrint=false")
+    first = [e for e in page.get("entries", []) if e["message"].startswith("first line")]
+    return float(first[0]["message"].split()[2])
+
+
+def run_mlengine(n, build, env, tmp, samples):
     data = os.path.join(tmp, "data")
     config = os.path.join(ROOT, "config", "mlengined-slurm.yaml")
     proc = subprocess.Popen([os.path.join(build, "src/server/mlengined"), "--listen", "127.0.0.1:0",
@@ -99,6 +113,12 @@ def run_mlengine(n, build, env, tmp):
         # One job first: builds the package's environment (cold), not measured.
         server.call("POST", "/v1/projects/bench/jobs", jl.job_body("warmup", pkg))
         jl.wait_done(server, "warmup", timeout=60)
+        idle = []
+        for i in range(samples):
+            t = time.time()
+            server.call("POST", "/v1/projects/bench/jobs?prettyPrint=false", jl.job_body(f"idle_{i}", pkg))
+            jl.wait_done(server, f"idle_{i}")
+            idle.append(first_line_at(server, f"idle_{i}") - t)
         submitted = {}
         t0 = time.time()
         for i in range(n):
@@ -108,12 +128,8 @@ def run_mlengine(n, build, env, tmp):
         for job_id in submitted:
             jl.wait_done(server, job_id, timeout=900)
         makespan = time.time() - t0
-        lat = []
-        for job_id, t in submitted.items():
-            page = server.call("GET", f"/v1/projects/bench/jobs/{job_id}/logs?prettyPrint=false")
-            first = [e for e in page.get("entries", []) if e["message"].startswith("first line")]
-            lat.append(float(first[0]["message"].split()[2]) - t)
-        return makespan, lat
+        lat = [first_line_at(server, job_id) - t for job_id, t in submitted.items()]
+        return makespan, lat, idle
     finally:
         proc.terminate()
         proc.wait(20)
@@ -123,6 +139,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
     ap.add_argument("--jobs", type=int, default=200)
+    ap.add_argument("--samples", type=int, default=10, help="jobs run one at a time on the idle cluster")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     if shutil.which("sbatch") is None or os.geteuid() != 0:
@@ -135,9 +152,9 @@ def main():
     env["SLURM_CONF"] = out.stdout.strip().split("=", 1)[1]
     try:
         os.makedirs(os.path.join(tmp, "direct"))
-        d_span, d_lat = run_direct(args.jobs, env, os.path.join(tmp, "direct"))
+        d_span, d_lat, d_idle = run_direct(args.jobs, env, os.path.join(tmp, "direct"), args.samples)
         try:
-            m_span, m_lat = run_mlengine(args.jobs, build, env, tmp)
+            m_span, m_lat, m_idle = run_mlengine(args.jobs, build, env, tmp, args.samples)
         except Exception:
             with open(os.path.join(tmp, "mlengined.log")) as f:
                 print("mlengined's log (tail):\n" + f.read()[-3000:], file=sys.stderr)
@@ -149,8 +166,13 @@ def main():
     finally:
         subprocess.run([script, "stop"], env=env, capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{args.jobs} trivial jobs, 4 Slurm nodes x 2 CPUs, 1 CPU per job, this machine: {os.cpu_count()} cores")
+    print(f"4 Slurm nodes x 2 CPUs, 1 CPU per job, this machine: {os.cpu_count()} cores")
     print("Slurm settings: " + "; ".join(sched))
+    print(f"Idle cluster, {args.samples} jobs one at a time: submission to the trainer's first line, median")
+    print(f"{'  direct sbatch':34} {pct(d_idle, .5) * 1000:11.0f} ms")
+    print(f"{'  mlengine (jobs.create, Slurm)':34} {pct(m_idle, .5) * 1000:11.0f} ms   ratio "
+          f"{pct(m_idle, .5) / pct(d_idle, .5):.2f}, overhead {(pct(m_idle, .5) - pct(d_idle, .5)) * 1000:.0f} ms")
+    print(f"{args.jobs} jobs submitted at once (8 run at a time):")
     print(f"{'case':34} {'makespan s':>11} {'start p50 ms':>13} {'start p90 ms':>13}")
     print(f"{'direct sbatch':34} {d_span:11.2f} {pct(d_lat, .5) * 1000:13.0f} {pct(d_lat, .9) * 1000:13.0f}")
     print(f"{'mlengine (jobs.create, Slurm)':34} {m_span:11.2f} {pct(m_lat, .5) * 1000:13.0f} {pct(m_lat, .9) * 1000:13.0f}")
