@@ -74,9 +74,9 @@ def slurm_cluster():
         shutil.rmtree(d, ignore_errors=True)
 
 
-def _make_slurm_server(root, cluster):
+def _make_slurm_server(root, cluster, config_text=None):
     _, env = cluster
-    return e2e.Server(root, SLURM_CONFIG.read_text(), extra_args=["--executor", "slurm"],
+    return e2e.Server(root, config_text or SLURM_CONFIG.read_text(), extra_args=["--executor", "slurm"],
                       extra_env={"SLURM_CONF": env["SLURM_CONF"], "MLENGINE_SLURM_TRACE": "1"})
 
 
@@ -92,8 +92,8 @@ def slurm_server(slurm_cluster, tmp_path_factory):
 def slurm_server_factory(slurm_cluster, tmp_path):
     made = []
 
-    def make():
-        s = _make_slurm_server(tmp_path / f"server{len(made)}", slurm_cluster)
+    def make(config_text=None):
+        s = _make_slurm_server(tmp_path / f"server{len(made)}", slurm_cluster, config_text)
         made.append(s)
         return s
     yield make

@@ -15,6 +15,7 @@ import glob
 import importlib
 import json
 import os
+import pathlib
 import re
 import shutil
 import signal
@@ -30,6 +31,7 @@ pytestmark = pytest.mark.skipif(shutil.which("sinfo") is None or os.geteuid() !=
 # (not `from conftest import`: that name is ambiguous between test directories).
 e2e = importlib.import_module("mle_e2e_conftest")
 
+ROOT_DIR = pathlib.Path(e2e.SOURCE_DIR)
 NODES = ["tpuhost1", "tpuhost2", "tpuhost3", "tpuhost4"]
 POD_FLAGS = ["--scale-tier", "custom", "--master-machine-type", "n1-standard-4",
              "--worker-machine-type", "cloud_tpu", "--worker-count", "1"]
@@ -502,3 +504,73 @@ def test_lost_host_fails_the_job(cli, names, slurm_cluster):
         if killed_at is not None:
             subprocess.run(["slurmd", "-N", node, "-f", conf], env=env, check=True, timeout=60)
         wait_nodes_idle(env, timeout=60)
+
+
+def test_lost_host_with_requeue_runs_the_job_again(slurm_server_factory, slurm_cluster, names, tmp_path):
+    """With `slurm.requeue: true` a lost host does not fail the job: Slurm
+    requeues it, mlengine shows it QUEUED again (saying why), and it runs to
+    SUCCEEDED on the nodes that are left."""
+    slurm_dir, env = slurm_cluster
+    conf = env["SLURM_CONF"]
+    config = e2e_config_with_requeue()
+    server = slurm_server_factory(config)
+    cli = e2e.make_cli(server, tmp_path, names)
+    job = names.job("requeue")
+    gate = f"gs://{cli.bucket}/{job}/gate"
+    cli.ok("jobs", "submit", "training", job, "--staging-bucket", f"gs://{cli.bucket}", "--region", e2e.REGION,
+           "--runtime-version", e2e.RUNTIME, "--package-path", e2e.TASKS_PKG, "--module-name", "trainer.task",
+           "--scale-tier", "custom", "--master-machine-type", "n1-standard-4",
+           "--worker-machine-type", "n1-standard-4", "--worker-count", "1", "--", "--wait-for", gate)
+    cli.wait_state(job, {"RUNNING"}, timeout=60)
+    placement = placement_of(cli, job)
+    node = placement["worker-replica-0"]
+    killed = False
+    try:
+        slurmd, stepds, tasks = _node_processes(slurm_dir, conf, node)
+        assert len(slurmd) == 1 and stepds and tasks, (node, slurmd, stepds, tasks)
+        for pid in slurmd + stepds + tasks:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        killed = True
+        queued = cli.wait_state(job, {"QUEUED"}, timeout=90)
+        assert queued.get("errorMessage", "").startswith("Slurm requeued the job (once"), queued
+        # Slurm holds a requeued batch job back for a while (BeginTime); an
+        # operator may release it at once, which keeps this test short.
+        sid = slurm_id_of(cli, job)
+        wait_for(lambda: any(state_of(j) == "PENDING" for j in slurm_components(env, sid)),
+                 f"Slurm job {sid} pending again", 30, lambda: explain(cli, job))
+        for j in slurm_components(env, sid):
+            slurm(env, "scontrol", "update", f"JobId={j['job_id']}", "StartTime=now")
+        running = cli.wait_state(job, {"RUNNING"}, timeout=90)
+        again = placement_of_run(cli, job, restart=True)
+        assert node not in again.values(), (node, again)
+        write_object(cli, tmp_path, gate)
+        done = cli.wait_state(job, {"SUCCEEDED"}, timeout=60)
+        assert done["state"] == "SUCCEEDED", (running, done)
+    finally:
+        if killed:
+            subprocess.run(["slurmd", "-N", node, "-f", conf], env=env, check=True, timeout=60)
+        wait_nodes_idle(env, timeout=60)
+
+
+def e2e_config_with_requeue():
+    text = (ROOT_DIR / "config" / "mlengined-slurm.yaml").read_text()
+    assert "requeue: false" in text
+    return text.replace("requeue: false", "requeue: true")
+
+
+def placement_of_run(cli, job, restart, timeout=60):
+    """The launcher's task@node line of the requeued run (the last one)."""
+    sid = slurm_id_of(cli, job)
+    path = os.path.join(run_dir(cli, job), f"slurm-{sid}.out")
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        text = open(path).read() if os.path.exists(path) else ""
+        if not restart or "requeued this job" in text:
+            lines = [m for m in LAUNCH_LINE.finditer(text)]
+            if lines and (not restart or text.rfind("requeued this job") < lines[-1].start()):
+                return dict(pair.split("@", 1) for pair in lines[-1].group(4).split())
+        time.sleep(0.1)
+    raise AssertionError(f"no launcher line for the requeued run in {path}:\n{explain(cli, job)}")

@@ -176,6 +176,7 @@ struct Fixture {
     o.gcs_root = (root / "buckets").string();
     o.min_poll = absl::Milliseconds(5);
     o.max_poll = absl::Milliseconds(20);
+    o.settings.requeue = requeue;
     auto e = SlurmExecutor::Create(o, runtimes, *cache, slurm);
     EXPECT_TRUE(e.ok()) << e.status();
     executor = *std::move(e);
@@ -192,6 +193,7 @@ struct Fixture {
   void WriteOutcome(const std::string& id, const std::string& text) { std::ofstream(RunDir(id) + "/outcome") << text; }
 
   static inline int counter = 0;
+  bool requeue = false;
   fs::path root;
   runtime::RuntimeCatalog runtimes;
   std::unique_ptr<runtime::PackageCache> cache;
@@ -316,6 +318,24 @@ TEST(SlurmExecutorTest, ALostNodeIsNamedWithWhatRanThere) {
   EXPECT_EQ(f.events.WaitFor("ended a"),
             "ended a lost: Slurm node tpuhost3 (worker-replica-1) stopped responding, so Slurm ended the job "
             "(NODE_FAIL, Slurm job 101). Resubmit it, or set slurm.requeue for Slurm to requeue such jobs.");
+}
+
+TEST(SlurmExecutorTest, WithRequeueANodeFailureIsNotTheEnd) {
+  Fixture f;
+  f.executor.reset();
+  f.requeue = true;
+  f.Start();
+  f.Launch(BasicJob("a"));
+  EXPECT_NE(f.events.WaitFor("waiting a: Waiting"), "");
+  f.slurm.Set(101, "RUNNING", "None", "tpuhost1");
+  f.StartReplicaLogs("a");
+  EXPECT_NE(f.events.WaitFor("started a"), "");
+  f.slurm.Set(101, "NODE_FAIL", "NodeDown", "tpuhost1");  // what squeue shows for a moment
+  f.slurm.Set(101, "PENDING", "BeginTime");
+  EXPECT_EQ(f.events.WaitFor("waiting a: Slurm requeued"),
+            "waiting a: Slurm requeued the job (once: a node failed or it was preempted). Waiting in the Slurm "
+            "queue: BeginTime (its start time has not come)");
+  for (const auto& e : f.events.All()) EXPECT_FALSE(absl::StartsWith(e, "ended")) << e;
 }
 
 TEST(SlurmExecutorTest, RefusalsReachTheUser) {

@@ -158,6 +158,20 @@ pid_t Spawn(const std::vector<std::string>& argv) {
 // Batch mode: plan, write launch files, srun every component, wait.
 int RunBatch(const Flags& f, const Loaded& l) {
   const std::string self = fs::read_symlink("/proc/self/exe").string();
+  // A fresh run (also after Slurm requeued the job): nothing of an earlier
+  // run may decide this one.
+  {
+    std::error_code ec;
+    fs::remove(f.run_dir + "/outcome", ec);
+    for (const auto& c : l.components) {
+      for (const auto& task : c.tasks) fs::remove(common::ReplicaExitPath(f.run_dir, task), ec);
+      if (!c.first_node_task.empty()) fs::remove(common::ReplicaExitPath(f.run_dir, c.first_node_task), ec);
+    }
+    const std::string restarts = Env("SLURM_RESTART_COUNT");
+    if (!restarts.empty() && restarts != "0") {
+      std::cout << "mlengine-slurm-launch: Slurm requeued this job (restart " << restarts << ")" << std::endl;
+    }
+  }
   int het_size = 0;
   const bool het = absl::SimpleAtoi(Env("SLURM_HET_SIZE"), &het_size) && het_size > 1;
   std::vector<std::vector<std::string>> nodes;

@@ -52,6 +52,10 @@ std::vector<std::string> ReadLines(const std::string& path) {
   return out;
 }
 
+// How long a NODE_FAIL/PREEMPTED job of a requeueing cluster may take to be
+// PENDING again before mlengine calls it ended.
+constexpr absl::Duration kRequeueWait = absl::Seconds(20);
+
 bool IsFinal(const std::string& state) {
   return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED" || state == "TIMEOUT" ||
          state == "NODE_FAIL" || state == "OUT_OF_MEMORY" || state == "PREEMPTED" || state == "BOOT_FAIL" ||
@@ -469,11 +473,22 @@ void SlurmExecutor::Poll() {
       continue;
     }
     const SlurmJob& sj = *it->second;
-    if (IsFinal(sj.state)) CatchUp(key, t);
     if (std::getenv("MLENGINE_SLURM_TRACE") != nullptr) {
       std::cerr << "mlengined: Slurm job " << t.slurm_id << " (" << key << "): " << sj.state << " "
                 << sj.state_reason << "\n";
     }
+    // With --requeue, Slurm shows NODE_FAIL/PREEMPTED for a moment before
+    // the job is PENDING again: give it time before calling it final.
+    const bool may_requeue = options_.settings.requeue && !t.cancel_requested &&
+                             (sj.state == "NODE_FAIL" || sj.state == "PREEMPTED") && !ReadOutcome(t);
+    if (may_requeue) {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto jt = jobs_.find(key);
+      if (jt == jobs_.end()) continue;
+      if (jt->second.final_seen == absl::InfinitePast()) jt->second.final_seen = absl::Now();
+      if (absl::Now() - jt->second.final_seen < kRequeueWait) continue;
+    }
+    if (IsFinal(sj.state)) CatchUp(key, t);
     if (IsFinal(sj.state)) {
       if (t.cancel_requested) {
         auto o = ReadOutcome(t);
@@ -514,6 +529,11 @@ void SlurmExecutor::Poll() {
       next = all ? Phase::kRunning : Phase::kPreparing;
     }
     const bool requeued = next == Phase::kWaiting && (t.phase == Phase::kPreparing || t.phase == Phase::kRunning);
+    if (requeued) ++t.requeues;
+    if (next == Phase::kWaiting && t.requeues > 0) {
+      m.message = absl::StrCat("Slurm requeued the job (", t.requeues == 1 ? "once" : absl::StrCat(t.requeues, " times"),
+                               ": a node failed or it was preempted). ", m.message);
+    }
     const bool reason_changed = next == Phase::kWaiting && m.message != t.reason;
     if (next == t.phase && !reason_changed && !requeued) continue;
     {
@@ -521,7 +541,9 @@ void SlurmExecutor::Poll() {
       auto jt = jobs_.find(key);
       if (jt == jobs_.end()) continue;
       jt->second.phase = next;
+      jt->second.final_seen = absl::InfinitePast();
       jt->second.reason = m.message;
+      jt->second.requeues = t.requeues;
       jt->second.missing_polls = 0;
     }
     if (t.cancel_requested) continue;

@@ -93,6 +93,8 @@ class SlurmExecutor final : public Executor {
     std::string cancel_reason;
     bool scancel_sent = false;
     int missing_polls = 0;              // polls in a row that did not list it
+    int requeues = 0;                   // times Slurm put it back in its queue
+    absl::Time final_seen = absl::InfinitePast();  // first seen NODE_FAIL/PREEMPTED (requeue on)
   };
 
   void Submit(const std::string& key, const model::Job& job, const model::JobDemand& demand);
