@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -331,6 +332,12 @@ TEST(SlurmExecutorTest, WithRequeueANodeFailureIsNotTheEnd) {
   f.StartReplicaLogs("a");
   EXPECT_NE(f.events.WaitFor("started a"), "");
   f.slurm.Set(101, "NODE_FAIL", "NodeDown", "tpuhost1");  // what squeue shows for a moment
+  const int polls = f.slurm.Calls("squeue");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (f.slurm.Calls("squeue") < polls + 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  ASSERT_GE(f.slurm.Calls("squeue"), polls + 3);  // it saw NODE_FAIL, and waited
   f.slurm.Set(101, "PENDING", "BeginTime");
   EXPECT_EQ(f.events.WaitFor("waiting a: Slurm requeued"),
             "waiting a: Slurm requeued the job (once: a node failed or it was preempted). Waiting in the Slurm "
