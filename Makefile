@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test unit demo bench clean
+.PHONY: all deps build test unit demo demo-slurm bench clean
 
 all: build
 
@@ -23,6 +23,10 @@ test: build
 
 demo: build
 	./scripts/demo.sh $(BUILD)
+
+# The same walkthrough on the local 4-node Slurm cluster (mlengined --executor slurm).
+demo-slurm: build
+	MLENGINE_DEMO_EXECUTOR=slurm ./scripts/demo.sh $(BUILD)
 
 bench: build
 	./bench/run.sh $(BUILD)

@@ -5,6 +5,10 @@
 # walkthrough's job with gcloud's flags, streams its logs until it SUCCEEDS,
 # shows the model in the bucket, then runs the CUSTOM cloud_tpu variant and
 # the distributed variant (master + 2 workers).
+#
+# MLENGINE_DEMO_EXECUTOR=slurm (`make demo-slurm`): the same, with
+# `mlengined --executor slurm` on the local four-node Slurm test cluster
+# (scripts/slurm/cluster.sh; started here, stopped at the end).
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,14 +21,25 @@ BUCKET=gs://demo-bucket
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
-say "Starting mlengined (data in $DATA)"
-"$MLENGINED" --listen 127.0.0.1:0 --data-dir "$DATA" --config "$ROOT/config/mlengined.yaml" \
+EXECUTOR=${MLENGINE_DEMO_EXECUTOR:-local}
+SERVER_ARGS=(--config "$ROOT/config/mlengined.yaml")
+CLEANUP=""
+if [ "$EXECUTOR" = slurm ]; then
+  say "Starting the local Slurm test cluster (4 nodes tpuhost1..4, simulated tpu:8 GRES)"
+  export MLE_SLURM_DIR="$DATA/slurm"
+  eval "$(scripts/slurm/cluster.sh start)"
+  CLEANUP="scripts/slurm/cluster.sh stop >/dev/null 2>&1 || true;"
+  SERVER_ARGS=(--config "$ROOT/config/mlengined-slurm.yaml" --executor slurm)
+fi
+
+say "Starting mlengined (executor: $EXECUTOR; data in $DATA)"
+"$MLENGINED" --listen 127.0.0.1:0 --data-dir "$DATA" "${SERVER_ARGS[@]}" \
   > "$DATA/mlengined.out" 2> "$DATA/mlengined.log" &
 SERVER=$!
-trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
+trap "kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true; $CLEANUP" EXIT
 for _ in $(seq 200); do grep -q listening "$DATA/mlengined.out" 2>/dev/null && break; sleep 0.05; done
 cat "$DATA/mlengined.out"
-grep inventory "$DATA/mlengined.log" || true
+grep -E "inventory|Slurm cluster" "$DATA/mlengined.log" || true
 
 say "Staging the digits data set into $BUCKET/datasets/digits"
 /usr/bin/python3 examples/mnist/stage_data.py "$BUCKET/datasets/digits"
