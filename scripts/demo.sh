@@ -28,7 +28,7 @@ if [ "$EXECUTOR" = slurm ]; then
   say "Starting the local Slurm test cluster (4 nodes tpuhost1..4, simulated tpu:8 GRES)"
   export MLE_SLURM_DIR="$DATA/slurm"
   eval "$(scripts/slurm/cluster.sh start)"
-  CLEANUP="scripts/slurm/cluster.sh stop >/dev/null 2>&1 || true;"
+  CLEANUP="\"$ROOT/scripts/slurm/cluster.sh\" stop >/dev/null 2>&1 || true;"
   SERVER_ARGS=(--config "$ROOT/config/mlengined-slurm.yaml" --executor slurm)
 fi
 
