@@ -432,6 +432,26 @@ def test_server_restart_mid_job(slurm_server_factory, slurm_cluster, names, tmp_
 
 
 # ---------------------------------------------------------------------------
+# maxRunningTime: mlengine's limit acts (Slurm's --time is a minute later)
+
+def test_max_running_time_cancels_the_slurm_job(cli, names, slurm_cluster, tmp_path):
+    _, env = slurm_cluster
+    config = tmp_path / "sched.yaml"
+    config.write_text("trainingInput:\n  scheduling:\n    maxRunningTime: 3s\n    priority: 700\n")
+    job = names.job("maxrun")
+    r = cli.submit(job, f"--config={config}", args=["--sleep", "600"])
+    assert r.rc == 0, r
+    cli.wait_state(job, {"RUNNING"}, timeout=60)
+    batch = open(os.path.join(run_dir(cli, job), "batch.sh")).read()
+    assert "#SBATCH --time=2\n" in batch and "#SBATCH --nice=300\n" in batch, batch  # 3 s + 1 min, rounded up
+    desc = cli.wait_state(job, {"CANCELLED"}, timeout=60)
+    assert "maxRunningTime" in desc.get("errorMessage", ""), desc
+    sid = slurm_id_of(cli, job)
+    wait_for(lambda: all(state_of(j) == "CANCELLED" for j in slurm_components(env, sid)),
+             f"Slurm job {sid} CANCELLED", 30, lambda: explain(cli, job))
+
+
+# ---------------------------------------------------------------------------
 # A host dies mid-job (last: it takes a node away for a while)
 
 def _node_processes(slurm_dir, conf, node):
@@ -574,3 +594,4 @@ def placement_of_run(cli, job, restart, timeout=60):
                 return dict(pair.split("@", 1) for pair in lines[-1].group(4).split())
         time.sleep(0.1)
     raise AssertionError(f"no launcher line for the requeued run in {path}:\n{explain(cli, job)}")
+
