@@ -302,6 +302,33 @@ std::optional<std::pair<Outcome, std::string>> SlurmExecutor::ReadOutcome(const 
   return std::nullopt;
 }
 
+void SlurmExecutor::End(const std::string& key, Tracked& t, const SlurmJob& sj, const std::vector<std::string>& nodes) {
+  CatchUp(key, t);
+  const auto outcome = ReadOutcome(t);
+  if (t.cancel_requested) {
+    // A master that finished before the cancel landed still succeeded.
+    if (outcome && outcome->first == Outcome::kSucceeded) return Finish(key, outcome->first, outcome->second);
+    return Finish(key, Outcome::kStopped, t.cancel_reason);
+  }
+  if (outcome) return Finish(key, outcome->first, outcome->second);
+  if (sj.state == "COMPLETED" && t.phase == Phase::kRunning) return Finish(key, Outcome::kSucceeded, "");
+  if (sj.state == "COMPLETED") {
+    return Finish(key, Outcome::kFailed,
+                  absl::StrCat("The Slurm job ", t.slurm_id, " completed without starting any replica; see ", t.dir,
+                               "/slurm-", t.slurm_id, ".out."));
+  }
+  if (sj.state == "CANCELLED") {
+    return Finish(key, Outcome::kFailed,
+                  absl::StrCat("The Slurm job ", t.slurm_id, " was cancelled outside mlengine (scancel)."));
+  }
+  const MappedState m = MapSlurmState(sj.state, sj.state_reason);
+  std::string message =
+      absl::StrCat(m.message, " (Slurm job ", t.slurm_id, ", ", sj.state,
+                   nodes.empty() ? "" : absl::StrCat(", nodes ", absl::StrJoin(nodes, ",")), ").");
+  if (sj.state == "NODE_FAIL") return Finish(key, Outcome::kLost, ExplainNodeFailure(t, nodes, message));
+  Finish(key, Outcome::kFailed, message);
+}
+
 void SlurmExecutor::CatchUp(const std::string& key, Tracked& t) {
   // A job can start and end between two polls: if any replica ran, say it
   // started (QUEUED -> PREPARING -> RUNNING) before it ends.
@@ -422,7 +449,16 @@ void SlurmExecutor::Poll() {
   if (!to_cancel.empty()) {
     std::vector<std::string> argv = {"scancel"};
     for (int64_t id : to_cancel) argv.push_back(std::to_string(id));
-    (void)runner_.Run(argv);  // one call for every cancel of this round
+    auto cancelled = runner_.Run(argv);  // one call for every cancel of this round
+    if (!cancelled.ok() || cancelled->exit_code != 0) {
+      // Not delivered (slurmctld down?): ask again next round.
+      std::cerr << "mlengined: scancel failed (will retry): "
+                << (cancelled.ok() ? cancelled->output : std::string(cancelled.status().message())) << "\n";
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [key, t] : jobs_) {
+        if (std::find(to_cancel.begin(), to_cancel.end(), t.slurm_id) != to_cancel.end()) t.scancel_sent = false;
+      }
+    }
   }
   auto out = runner_.Run({"squeue", "--json"});
   absl::Status problem = !out.ok()               ? out.status()
@@ -488,34 +524,8 @@ void SlurmExecutor::Poll() {
       if (jt->second.final_seen == absl::InfinitePast()) jt->second.final_seen = absl::Now();
       if (absl::Now() - jt->second.final_seen < kRequeueWait) continue;
     }
-    if (IsFinal(sj.state)) CatchUp(key, t);
     if (IsFinal(sj.state)) {
-      if (t.cancel_requested) {
-        auto o = ReadOutcome(t);
-        // A master that finished before the cancel landed still succeeded.
-        if (o && o->first == Outcome::kSucceeded) {
-          Finish(key, o->first, o->second);
-        } else {
-          Finish(key, Outcome::kStopped, t.cancel_reason);
-        }
-      } else if (auto o = ReadOutcome(t)) {
-        Finish(key, o->first, o->second);
-      } else if (sj.state == "COMPLETED" && t.phase == Phase::kRunning) {
-        Finish(key, Outcome::kSucceeded, "");
-      } else if (sj.state == "COMPLETED") {
-        Finish(key, Outcome::kFailed,
-               absl::StrCat("The Slurm job ", t.slurm_id, " completed without starting any replica; see ", t.dir,
-                            "/slurm-", t.slurm_id, ".out."));
-      } else {
-        MappedState m = MapSlurmState(sj.state, sj.state_reason);
-        const std::vector<std::string>& nodes = nodes_of[t.slurm_id];
-        std::string message = absl::StrCat(m.message, " (Slurm job ", t.slurm_id, ", ", sj.state,
-                                           nodes.empty() ? "" : absl::StrCat(", nodes ", absl::StrJoin(nodes, ",")),
-                                           ").");
-        if (sj.state == "NODE_FAIL") message = ExplainNodeFailure(t, nodes, message);
-        if (sj.state == "CANCELLED") message = absl::StrCat("The Slurm job ", t.slurm_id, " was cancelled outside mlengine (scancel).");
-        Finish(key, sj.state == "NODE_FAIL" ? Outcome::kLost : Outcome::kFailed, message);
-      }
+      End(key, t, sj, nodes_of[t.slurm_id]);
       continue;
     }
     MappedState m = MapSlurmState(sj.state, sj.state_reason);

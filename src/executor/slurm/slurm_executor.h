@@ -108,6 +108,9 @@ class SlurmExecutor final : public Executor {
   // The outcome the launcher recorded, if any.
   std::optional<std::pair<Outcome, std::string>> ReadOutcome(const Tracked& t) const;
   std::optional<int64_t> FindByName(const std::string& name);
+  // Slurm says the job is over: reports how it ended (the launcher's
+  // outcome, else what Slurm's state says), once.
+  void End(const std::string& key, Tracked& t, const SlurmJob& sj, const std::vector<std::string>& nodes);
   // Reports PREPARING/RUNNING for a job that ran between two polls.
   void CatchUp(const std::string& key, Tracked& t);
   // "Slurm node tpuhost3 (worker-replica-1) stopped responding, ..." from a
