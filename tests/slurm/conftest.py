@@ -12,8 +12,12 @@ reused, not copied: tests/e2e/conftest.py is loaded as the module
 Fixtures:
   slurm_cluster  (session) (dir, env): env has SLURM_CONF and MLE_SLURM_DIR
   slurm_server   (module) mlengined --executor slurm, config/mlengined-slurm.yaml
-  slurm_server_factory  make() -> a server of the test's own (restart tests)
+  slurm_server_factory  make(config_text=None) -> a server of the test's own
+                 (restart and requeue tests)
   names, cli     as in the e2e suite, against slurm_server
+
+MLE_KEEP_SLURM_DIR=1 keeps the (stopped) cluster's directory, with
+slurmctld.log and the slurmd logs, for a post-mortem.
 """
 import importlib.util
 import itertools
@@ -71,7 +75,8 @@ def slurm_cluster():
         yield d, dict(env, SLURM_CONF=f"{d}/slurm.conf")
     finally:
         subprocess.run([str(SCRIPT), "stop"], env=env, timeout=120)
-        shutil.rmtree(d, ignore_errors=True)
+        if not os.environ.get("MLE_KEEP_SLURM_DIR"):
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def _make_slurm_server(root, cluster, config_text=None):

@@ -557,10 +557,18 @@ def test_lost_host_with_requeue_runs_the_job_again(slurm_server_factory, slurm_c
         queued = cli.wait_state(job, {"QUEUED"}, timeout=90)
         assert queued.get("errorMessage", "").startswith("Slurm requeued the job (once"), queued
         # Slurm holds a requeued batch job back for a while (BeginTime); an
-        # operator may release it at once, which keeps this test short.
+        # operator may release it sooner, which keeps this test short — once
+        # the first run is cleaned up on the surviving node (else Slurm
+        # refuses the start: "Job credential revoked").
         sid = slurm_id_of(cli, job)
         wait_for(lambda: any(state_of(j) == "PENDING" for j in slurm_components(env, sid)),
                  f"Slurm job {sid} pending again", 30, lambda: explain(cli, job))
+        # Slurm compares credential times in whole seconds: a start in the
+        # same second as the revocation counts as revoked, hence the 2 s.
+        requeued_at = time.time()
+        master_node = placement["master-replica-0"]
+        wait_for(lambda: node_states(env).get(master_node) == "idle" and time.time() >= requeued_at + 2,
+                 f"{master_node} idle after the first run", 60, lambda: explain(cli, job))
         for j in slurm_components(env, sid):
             slurm(env, "scontrol", "update", f"JobId={j['job_id']}", "StartTime=now")
         running = cli.wait_state(job, {"RUNNING"}, timeout=90)

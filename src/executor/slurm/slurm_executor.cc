@@ -515,8 +515,10 @@ void SlurmExecutor::Poll() {
     }
     // With --requeue, Slurm shows NODE_FAIL/PREEMPTED for a moment before
     // the job is PENDING again: give it time before calling it final.
+    // (The launcher may have written an outcome as the node went: it does
+    // not count while Slurm can still run the job again.)
     const bool may_requeue = options_.settings.requeue && !t.cancel_requested &&
-                             (sj.state == "NODE_FAIL" || sj.state == "PREEMPTED") && !ReadOutcome(t);
+                             (sj.state == "NODE_FAIL" || sj.state == "PREEMPTED");
     if (may_requeue) {
       std::lock_guard<std::mutex> lock(mu_);
       auto jt = jobs_.find(key);
@@ -539,7 +541,12 @@ void SlurmExecutor::Poll() {
       next = all ? Phase::kRunning : Phase::kPreparing;
     }
     const bool requeued = next == Phase::kWaiting && (t.phase == Phase::kPreparing || t.phase == Phase::kRunning);
-    if (requeued) ++t.requeues;
+    if (requeued) {
+      ++t.requeues;
+      // The earlier run's outcome must not decide the next run.
+      std::error_code ec;
+      fs::rename(OutcomePath(t.dir), absl::StrCat(OutcomePath(t.dir), ".run", t.requeues), ec);
+    }
     if (next == Phase::kWaiting && t.requeues > 0) {
       m.message = absl::StrCat("Slurm requeued the job (", t.requeues == 1 ? "once" : absl::StrCat(t.requeues, " times"),
                                ": a node failed or it was preempted). ", m.message);
