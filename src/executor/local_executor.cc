@@ -77,29 +77,11 @@ LocalExecutor::LocalExecutor(LocalExecutorOptions options, runtime::RuntimeCatal
   ev.data.fd = wake_fd_;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
   watcher_ = std::thread([this] { Watch(); });
-  preparer_ = std::thread([this] {
-    for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock<std::mutex> lock(prep_mu_);
-        prep_cv_.wait(lock, [&] { return stopping_ || !prep_queue_.empty(); });
-        if (prep_queue_.empty()) return;
-        task = std::move(prep_queue_.front());
-        prep_queue_.pop_front();
-      }
-      task();
-    }
-  });
 }
 
 LocalExecutor::~LocalExecutor() {
-  {
-    std::lock_guard<std::mutex> lock(prep_mu_);
-    stopping_ = true;
-    prep_queue_.clear();
-  }
-  prep_cv_.notify_all();
-  preparer_.join();
+  stopping_ = true;
+  preparer_.Stop();
   uint64_t one = 1;
   (void)!::write(wake_fd_, &one, sizeof(one));
   watcher_.join();
@@ -123,11 +105,7 @@ void LocalExecutor::Launch(const model::Job& job, const model::JobDemand& demand
     r.ref = ref;
     r.dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
   }
-  {
-    std::lock_guard<std::mutex> lock(prep_mu_);
-    prep_queue_.push_back([this, key, job, demand, placement] { PrepareAndStart(key, job, demand, placement); });
-  }
-  prep_cv_.notify_one();
+  preparer_.Post([this, key, job, demand, placement] { PrepareAndStart(key, job, demand, placement); });
 }
 
 std::vector<int> LocalExecutor::AllocatePorts(int n) {

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "absl/time/time.h"
+#include "common/serial_worker.h"
 #include "executor/executor.h"
 #include "runtime/package_cache.h"
 #include "runtime/runtimes.h"
@@ -98,10 +99,7 @@ class LocalExecutor final : public Executor {
   std::atomic<bool> stopping_{false};  // read by both threads
   std::thread watcher_;
 
-  std::mutex prep_mu_;
-  std::condition_variable prep_cv_;
-  std::deque<std::function<void()>> prep_queue_;
-  std::thread preparer_;
+  common::SerialWorker preparer_;  // package installs and spawning, in order
 };
 
 }  // namespace mle::executor

@@ -213,7 +213,6 @@ int main(int argc, char** argv) {
     so.settings = config->slurm.settings;
     so.resources = config->slurm.machines;
     so.max_poll = absl::Seconds(std::max(1, config->slurm.max_poll_seconds));
-    so.cancel_grace = exec_options.cancel_grace;
     auto created = mle::executor::slurm::SlurmExecutor::Create(so, config->runtimes, packages, *slurm_runner);
     if (!created.ok()) return Fail(std::string(created.status().message()));
     slurm_executor = *std::move(created);

@@ -475,6 +475,17 @@ def _node_processes(slurm_dir, conf, node):
     return slurmd, stepds, tasks
 
 
+def _kill_node(slurm_dir, conf, node):
+    """The host dies: SIGKILL its slurmd, its slurmstepds and their tasks."""
+    slurmd, stepds, tasks = _node_processes(slurm_dir, conf, node)
+    assert len(slurmd) == 1 and stepds and tasks, (node, slurmd, stepds, tasks)
+    for pid in slurmd + stepds + tasks:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def test_lost_host_fails_the_job(cli, names, slurm_cluster):
     """SIGKILL the slurmd of a worker's node and everything running there, as
     if the host died. What happens (Slurm 22.05, SlurmdTimeout=10): srun does
@@ -499,13 +510,7 @@ def test_lost_host_fails_the_job(cli, names, slurm_cluster):
     rd = run_dir(cli, job)
     killed_at = None
     try:
-        slurmd, stepds, tasks = _node_processes(slurm_dir, conf, node)
-        assert len(slurmd) == 1 and stepds and tasks, (node, slurmd, stepds, tasks)
-        for pid in slurmd + stepds + tasks:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _kill_node(slurm_dir, conf, node)
         killed_at = time.time()
 
         # Bounded: SlurmdTimeout (10 s in cluster.sh) plus slurmctld's ping
@@ -546,13 +551,7 @@ def test_lost_host_with_requeue_runs_the_job_again(slurm_server_factory, slurm_c
     node = placement["worker-replica-0"]
     killed = False
     try:
-        slurmd, stepds, tasks = _node_processes(slurm_dir, conf, node)
-        assert len(slurmd) == 1 and stepds and tasks, (node, slurmd, stepds, tasks)
-        for pid in slurmd + stepds + tasks:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _kill_node(slurm_dir, conf, node)
         killed = True
         queued = cli.wait_state(job, {"QUEUED"}, timeout=90)
         assert queued.get("errorMessage", "").startswith("Slurm requeued the job (once"), queued

@@ -86,30 +86,15 @@ SlurmExecutor::SlurmExecutor(SlurmExecutorOptions options, runtime::RuntimeCatal
     : options_(std::move(options)), runtimes_(std::move(runtimes)), cache_(cache), runner_(runner),
       nodes_(std::move(nodes)) {
   poller_ = std::thread([this] { PollLoop(); });
-  submitter_ = std::thread([this] {
-    for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock<std::mutex> lock(sub_mu_);
-        sub_cv_.wait(lock, [&] { return stopping_ || !sub_queue_.empty(); });
-        if (stopping_) return;
-        task = std::move(sub_queue_.front());
-        sub_queue_.pop_front();
-      }
-      task();
-    }
-  });
 }
 
 SlurmExecutor::~SlurmExecutor() {
+  submitter_.Stop();
   {
-    std::lock_guard<std::mutex> lock(sub_mu_);
-    std::lock_guard<std::mutex> lock2(mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
-  sub_cv_.notify_all();
   poll_cv_.notify_all();
-  submitter_.join();
   poller_.join();
   // Slurm jobs keep running: a restarted server finds them again (Recover).
 }
@@ -134,11 +119,7 @@ void SlurmExecutor::Launch(const model::Job& job, const model::JobDemand& demand
       t.tasks.insert(t.tasks.end(), c.tasks.begin(), c.tasks.end());
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(sub_mu_);
-    sub_queue_.push_back([this, key, job, demand] { Submit(key, job, demand); });
-  }
-  sub_cv_.notify_one();
+  submitter_.Post([this, key, job, demand] { Submit(key, job, demand); });
 }
 
 void SlurmExecutor::Submit(const std::string& key, const model::Job& job, const model::JobDemand& demand) {
@@ -189,10 +170,10 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const Tracked& t, const mod
   in.job_id = job.job_id;
   in.run_dir = t.dir;
   in.labels = job.labels;
-  in.launcher_argv = {options_.launcher,   "--run-dir",     t.dir,
-                      "--python",          env->python,     "--shim",
-                      options_.shim,       "--gcs-root",    options_.gcs_root,
-                      "--python-path",     options_.python_path};
+  in.launcher_argv = {options_.launcher,  "--run-dir",  t.dir,
+                      "--python",         env->python,  "--shim",
+                      options_.shim,      "--gcs-root", options_.gcs_root,
+                      "--python-path",    options_.python_path};
   if (options_.settings.tpu_simulated) in.launcher_argv.push_back("--tpu-simulated");
   for (const auto& n : nodes_) {
     if (n.address != n.name) {

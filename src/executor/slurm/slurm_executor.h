@@ -26,8 +26,6 @@
 #pragma once
 
 #include <condition_variable>
-#include <deque>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -36,6 +34,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/serial_worker.h"
 #include "executor/executor.h"
 #include "executor/slurm/slurm_commands.h"
 #include "executor/slurm/slurm_plan.h"
@@ -56,7 +55,6 @@ struct SlurmExecutorOptions {
   model::ResourceTable resources = model::ResourceTable::Defaults();  // machine type -> CPUs, memory
   absl::Duration min_poll = absl::Milliseconds(100);
   absl::Duration max_poll = absl::Seconds(5);
-  absl::Duration cancel_grace = absl::Seconds(10);
 };
 
 class SlurmExecutor final : public Executor {
@@ -129,14 +127,11 @@ class SlurmExecutor final : public Executor {
   std::condition_variable poll_cv_;
   std::map<std::string, Tracked> jobs_;  // guarded by mu_
   bool poll_soon_ = false;               // guarded by mu_
-  bool stopping_ = false;                // guarded by mu_ (and sub_mu_)
+  bool stopping_ = false;                // guarded by mu_
   std::string last_poll_problem_;        // poller thread only
   std::thread poller_;
 
-  std::mutex sub_mu_;
-  std::condition_variable sub_cv_;
-  std::deque<std::function<void()>> sub_queue_;
-  std::thread submitter_;
+  common::SerialWorker submitter_;  // packages and sbatch, in order
 };
 
 }  // namespace mle::executor::slurm
