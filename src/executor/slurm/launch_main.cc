@@ -248,12 +248,8 @@ int RunBatch(const Flags& f, const Loaded& l) {
     std::vector<std::string> argv = {"srun"};
     if (het) argv.push_back(absl::StrCat("--het-group=", k));
     argv.insert(argv.end(), extra.begin(), extra.end());
-    for (const char* a : {"--overlap", "--kill-on-bad-exit=0", "--ntasks-per-node=1", "--quiet"}) argv.push_back(a);
-    argv.push_back(self);
-    for (const char* a : {"--run-dir"}) argv.push_back(a);
-    argv.push_back(f.run_dir);
-    argv.push_back("--shim");
-    argv.push_back(f.shim);
+    argv.insert(argv.end(), {"--overlap", "--kill-on-bad-exit=0", "--ntasks-per-node=1", "--quiet", self,
+                             "--run-dir", f.run_dir, "--shim", f.shim});
     argv.insert(argv.end(), tail.begin(), tail.end());
     pid_t pid = Spawn(argv);
     if (pid < 0) return false;
