@@ -315,3 +315,20 @@ TEST(SubprocessCommandRunner, RunsWithExtraEnvironment) {
 
 }  // namespace
 }  // namespace mle::executor::slurm
+
+namespace mle::executor::slurm {
+namespace {
+
+// `squeue --json` is ~4 KB per job: a busy controller's answer is megabytes,
+// and a cut document cannot be parsed. The runner keeps all of it.
+TEST(SubprocessCommandRunner, KeepsLargeOutputWhole) {
+  SubprocessCommandRunner runner;
+  auto r = runner.Run({"/bin/sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' a; echo END"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->output.size(), 3000004u);
+  EXPECT_EQ(r->output.substr(r->output.size() - 4), "END\n");
+  EXPECT_EQ(r->output.front(), 'a');
+}
+
+}  // namespace
+}  // namespace mle::executor::slurm
