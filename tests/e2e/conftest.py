@@ -428,6 +428,32 @@ class Cli:
             cmd += ["--", *args]
         return self(*cmd, cwd=cwd, timeout=timeout)
 
+    def stage_digits(self):
+        """examples/mnist/stage_data.py into gs://BUCKET/datasets/digits; returns that URI."""
+        uri = f"gs://{self.bucket}/datasets/digits"
+        p = subprocess.run([PYTHON, os.path.join(MNIST_DIR, "stage_data.py"), uri], env=self.env,
+                           capture_output=True, text=True, timeout=180)
+        assert p.returncode == 0, f"stage_data.py {uri} -> {p.returncode}\n{p.stdout}\n{p.stderr}"
+        return uri
+
+    def submit_mnist(self, job_id, *flags, args=(), timeout=300):
+        """The walkthrough's command (scripts/demo.sh), run from examples/mnist
+        with gcloud's flags: the digits staged, `flags` before `--`, then
+        `args` and the trainer's --data_dir/--model_dir (gs://BUCKET/JOB_output)."""
+        data = self.stage_digits()
+        return self("jobs", "submit", "training", job_id,
+                    f"--staging-bucket=gs://{self.bucket}",
+                    "--package-path=trainer",
+                    "--module-name=trainer.task",
+                    f"--runtime-version={RUNTIME}",
+                    *flags,
+                    "--region=us-central1",
+                    "--",
+                    *args,
+                    f"--data_dir={data}",
+                    f"--model_dir=gs://{self.bucket}/{job_id}_output",
+                    cwd=MNIST_DIR, timeout=timeout)
+
     def explain(self, job_id):
         return self.server.explain(self.project, job_id)
 

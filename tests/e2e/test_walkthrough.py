@@ -3,36 +3,15 @@ real CLI: stage the digits, train on a simulated TPU, read the model back;
 then the distributed variant (master + 2 workers, torch.distributed)."""
 
 import json
-import os
-import subprocess
 
-from conftest import MNIST_DIR, PYTHON, RUNTIME, parse_log_lines
-
-
-def stage_digits(cli, uri):
-    p = subprocess.run([PYTHON, os.path.join(MNIST_DIR, "stage_data.py"), uri], env=cli.env,
-                       capture_output=True, text=True, timeout=180)
-    assert p.returncode == 0, f"stage_data.py {uri} -> {p.returncode}\n{p.stdout}\n{p.stderr}"
+from conftest import parse_log_lines
 
 
 def test_tpu_walkthrough_basic_tpu(cli):
     bucket = f"gs://{cli.bucket}"
-    stage_digits(cli, f"{bucket}/datasets/digits")
     job = "tpu_mnist_1"
-    # Exactly the walkthrough's command (scripts/demo.sh), run from examples/mnist.
-    r = cli("jobs", "submit", "training", job,
-            f"--staging-bucket={bucket}",
-            "--package-path=trainer",
-            "--module-name=trainer.task",
-            f"--runtime-version={RUNTIME}",
-            "--scale-tier=BASIC_TPU",
-            "--region=us-central1",
-            "--stream-logs",
-            "--",
-            "--distribution_strategy=tpu",
-            f"--data_dir={bucket}/datasets/digits",
-            f"--model_dir={bucket}/tpu_mnist_1_output",
-            cwd=MNIST_DIR, timeout=300)
+    # The walkthrough's command (scripts/demo.sh), run from examples/mnist.
+    r = cli.submit_mnist(job, "--scale-tier=BASIC_TPU", "--stream-logs", args=["--distribution_strategy=tpu"])
     assert r.rc == 0, f"{r}\n{cli.explain(job)}"
     assert "TPU_CONFIG" in r.out, r
     assert "SIMULATED" in r.out, r
@@ -56,20 +35,8 @@ def test_tpu_walkthrough_basic_tpu(cli):
 
 def test_distributed_master_and_two_workers(cli, names):
     bucket = f"gs://{cli.bucket}"
-    stage_digits(cli, f"{bucket}/datasets/digits")
     job = names.job("dist")
-    r = cli("jobs", "submit", "training", job,
-            f"--staging-bucket={bucket}",
-            "--package-path=trainer",
-            "--module-name=trainer.task",
-            f"--runtime-version={RUNTIME}",
-            "--region=us-central1",
-            "--config=config_distributed.yaml",
-            "--",
-            f"--data_dir={bucket}/datasets/digits",
-            f"--model_dir={bucket}/{job}_output",
-            "--epochs=3",
-            cwd=MNIST_DIR, timeout=300)
+    r = cli.submit_mnist(job, "--config=config_distributed.yaml", args=["--epochs=3"])
     assert r.rc == 0, r
     desc = cli.wait_state(job, {"SUCCEEDED"}, timeout=240)
     assert desc["trainingInput"]["workerCount"] in ("2", 2), desc
@@ -93,21 +60,8 @@ def test_tpu_custom_cloud_tpu_worker(cli, names):
     cloud_tpu worker with acceleratorConfig TPU_V2 x 8 (config_tpu_custom.yaml).
     The TPU is a simulated host: TPU_CONFIG reaches the trainer, marked so."""
     bucket = f"gs://{cli.bucket}"
-    stage_digits(cli, f"{bucket}/datasets/digits")
     job = names.job("tpu_custom")
-    r = cli("jobs", "submit", "training", job,
-            f"--staging-bucket={bucket}",
-            "--package-path=trainer",
-            "--module-name=trainer.task",
-            f"--runtime-version={RUNTIME}",
-            "--region=us-central1",
-            "--config=config_tpu_custom.yaml",
-            "--stream-logs",
-            "--",
-            f"--data_dir={bucket}/datasets/digits",
-            f"--model_dir={bucket}/{job}_output",
-            "--epochs=2",
-            cwd=MNIST_DIR, timeout=300)
+    r = cli.submit_mnist(job, "--config=config_tpu_custom.yaml", "--stream-logs", args=["--epochs=2"])
     assert r.rc == 0, f"{r}\n{cli.explain(job)}"
     assert "TPU_CONFIG" in r.out and "SIMULATED" in r.out, r
     desc = cli.describe(job)

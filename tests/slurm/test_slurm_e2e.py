@@ -166,33 +166,15 @@ def rfc3339(text):
     return t.timestamp() + float("0." + (m.group(2) or "0"))
 
 
-def stage_digits(cli, uri):
-    p = subprocess.run([e2e.PYTHON, os.path.join(e2e.MNIST_DIR, "stage_data.py"), uri], env=cli.env,
-                       capture_output=True, text=True, timeout=180)
-    assert p.returncode == 0, f"stage_data.py {uri} -> {p.returncode}\n{p.stdout}\n{p.stderr}"
-
-
 # ---------------------------------------------------------------------------
 # The TPU guide's MNIST walkthrough, through Slurm
 
 def test_mnist_walkthrough_basic_tpu(cli, names, slurm_cluster):
     _, env = slurm_cluster
     bucket = f"gs://{cli.bucket}"
-    stage_digits(cli, f"{bucket}/datasets/digits")
     job = names.job("tpu_mnist")
-    r = cli("jobs", "submit", "training", job,
-            f"--staging-bucket={bucket}",
-            "--package-path=trainer",
-            "--module-name=trainer.task",
-            f"--runtime-version={e2e.RUNTIME}",
-            "--scale-tier=BASIC_TPU",
-            "--region=us-central1",
-            "--stream-logs",
-            "--",
-            "--distribution_strategy=tpu",
-            f"--data_dir={bucket}/datasets/digits",
-            f"--model_dir={bucket}/{job}_output",
-            cwd=e2e.MNIST_DIR, timeout=240)
+    r = cli.submit_mnist(job, "--scale-tier=BASIC_TPU", "--stream-logs", args=["--distribution_strategy=tpu"],
+                         timeout=240)
     assert r.rc == 0, f"{r}\n{explain(cli, job)}"
     desc = cli.describe(job)
     assert desc["state"] == "SUCCEEDED", explain(cli, job)
@@ -228,20 +210,8 @@ def test_mnist_walkthrough_basic_tpu(cli, names, slurm_cluster):
 
 def test_mnist_distributed_across_nodes(cli, names):
     bucket = f"gs://{cli.bucket}"
-    stage_digits(cli, f"{bucket}/datasets/digits")
     job = names.job("dist")
-    r = cli("jobs", "submit", "training", job,
-            f"--staging-bucket={bucket}",
-            "--package-path=trainer",
-            "--module-name=trainer.task",
-            f"--runtime-version={e2e.RUNTIME}",
-            "--region=us-central1",
-            "--config=config_distributed.yaml",
-            "--",
-            f"--data_dir={bucket}/datasets/digits",
-            f"--model_dir={bucket}/{job}_output",
-            "--epochs=3",
-            cwd=e2e.MNIST_DIR, timeout=120)
+    r = cli.submit_mnist(job, "--config=config_distributed.yaml", args=["--epochs=3"], timeout=120)
     assert r.rc == 0, r
     cli.wait_state(job, {"SUCCEEDED"}, timeout=150)
 
