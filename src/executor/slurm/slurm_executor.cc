@@ -361,38 +361,42 @@ void SlurmExecutor::Finish(const std::string& key, Outcome outcome, const std::s
   events_->JobEnded(ref, outcome, message);
 }
 
+bool SlurmExecutor::ChangeOnDisk() {
+  std::vector<std::pair<std::string, std::string>> paths;  // outcome file, first-start log ("" if running)
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, t] : jobs_) {
+      if (t.slurm_id == 0) continue;
+      const bool started = t.phase == Phase::kRunning || t.tasks.empty();
+      paths.emplace_back(OutcomePath(t.dir), started ? "" : common::ReplicaLogPath(t.dir, t.tasks.back()));
+    }
+  }
+  // Outside the lock: on NFS a stat may take a while.
+  for (const auto& [outcome, log] : paths) {
+    if (fs::exists(outcome) || (!log.empty() && fs::exists(log))) return true;
+  }
+  return false;
+}
+
 void SlurmExecutor::PollLoop() {
+  const auto tick = absl::ToChronoMilliseconds(options_.min_poll);
   absl::Duration interval = options_.min_poll;
   for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      // Outcome files are local stats: check them often, and poll Slurm
-      // soon (never twice within min_poll) when one appears or a
-      // submission/cancel asks for it.
-      const absl::Time earliest = absl::Now() + options_.min_poll;
-      const absl::Time deadline = absl::Now() + interval;
-      for (;;) {
-        if (stopping_) break;
-        const absl::Time now = absl::Now();
-        if (now >= deadline) break;
-        if (now >= earliest) {
-          bool outcome_seen = poll_soon_;
-          for (const auto& [key, t] : jobs_) {
-            if (t.slurm_id == 0 || outcome_seen) continue;
-            // An outcome file: it just ended. A replica log of a job not yet
-            // running: it just started.
-            outcome_seen = fs::exists(OutcomePath(t.dir)) ||
-                           (t.phase != Phase::kRunning && !t.tasks.empty() &&
-                            fs::exists(common::ReplicaLogPath(t.dir, t.tasks.back())));
-          }
-          if (outcome_seen) break;
+    // At most one round per min_poll; otherwise wait for `interval` to pass,
+    // a request (submission, cancel), or a sign on disk that a job just
+    // started (its replica log) or ended (its outcome file).
+    const absl::Time due = absl::Now() + interval;
+    for (bool first = true;; first = false) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        poll_cv_.wait_for(lock, tick, [&] { return stopping_ || (!first && poll_soon_); });
+        if (stopping_) return;
+        if (poll_soon_) {
+          poll_soon_ = false;
+          break;
         }
-        poll_cv_.wait_for(lock, std::chrono::milliseconds(
-                                    std::min<int64_t>(50, std::max<int64_t>(1, absl::ToInt64Milliseconds(
-                                                                                   deadline - absl::Now())))));
       }
-      if (stopping_) return;
-      poll_soon_ = false;
+      if (absl::Now() >= due || ChangeOnDisk()) break;
     }
     Poll();
     // Back off while nothing is in motion; come back quickly when something is.

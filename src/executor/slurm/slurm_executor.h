@@ -100,6 +100,8 @@ class SlurmExecutor final : public Executor {
   absl::StatusOr<int64_t> SubmitToSlurm(const Tracked& t, const model::Job& job, const model::JobDemand& demand);
   void Poll();
   void PollLoop();
+  // A job's outcome file, or the replica log of a job not yet running, exists.
+  bool ChangeOnDisk();
   void Wake();
   // Ends a tracked job (erases it) and reports the outcome.
   void Finish(const std::string& key, Outcome outcome, const std::string& message);
