@@ -1,0 +1,116 @@
+#include "rundir/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace mle::rundir {
+namespace {
+
+namespace fs = std::filesystem;
+
+absl::Status Errno(const std::string& what, const std::string& path, int err) {
+  const std::string message = absl::StrCat("cannot ", what, " ", path, ": ", std::strerror(err));
+  if (err == ENOENT) return absl::NotFoundError(message);
+  if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(message);
+  if (err == ENOSPC || err == EDQUOT) return absl::ResourceExhaustedError(message);
+  return absl::UnavailableError(message);
+}
+
+std::string Parent(const std::string& path) {
+  std::string parent = fs::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
+absl::Status WriteAll(int fd, const std::string& data, const std::string& path) {
+  size_t off = 0;
+  while (off < data.size()) {
+    const ssize_t w = ::write(fd, data.data() + off, data.size() - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return Errno("write", path, errno);
+    off += static_cast<size_t>(w);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status SyncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Errno("open directory", dir, errno);
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) return Errno("sync directory", dir, err);
+  return absl::OkStatus();
+}
+
+absl::Status CreateDirectories(const std::string& dir) {
+  std::vector<std::string> missing;
+  for (fs::path p = fs::path(dir).lexically_normal(); !p.empty() && p != p.root_path(); p = p.parent_path()) {
+    struct stat st;
+    if (::stat(p.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) return absl::FailedPreconditionError(absl::StrCat(p.string(), " is not a directory"));
+      break;
+    }
+    if (errno != ENOENT) return Errno("inspect", p.string(), errno);
+    missing.push_back(p.string());
+    if (!p.has_parent_path() || p.parent_path() == p) break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0755) != 0 && errno != EEXIST) return Errno("create directory", *it, errno);
+    if (auto s = SyncDirectory(Parent(*it)); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& contents, mode_t mode) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return Errno("create", tmp, errno);
+  absl::Status s = WriteAll(fd, contents, tmp);
+  if (s.ok() && ::fsync(fd) != 0) s = Errno("sync", tmp, errno);
+  if (::close(fd) != 0 && s.ok()) s = Errno("close", tmp, errno);
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = Errno("rename to " + path, tmp, errno);
+  if (!s.ok()) {
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  return SyncDirectory(Parent(path));
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Errno("open", path, errno);
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return Errno("read", path, err);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+absl::StatusOr<bool> FileExists(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) return true;
+  if (errno == ENOENT || errno == ENOTDIR) return false;
+  return Errno("inspect", path, errno);
+}
+
+}  // namespace mle::rundir

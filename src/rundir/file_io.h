@@ -1,0 +1,37 @@
+// Durable file primitives for everything mlengine keeps on disk outside the
+// database (run directories, tokens, markers). One policy: a write is
+// complete only when the file and the directory entry are on disk, and every
+// failure comes back as a Status naming the path and errno.
+//
+//   WriteFileAtomically: temp file beside the target, write, fsync, rename
+//   over the target, fsync the directory. Readers see the old contents or the
+//   new, never a mix; after OK a crash of the machine keeps the new.
+//   ReadFile: NOT_FOUND when absent, UNAVAILABLE on other errors.
+//
+// Thread-safe (no shared state); two writers of one path must not race
+// (their temp files would collide).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace mle::rundir {
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& contents, mode_t mode = 0644);
+
+// fsync of a directory: makes creations, renames and removals in it durable.
+absl::Status SyncDirectory(const std::string& dir);
+
+// Creates `dir` and its missing parents, each made durable in its parent.
+absl::Status CreateDirectories(const std::string& dir);
+
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+// True when `path` exists; an error other than "absent" is a Status.
+absl::StatusOr<bool> FileExists(const std::string& path);
+
+}  // namespace mle::rundir
