@@ -61,7 +61,7 @@ std::optional<std::string> PercentDecode(absl::string_view s, bool plus_is_space
         return std::nullopt;
       }
       int v = 0;
-      absl::SimpleHexAtoi(s.substr(i + 1, 2), &v);
+      if (!absl::SimpleHexAtoi(s.substr(i + 1, 2), &v)) return std::nullopt;
       out.push_back(static_cast<char>(v));
       i += 2;
     } else if (s[i] == '+' && plus_is_space) {
