@@ -15,7 +15,6 @@
 namespace mle::server {
 
 absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path) {
-  ServerConfig config;
   std::string text =
       "runtimes:\n"
       "  - {name: pytorch-1.13-cpu, python: /usr/bin/python3, python_version: '3.11', tpu_capable: true,\n"
@@ -27,6 +26,19 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path) {
     ss << in.rdbuf();
     text = ss.str();
   }
+  auto config = ParseServerConfig(text, path.empty() ? "built-in configuration" : path);
+  if (!config.ok()) return config.status();
+  for (const auto& r : config->runtimes.runtimes()) {
+    if (::access(r.python.c_str(), X_OK) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat("runtime ", r.name, ": the interpreter ", r.python,
+                                                        " does not exist or is not executable"));
+    }
+  }
+  return config;
+}
+
+absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const std::string& origin) {
+  ServerConfig config;
   try {
     YAML::Node root = YAML::Load(text);
     auto runtimes = runtime::RuntimeCatalog::FromYaml(text);
@@ -44,7 +56,7 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path) {
         t.simulated = h["simulated"].as<bool>(true);
         if (t.name.empty() || (t.type != "TPU_V2" && t.type != "TPU_V3")) {
           return absl::InvalidArgumentError(
-              absl::StrCat(path, ": each tpu_hosts entry needs a name and type TPU_V2 or TPU_V3"));
+              absl::StrCat(origin, ": each tpu_hosts entry needs a name and type TPU_V2 or TPU_V3"));
         }
         config.tpu_hosts.push_back(t);
       }
@@ -84,13 +96,7 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path) {
       c.max_poll_seconds = slurm["max_poll_seconds"].as<int>(c.max_poll_seconds);
     }
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(path.empty() ? "built-in configuration" : path, ": ", e.what()));
-  }
-  for (const auto& r : config.runtimes.runtimes()) {
-    if (::access(r.python.c_str(), X_OK) != 0) {
-      return absl::FailedPreconditionError(absl::StrCat("runtime ", r.name, ": the interpreter ", r.python,
-                                                        " does not exist or is not executable"));
-    }
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": ", e.what()));
   }
   return config;
 }

@@ -41,8 +41,14 @@ struct ServerConfig {
 };
 
 // Reads the file; an empty path gives the built-in defaults (the runtime
-// bound to /usr/bin/python3, no TPU hosts).
+// bound to /usr/bin/python3, no TPU hosts). FAILED_PRECONDITION when a
+// runtime's interpreter is not an executable file.
 absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path);
+
+// The same from the YAML text alone, without I/O (interpreters unchecked):
+// INVALID_ARGUMENT, prefixed with `origin` (a file name), for YAML that is
+// malformed or not of the documented shape.
+absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const std::string& origin);
 
 // This machine as the local executor's inventory: one host "localhost" with
 // cores x oversubscription CPU, its NVIDIA GPUs (nvidia-smi, when on PATH),
