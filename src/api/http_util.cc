@@ -47,7 +47,7 @@ absl::StatusOr<nlohmann::json> ParseJsonBody(const std::string& body, bool allow
   }
   try {
     return nlohmann::json::parse(body);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for numbers like 1e999
     return common::InvalidArgumentWithViolations("Invalid JSON payload received.", {{"(body)", e.what()}});
   }
 }
