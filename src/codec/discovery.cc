@@ -140,6 +140,8 @@ void DiscoverySchema::CheckValue(const json& value, const json& type, const std:
       n = value.get<int64_t>();
     } else if (value.is_number_float()) {
       double d = value.get<double>();
+      // Casting a double outside int64's range is undefined: range first.
+      if (!(d >= -0x1p63 && d < 0x1p63)) return bad("is out of range for a 32-bit integer");
       if (d != static_cast<double>(static_cast<int64_t>(d))) return bad("must be a whole number");
       n = static_cast<int64_t>(d);
     } else if (value.is_string() && IsIntegerText(value.get<std::string>(), true) &&

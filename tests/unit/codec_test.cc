@@ -156,6 +156,11 @@ TEST(CodecTest, RefusesWhatTheContractDoesNotHave) {
        "trainingInput.scheduling.priority", "integer"},
       {R"({"jobId":"a","trainingInput":{"scheduling":{"priority":99999999999}}})",
        "trainingInput.scheduling.priority", "out of range"},
+      // Found by fuzzing: a float beyond int64 was cast to int64 (undefined behaviour).
+      {R"({"jobId":"a","trainingInput":{"scheduling":{"priority":1e75}}})",
+       "trainingInput.scheduling.priority", "out of range"},
+      {R"({"jobId":"a","trainingInput":{"scheduling":{"priority":-9.3e18}}})",
+       "trainingInput.scheduling.priority", "out of range"},
       {R"({"jobId":"a","trainingInput":{"useChiefInTfConfig":"yes"}})", "trainingInput.useChiefInTfConfig", "true or false"},
       {R"({"jobId":"a","labels":[]})", "labels", "must be an object"},
       {R"({"jobId":"a","labels":{"k":1}})", "labels.k", "must be a string"},
