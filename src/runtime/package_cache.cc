@@ -94,7 +94,11 @@ absl::Status PackageCache::CheckArchive(const std::string& path) {
   }
   absl::Status result = absl::OkStatus();
   archive_entry* entry;
-  while (archive_read_next_header(a, &entry) == ARCHIVE_OK) {
+  int r;
+  // ARCHIVE_WARN still gives an entry (e.g. an odd pax header); it is checked
+  // like any other. Anything but the end of the archive after the loop means
+  // entries were left unread: pip might still unpack them, so it is refused.
+  while ((r = archive_read_next_header(a, &entry)) == ARCHIVE_OK || r == ARCHIVE_WARN) {
     const char* p = archive_entry_pathname(entry);
     std::string entry_path = p ? p : "";
     const char* link = archive_entry_symlink(entry);
@@ -114,6 +118,11 @@ absl::Status PackageCache::CheckArchive(const std::string& path) {
       break;
     }
     archive_read_data_skip(a);
+  }
+  if (result.ok() && r != ARCHIVE_EOF) {
+    result = absl::FailedPreconditionError(
+        absl::StrCat("The package ", name, " is not a readable archive: ",
+                     archive_error_string(a) ? archive_error_string(a) : "it ends in the middle of an entry"));
   }
   archive_read_free(a);
   return result;
