@@ -11,6 +11,7 @@ PKGS=(
   libabsl-dev libcli11-dev libspdlog-dev libfmt-dev
   libcurl4-openssl-dev libarchive-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev
   python3 python3-venv python3-pip python3-setuptools
   python3-googleapi python3-yaml
   python3-numpy python3-sklearn python3-torch
