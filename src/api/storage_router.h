@@ -7,7 +7,8 @@
 //   DELETE /storage/v1/b/{bucket}/o/{object}
 //   POST   /storage/v1/b?project=P  {"name": ...}
 //   GET    /storage/v1/b/{bucket},  GET /storage/v1/b
-// Checks the bearer token (Authenticator), the route, query parameters and
+// The routes are a table (storage_router.cc, Routes()). Checks the bearer
+// token (Authenticator), the route, query parameters and
 // names (400 with fieldViolations), and renders resources and errors in
 // Google's format. Object names arrive percent-encoded ("%2F" for '/'; raw
 // '/' after ".../o/" is accepted too).
