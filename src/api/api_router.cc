@@ -261,6 +261,8 @@ void ApiRouter::Handle(HttpRequest request, Responder respond) const {
   auto call = std::make_shared<Call>(*std::move(parsed));
   call->pretty = call->Param("prettyPrint") != "false";
   const bool pretty = call->pretty;
+  auto found = Routes().Find(call->method, call->path);
+  if (found.route != nullptr) respond = NameResponses(std::move(respond), found.route->name);
 
   // Partial responses (`fields`): applied to successful replies only.
   if (const std::string fields = call->Param("fields"); !fields.empty()) {
@@ -289,7 +291,6 @@ void ApiRouter::Handle(HttpRequest request, Responder respond) const {
                                       "or ':' (as in projects/my-project)"}}),
                         pretty));
   }
-  auto found = Routes().Find(call->method, call->path);
   if (found.route == nullptr) return respond(Fail(NoRoute(*call), pretty));
   call->vars = std::move(found.vars);
   found.route->handler(services_, *call, std::move(respond));

@@ -18,6 +18,13 @@ namespace {
 
 }  // namespace
 
+Responder NameResponses(Responder respond, const std::string& route) {
+  return [respond = std::move(respond), &route](HttpResponse r) {
+    r.route = route;
+    respond(std::move(r));
+  };
+}
+
 absl::StatusOr<RequestPath> SplitRequestPath(absl::string_view raw_path, PathSyntax syntax) {
   RequestPath path;
   std::vector<absl::string_view> raw;

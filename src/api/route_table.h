@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "api/http_server.h"
 
 namespace mle::api {
 
@@ -66,6 +67,9 @@ class PathPattern {
   std::string verb_;
   PathSyntax syntax_;
 };
+
+// `respond`, naming `route` in every response it sends (HttpResponse::route).
+Responder NameResponses(Responder respond, const std::string& route);
 
 template <class Handler>
 class RouteTable {

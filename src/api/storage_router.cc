@@ -407,13 +407,17 @@ bool StorageRouter::Serves(absl::string_view target) {
 std::optional<HttpResponse> StorageRouter::CheckUpload(const HttpRequest& head) const {
   auto call = ParseStorageCall(head);
   if (!call.ok()) return RenderError(call.status(), true);
-  if (auto s = auth_.Check(head.authorization, call->Param("access_token")); !s.ok()) {
-    return RenderError(s, call->pretty);
-  }
   auto found = Routes().Find(call->method, call->path);
-  if (found.route == nullptr || found.route->name != kInsertObject) return RenderError(NoRoute(head), call->pretty);
+  const bool upload = found.route != nullptr && found.route->name == kInsertObject;
+  auto refuse = [&](const absl::Status& s) {
+    HttpResponse refusal = RenderError(s, call->pretty);
+    if (upload) refusal.route = found.route->name;
+    return refusal;
+  };
+  if (auto s = auth_.Check(head.authorization, call->Param("access_token")); !s.ok()) return refuse(s);
+  if (!upload) return refuse(NoRoute(head));
   call->vars = std::move(found.vars);
-  if (auto s = CheckUploadCall(*call); !s.ok()) return RenderError(s, call->pretty);
+  if (auto s = CheckUploadCall(*call); !s.ok()) return refuse(s);
   return std::nullopt;
 }
 
@@ -422,10 +426,11 @@ void StorageRouter::Handle(HttpRequest request, Responder respond) const {
   if (!parsed.ok()) return respond(RenderError(parsed.status(), true));
   auto call = std::make_shared<StorageCall>(*std::move(parsed));
   const bool pretty = call->pretty;
+  auto found = Routes().Find(call->method, call->path);
+  if (found.route != nullptr) respond = NameResponses(std::move(respond), found.route->name);
   if (auto s = auth_.Check(request.authorization, call->Param("access_token")); !s.ok()) {
     return respond(RenderError(s, pretty));
   }
-  auto found = Routes().Find(call->method, call->path);
   if (found.route == nullptr) return respond(RenderError(NoRoute(request), pretty));
   call->vars = std::move(found.vars);
   found.route->handler(Context{store_, *workers_}, std::move(call), std::move(request), std::move(respond));
