@@ -15,6 +15,9 @@
 #include "absl/time/time.h"
 #include "codec/job_codec.h"
 #include "db/store.h"
+#include "obs/log.h"
+#include "obs/metrics.h"
+#include "obs/request_id.h"
 
 namespace mle::db {
 
@@ -114,7 +117,7 @@ class SqliteStore final : public Store {
 
   void Commit(std::vector<Mutation> mutations, std::function<void(absl::Status)> done) override {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back({std::move(mutations), std::move(done)});
+    queue_.push_back({std::move(mutations), obs::BindRequestId(std::move(done))});
     cv_.notify_one();
   }
 
@@ -184,6 +187,8 @@ class SqliteStore final : public Store {
   // retried in its own transaction so one bad write cannot fail the others.
   void WriteBatch(std::deque<Pending>& batch) {
     std::lock_guard<std::mutex> lock(db_mu_);
+    obs::ScopedTimer timer(obs::Metrics::Default().StoreCommit());
+    obs::Metrics::Default().StoreBatchSize().Observe(static_cast<double>(batch.size()));
     Statement put_job(db_,
                       "INSERT OR REPLACE INTO jobs(project, job_id, sequence, state, body) VALUES (?,?,?,?,?)");
     Statement put_project(db_,
@@ -211,6 +216,8 @@ class SqliteStore final : public Store {
       for (auto& p : batch) p.done(s);
       return;
     }
+    obs::Log("store").warn("a group commit of {} writes failed ({}); committing each alone", batch.size(),
+                           s.ToString());
     for (auto it = batch.begin(); it != batch.end(); ++it) it->done(run(it, std::next(it)));
   }
 

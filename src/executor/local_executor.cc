@@ -27,6 +27,7 @@
 #include "common/subprocess.h"
 #include "executor/job_prep.h"
 #include "model/catalog.h"
+#include "obs/metrics.h"
 #include "runtime/replica_env.h"
 
 namespace mle::executor {
@@ -218,6 +219,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
                               ")."));
       break;
     }
+    obs::Metrics::Default().ReplicaStarts("local").Increment();
     Replica& rep = run.replicas[launch.task_name];
     rep.task = launch.task_name;
     rep.pid = pid;
@@ -297,6 +299,7 @@ void LocalExecutor::OnReplicaExit(RunningJob& job, Replica& replica) {
     if (role_master) BeginStop(job, Ending::kSucceeded, "");
     return;
   }
+  obs::Metrics::Default().ReplicaFailures("local").Increment();
   BeginStop(job, Ending::kFailed, FailureMessage(job, replica));
 }
 
@@ -342,6 +345,7 @@ void LocalExecutor::Watch() {
       }
     }
     int n = ::epoll_wait(epoll_fd_, events, 64, timeout_ms);
+    obs::ScopedTimer round_timer(obs::Metrics::Default().ExecutorPoll("local"));
     std::vector<std::string> touched;
     {
       std::lock_guard<std::mutex> lock(mu_);

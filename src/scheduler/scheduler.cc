@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/time_format.h"
+#include "obs/metrics.h"
 
 namespace mle::scheduler {
 
@@ -190,12 +191,14 @@ void Scheduler::RemoveQueued(const JobKey& key) {
 
 void Scheduler::TryPlace() {
   if (executor_ == nullptr) return;
+  obs::ScopedTimer pass_timer(obs::Metrics::Default().SchedulingPass());
   if (executor_->PlacesJobs()) return HandOver();
   std::vector<JobKey> to_start;
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     for (const auto& [neg_priority, sequence, key] : order_) {
       const Queued& q = queued_.at(key);
+      obs::ScopedTimer placement_timer(obs::Metrics::Default().Placement());
       auto placement = Place(q.demand, options_.inventory, usage_);
       if (!placement) continue;  // not yet; a smaller job behind may fit
       usage_.Add(q.demand, *placement);

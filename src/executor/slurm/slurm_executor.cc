@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -16,6 +15,8 @@
 #include "common/time_format.h"
 #include "executor/job_prep.h"
 #include "executor/slurm/slurm_parsers.h"
+#include "obs/log.h"
+#include "obs/metrics.h"
 
 namespace mle::executor::slurm {
 
@@ -319,6 +320,7 @@ void SlurmExecutor::CatchUp(const std::string& key, Tracked& t) {
   if (!ran) return;
   if (t.phase != Phase::kPreparing) events_->JobPreparing(t.ref);
   events_->JobStarted(t.ref);
+  obs::Metrics::Default().ReplicaStarts("slurm").Increment(static_cast<double>(t.tasks.size()));
   t.phase = Phase::kRunning;
   std::lock_guard<std::mutex> lock(mu_);
   if (auto jt = jobs_.find(key); jt != jobs_.end()) jt->second.phase = Phase::kRunning;
@@ -357,6 +359,9 @@ void SlurmExecutor::Finish(const std::string& key, Outcome outcome, const std::s
     if (it == jobs_.end()) return;
     ref = it->second.ref;
     jobs_.erase(it);
+  }
+  if (outcome == Outcome::kFailed || outcome == Outcome::kLost) {
+    obs::Metrics::Default().ReplicaFailures("slurm").Increment();
   }
   events_->JobEnded(ref, outcome, message);
 }
@@ -431,14 +436,15 @@ void SlurmExecutor::Poll() {
     }
   }
   if (todo.empty()) return;
+  obs::ScopedTimer round_timer(obs::Metrics::Default().ExecutorPoll("slurm"));
   if (!to_cancel.empty()) {
     std::vector<std::string> argv = {"scancel"};
     for (int64_t id : to_cancel) argv.push_back(std::to_string(id));
     auto cancelled = runner_.Run(argv);  // one call for every cancel of this round
     if (!cancelled.ok() || cancelled->exit_code != 0) {
       // Not delivered (slurmctld down?): ask again next round.
-      std::cerr << "mlengined: scancel failed (will retry): "
-                << (cancelled.ok() ? cancelled->output : std::string(cancelled.status().message())) << "\n";
+      obs::Log("slurm").warn("scancel failed (will retry): {}",
+                             cancelled.ok() ? cancelled->output : std::string(cancelled.status().message()));
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& [key, t] : jobs_) {
         if (std::find(to_cancel.begin(), to_cancel.end(), t.slurm_id) != to_cancel.end()) t.scancel_sent = false;
@@ -456,7 +462,7 @@ void SlurmExecutor::Poll() {
     // slurmctld busy or down, or output we cannot read: try again next
     // round, and say so once per distinct problem.
     const std::string text(jobs.status().message());
-    if (text != last_poll_problem_) std::cerr << "mlengined: cannot read Slurm's jobs (will retry): " << text << "\n";
+    if (text != last_poll_problem_) obs::Log("slurm").warn("cannot read Slurm's jobs (will retry): {}", text);
     last_poll_problem_ = text;
     return;
   }
@@ -495,8 +501,7 @@ void SlurmExecutor::Poll() {
     }
     const SlurmJob& sj = *it->second;
     if (std::getenv("MLENGINE_SLURM_TRACE") != nullptr) {
-      std::cerr << "mlengined: Slurm job " << t.slurm_id << " (" << key << "): " << sj.state << " "
-                << sj.state_reason << "\n";
+      obs::Log("slurm").info("Slurm job {} ({}): {} {}", t.slurm_id, key, sj.state, sj.state_reason);
     }
     // With --requeue, Slurm shows NODE_FAIL/PREEMPTED for a moment before
     // the job is PENDING again: give it time before calling it final.
@@ -559,6 +564,7 @@ void SlurmExecutor::Poll() {
       case Phase::kRunning:
         if (t.phase == Phase::kWaiting) events_->JobPreparing(t.ref);
         events_->JobStarted(t.ref);
+        obs::Metrics::Default().ReplicaStarts("slurm").Increment(static_cast<double>(t.tasks.size()));
         break;
       case Phase::kSubmitting:
         break;
