@@ -24,6 +24,7 @@
 #include "api/api_router.h"
 #include "api/auth.h"
 #include "api/dispatch.h"
+#include "api/metrics_endpoint.h"
 #include "api/storage_router.h"
 #include "buckets/bucket_store.h"
 #include "api/http_server.h"
@@ -31,6 +32,7 @@
 #include "db/store.h"
 #include "executor/local_executor.h"
 #include "executor/slurm/slurm_executor.h"
+#include "obs/log.h"
 #include "runtime/package_cache.h"
 #include "scheduler/scheduler.h"
 #include "server/server_config.h"
@@ -43,7 +45,7 @@ namespace fs = std::filesystem;
 namespace {
 
 int Fail(const std::string& message) {
-  std::cerr << "mlengined: " << message << "\n";
+  mle::obs::Log("server").error("{}", message);
   return 1;
 }
 
@@ -132,7 +134,27 @@ int main(int argc, char** argv) {
   app.add_flag("--relaxed-sync", relaxed_sync,
                "Commit without fsync (SQLite synchronous=NORMAL): survives a crash of mlengined, "
                "not of the machine");
+  std::string log_level = "info";
+  std::string log_format = "text";
+  std::string metrics_access = "loopback";
+  app.add_option("--log-level", log_level, "Least severe log lines written: trace, debug, info, warn, error or off")
+      ->capture_default_str();
+  app.add_option("--log-format", log_format, "Log lines on stderr as \"text\" or \"json\" (one object a line)")
+      ->capture_default_str();
+  app.add_option("--metrics-access", metrics_access,
+                 "Who may read /metrics: \"loopback\" (no token from this machine, the admin token from "
+                 "elsewhere), \"token\" (always the admin token) or \"open\" (anyone who reaches the port)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  {
+    auto level = mle::obs::ParseLogLevel(log_level);
+    if (!level.ok()) return Fail("--log-level: " + std::string(level.status().message()));
+    auto format = mle::obs::ParseLogFormat(log_format);
+    if (!format.ok()) return Fail("--log-format: " + std::string(format.status().message()));
+    mle::obs::InitLogging({*level, *format, nullptr});
+  }
+  auto metrics_access_mode = mle::api::ParseMetricsAccess(metrics_access);
+  if (!metrics_access_mode.ok()) return Fail("--metrics-access: " + std::string(metrics_access_mode.status().message()));
 
   std::string host;
   uint16_t port = 0;
@@ -226,9 +248,9 @@ int main(int argc, char** argv) {
   if (slurm_executor) slurm_executor->SetEvents(&scheduler);
   jobs.AttachScheduler(&scheduler);
   if (slurm_executor) {
-    std::cerr << "mlengined: Slurm cluster: " << mle::executor::slurm::DescribeNodes(slurm_executor->nodes()) << "\n";
+    mle::obs::Log("server").info("Slurm cluster: {}", mle::executor::slurm::DescribeNodes(slurm_executor->nodes()));
   } else {
-    std::cerr << "mlengined: inventory: " << mle::scheduler::DescribeInventory(sched_options.inventory) << "\n";
+    mle::obs::Log("server").info("inventory: {}", mle::scheduler::DescribeInventory(sched_options.inventory));
   }
   if (auto s = jobs.Recover(); !s.ok()) return Fail("cannot recover state: " + std::string(s.message()));
   scheduler.Start();
@@ -246,7 +268,8 @@ int main(int argc, char** argv) {
   if (!bucket_store.ok()) return Fail(std::string(bucket_store.status().message()));
   mle::api::StorageRouter storage(**bucket_store, auth);
   mle::api::ConfigureUploads(&options, storage, (*bucket_store)->upload_dir());
-  auto server = mle::api::HttpServer::Start(options, mle::api::Dispatch(router, storage));
+  mle::api::MetricsEndpoint metrics(jobs, auth, *metrics_access_mode);
+  auto server = mle::api::HttpServer::Start(options, mle::api::Dispatch(router, storage, metrics));
   if (!server.ok()) return Fail(std::string(server.status().message()));
 
   const std::string endpoint = absl::StrCat("http://", host.find(':') != std::string::npos ? "[" + host + "]" : host,
@@ -258,10 +281,11 @@ int main(int argc, char** argv) {
         << (fs::absolute(data_dir) / "admin.token").string() << "\", \"pid\": " << ::getpid() << "}\n";
   }
   std::cout << "mlengined listening on " << endpoint << std::endl;
+  mle::obs::Log("server").info("listening on {}", endpoint);
 
   int sig = 0;
   sigwait(&signals, &sig);
-  std::cerr << "mlengined: received signal " << sig << ", shutting down\n";
+  mle::obs::Log("server").info("received signal {}, shutting down", sig);
   (*server)->Stop();
   storage.Stop();  // finish queued storage work while the io_context still exists
   scheduler.Stop();
