@@ -85,13 +85,9 @@ absl::Status JobService::Recover() {
     }
   }
   if (scheduler_ != nullptr) {
-    for (const auto& j : unfinished) {
-      if (j.state == JobState::kQueued) {
-        scheduler_->Submit(j);
-      } else {
-        scheduler_->Adopt(j);  // PREPARING, RUNNING, CANCELLING: the executor may hold it
-      }
-    }
+    // Every unfinished job, QUEUED ones too: the executor may hold a run of
+    // it that the database does not know about yet.
+    for (const auto& j : unfinished) scheduler_->Adopt(j);
   }
   return absl::OkStatus();
 }
@@ -324,19 +320,32 @@ void JobService::CancelJob(const std::string& project, const std::string& job_id
   });
 }
 
-void JobService::Record(const Key& key, const scheduler::JobUpdate& update) {
+void JobService::Record(const Key& key, const scheduler::JobUpdate& update, Done done) {
+  auto finish = [&done](absl::Status s) {
+    if (done) done(std::move(s));
+  };
   std::unique_lock lock(mu_);
   auto it = jobs_.find(key);
-  if (it == jobs_.end()) return;
+  if (it == jobs_.end()) {
+    lock.unlock();
+    return finish(absl::NotFoundError(absl::StrCat("Job ", JobNameOf(key.project, key.job_id), " not found.")));
+  }
   Job& job = it->second;
   if (job.state == update.state) {
     // A note on the current state (why a job still waits), or nothing.
-    if (!update.replace_message || job.error_message == update.error_message) return;
+    if (!update.replace_message || job.error_message == update.error_message) {
+      lock.unlock();
+      return finish(absl::OkStatus());
+    }
   } else if (!model::CanTransition(job.state, update.state)) {
-    obs::Log("service").warn("ignored {} -> {} for {}: the job state machine does not allow it",
-                             model::JobStateName(job.state), model::JobStateName(update.state),
-                             JobNameOf(key.project, key.job_id));
-    return;
+    // The scheduler and the executors only ask for legal moves; one that is
+    // not is a bug, and says so where operators look.
+    const std::string message =
+        absl::StrCat("refused to move ", JobNameOf(key.project, key.job_id), " from ", std::string(model::JobStateName(job.state)),
+                     " to ", std::string(model::JobStateName(update.state)), ": the job state machine does not allow it");
+    lock.unlock();
+    obs::Log("service").error("{}", message);
+    return finish(absl::FailedPreconditionError(message));
   }
   if (job.state != update.state) {
     obs::Log("service").info("{}: {} -> {}{}{}", JobNameOf(key.project, key.job_id), model::JobStateName(job.state),
@@ -353,10 +362,13 @@ void JobService::Record(const Key& key, const scheduler::JobUpdate& update) {
   if (model::IsTerminal(update.state)) job.end_time = now;
   ++job.version;
   // The change is already visible in memory; a failed write (disk full, I/O
-  // error) cannot be undone here, so it is reported where operators look.
+  // error) cannot be undone here, so it is reported where operators look,
+  // and to the caller, who must not act on an update that is not durable.
   store_.Commit({db::PutJob{job}}, [name = JobNameOf(key.project, key.job_id),
-                                    state = std::string(model::JobStateName(update.state))](absl::Status s) {
+                                    state = std::string(model::JobStateName(update.state)),
+                                    done = std::move(done)](absl::Status s) {
     if (!s.ok()) obs::Log("service").error("could not record {} -> {}: {}", name, state, s.ToString());
+    if (done) done(std::move(s));
   });
 }
 

@@ -86,7 +86,7 @@ class JobService final : public scheduler::StateRecorder {
   JobCounts CountJobs() const;
 
   // scheduler::StateRecorder
-  void Record(const scheduler::JobKey& key, const scheduler::JobUpdate& update) override;
+  void Record(const scheduler::JobKey& key, const scheduler::JobUpdate& update, Done done = nullptr) override;
 
  private:
   using Key = scheduler::JobKey;
