@@ -1,8 +1,6 @@
 #include "executor/slurm/slurm_executor.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "absl/strings/match.h"
@@ -11,50 +9,26 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "codec/job_codec.h"
 #include "common/run_layout.h"
 #include "common/time_format.h"
 #include "executor/job_prep.h"
 #include "executor/slurm/slurm_parsers.h"
+#include "rundir/file_io.h"
+#include "rundir/slurm_files.h"
 
 namespace mle::executor::slurm {
 
-namespace fs = std::filesystem;
-
 namespace {
-
-// Files of a Slurm run, beside the replicas' own (common/run_layout.h).
-std::string IdPath(const std::string& dir) { return dir + "/slurm_job_id"; }
-std::string SubmittingPath(const std::string& dir) { return dir + "/submitting"; }
-std::string TasksPath(const std::string& dir) { return dir + "/tasks"; }
-std::string OutcomePath(const std::string& dir) { return dir + "/outcome"; }
-
-// Writes `text` to `path` atomically (temp file, fsync, rename).
-absl::Status WriteFileAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return absl::InternalError(absl::StrCat("cannot rename ", tmp, ": ", ec.message()));
-  return absl::OkStatus();
-}
-
-std::vector<std::string> ReadLines(const std::string& path) {
-  std::vector<std::string> out;
-  for (absl::string_view line : absl::StrSplit(ReadFileOrEmpty(path), '\n', absl::SkipWhitespace())) {
-    out.push_back(std::string(absl::StripAsciiWhitespace(line)));
-  }
-  return out;
-}
 
 // How long a NODE_FAIL/PREEMPTED job of a requeueing cluster may take to be
 // PENDING again before mlengine calls it ended.
 constexpr absl::Duration kRequeueWait = absl::Seconds(20);
+
+// A replica has started once its log exists. One that cannot be inspected
+// counts as not started yet: the job stays PREPARING until it can be.
+bool ReplicaLogExists(const std::string& run_dir, const std::string& task) {
+  return rundir::FileExists(common::ReplicaLogPath(run_dir, task)).value_or(false);
+}
 
 bool IsFinal(const std::string& state) {
   return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED" || state == "TIMEOUT" ||
@@ -114,10 +88,7 @@ void SlurmExecutor::Launch(const model::Job& job, const model::JobDemand& demand
     t = Tracked{};
     t.ref = ref;
     t.dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
-    for (const auto& c : PlanComponents(demand, options_.settings)) {
-      if (!c.first_node_task.empty()) t.tasks.push_back(c.first_node_task);
-      t.tasks.insert(t.tasks.end(), c.tasks.begin(), c.tasks.end());
-    }
+    t.tasks = TasksOf(PlanComponents(demand, options_.settings));
   }
   submitter_.Post([this, key, job, demand] { Submit(key, job, demand); });
 }
@@ -132,10 +103,11 @@ void SlurmExecutor::Submit(const std::string& key, const model::Job& job, const 
   }
   // Already in Slurm (a restart after sbatch)? Then never submit again.
   std::optional<int64_t> existing;
-  int64_t id = 0;
-  if (absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFileOrEmpty(IdPath(snapshot.dir))), &id) && id > 0) {
-    existing = id;
-  } else if (fs::exists(SubmittingPath(snapshot.dir))) {
+  auto recorded = rundir::ReadSlurmJobId(snapshot.dir);
+  auto submitting = rundir::HasSubmittingMarker(snapshot.dir);
+  if (recorded.ok() && recorded->has_value()) {
+    existing = **recorded;
+  } else if (submitting.ok() && *submitting) {
     existing = FindByName(SlurmJobName(job.project, job.job_id));
   }
   if (!existing && snapshot.cancel_requested) return Finish(key, Outcome::kStopped, snapshot.cancel_reason);
@@ -157,14 +129,13 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const Tracked& t, const mod
   auto env = PrepareJobEnvironment(job, runtimes_, cache_, options_.gcs_root);
   if (!env.ok()) return env.status();
 
-  std::error_code ec;
-  fs::remove_all(t.dir, ec);
-  fs::create_directories(t.dir, ec);
-  if (ec) return absl::InternalError(absl::StrCat("cannot create the job's run directory ", t.dir, ": ", ec.message()));
-  if (auto s = WriteFileAtomically(t.dir + "/job.json", codec::SerializeJobForStorage(job)); !s.ok()) return s;
-  if (auto s = WriteFileAtomically(TasksPath(t.dir), absl::StrJoin(t.tasks, "\n") + "\n"); !s.ok()) return s;
-
   const auto components = PlanComponents(demand, options_.settings);
+  if (auto s = rundir::ClearRunDirectory(t.dir); !s.ok()) return s;
+  codec::LaunchJob launch{job.project, job.job_id, job.training_input.value_or(model::TrainingInput{}),
+                          ToLaunchComponents(components)};
+  if (auto s = rundir::WriteLaunchJob(t.dir, launch); !s.ok()) return s;
+  if (auto s = rundir::WriteSlurmTasks(t.dir, t.tasks); !s.ok()) return s;
+
   BatchScriptInput in;
   in.project = job.project;
   in.job_id = job.job_id;
@@ -196,12 +167,11 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const Tracked& t, const mod
   // scheduling.priority 0..1000 (higher first) -> nice 1000..0: never below
   // Slurm's default, so no privilege is needed.
   in.nice = 1000 - std::clamp<int32_t>(priority, 0, 1000);
-  const std::string script_path = t.dir + "/batch.sh";
-  if (auto s = WriteFileAtomically(script_path, BuildBatchScript(in, components, options_.settings)); !s.ok()) {
+  if (auto s = rundir::WriteBatchScript(t.dir, BuildBatchScript(in, components, options_.settings)); !s.ok()) {
     return s;
   }
-  if (auto s = WriteFileAtomically(SubmittingPath(t.dir), ""); !s.ok()) return s;
-  auto out = runner_.Run({"sbatch", "--parsable", script_path});
+  if (auto s = rundir::WriteSubmittingMarker(t.dir); !s.ok()) return s;
+  auto out = runner_.Run({"sbatch", "--parsable", rundir::BatchScriptPath(t.dir)});
   if (!out.ok()) return absl::UnavailableError(absl::StrCat("Slurm did not accept the job: ", out.status().message()));
   if (out->exit_code != 0) {
     return absl::FailedPreconditionError(
@@ -209,7 +179,13 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const Tracked& t, const mod
   }
   auto parsed = ParseSbatchParsable(out->output);
   if (!parsed.ok()) return parsed.status();
-  if (auto s = WriteFileAtomically(IdPath(t.dir), absl::StrCat(parsed->job_id, "\n")); !s.ok()) return s;
+  if (auto s = rundir::WriteSlurmJobId(t.dir, parsed->job_id); !s.ok()) {
+    // Slurm has the job: track it all the same. A restart finds it by name
+    // (the submitting marker is on disk).
+    std::cerr << "mlengined: Slurm accepted " << t.ref.project << "/" << t.ref.job_id << " as job "
+              << parsed->job_id << ", but its id could not be recorded (a restart will look it up by name): "
+              << s.message() << "\n";
+  }
   return parsed->job_id;
 }
 
@@ -239,12 +215,27 @@ std::optional<model::Placement> SlurmExecutor::Recover(const model::Job& job) {
   const JobRef ref{job.project, job.job_id};
   const std::string dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
   int64_t id = 0;
-  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFileOrEmpty(IdPath(dir))), &id) || id <= 0) {
-    if (!fs::exists(SubmittingPath(dir))) return std::nullopt;
+  auto recorded = rundir::ReadSlurmJobId(dir);
+  if (recorded.ok() && recorded->has_value()) {
+    id = **recorded;
+  } else {
+    auto submitting = rundir::HasSubmittingMarker(dir);
+    if (!submitting.ok() || !*submitting) return std::nullopt;
     auto found = FindByName(SlurmJobName(job.project, job.job_id));
     if (!found) return std::nullopt;
     id = *found;
-    (void)WriteFileAtomically(IdPath(dir), absl::StrCat(id, "\n"));
+    if (auto s = rundir::WriteSlurmJobId(dir, id); !s.ok()) {
+      std::cerr << "mlengined: found " << job.project << "/" << job.job_id << " in Slurm as job " << id
+                << ", but could not record its id (will look it up by name again after a restart): "
+                << s.message() << "\n";
+    }
+  }
+  std::vector<std::string> tasks;
+  if (auto read = rundir::ReadSlurmTasks(dir); read.ok()) {
+    tasks = *std::move(read);
+  } else {
+    tasks = TasksOf(PlanComponents(model::DemandOf(job, options_.resources), options_.settings));
+    std::cerr << "mlengined: " << read.status().message() << "; using the tasks its job plans\n";
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -253,7 +244,7 @@ std::optional<model::Placement> SlurmExecutor::Recover(const model::Job& job) {
     t.ref = ref;
     t.dir = dir;
     t.slurm_id = id;
-    t.tasks = ReadLines(TasksPath(dir));
+    t.tasks = std::move(tasks);
     t.phase = job.state == model::JobState::kRunning     ? Phase::kRunning
               : job.state == model::JobState::kPreparing ? Phase::kPreparing
                                                          : Phase::kWaiting;
@@ -274,13 +265,15 @@ void SlurmExecutor::Wake() {
 }
 
 std::optional<std::pair<Outcome, std::string>> SlurmExecutor::ReadOutcome(const Tracked& t) const {
-  const std::string text = ReadFileOrEmpty(OutcomePath(t.dir));
-  if (text.empty()) return std::nullopt;
-  std::pair<std::string, std::string> parts = absl::StrSplit(text, absl::MaxSplits('\n', 1));
-  std::string message(absl::StripTrailingAsciiWhitespace(parts.second));
-  if (parts.first == "SUCCEEDED") return std::make_pair(Outcome::kSucceeded, message);
-  if (parts.first == "FAILED") return std::make_pair(Outcome::kFailed, message);
-  return std::nullopt;
+  auto outcome = rundir::ReadRunOutcome(t.dir);
+  if (!outcome.ok()) {
+    // Judged from Slurm's state instead; say why the launcher's word was not taken.
+    std::cerr << "mlengined: " << t.ref.project << "/" << t.ref.job_id << ": " << outcome.status().message()
+              << "\n";
+    return std::nullopt;
+  }
+  if (!outcome->has_value()) return std::nullopt;
+  return std::make_pair((*outcome)->succeeded ? Outcome::kSucceeded : Outcome::kFailed, (*outcome)->message);
 }
 
 void SlurmExecutor::End(const std::string& key, Tracked& t, const SlurmJob& sj, const std::vector<std::string>& nodes) {
@@ -295,8 +288,8 @@ void SlurmExecutor::End(const std::string& key, Tracked& t, const SlurmJob& sj, 
   if (sj.state == "COMPLETED" && t.phase == Phase::kRunning) return Finish(key, Outcome::kSucceeded, "");
   if (sj.state == "COMPLETED") {
     return Finish(key, Outcome::kFailed,
-                  absl::StrCat("The Slurm job ", t.slurm_id, " completed without starting any replica; see ", t.dir,
-                               "/slurm-", t.slurm_id, ".out."));
+                  absl::StrCat("The Slurm job ", t.slurm_id, " completed without starting any replica; see ",
+                               rundir::SlurmOutputPath(t.dir, t.slurm_id), "."));
   }
   if (sj.state == "CANCELLED") {
     return Finish(key, Outcome::kFailed,
@@ -315,7 +308,7 @@ void SlurmExecutor::CatchUp(const std::string& key, Tracked& t) {
   // started (QUEUED -> PREPARING -> RUNNING) before it ends.
   if (t.phase == Phase::kRunning || t.cancel_requested) return;
   bool ran = false;
-  for (const auto& task : t.tasks) ran = ran || fs::exists(common::ReplicaLogPath(t.dir, task));
+  for (const auto& task : t.tasks) ran = ran || ReplicaLogExists(t.dir, task);
   if (!ran) return;
   if (t.phase != Phase::kPreparing) events_->JobPreparing(t.ref);
   events_->JobStarted(t.ref);
@@ -328,13 +321,21 @@ std::string SlurmExecutor::ExplainNodeFailure(const Tracked& t, const std::vecto
                                               const std::string& fallback) {
   // Which of the job's nodes does Slurm now see as lost, and what ran there?
   auto out = runner_.Run({"sinfo", "--json"});
-  if (!out.ok() || out->exit_code != 0) return fallback;
-  auto now = ParseNodesJson(out->output);
-  if (!now.ok()) return fallback;
+  absl::StatusOr<std::vector<SlurmNode>> now =
+      !out.ok()               ? out.status()
+      : out->exit_code != 0   ? absl::UnavailableError(absl::StrCat("sinfo exited with ", out->exit_code, ": ",
+                                                                    absl::StripAsciiWhitespace(out->output)))
+                              : ParseNodesJson(out->output);
+  if (!now.ok()) {
+    std::cerr << "mlengined: cannot tell which node of Slurm job " << t.slurm_id << " failed: "
+              << now.status().message() << "\n";
+    return fallback;
+  }
   std::map<std::string, std::vector<std::string>> tasks_on;
-  for (const auto& line : ReadLines(t.dir + "/placement")) {
-    std::pair<std::string, std::string> tn = absl::StrSplit(line, absl::MaxSplits(' ', 1));
-    tasks_on[tn.second].push_back(tn.first);
+  if (auto placement = rundir::ReadSlurmPlacement(t.dir); placement.ok()) {
+    for (const auto& [task, node] : *placement) tasks_on[node].push_back(task);
+  } else if (!absl::IsNotFound(placement.status())) {
+    std::cerr << "mlengined: " << placement.status().message() << "\n";
   }
   std::vector<std::string> lost;
   for (const auto& n : *now) {
@@ -368,12 +369,15 @@ bool SlurmExecutor::ChangeOnDisk() {
     for (const auto& [key, t] : jobs_) {
       if (t.slurm_id == 0) continue;
       const bool started = t.phase == Phase::kRunning || t.tasks.empty();
-      paths.emplace_back(OutcomePath(t.dir), started ? "" : common::ReplicaLogPath(t.dir, t.tasks.back()));
+      paths.emplace_back(rundir::OutcomePath(t.dir), started ? "" : common::ReplicaLogPath(t.dir, t.tasks.back()));
     }
   }
-  // Outside the lock: on NFS a stat may take a while.
+  // Outside the lock: on NFS a stat may take a while. A stat that fails
+  // counts as a change: the poll that follows reads the files and reports.
   for (const auto& [outcome, log] : paths) {
-    if (fs::exists(outcome) || (!log.empty() && fs::exists(log))) return true;
+    if (rundir::FileExists(outcome).value_or(true) || (!log.empty() && rundir::FileExists(log).value_or(true))) {
+      return true;
+    }
   }
   return false;
 }
@@ -489,7 +493,7 @@ void SlurmExecutor::Poll() {
       } else {
         Finish(key, Outcome::kLost,
                absl::StrCat("Slurm no longer knows its job ", t.slurm_id, " and the job left no outcome; see ",
-                            t.dir, "/slurm-", t.slurm_id, ".out"));
+                            rundir::SlurmOutputPath(t.dir, t.slurm_id)));
       }
       continue;
     }
@@ -522,15 +526,17 @@ void SlurmExecutor::Poll() {
     if (m.state == model::JobState::kRunning) {
       // Running once every replica has started (its log exists).
       bool all = !t.tasks.empty();
-      for (const auto& task : t.tasks) all = all && fs::exists(common::ReplicaLogPath(t.dir, task));
+      for (const auto& task : t.tasks) all = all && ReplicaLogExists(t.dir, task);
       next = all ? Phase::kRunning : Phase::kPreparing;
     }
     const bool requeued = next == Phase::kWaiting && (t.phase == Phase::kPreparing || t.phase == Phase::kRunning);
     if (requeued) {
       ++t.requeues;
       // The earlier run's outcome must not decide the next run.
-      std::error_code ec;
-      fs::rename(OutcomePath(t.dir), absl::StrCat(OutcomePath(t.dir), ".run", t.requeues), ec);
+      if (auto s = rundir::SetOutcomeAside(t.dir, t.requeues); !s.ok()) {
+        std::cerr << "mlengined: " << key << " was requeued by Slurm, but its earlier outcome stays: " << s.message()
+                  << "\n";
+      }
     }
     if (next == Phase::kWaiting && t.requeues > 0) {
       m.message = absl::StrCat("Slurm requeued the job (", t.requeues == 1 ? "once" : absl::StrCat(t.requeues, " times"),
