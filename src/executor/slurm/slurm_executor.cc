@@ -3,11 +3,7 @@
 #include <algorithm>
 #include <iostream>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/run_layout.h"
 #include "common/time_format.h"
@@ -23,18 +19,6 @@ namespace {
 // How long a NODE_FAIL/PREEMPTED job of a requeueing cluster may take to be
 // PENDING again before mlengine calls it ended.
 constexpr absl::Duration kRequeueWait = absl::Seconds(20);
-
-// A replica has started once its log exists. One that cannot be inspected
-// counts as not started yet: the job stays PREPARING until it can be.
-bool ReplicaLogExists(const std::string& run_dir, const std::string& task) {
-  return rundir::FileExists(common::ReplicaLogPath(run_dir, task)).value_or(false);
-}
-
-bool IsFinal(const std::string& state) {
-  return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED" || state == "TIMEOUT" ||
-         state == "NODE_FAIL" || state == "OUT_OF_MEMORY" || state == "PREEMPTED" || state == "BOOT_FAIL" ||
-         state == "DEADLINE";
-}
 
 }  // namespace
 
@@ -82,24 +66,27 @@ absl::Status SlurmExecutor::CheckRunnable(const model::Job& job) const {
 void SlurmExecutor::Launch(const model::Job& job, const model::JobDemand& demand, const model::Placement&) {
   const JobRef ref{job.project, job.job_id};
   const std::string key = Key(ref);
+  uint64_t generation = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Tracked& t = jobs_[key];
-    t = Tracked{};
-    t.ref = ref;
-    t.dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
-    t.tasks = TasksOf(PlanComponents(demand, options_.settings));
+    Entry& e = jobs_[key];
+    e = Entry{};
+    e.generation = generation = next_generation_++;
+    e.job.ref = ref;
+    e.job.dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
+    e.job.tasks = TasksOf(PlanComponents(demand, options_.settings));
   }
-  submitter_.Post([this, key, job, demand] { Submit(key, job, demand); });
+  submitter_.Post([this, key, generation, job, demand] { Submit(key, generation, job, demand); });
 }
 
-void SlurmExecutor::Submit(const std::string& key, const model::Job& job, const model::JobDemand& demand) {
-  Tracked snapshot;
+void SlurmExecutor::Submit(const std::string& key, uint64_t generation, const model::Job& job,
+                           const model::JobDemand& demand) {
+  TrackedJob snapshot;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(key);
-    if (it == jobs_.end()) return;
-    snapshot = it->second;
+    if (it == jobs_.end() || it->second.generation != generation) return;
+    snapshot = it->second.job;
   }
   // Already in Slurm (a restart after sbatch)? Then never submit again.
   std::optional<int64_t> existing;
@@ -110,21 +97,23 @@ void SlurmExecutor::Submit(const std::string& key, const model::Job& job, const 
   } else if (submitting.ok() && *submitting) {
     existing = FindByName(SlurmJobName(job.project, job.job_id));
   }
-  if (!existing && snapshot.cancel_requested) return Finish(key, Outcome::kStopped, snapshot.cancel_reason);
+  if (!existing && snapshot.cancel_requested) {
+    return Finish(key, generation, Outcome::kStopped, snapshot.cancel_reason);
+  }
   absl::StatusOr<int64_t> submitted = existing ? absl::StatusOr<int64_t>(*existing) : SubmitToSlurm(snapshot, job, demand);
-  if (!submitted.ok()) return Finish(key, Outcome::kFailed, std::string(submitted.status().message()));
+  if (!submitted.ok()) return Finish(key, generation, Outcome::kFailed, std::string(submitted.status().message()));
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(key);
-    if (it == jobs_.end()) return;
-    it->second.slurm_id = *submitted;
-    it->second.phase = Phase::kWaiting;
+    if (it == jobs_.end() || it->second.generation != generation) return;
+    it->second.job.slurm_id = *submitted;
+    it->second.job.phase = TrackPhase::kWaiting;
   }
-  events_->JobWaiting(snapshot.ref, "Submitted to Slurm; waiting for it to schedule the job");
+  events_->JobWaiting(snapshot.ref, kSubmittedReason);
   Wake();
 }
 
-absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const Tracked& t, const model::Job& job,
+absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const model::Job& job,
                                                      const model::JobDemand& demand) {
   auto env = PrepareJobEnvironment(job, runtimes_, cache_, options_.gcs_root);
   if (!env.ok()) return env.status();
@@ -205,8 +194,8 @@ void SlurmExecutor::Cancel(const JobRef& ref, const std::string& reason) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(key);
   if (it == jobs_.end()) return;
-  it->second.cancel_requested = true;
-  it->second.cancel_reason = reason;
+  it->second.job.cancel_requested = true;
+  it->second.job.cancel_reason = reason;
   poll_soon_ = true;
   poll_cv_.notify_all();
 }
@@ -239,15 +228,17 @@ std::optional<model::Placement> SlurmExecutor::Recover(const model::Job& job) {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Tracked& t = jobs_[Key(ref)];
-    t = Tracked{};
+    Entry& e = jobs_[Key(ref)];
+    e = Entry{};
+    e.generation = next_generation_++;
+    TrackedJob& t = e.job;
     t.ref = ref;
     t.dir = dir;
     t.slurm_id = id;
     t.tasks = std::move(tasks);
-    t.phase = job.state == model::JobState::kRunning     ? Phase::kRunning
-              : job.state == model::JobState::kPreparing ? Phase::kPreparing
-                                                         : Phase::kWaiting;
+    t.phase = job.state == model::JobState::kRunning     ? TrackPhase::kRunning
+              : job.state == model::JobState::kPreparing ? TrackPhase::kPreparing
+                                                         : TrackPhase::kWaiting;
     if (job.state == model::JobState::kCancelling) {
       t.cancel_requested = true;
       t.cancel_reason = job.error_message;
@@ -264,99 +255,13 @@ void SlurmExecutor::Wake() {
   poll_cv_.notify_all();
 }
 
-std::optional<std::pair<Outcome, std::string>> SlurmExecutor::ReadOutcome(const Tracked& t) const {
-  auto outcome = rundir::ReadRunOutcome(t.dir);
-  if (!outcome.ok()) {
-    // Judged from Slurm's state instead; say why the launcher's word was not taken.
-    std::cerr << "mlengined: " << t.ref.project << "/" << t.ref.job_id << ": " << outcome.status().message()
-              << "\n";
-    return std::nullopt;
-  }
-  if (!outcome->has_value()) return std::nullopt;
-  return std::make_pair((*outcome)->succeeded ? Outcome::kSucceeded : Outcome::kFailed, (*outcome)->message);
-}
-
-void SlurmExecutor::End(const std::string& key, Tracked& t, const SlurmJob& sj, const std::vector<std::string>& nodes) {
-  CatchUp(key, t);
-  const auto outcome = ReadOutcome(t);
-  if (t.cancel_requested) {
-    // A master that finished before the cancel landed still succeeded.
-    if (outcome && outcome->first == Outcome::kSucceeded) return Finish(key, outcome->first, outcome->second);
-    return Finish(key, Outcome::kStopped, t.cancel_reason);
-  }
-  if (outcome) return Finish(key, outcome->first, outcome->second);
-  if (sj.state == "COMPLETED" && t.phase == Phase::kRunning) return Finish(key, Outcome::kSucceeded, "");
-  if (sj.state == "COMPLETED") {
-    return Finish(key, Outcome::kFailed,
-                  absl::StrCat("The Slurm job ", t.slurm_id, " completed without starting any replica; see ",
-                               rundir::SlurmOutputPath(t.dir, t.slurm_id), "."));
-  }
-  if (sj.state == "CANCELLED") {
-    return Finish(key, Outcome::kFailed,
-                  absl::StrCat("The Slurm job ", t.slurm_id, " was cancelled outside mlengine (scancel)."));
-  }
-  const MappedState m = MapSlurmState(sj.state, sj.state_reason);
-  std::string message =
-      absl::StrCat(m.message, " (Slurm job ", t.slurm_id, ", ", sj.state,
-                   nodes.empty() ? "" : absl::StrCat(", nodes ", absl::StrJoin(nodes, ",")), ").");
-  if (sj.state == "NODE_FAIL") return Finish(key, Outcome::kLost, ExplainNodeFailure(t, nodes, message));
-  Finish(key, Outcome::kFailed, message);
-}
-
-void SlurmExecutor::CatchUp(const std::string& key, Tracked& t) {
-  // A job can start and end between two polls: if any replica ran, say it
-  // started (QUEUED -> PREPARING -> RUNNING) before it ends.
-  if (t.phase == Phase::kRunning || t.cancel_requested) return;
-  bool ran = false;
-  for (const auto& task : t.tasks) ran = ran || ReplicaLogExists(t.dir, task);
-  if (!ran) return;
-  if (t.phase != Phase::kPreparing) events_->JobPreparing(t.ref);
-  events_->JobStarted(t.ref);
-  t.phase = Phase::kRunning;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (auto jt = jobs_.find(key); jt != jobs_.end()) jt->second.phase = Phase::kRunning;
-}
-
-std::string SlurmExecutor::ExplainNodeFailure(const Tracked& t, const std::vector<std::string>& nodes,
-                                              const std::string& fallback) {
-  // Which of the job's nodes does Slurm now see as lost, and what ran there?
-  auto out = runner_.Run({"sinfo", "--json"});
-  absl::StatusOr<std::vector<SlurmNode>> now =
-      !out.ok()               ? out.status()
-      : out->exit_code != 0   ? absl::UnavailableError(absl::StrCat("sinfo exited with ", out->exit_code, ": ",
-                                                                    absl::StripAsciiWhitespace(out->output)))
-                              : ParseNodesJson(out->output);
-  if (!now.ok()) {
-    std::cerr << "mlengined: cannot tell which node of Slurm job " << t.slurm_id << " failed: "
-              << now.status().message() << "\n";
-    return fallback;
-  }
-  std::map<std::string, std::vector<std::string>> tasks_on;
-  if (auto placement = rundir::ReadSlurmPlacement(t.dir); placement.ok()) {
-    for (const auto& [task, node] : *placement) tasks_on[node].push_back(task);
-  } else if (!absl::IsNotFound(placement.status())) {
-    std::cerr << "mlengined: " << placement.status().message() << "\n";
-  }
-  std::vector<std::string> lost;
-  for (const auto& n : *now) {
-    if (!n.Lost() || std::find(nodes.begin(), nodes.end(), n.name) == nodes.end()) continue;
-    auto it = tasks_on.find(n.name);
-    lost.push_back(it == tasks_on.end() ? n.name
-                                        : absl::StrCat(n.name, " (", absl::StrJoin(it->second, ", "), ")"));
-  }
-  if (lost.empty()) return fallback;
-  return absl::StrCat("Slurm node", lost.size() > 1 ? "s " : " ", absl::StrJoin(lost, ", "),
-                      " stopped responding, so Slurm ended the job (NODE_FAIL, Slurm job ", t.slurm_id,
-                      "). Resubmit it, or set slurm.requeue for Slurm to requeue such jobs.");
-}
-
-void SlurmExecutor::Finish(const std::string& key, Outcome outcome, const std::string& message) {
+void SlurmExecutor::Finish(const std::string& key, uint64_t generation, Outcome outcome, const std::string& message) {
   JobRef ref;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(key);
-    if (it == jobs_.end()) return;
-    ref = it->second.ref;
+    if (it == jobs_.end() || it->second.generation != generation) return;
+    ref = it->second.job.ref;
     jobs_.erase(it);
   }
   events_->JobEnded(ref, outcome, message);
@@ -366,9 +271,10 @@ bool SlurmExecutor::ChangeOnDisk() {
   std::vector<std::pair<std::string, std::string>> paths;  // outcome file, first-start log ("" if running)
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [key, t] : jobs_) {
+    for (const auto& [key, e] : jobs_) {
+      const TrackedJob& t = e.job;
       if (t.slurm_id == 0) continue;
-      const bool started = t.phase == Phase::kRunning || t.tasks.empty();
+      const bool started = t.phase == TrackPhase::kRunning || t.tasks.empty();
       paths.emplace_back(rundir::OutcomePath(t.dir), started ? "" : common::ReplicaLogPath(t.dir, t.tasks.back()));
     }
   }
@@ -407,168 +313,171 @@ void SlurmExecutor::PollLoop() {
     bool moving = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& [key, t] : jobs_) {
-        moving = moving || t.phase == Phase::kSubmitting || t.phase == Phase::kPreparing ||
-                 (t.cancel_requested && !t.scancel_sent);
-      }
+      for (const auto& [key, e] : jobs_) moving = moving || InMotion(e.job);
     }
     interval = moving ? options_.min_poll : std::min(options_.max_poll, interval * 2);
+  }
+}
+
+void SlurmExecutor::SendCancels(const std::vector<int64_t>& slurm_ids) {
+  if (slurm_ids.empty()) return;
+  std::vector<std::string> argv = {"scancel"};
+  for (int64_t id : slurm_ids) argv.push_back(std::to_string(id));
+  auto cancelled = runner_.Run(argv);
+  if (cancelled.ok() && cancelled->exit_code == 0) return;
+  // Not delivered (slurmctld down?): ask again next round.
+  std::cerr << "mlengined: scancel failed (will retry): "
+            << (cancelled.ok() ? cancelled->output : std::string(cancelled.status().message())) << "\n";
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [key, e] : jobs_) {
+    if (std::find(slurm_ids.begin(), slurm_ids.end(), e.job.slurm_id) != slurm_ids.end()) e.job.scancel_sent = false;
+  }
+}
+
+absl::StatusOr<std::map<int64_t, SlurmView>> SlurmExecutor::ReadSlurmJobs() {
+  auto out = runner_.Run({"squeue", "--json"});
+  if (!out.ok()) return out.status();
+  if (out->exit_code != 0) {
+    return absl::UnavailableError(absl::StrCat("squeue exited with ", out->exit_code, ": ",
+                                               absl::StripAsciiWhitespace(out->output.substr(0, 500))));
+  }
+  auto jobs = ParseJobsJson(out->output);
+  if (!jobs.ok()) return jobs.status();
+  std::map<int64_t, SlurmView> views;
+  std::map<int64_t, std::vector<std::string>> nodes_of;  // every component's nodes, by leader id
+  for (const auto& j : *jobs) {
+    if (j.het_job_offset == 0) views[j.job_id] = SlurmView::Listed(j, {});
+    auto& n = nodes_of[j.het_job_id > 0 ? j.het_job_id : j.job_id];
+    n.insert(n.end(), j.nodes.begin(), j.nodes.end());
+  }
+  for (auto& [id, view] : views) view.nodes = nodes_of[id];
+  return views;
+}
+
+FilesSeen SlurmExecutor::LookAtFiles(const std::string& key, const TrackedJob& t) {
+  FilesSeen files;
+  std::string problem;
+  if (auto outcome = rundir::ReadRunOutcome(t.dir); outcome.ok()) {
+    files.outcome = *std::move(outcome);
+  } else {
+    // Judged without it (from Slurm's state); say why the launcher's word was not taken.
+    problem = std::string(outcome.status().message());
+  }
+  if (t.phase != TrackPhase::kRunning) {
+    for (const auto& task : t.tasks) {
+      // A log that cannot be inspected counts as not there yet.
+      auto exists = rundir::FileExists(common::ReplicaLogPath(t.dir, task));
+      if (exists.ok() && *exists) files.started_tasks.insert(task);
+      if (!exists.ok() && problem.empty()) problem = std::string(exists.status().message());
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(key);
+  if (it != jobs_.end() && it->second.files_problem != problem) {
+    if (!problem.empty()) std::cerr << "mlengined: " << key << ": " << problem << "\n";
+    it->second.files_problem = problem;
+  }
+  return files;
+}
+
+std::string SlurmExecutor::ExplainLostNodes(const TrackedJob& t, const std::vector<std::string>& nodes,
+                                            const std::string& fallback) {
+  // Which of the job's nodes does Slurm now see as lost, and what ran there?
+  auto out = runner_.Run({"sinfo", "--json"});
+  absl::StatusOr<std::vector<SlurmNode>> now =
+      !out.ok()               ? out.status()
+      : out->exit_code != 0   ? absl::UnavailableError(absl::StrCat("sinfo exited with ", out->exit_code, ": ",
+                                                                    absl::StripAsciiWhitespace(out->output)))
+                              : ParseNodesJson(out->output);
+  if (!now.ok()) {
+    std::cerr << "mlengined: cannot tell which node of Slurm job " << t.slurm_id << " failed: "
+              << now.status().message() << "\n";
+    return fallback;
+  }
+  auto placement = rundir::ReadSlurmPlacement(t.dir);
+  if (!placement.ok() && !absl::IsNotFound(placement.status())) {
+    std::cerr << "mlengined: " << placement.status().message() << "\n";
+  }
+  return ExplainNodeFailure(t.slurm_id, nodes, *now, placement.value_or(std::map<std::string, std::string>{}),
+                            fallback);
+}
+
+void SlurmExecutor::CarryOut(const std::string& key, uint64_t generation, Step step) {
+  if (step.set_outcome_aside) {
+    if (auto s = rundir::SetOutcomeAside(step.next.dir, step.next.requeues); !s.ok()) {
+      std::cerr << "mlengined: " << key << " was requeued by Slurm, but its earlier outcome stays: " << s.message()
+                << "\n";
+    }
+  }
+  if (step.Ended() && step.explain_node_failure) {
+    step.reports.back().message = ExplainLostNodes(step.next, step.nodes, step.reports.back().message);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(key);
+    if (it == jobs_.end() || it->second.generation != generation) return;
+    AdoptDecisions(step.next, &it->second.job);
+    if (step.Ended()) jobs_.erase(it);
+  }
+  for (const Report& r : step.reports) {
+    switch (r.kind) {
+      case Report::Kind::kWaiting:
+        events_->JobWaiting(step.next.ref, r.message);
+        break;
+      case Report::Kind::kPreparing:
+        events_->JobPreparing(step.next.ref);
+        break;
+      case Report::Kind::kStarted:
+        events_->JobStarted(step.next.ref);
+        break;
+      case Report::Kind::kEnded:
+        events_->JobEnded(step.next.ref, r.outcome, r.message);
+        break;
+    }
   }
 }
 
 void SlurmExecutor::Poll() {
   struct Todo {
     std::string key;
-    Tracked t;
+    uint64_t generation;
+    TrackedJob job;
   };
   std::vector<Todo> todo;
   std::vector<int64_t> to_cancel;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [key, t] : jobs_) {
-      if (t.slurm_id == 0) continue;
-      if (t.cancel_requested && !t.scancel_sent) {
-        t.scancel_sent = true;
-        to_cancel.push_back(t.slurm_id);
+    for (auto& [key, e] : jobs_) {
+      if (e.job.slurm_id == 0) continue;
+      if (ScancelDue(e.job)) {
+        e.job.scancel_sent = true;
+        to_cancel.push_back(e.job.slurm_id);
       }
-      todo.push_back({key, t});
+      todo.push_back({key, e.generation, e.job});
     }
   }
   if (todo.empty()) return;
-  if (!to_cancel.empty()) {
-    std::vector<std::string> argv = {"scancel"};
-    for (int64_t id : to_cancel) argv.push_back(std::to_string(id));
-    auto cancelled = runner_.Run(argv);  // one call for every cancel of this round
-    if (!cancelled.ok() || cancelled->exit_code != 0) {
-      // Not delivered (slurmctld down?): ask again next round.
-      std::cerr << "mlengined: scancel failed (will retry): "
-                << (cancelled.ok() ? cancelled->output : std::string(cancelled.status().message())) << "\n";
-      std::lock_guard<std::mutex> lock(mu_);
-      for (auto& [key, t] : jobs_) {
-        if (std::find(to_cancel.begin(), to_cancel.end(), t.slurm_id) != to_cancel.end()) t.scancel_sent = false;
-      }
-    }
-  }
-  auto out = runner_.Run({"squeue", "--json"});
-  absl::Status problem = !out.ok()               ? out.status()
-                         : out->exit_code != 0   ? absl::UnavailableError(absl::StrCat(
-                                                     "squeue exited with ", out->exit_code, ": ",
-                                                     absl::StripAsciiWhitespace(out->output.substr(0, 500))))
-                                                 : absl::OkStatus();
-  absl::StatusOr<std::vector<SlurmJob>> jobs = problem.ok() ? ParseJobsJson(out->output) : problem;
-  if (!jobs.ok()) {
+  SendCancels(to_cancel);  // before squeue, so that this round sees them
+  auto views = ReadSlurmJobs();
+  if (!views.ok()) {
     // slurmctld busy or down, or output we cannot read: try again next
     // round, and say so once per distinct problem.
-    const std::string text(jobs.status().message());
+    const std::string text(views.status().message());
     if (text != last_poll_problem_) std::cerr << "mlengined: cannot read Slurm's jobs (will retry): " << text << "\n";
     last_poll_problem_ = text;
     return;
   }
   last_poll_problem_.clear();
-  std::map<int64_t, const SlurmJob*> by_id;
-  std::map<int64_t, std::vector<std::string>> nodes_of;  // every component's nodes, by leader id
-  for (const auto& j : *jobs) {
-    if (j.het_job_offset == 0) by_id[j.job_id] = &j;
-    auto& n = nodes_of[j.het_job_id > 0 ? j.het_job_id : j.job_id];
-    n.insert(n.end(), j.nodes.begin(), j.nodes.end());
-  }
-  for (auto& [key, t] : todo) {
-    auto it = by_id.find(t.slurm_id);
-    if (it == by_id.end()) {
-      // Not listed: Slurm forgot it (MinJobAge passed) or lost it. Give it a
-      // few polls (a fresh submission can lag), then decide from the files.
-      int missing = 0;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        auto jt = jobs_.find(key);
-        if (jt == jobs_.end()) continue;
-        missing = ++jt->second.missing_polls;
-      }
-      if (missing < 3) continue;
-      CatchUp(key, t);
-      if (auto o = ReadOutcome(t)) {
-        Finish(key, o->first, o->second);
-      } else if (t.cancel_requested) {
-        Finish(key, Outcome::kStopped, t.cancel_reason);
-      } else {
-        Finish(key, Outcome::kLost,
-               absl::StrCat("Slurm no longer knows its job ", t.slurm_id, " and the job left no outcome; see ",
-                            rundir::SlurmOutputPath(t.dir, t.slurm_id)));
-      }
-      continue;
+  const TrackingOptions tracking{options_.settings.requeue, kRequeueWait};
+  const bool trace = std::getenv("MLENGINE_SLURM_TRACE") != nullptr;
+  for (auto& [key, generation, t] : todo) {
+    auto it = views->find(t.slurm_id);
+    const SlurmView view = it == views->end() ? SlurmView::Absent() : it->second;
+    if (trace && it != views->end()) {
+      std::cerr << "mlengined: Slurm job " << t.slurm_id << " (" << key << "): " << view.job.state << " "
+                << view.job.state_reason << "\n";
     }
-    const SlurmJob& sj = *it->second;
-    if (std::getenv("MLENGINE_SLURM_TRACE") != nullptr) {
-      std::cerr << "mlengined: Slurm job " << t.slurm_id << " (" << key << "): " << sj.state << " "
-                << sj.state_reason << "\n";
-    }
-    // With --requeue, Slurm shows NODE_FAIL/PREEMPTED for a moment before
-    // the job is PENDING again: give it time before calling it final.
-    // (The launcher may have written an outcome as the node went: it does
-    // not count while Slurm can still run the job again.)
-    const bool may_requeue = options_.settings.requeue && !t.cancel_requested &&
-                             (sj.state == "NODE_FAIL" || sj.state == "PREEMPTED");
-    if (may_requeue) {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto jt = jobs_.find(key);
-      if (jt == jobs_.end()) continue;
-      if (jt->second.final_seen == absl::InfinitePast()) jt->second.final_seen = absl::Now();
-      if (absl::Now() - jt->second.final_seen < kRequeueWait) continue;
-    }
-    if (IsFinal(sj.state)) {
-      End(key, t, sj, nodes_of[t.slurm_id]);
-      continue;
-    }
-    MappedState m = MapSlurmState(sj.state, sj.state_reason);
-    Phase next = t.phase;
-    if (m.state == model::JobState::kQueued) next = Phase::kWaiting;
-    if (m.state == model::JobState::kPreparing) next = Phase::kPreparing;
-    if (m.state == model::JobState::kRunning) {
-      // Running once every replica has started (its log exists).
-      bool all = !t.tasks.empty();
-      for (const auto& task : t.tasks) all = all && ReplicaLogExists(t.dir, task);
-      next = all ? Phase::kRunning : Phase::kPreparing;
-    }
-    const bool requeued = next == Phase::kWaiting && (t.phase == Phase::kPreparing || t.phase == Phase::kRunning);
-    if (requeued) {
-      ++t.requeues;
-      // The earlier run's outcome must not decide the next run.
-      if (auto s = rundir::SetOutcomeAside(t.dir, t.requeues); !s.ok()) {
-        std::cerr << "mlengined: " << key << " was requeued by Slurm, but its earlier outcome stays: " << s.message()
-                  << "\n";
-      }
-    }
-    if (next == Phase::kWaiting && t.requeues > 0) {
-      m.message = absl::StrCat("Slurm requeued the job (", t.requeues == 1 ? "once" : absl::StrCat(t.requeues, " times"),
-                               ": a node failed or it was preempted). ", m.message);
-    }
-    const bool reason_changed = next == Phase::kWaiting && m.message != t.reason;
-    if (next == t.phase && !reason_changed && !requeued) continue;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto jt = jobs_.find(key);
-      if (jt == jobs_.end()) continue;
-      jt->second.phase = next;
-      jt->second.final_seen = absl::InfinitePast();
-      jt->second.reason = m.message;
-      jt->second.requeues = t.requeues;
-      jt->second.missing_polls = 0;
-    }
-    if (t.cancel_requested) continue;
-    switch (next) {
-      case Phase::kWaiting:
-        events_->JobWaiting(t.ref, m.message);
-        break;
-      case Phase::kPreparing:
-        events_->JobPreparing(t.ref);
-        break;
-      case Phase::kRunning:
-        if (t.phase == Phase::kWaiting) events_->JobPreparing(t.ref);
-        events_->JobStarted(t.ref);
-        break;
-      case Phase::kSubmitting:
-        break;
-    }
+    CarryOut(key, generation, NextStep(t, view, LookAtFiles(key, t), absl::Now(), tracking));
   }
 }
 

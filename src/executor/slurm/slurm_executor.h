@@ -21,6 +21,9 @@
 // it, so a server that died in between looks the job up by name
 // (mle-<project>-<job>) instead of submitting it twice.
 //
+// What each poll decides for a job is a pure function (slurm_tracking.h);
+// this class gathers its inputs and carries its steps out.
+//
 // Threads: a submission thread (packages, sbatch) and a poller thread.
 // Public methods are thread-safe.
 #pragma once
@@ -38,6 +41,7 @@
 #include "executor/executor.h"
 #include "executor/slurm/slurm_commands.h"
 #include "executor/slurm/slurm_plan.h"
+#include "executor/slurm/slurm_tracking.h"
 #include "model/demand.h"
 #include "model/resources.h"
 #include "runtime/package_cache.h"
@@ -79,43 +83,36 @@ class SlurmExecutor final : public Executor {
   SlurmExecutor(SlurmExecutorOptions options, runtime::RuntimeCatalog runtimes, runtime::PackageCache& cache,
                 CommandRunner& runner, std::vector<SlurmNode> nodes);
 
-  enum class Phase { kSubmitting, kWaiting, kPreparing, kRunning };
-  struct Tracked {
-    JobRef ref;
-    std::string dir;
-    int64_t slurm_id = 0;               // 0 while submitting
-    std::vector<std::string> tasks;     // every task's name (for "all started")
-    Phase phase = Phase::kSubmitting;
-    std::string reason;                 // last waiting reason reported
-    bool cancel_requested = false;
-    std::string cancel_reason;
-    bool scancel_sent = false;
-    int missing_polls = 0;              // polls in a row that did not list it
-    int requeues = 0;                   // times Slurm put it back in its queue
-    absl::Time final_seen = absl::InfinitePast();  // first seen NODE_FAIL/PREEMPTED (requeue on)
+  // A tracked job, and which Launch/Recover it belongs to (a job launched
+  // again meanwhile must not receive an older round's decisions).
+  struct Entry {
+    TrackedJob job;
+    uint64_t generation = 0;
+    std::string files_problem;  // last problem reading its run files (logged once)
   };
 
-  void Submit(const std::string& key, const model::Job& job, const model::JobDemand& demand);
+  void Submit(const std::string& key, uint64_t generation, const model::Job& job, const model::JobDemand& demand);
   // sbatch's answer, or an error for the user.
-  absl::StatusOr<int64_t> SubmitToSlurm(const Tracked& t, const model::Job& job, const model::JobDemand& demand);
+  absl::StatusOr<int64_t> SubmitToSlurm(const TrackedJob& t, const model::Job& job, const model::JobDemand& demand);
   void Poll();
   void PollLoop();
   // A job's outcome file, or the replica log of a job not yet running, exists.
   bool ChangeOnDisk();
   void Wake();
+  // One scancel for every cancel of the round; undelivered ones are asked again next round.
+  void SendCancels(const std::vector<int64_t>& slurm_ids);
+  // Slurm's view of every listed job by id (het leaders; nodes of all components).
+  absl::StatusOr<std::map<int64_t, SlurmView>> ReadSlurmJobs();
+  // What the run directory shows for `t`; problems go to the log once per job.
+  FilesSeen LookAtFiles(const std::string& key, const TrackedJob& t);
+  // Carries a step out: files, bookkeeping (if the job is still this
+  // generation's), reports to the scheduler.
+  void CarryOut(const std::string& key, uint64_t generation, Step step);
   // Ends a tracked job (erases it) and reports the outcome.
-  void Finish(const std::string& key, Outcome outcome, const std::string& message);
-  // The outcome the launcher recorded, if any.
-  std::optional<std::pair<Outcome, std::string>> ReadOutcome(const Tracked& t) const;
+  void Finish(const std::string& key, uint64_t generation, Outcome outcome, const std::string& message);
   std::optional<int64_t> FindByName(const std::string& name);
-  // Slurm says the job is over: reports how it ended (the launcher's
-  // outcome, else what Slurm's state says), once.
-  void End(const std::string& key, Tracked& t, const SlurmJob& sj, const std::vector<std::string>& nodes);
-  // Reports PREPARING/RUNNING for a job that ran between two polls.
-  void CatchUp(const std::string& key, Tracked& t);
-  // "Slurm node tpuhost3 (worker-replica-1) stopped responding, ..." from a
-  // fresh `sinfo` and the launcher's RUN/placement; `fallback` if unknown.
-  std::string ExplainNodeFailure(const Tracked& t, const std::vector<std::string>& nodes, const std::string& fallback);
+  // ExplainNodeFailure from a fresh `sinfo` and RUN/placement; `fallback` if unknown.
+  std::string ExplainLostNodes(const TrackedJob& t, const std::vector<std::string>& nodes, const std::string& fallback);
   std::string Key(const JobRef& ref) const { return ref.project + "/" + ref.job_id; }
 
   const SlurmExecutorOptions options_;
@@ -127,7 +124,8 @@ class SlurmExecutor final : public Executor {
 
   std::mutex mu_;
   std::condition_variable poll_cv_;
-  std::map<std::string, Tracked> jobs_;  // guarded by mu_
+  std::map<std::string, Entry> jobs_;    // guarded by mu_
+  uint64_t next_generation_ = 1;         // guarded by mu_
   bool poll_soon_ = false;               // guarded by mu_
   bool stopping_ = false;                // guarded by mu_
   std::string last_poll_problem_;        // poller thread only
