@@ -113,6 +113,8 @@ std::vector<Row> Rows() {
        Listed("PENDING", "Resources"), Files(),
        {Waiting("Waiting in the Slurm queue: Resources (the nodes it needs are in use by other jobs)")},
        TrackPhase::kWaiting, [](const Step& s) { EXPECT_EQ(s.next.missing_polls, 0); }},
+      {"listed at all resets the missing count", With(running, [](auto& t) { t.missing_polls = 2; }),
+       Listed("RUNNING"), Files(), {}, TrackPhase::kRunning, [](const Step& s) { EXPECT_EQ(s.next.missing_polls, 0); }},
       // Allocated, then started.
       {"allocated, no replica yet", waiting, Listed("RUNNING", "", {"tpuhost1"}), Files(), {Preparing()},
        TrackPhase::kPreparing},

@@ -112,7 +112,6 @@ void Follow(const SlurmView& slurm, const FilesSeen& files, Step* step) {
   t.phase = next;
   t.final_seen = absl::InfinitePast();
   t.reason = m.message;
-  t.missing_polls = 0;
   if (t.cancel_requested) return;
   switch (next) {
     case TrackPhase::kWaiting:
@@ -154,6 +153,7 @@ Step NextStep(const TrackedJob& job, const SlurmView& slurm, const FilesSeen& fi
       if (++t.missing_polls >= options.missing_polls_before_lost) EndUnobserved(files, &step);
       return step;
     case SlurmView::Kind::kListed:
+      t.missing_polls = 0;  // rounds *in a row*
       break;
   }
   // With --requeue, Slurm shows NODE_FAIL/PREEMPTED for a moment before the
