@@ -14,18 +14,10 @@
 
 namespace mle::executor::slurm {
 
-namespace {
-
-// How long a NODE_FAIL/PREEMPTED job of a requeueing cluster may take to be
-// PENDING again before mlengine calls it ended.
-constexpr absl::Duration kRequeueWait = absl::Seconds(20);
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<SlurmExecutor>> SlurmExecutor::Create(SlurmExecutorOptions options,
                                                                      runtime::RuntimeCatalog runtimes,
                                                                      runtime::PackageCache& cache,
-                                                                     CommandRunner& runner) {
+                                                                     CommandRunner& runner, common::Clock& clock) {
   auto out = runner.Run({"sinfo", "--json"});
   if (!out.ok()) return absl::UnavailableError(absl::StrCat("Slurm did not answer `sinfo --json`: ", out.status().message()));
   if (out->exit_code != 0) {
@@ -36,24 +28,28 @@ absl::StatusOr<std::unique_ptr<SlurmExecutor>> SlurmExecutor::Create(SlurmExecut
   if (!nodes.ok()) return nodes.status();
   if (nodes->empty()) return absl::UnavailableError("the Slurm cluster has no nodes (`sinfo --json` lists none)");
   return std::unique_ptr<SlurmExecutor>(
-      new SlurmExecutor(std::move(options), std::move(runtimes), cache, runner, *std::move(nodes)));
+      new SlurmExecutor(std::move(options), std::move(runtimes), cache, runner, clock, *std::move(nodes)));
 }
 
 SlurmExecutor::SlurmExecutor(SlurmExecutorOptions options, runtime::RuntimeCatalog runtimes,
-                             runtime::PackageCache& cache, CommandRunner& runner, std::vector<SlurmNode> nodes)
-    : options_(std::move(options)), runtimes_(std::move(runtimes)), cache_(cache), runner_(runner),
+                             runtime::PackageCache& cache, CommandRunner& runner, common::Clock& clock,
+                             std::vector<SlurmNode> nodes)
+    : options_(std::move(options)), runtimes_(std::move(runtimes)), cache_(cache), runner_(runner), clock_(clock),
       nodes_(std::move(nodes)) {
-  poller_ = std::thread([this] { PollLoop(); });
+  if (options_.background_threads) {
+    submitter_ = std::make_unique<common::SerialWorker>();
+    poller_ = std::thread([this] { PollLoop(); });
+  }
 }
 
 SlurmExecutor::~SlurmExecutor() {
-  submitter_.Stop();
+  if (submitter_) submitter_->Stop();
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
   poll_cv_.notify_all();
-  poller_.join();
+  if (poller_.joinable()) poller_.join();
   // Slurm jobs keep running: a restarted server finds them again (Recover).
 }
 
@@ -76,7 +72,11 @@ void SlurmExecutor::Launch(const model::Job& job, const model::JobDemand& demand
     e.job.dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
     e.job.tasks = TasksOf(PlanComponents(demand, options_.settings));
   }
-  submitter_.Post([this, key, generation, job, demand] { Submit(key, generation, job, demand); });
+  if (submitter_) {
+    submitter_->Post([this, key, generation, job, demand] { Submit(key, generation, job, demand); });
+  } else {
+    Submit(key, generation, job, demand);
+  }
 }
 
 void SlurmExecutor::Submit(const std::string& key, uint64_t generation, const model::Job& job,
@@ -295,7 +295,7 @@ void SlurmExecutor::PollLoop() {
     // At most one round per min_poll; otherwise wait for `interval` to pass,
     // a request (submission, cancel), or a sign on disk that a job just
     // started (its replica log) or ended (its outcome file).
-    const absl::Time due = absl::Now() + interval;
+    const absl::Time due = clock_.Now() + interval;
     for (bool first = true;; first = false) {
       {
         std::unique_lock<std::mutex> lock(mu_);
@@ -306,9 +306,9 @@ void SlurmExecutor::PollLoop() {
           break;
         }
       }
-      if (absl::Now() >= due || ChangeOnDisk()) break;
+      if (clock_.Now() >= due || ChangeOnDisk()) break;
     }
-    Poll();
+    PollOnce();
     // Back off while nothing is in motion; come back quickly when something is.
     bool moving = false;
     {
@@ -437,7 +437,7 @@ void SlurmExecutor::CarryOut(const std::string& key, uint64_t generation, Step s
   }
 }
 
-void SlurmExecutor::Poll() {
+void SlurmExecutor::PollOnce() {
   struct Todo {
     std::string key;
     uint64_t generation;
@@ -468,7 +468,7 @@ void SlurmExecutor::Poll() {
     return;
   }
   last_poll_problem_.clear();
-  const TrackingOptions tracking{options_.settings.requeue, kRequeueWait};
+  const TrackingOptions tracking{options_.settings.requeue, options_.requeue_wait};
   const bool trace = std::getenv("MLENGINE_SLURM_TRACE") != nullptr;
   for (auto& [key, generation, t] : todo) {
     auto it = views->find(t.slurm_id);
@@ -477,7 +477,7 @@ void SlurmExecutor::Poll() {
       std::cerr << "mlengined: Slurm job " << t.slurm_id << " (" << key << "): " << view.job.state << " "
                 << view.job.state_reason << "\n";
     }
-    CarryOut(key, generation, NextStep(t, view, LookAtFiles(key, t), absl::Now(), tracking));
+    CarryOut(key, generation, NextStep(t, view, LookAtFiles(key, t), clock_.Now(), tracking));
   }
 }
 

@@ -24,8 +24,11 @@
 // What each poll decides for a job is a pure function (slurm_tracking.h);
 // this class gathers its inputs and carries its steps out.
 //
-// Threads: a submission thread (packages, sbatch) and a poller thread.
-// Public methods are thread-safe.
+// Time comes from the injected Clock (requeue waits, poll cadence).
+//
+// Threads: a submission thread (packages, sbatch) and a poller thread
+// (SlurmExecutorOptions::background_threads). Public methods are
+// thread-safe.
 #pragma once
 
 #include <condition_variable>
@@ -37,6 +40,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/serial_worker.h"
 #include "executor/executor.h"
 #include "executor/slurm/slurm_commands.h"
@@ -59,15 +63,23 @@ struct SlurmExecutorOptions {
   model::ResourceTable resources = model::ResourceTable::Defaults();  // machine type -> CPUs, memory
   absl::Duration min_poll = absl::Milliseconds(100);
   absl::Duration max_poll = absl::Seconds(5);
+  // How long a NODE_FAIL/PREEMPTED job of a requeueing cluster may take to
+  // be PENDING again before mlengine calls it ended.
+  absl::Duration requeue_wait = absl::Seconds(20);
+  // Production: a submission thread and a poller thread. False (tests):
+  // Launch submits on the caller's thread and nothing polls until the caller
+  // calls PollOnce(), so a test decides when each round happens.
+  bool background_threads = true;
 };
 
 class SlurmExecutor final : public Executor {
  public:
-  // `runner` must outlive the executor. Reads the cluster's nodes
-  // (`sinfo --json`) once; UNAVAILABLE when Slurm does not answer.
+  // `runner` and `clock` must outlive the executor. Reads the cluster's
+  // nodes (`sinfo --json`) once; UNAVAILABLE when Slurm does not answer.
   static absl::StatusOr<std::unique_ptr<SlurmExecutor>> Create(SlurmExecutorOptions options,
                                                                runtime::RuntimeCatalog runtimes,
-                                                               runtime::PackageCache& cache, CommandRunner& runner);
+                                                               runtime::PackageCache& cache, CommandRunner& runner,
+                                                               common::Clock& clock = common::RealClock::Get());
   ~SlurmExecutor() override;
 
   void SetEvents(ExecutorEvents* events) { events_ = events; }
@@ -79,9 +91,15 @@ class SlurmExecutor final : public Executor {
   void Cancel(const JobRef& job, const std::string& reason) override;
   std::optional<model::Placement> Recover(const model::Job& job) override;
 
+  // One round, now, on the calling thread: the cancels due in one scancel,
+  // one squeue, and every tracked job's next step carried out (reports
+  // included). The poller thread calls it; with background_threads off, tests
+  // do. Not to be called concurrently with itself.
+  void PollOnce();
+
  private:
   SlurmExecutor(SlurmExecutorOptions options, runtime::RuntimeCatalog runtimes, runtime::PackageCache& cache,
-                CommandRunner& runner, std::vector<SlurmNode> nodes);
+                CommandRunner& runner, common::Clock& clock, std::vector<SlurmNode> nodes);
 
   // A tracked job, and which Launch/Recover it belongs to (a job launched
   // again meanwhile must not receive an older round's decisions).
@@ -94,7 +112,6 @@ class SlurmExecutor final : public Executor {
   void Submit(const std::string& key, uint64_t generation, const model::Job& job, const model::JobDemand& demand);
   // sbatch's answer, or an error for the user.
   absl::StatusOr<int64_t> SubmitToSlurm(const TrackedJob& t, const model::Job& job, const model::JobDemand& demand);
-  void Poll();
   void PollLoop();
   // A job's outcome file, or the replica log of a job not yet running, exists.
   bool ChangeOnDisk();
@@ -119,6 +136,7 @@ class SlurmExecutor final : public Executor {
   const runtime::RuntimeCatalog runtimes_;
   runtime::PackageCache& cache_;
   CommandRunner& runner_;
+  common::Clock& clock_;
   const std::vector<SlurmNode> nodes_;
   ExecutorEvents* events_ = nullptr;
 
@@ -131,7 +149,7 @@ class SlurmExecutor final : public Executor {
   std::string last_poll_problem_;        // poller thread only
   std::thread poller_;
 
-  common::SerialWorker submitter_;  // packages and sbatch, in order
+  std::unique_ptr<common::SerialWorker> submitter_;  // packages and sbatch, in order (background_threads)
 };
 
 }  // namespace mle::executor::slurm
