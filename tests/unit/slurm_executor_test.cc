@@ -305,12 +305,13 @@ TEST(SlurmExecutorTest, RestartFindsTheJobAndNeverSubmitsTwice) {
   f.Launch(BasicJob("a"));
   f.WriteOutcome("a", {true, ""});
   f.slurm.Set(101, "COMPLETED", "None", "tpuhost1");
-  EXPECT_EQ(f.Poll().back(), "ended a succeeded: ");
+  EXPECT_THAT(f.Poll(), testing::Contains("ended a succeeded: "));
   EXPECT_EQ(f.slurm.Calls("sbatch"), 1);
   // A crash between sbatch and recording the id: found by its name.
   fs::remove(rundir::SlurmJobIdPath(f.RunDir("a")));
   f.slurm.Set(101, "RUNNING", "None", "tpuhost1");
   EXPECT_TRUE(f.executor->Recover(job).has_value());
+  EXPECT_EQ(f.Poll(), Reported{});  // found as it was: RUNNING
   EXPECT_EQ(f.slurm.Calls("sbatch"), 1);
   EXPECT_EQ(*rundir::ReadSlurmJobId(f.RunDir("a")), 101);  // recorded now
   // Nothing of an unknown job: the scheduler may place it.
@@ -321,6 +322,72 @@ TEST(SlurmExecutorTest, RestartFindsTheJobAndNeverSubmitsTwice) {
   f.slurm.Set(102, "COMPLETED", "None", "tpuhost1");
   EXPECT_THAT(f.Poll(), testing::Contains(HasSubstr("ended empty failed: The Slurm job 102 completed without "
                                                     "starting any replica")));
+}
+
+// A crash between sbatch and recording the Slurm job id leaves only the
+// `submitting` marker; the restarted server looks the job up by name. When
+// squeue fails, that lookup says nothing: it must neither submit the job
+// again nor give it up, but look again at the next rounds.
+TEST(SlurmExecutorTest, AFailedLookupByNameNeitherSubmitsAgainNorGivesUp) {
+  for (const bool recovered : {false, true}) {
+    SCOPED_TRACE(recovered ? "adopted (PREPARING)" : "handed over again (QUEUED)");
+    Fixture f;
+    f.Launch(BasicJob("a"));
+    EXPECT_EQ(f.slurm.Calls("sbatch"), 1);
+    fs::remove(rundir::SlurmJobIdPath(f.RunDir("a")));  // the crash
+    f.executor.reset();
+    f.Start();
+    f.events.Take();
+    f.slurm.fail.insert("squeue");  // slurmctld does not answer
+    if (recovered) {
+      model::Job job = BasicJob("a");
+      job.state = model::JobState::kPreparing;
+      EXPECT_TRUE(f.executor->Recover(job).has_value());  // still ours
+    } else {
+      f.Launch(BasicJob("a"));
+    }
+    EXPECT_EQ(f.events.Take(), Reported{});
+    EXPECT_EQ(f.Poll(), Reported{});
+    EXPECT_EQ(f.Poll(), Reported{});
+    EXPECT_EQ(f.slurm.Calls("sbatch"), 1);
+    // Slurm answers again: the job is found, tracked and its id recorded.
+    f.slurm.fail.clear();
+    if (recovered) {
+      f.slurm.Set(101, "RUNNING", "None", "tpuhost1");  // as mlengined last saw it: PREPARING
+      EXPECT_EQ(f.Poll(), Reported{});
+    } else {
+      f.slurm.Set(101, "PENDING", "Priority");
+      EXPECT_EQ(f.Poll(), (Reported{"waiting a: " + kSubmitted, "waiting a: Waiting in the Slurm queue: Priority "
+                                                                "(jobs of higher priority are ahead of it)"}));
+    }
+    EXPECT_EQ(*rundir::ReadSlurmJobId(f.RunDir("a")), 101);
+    f.WriteOutcome("a", {true, ""});
+    f.StartReplicaLogs("a");
+    f.slurm.Set(101, "COMPLETED", "None", "tpuhost1");
+    EXPECT_THAT(f.Poll(), testing::Contains("ended a succeeded: "));
+    EXPECT_EQ(f.slurm.Calls("sbatch"), 1);
+  }
+}
+
+// The lookup succeeds and Slurm has no such job: sbatch never accepted it,
+// so it is submitted now (once).
+TEST(SlurmExecutorTest, AJobSlurmNeverAcceptedIsSubmittedOnce) {
+  Fixture f;
+  f.Launch(BasicJob("a"));
+  fs::remove(rundir::SlurmJobIdPath(f.RunDir("a")));
+  f.slurm.Forget(101);
+  f.executor.reset();
+  f.Start();
+  f.events.Take();
+  f.slurm.fail.insert("squeue");
+  f.Launch(BasicJob("a"));
+  EXPECT_EQ(f.Poll(), Reported{});
+  f.slurm.fail.clear();
+  EXPECT_EQ(f.Poll(), Reported{"waiting a: " + kSubmitted});
+  EXPECT_EQ(f.slurm.Calls("sbatch"), 2);
+  EXPECT_EQ(*rundir::ReadSlurmJobId(f.RunDir("a")), 102);
+  EXPECT_EQ(f.Poll(), Reported{"waiting a: " + kWaitingNone});
+  EXPECT_EQ(f.slurm.Calls("sbatch"), 2);
 }
 
 TEST(SlurmExecutorTest, NodeFailureAndForgottenJobsAreExplained) {

@@ -84,6 +84,10 @@ std::vector<Row> Rows() {
     t.scancel_sent = true;
   });
   const TrackedJob missing_twice = With(waiting, [](auto& t) { t.missing_polls = 2; });
+  const TrackedJob looking_up = With(Job(TrackPhase::kSubmitting), [](auto& t) {
+    t.slurm_id = 0;
+    t.find_by_name = true;
+  });
   const rundir::RunOutcome failed{false, "The replica worker-replica-0 exited with a non-zero status of 3."};
   return {
       // squeue failed: nothing changes.
@@ -180,6 +184,50 @@ std::vector<Row> Rows() {
       {"ran and failed between two rounds", waiting, Listed("FAILED", "NonZeroExitCode"),
        Files(failed, {"master-replica-0"}), {Preparing(), Started(), Ended(Outcome::kFailed, failed.message)},
        TrackPhase::kRunning},
+      // Looked up by name (a crash between sbatch and recording the id).
+      {"looked up, squeue failed", looking_up, SlurmView::PollFailed(), Files(), {}, TrackPhase::kSubmitting,
+       [](const Step& s) {
+         EXPECT_TRUE(s.next.find_by_name);
+         EXPECT_FALSE(s.submit);
+       }},
+      {"looked up, never accepted: submit now", looking_up, SlurmView::Absent(), Files(), {},
+       TrackPhase::kSubmitting,
+       [](const Step& s) {
+         EXPECT_TRUE(s.submit);
+         EXPECT_FALSE(s.next.find_by_name);
+         EXPECT_EQ(s.next.missing_polls, 0);
+       }},
+      {"looked up, never accepted, cancelled", With(looking_up, [](auto& t) {
+         t.cancel_requested = true;
+         t.cancel_reason = "Cancelled by a user request.";
+       }),
+       SlurmView::Absent(), Files(), {Ended(Outcome::kStopped, "Cancelled by a user request.")},
+       TrackPhase::kSubmitting, [](const Step& s) { EXPECT_FALSE(s.submit); }},
+      {"looked up, ran and was forgotten: never again", looking_up, SlurmView::Absent(), Files({{true, ""}}),
+       {Ended(Outcome::kSucceeded, "")}, TrackPhase::kSubmitting, [](const Step& s) { EXPECT_FALSE(s.submit); }},
+      {"looked up, started and was forgotten", With(looking_up, [](auto& t) { t.phase = TrackPhase::kPreparing; }),
+       SlurmView::Absent(), Files(std::nullopt, {"worker-replica-0"}),
+       {Started(), Ended(Outcome::kLost, "Slurm no longer knows the job mle-p-a, which ran while mlengined was down "
+                                         "and left no outcome; see the launcher's output in /runs/p/a")},
+       TrackPhase::kRunning, [](const Step& s) { EXPECT_FALSE(s.submit); }},
+      {"looked up and found waiting", looking_up, Listed("PENDING", "Resources"), Files(),
+       {Waiting(kSubmittedReason),
+        Waiting("Waiting in the Slurm queue: Resources (the nodes it needs are in use by other jobs)")},
+       TrackPhase::kWaiting,
+       [](const Step& s) {
+         EXPECT_EQ(s.next.slurm_id, 101);
+         EXPECT_TRUE(s.record_slurm_id);
+         EXPECT_FALSE(s.next.find_by_name);
+       }},
+      {"looked up and found ended (adopted as running)",
+       With(looking_up, [](auto& t) { t.phase = TrackPhase::kRunning; }), Listed("COMPLETED"), Files(),
+       {Ended(Outcome::kSucceeded, "")}, TrackPhase::kRunning,
+       [](const Step& s) { EXPECT_TRUE(s.record_slurm_id); }},
+      {"looked up and found after a cancel", With(looking_up, [](auto& t) { t.cancel_requested = true; }),
+       Listed("PENDING"), Files(), {}, TrackPhase::kWaiting, [](const Step& s) {
+         EXPECT_EQ(s.next.slurm_id, 101);
+         EXPECT_TRUE(ScancelDue(s.next));
+       }},
       // After a cancel nothing but the end is reported; the phase still follows.
       {"running after a cancel", cancelled, Listed("RUNNING"), Files(std::nullopt, kAllStarted), {},
        TrackPhase::kRunning},
@@ -200,6 +248,28 @@ TEST(NextStepTest, Table) {
       row.also(step);
     }
   }
+}
+
+TEST(ViewOfTest, ByIdOrByName) {
+  auto listed = [](int64_t id, std::string name) {
+    SlurmJob j;
+    j.job_id = id;
+    j.name = std::move(name);
+    j.state = "PENDING";
+    return SlurmView::Listed(j, {});
+  };
+  const std::map<int64_t, SlurmView> squeue = {
+      {7, listed(7, "mle-p-a")}, {101, listed(101, "mle-p-b")}, {102, listed(102, "mle-p-a")}};
+  TrackedJob a = Job(TrackPhase::kWaiting);
+  a.slurm_id = 7;
+  EXPECT_EQ(ViewOf(a, squeue).job.job_id, 7);
+  a.slurm_id = 8;
+  EXPECT_EQ(ViewOf(a, squeue).kind, SlurmView::Kind::kAbsent);
+  a.slurm_id = 0;
+  a.find_by_name = true;
+  EXPECT_EQ(ViewOf(a, squeue).job.job_id, 102);  // the newest of that name
+  a.ref.job_id = "c";
+  EXPECT_EQ(ViewOf(a, squeue).kind, SlurmView::Kind::kAbsent);
 }
 
 TEST(NextStepTest, AdoptDecisionsKeepsACancelThatArrivedMeanwhile) {
@@ -228,6 +298,8 @@ TEST(NextStepTest, ScancelAndMotion) {
   submitting.cancel_requested = true;
   EXPECT_FALSE(ScancelDue(submitting));  // nothing in Slurm to cancel yet
   EXPECT_TRUE(InMotion(submitting));
+  submitting.find_by_name = true;
+  EXPECT_FALSE(InMotion(submitting));  // waits for Slurm to answer: no quick rounds
   EXPECT_TRUE(InMotion(Job(TrackPhase::kPreparing)));
   EXPECT_FALSE(InMotion(Job(TrackPhase::kRunning)));
 }

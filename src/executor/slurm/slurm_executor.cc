@@ -71,6 +71,8 @@ void SlurmExecutor::Launch(const model::Job& job, const model::JobDemand& demand
     e.job.ref = ref;
     e.job.dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
     e.job.tasks = TasksOf(PlanComponents(demand, options_.settings));
+    e.spec = job;
+    e.demand = demand;
   }
   if (submitter_) {
     submitter_->Post([this, key, generation, job, demand] { Submit(key, generation, job, demand); });
@@ -81,6 +83,22 @@ void SlurmExecutor::Launch(const model::Job& job, const model::JobDemand& demand
 
 void SlurmExecutor::Submit(const std::string& key, uint64_t generation, const model::Job& job,
                            const model::JobDemand& demand) {
+  std::string dir;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(key);
+    if (it == jobs_.end() || it->second.generation != generation) return;
+    dir = it->second.job.dir;
+  }
+  // Already in Slurm (a restart after sbatch)? Then never submit again.
+  const EarlierSubmission earlier = FindEarlierSubmission(dir);
+  if (earlier.slurm_id != 0) return Adopt(key, generation, earlier.slurm_id);
+  if (earlier.look_up) return LookUpByName(key, generation, earlier.why);
+  SubmitNew(key, generation, job, demand);
+}
+
+void SlurmExecutor::SubmitNew(const std::string& key, uint64_t generation, const model::Job& job,
+                              const model::JobDemand& demand) {
   TrackedJob snapshot;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -88,29 +106,55 @@ void SlurmExecutor::Submit(const std::string& key, uint64_t generation, const mo
     if (it == jobs_.end() || it->second.generation != generation) return;
     snapshot = it->second.job;
   }
-  // Already in Slurm (a restart after sbatch)? Then never submit again.
-  std::optional<int64_t> existing;
-  auto recorded = rundir::ReadSlurmJobId(snapshot.dir);
-  auto submitting = rundir::HasSubmittingMarker(snapshot.dir);
-  if (recorded.ok() && recorded->has_value()) {
-    existing = **recorded;
-  } else if (submitting.ok() && *submitting) {
-    existing = FindByName(SlurmJobName(job.project, job.job_id));
-  }
-  if (!existing && snapshot.cancel_requested) {
-    return Finish(key, generation, Outcome::kStopped, snapshot.cancel_reason);
-  }
-  absl::StatusOr<int64_t> submitted = existing ? absl::StatusOr<int64_t>(*existing) : SubmitToSlurm(snapshot, job, demand);
+  if (snapshot.cancel_requested) return Finish(key, generation, Outcome::kStopped, snapshot.cancel_reason);
+  absl::StatusOr<int64_t> submitted = SubmitToSlurm(snapshot, job, demand);
   if (!submitted.ok()) return Finish(key, generation, Outcome::kFailed, std::string(submitted.status().message()));
+  Adopt(key, generation, *submitted);
+}
+
+void SlurmExecutor::Adopt(const std::string& key, uint64_t generation, int64_t slurm_id) {
+  JobRef ref;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(key);
     if (it == jobs_.end() || it->second.generation != generation) return;
-    it->second.job.slurm_id = *submitted;
+    it->second.job.slurm_id = slurm_id;
     it->second.job.phase = TrackPhase::kWaiting;
+    it->second.job.reason = kSubmittedReason;
+    ref = it->second.job.ref;
   }
-  events_->JobWaiting(snapshot.ref, kSubmittedReason);
+  events_->JobWaiting(ref, kSubmittedReason);
   Wake();
+}
+
+void SlurmExecutor::LookUpByName(const std::string& key, uint64_t generation, const std::string& why) {
+  JobRef ref;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(key);
+    if (it == jobs_.end() || it->second.generation != generation) return;
+    it->second.job.find_by_name = true;
+    it->second.job.slurm_id = 0;
+    ref = it->second.job.ref;
+  }
+  std::cerr << "mlengined: " << key << " may already be in Slurm (" << why << "); the next polls look it up by "
+            << "its name " << SlurmJobName(ref.project, ref.job_id)
+            << ", and it is not submitted again while Slurm cannot answer\n";
+  Wake();
+}
+
+SlurmExecutor::EarlierSubmission SlurmExecutor::FindEarlierSubmission(const std::string& dir) {
+  auto recorded = rundir::ReadSlurmJobId(dir);
+  if (!recorded.ok()) return {0, true, std::string(recorded.status().message())};
+  if (recorded->has_value()) return {**recorded, false, ""};
+  auto submitting = rundir::HasSubmittingMarker(dir);
+  if (!submitting.ok()) return {0, true, std::string(submitting.status().message())};
+  if (*submitting) {
+    return {0, true,
+            absl::StrCat(rundir::SubmittingPath(dir), " is there but no ", rundir::SlurmJobIdPath(dir),
+                         ": mlengined stopped between sbatch and recording the Slurm job id")};
+  }
+  return {};
 }
 
 absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const model::Job& job,
@@ -178,17 +222,6 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
   return parsed->job_id;
 }
 
-std::optional<int64_t> SlurmExecutor::FindByName(const std::string& name) {
-  auto out = runner_.Run({"squeue", "--json"});
-  if (!out.ok() || out->exit_code != 0) return std::nullopt;
-  auto jobs = ParseJobsJson(out->output);
-  if (!jobs.ok()) return std::nullopt;
-  for (const auto& j : *jobs) {
-    if (j.name == name && j.het_job_offset == 0) return j.job_id;
-  }
-  return std::nullopt;
-}
-
 void SlurmExecutor::Cancel(const JobRef& ref, const std::string& reason) {
   const std::string key = Key(ref);
   std::lock_guard<std::mutex> lock(mu_);
@@ -202,39 +235,30 @@ void SlurmExecutor::Cancel(const JobRef& ref, const std::string& reason) {
 
 std::optional<model::Placement> SlurmExecutor::Recover(const model::Job& job) {
   const JobRef ref{job.project, job.job_id};
+  const std::string key = Key(ref);
   const std::string dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
-  int64_t id = 0;
-  auto recorded = rundir::ReadSlurmJobId(dir);
-  if (recorded.ok() && recorded->has_value()) {
-    id = **recorded;
-  } else {
-    auto submitting = rundir::HasSubmittingMarker(dir);
-    if (!submitting.ok() || !*submitting) return std::nullopt;
-    auto found = FindByName(SlurmJobName(job.project, job.job_id));
-    if (!found) return std::nullopt;
-    id = *found;
-    if (auto s = rundir::WriteSlurmJobId(dir, id); !s.ok()) {
-      std::cerr << "mlengined: found " << job.project << "/" << job.job_id << " in Slurm as job " << id
-                << ", but could not record its id (will look it up by name again after a restart): "
-                << s.message() << "\n";
-    }
-  }
+  const EarlierSubmission earlier = FindEarlierSubmission(dir);
+  if (earlier.slurm_id == 0 && !earlier.look_up) return std::nullopt;  // never submitted
+  const model::JobDemand demand = model::DemandOf(job, options_.resources);
   std::vector<std::string> tasks;
   if (auto read = rundir::ReadSlurmTasks(dir); read.ok()) {
     tasks = *std::move(read);
   } else {
-    tasks = TasksOf(PlanComponents(model::DemandOf(job, options_.resources), options_.settings));
+    tasks = TasksOf(PlanComponents(demand, options_.settings));
     std::cerr << "mlengined: " << read.status().message() << "; using the tasks its job plans\n";
   }
+  uint64_t generation = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Entry& e = jobs_[Key(ref)];
+    Entry& e = jobs_[key];
     e = Entry{};
-    e.generation = next_generation_++;
+    e.generation = generation = next_generation_++;
+    e.spec = job;
+    e.demand = demand;
     TrackedJob& t = e.job;
     t.ref = ref;
     t.dir = dir;
-    t.slurm_id = id;
+    t.slurm_id = earlier.slurm_id;
     t.tasks = std::move(tasks);
     t.phase = job.state == model::JobState::kRunning     ? TrackPhase::kRunning
               : job.state == model::JobState::kPreparing ? TrackPhase::kPreparing
@@ -243,9 +267,12 @@ std::optional<model::Placement> SlurmExecutor::Recover(const model::Job& job) {
       t.cancel_requested = true;
       t.cancel_reason = job.error_message;
     }
-    poll_soon_ = true;
   }
-  poll_cv_.notify_all();
+  if (earlier.look_up) {
+    LookUpByName(key, generation, earlier.why);
+  } else {
+    Wake();
+  }
   return model::Placement{};
 }
 
@@ -403,6 +430,13 @@ std::string SlurmExecutor::ExplainLostNodes(const TrackedJob& t, const std::vect
 }
 
 void SlurmExecutor::CarryOut(const std::string& key, uint64_t generation, Step step) {
+  if (step.record_slurm_id) {
+    if (auto s = rundir::WriteSlurmJobId(step.next.dir, step.next.slurm_id); !s.ok()) {
+      std::cerr << "mlengined: found " << key << " in Slurm as job " << step.next.slurm_id
+                << ", but could not record its id (after a restart it is looked up by name again): " << s.message()
+                << "\n";
+    }
+  }
   if (step.set_outcome_aside) {
     if (auto s = rundir::SetOutcomeAside(step.next.dir, step.next.requeues); !s.ok()) {
       std::cerr << "mlengined: " << key << " was requeued by Slurm, but its earlier outcome stays: " << s.message()
@@ -412,11 +446,17 @@ void SlurmExecutor::CarryOut(const std::string& key, uint64_t generation, Step s
   if (step.Ended() && step.explain_node_failure) {
     step.reports.back().message = ExplainLostNodes(step.next, step.nodes, step.reports.back().message);
   }
+  model::Job spec;
+  model::JobDemand demand;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(key);
     if (it == jobs_.end() || it->second.generation != generation) return;
     AdoptDecisions(step.next, &it->second.job);
+    if (step.submit) {
+      spec = it->second.spec;
+      demand = it->second.demand;
+    }
     if (step.Ended()) jobs_.erase(it);
   }
   for (const Report& r : step.reports) {
@@ -435,6 +475,13 @@ void SlurmExecutor::CarryOut(const std::string& key, uint64_t generation, Step s
         break;
     }
   }
+  if (step.submit) {
+    if (submitter_) {
+      submitter_->Post([this, key, generation, spec, demand] { SubmitNew(key, generation, spec, demand); });
+    } else {
+      SubmitNew(key, generation, spec, demand);
+    }
+  }
 }
 
 void SlurmExecutor::PollOnce() {
@@ -448,7 +495,7 @@ void SlurmExecutor::PollOnce() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [key, e] : jobs_) {
-      if (e.job.slurm_id == 0) continue;
+      if (e.job.slurm_id == 0 && !e.job.find_by_name) continue;  // being submitted
       if (ScancelDue(e.job)) {
         e.job.scancel_sent = true;
         to_cancel.push_back(e.job.slurm_id);
@@ -471,10 +518,9 @@ void SlurmExecutor::PollOnce() {
   const TrackingOptions tracking{options_.settings.requeue, options_.requeue_wait};
   const bool trace = std::getenv("MLENGINE_SLURM_TRACE") != nullptr;
   for (auto& [key, generation, t] : todo) {
-    auto it = views->find(t.slurm_id);
-    const SlurmView view = it == views->end() ? SlurmView::Absent() : it->second;
-    if (trace && it != views->end()) {
-      std::cerr << "mlengined: Slurm job " << t.slurm_id << " (" << key << "): " << view.job.state << " "
+    const SlurmView view = ViewOf(t, *views);
+    if (trace && view.kind == SlurmView::Kind::kListed) {
+      std::cerr << "mlengined: Slurm job " << view.job.job_id << " (" << key << "): " << view.job.state << " "
                 << view.job.state_reason << "\n";
     }
     CarryOut(key, generation, NextStep(t, view, LookAtFiles(key, t), clock_.Now(), tracking));

@@ -19,7 +19,9 @@
 //
 // Restart: RUN/slurm_job_id is written after sbatch; RUN/submitting before
 // it, so a server that died in between looks the job up by name
-// (mle-<project>-<job>) instead of submitting it twice.
+// (mle-<project>-<job>) in the polls' squeue instead of submitting it twice.
+// A lookup that fails (squeue does not answer) decides nothing: the job is
+// neither submitted again nor given up, and the next polls look again.
 //
 // What each poll decides for a job is a pure function (slurm_tracking.h);
 // this class gathers its inputs and carries its steps out.
@@ -107,9 +109,29 @@ class SlurmExecutor final : public Executor {
     TrackedJob job;
     uint64_t generation = 0;
     std::string files_problem;  // last problem reading its run files (logged once)
+    model::Job spec;            // what to submit if it turns out never to have been
+    model::JobDemand demand;
   };
 
+  // An earlier submission of a job, as its run directory tells: its Slurm id
+  // (RUN/slurm_job_id); or `look_up` when it may be in Slurm under an id
+  // nobody recorded (RUN/submitting without RUN/slurm_job_id, or files that
+  // cannot be read), `why` saying which; neither when it was never submitted.
+  struct EarlierSubmission {
+    int64_t slurm_id = 0;
+    bool look_up = false;
+    std::string why;
+  };
+  static EarlierSubmission FindEarlierSubmission(const std::string& dir);
+
+  // Submits the job unless an earlier submission may be in Slurm.
   void Submit(const std::string& key, uint64_t generation, const model::Job& job, const model::JobDemand& demand);
+  // Submits the job (known not to be in Slurm), or ends it if cancelled.
+  void SubmitNew(const std::string& key, uint64_t generation, const model::Job& job, const model::JobDemand& demand);
+  // Tracks the job as Slurm job `slurm_id`, waiting in its queue.
+  void Adopt(const std::string& key, uint64_t generation, int64_t slurm_id);
+  // The job may be in Slurm: the polls look it up by name (says why, once).
+  void LookUpByName(const std::string& key, uint64_t generation, const std::string& why);
   // sbatch's answer, or an error for the user.
   absl::StatusOr<int64_t> SubmitToSlurm(const TrackedJob& t, const model::Job& job, const model::JobDemand& demand);
   void PollLoop();
@@ -127,7 +149,6 @@ class SlurmExecutor final : public Executor {
   void CarryOut(const std::string& key, uint64_t generation, Step step);
   // Ends a tracked job (erases it) and reports the outcome.
   void Finish(const std::string& key, uint64_t generation, Outcome outcome, const std::string& message);
-  std::optional<int64_t> FindByName(const std::string& name);
   // ExplainNodeFailure from a fresh `sinfo` and RUN/placement; `fallback` if unknown.
   std::string ExplainLostNodes(const TrackedJob& t, const std::vector<std::string>& nodes, const std::string& fallback);
   std::string Key(const JobRef& ref) const { return ref.project + "/" + ref.job_id; }

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "executor/slurm/slurm_plan.h"
 
 namespace mle::executor::slurm {
 namespace {
@@ -129,9 +130,56 @@ void Follow(const SlurmView& slurm, const FilesSeen& files, Step* step) {
   }
 }
 
+// Looked up by name, and Slurm does not list it.
+void NotFoundByName(const FilesSeen& files, Step* step) {
+  TrackedJob& t = step->next;
+  t.find_by_name = false;
+  const bool ran = files.outcome.has_value() || t.phase == TrackPhase::kRunning || !files.started_tasks.empty();
+  if (ran) {
+    // It ran and Slurm has forgotten it since (MinJobAge): never again.
+    CatchUp(files, step);
+    if (files.outcome) return EndAsTheLauncherSaid(step, *files.outcome);
+    if (t.cancel_requested) return End(step, Outcome::kStopped, t.cancel_reason);
+    return End(step, Outcome::kLost,
+               absl::StrCat("Slurm no longer knows the job ", SlurmJobName(t.ref.project, t.ref.job_id),
+                            ", which ran while mlengined was down and left no outcome; see the launcher's output in ",
+                            t.dir));
+  }
+  if (t.cancel_requested) return End(step, Outcome::kStopped, t.cancel_reason);
+  t.phase = TrackPhase::kSubmitting;
+  step->submit = true;  // sbatch never accepted it
+}
+
+// Looked up by name, and Slurm lists it: tracked under its id from now on.
+void FoundByName(const SlurmView& slurm, Step* step) {
+  TrackedJob& t = step->next;
+  t.find_by_name = false;
+  t.slurm_id = slurm.job.job_id;
+  step->record_slurm_id = true;
+  if (t.phase == TrackPhase::kSubmitting) {
+    t.phase = TrackPhase::kWaiting;
+    t.reason = kSubmittedReason;
+    if (!t.cancel_requested) step->reports.push_back({Report::Kind::kWaiting, kSubmittedReason, Outcome::kFailed});
+  }
+}
+
 }  // namespace
 
+SlurmView ViewOf(const TrackedJob& job, const std::map<int64_t, SlurmView>& listed) {
+  if (!job.find_by_name) {
+    auto it = listed.find(job.slurm_id);
+    return it == listed.end() ? SlurmView::Absent() : it->second;
+  }
+  const std::string name = SlurmJobName(job.ref.project, job.ref.job_id);
+  for (auto it = listed.rbegin(); it != listed.rend(); ++it) {
+    if (it->second.job.name == name) return it->second;
+  }
+  return SlurmView::Absent();
+}
+
 void AdoptDecisions(const TrackedJob& decided, TrackedJob* live) {
+  live->slurm_id = decided.slurm_id;
+  live->find_by_name = decided.find_by_name;
   live->phase = decided.phase;
   live->reason = decided.reason;
   live->missing_polls = decided.missing_polls;
@@ -144,6 +192,14 @@ Step NextStep(const TrackedJob& job, const SlurmView& slurm, const FilesSeen& fi
   Step step;
   step.next = job;
   TrackedJob& t = step.next;
+  if (slurm.kind == SlurmView::Kind::kPollFailed) return step;
+  if (t.find_by_name) {
+    if (slurm.kind == SlurmView::Kind::kAbsent) {
+      NotFoundByName(files, &step);
+      return step;
+    }
+    FoundByName(slurm, &step);  // and on: what Slurm says of it now
+  }
   switch (slurm.kind) {
     case SlurmView::Kind::kPollFailed:
       return step;
@@ -176,6 +232,7 @@ Step NextStep(const TrackedJob& job, const SlurmView& slurm, const FilesSeen& fi
 bool ScancelDue(const TrackedJob& job) { return job.slurm_id != 0 && job.cancel_requested && !job.scancel_sent; }
 
 bool InMotion(const TrackedJob& job) {
+  if (job.find_by_name) return false;
   return job.phase == TrackPhase::kSubmitting || job.phase == TrackPhase::kPreparing ||
          (job.cancel_requested && !job.scancel_sent);
 }

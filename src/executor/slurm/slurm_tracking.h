@@ -9,6 +9,12 @@
 //
 // The rules, in order:
 //  - squeue failed this round: nothing changes (the next round asks again).
+//  - A job whose Slurm id is unknown though it may have been submitted (a
+//    crash between sbatch and RUN/slurm_job_id) is looked up by its name:
+//    listed, it is tracked under that id from then on (and the id recorded);
+//    not listed, and its run left nothing (no outcome, no replica log), sbatch
+//    never took it: it is submitted now (or ends, if cancelled). If it did
+//    run, it ended while unobserved and is never submitted again.
 //  - Slurm does not list the job: after `missing_polls_before_lost` rounds in
 //    a row it ended while unobserved (Slurm forgets jobs after MinJobAge):
 //    the launcher's outcome decides, else the cancel, else it is lost.
@@ -52,7 +58,10 @@ enum class TrackPhase {
 struct TrackedJob {
   JobRef ref;
   std::string dir;                  // the run directory
-  int64_t slurm_id = 0;             // 0 while submitting
+  int64_t slurm_id = 0;             // 0 while submitting or looked up by name
+  // Maybe in Slurm under an id nobody recorded (RUN/submitting without
+  // RUN/slurm_job_id, or an unreadable one): look it up by name each round.
+  bool find_by_name = false;
   std::vector<std::string> tasks;   // every task's name (for "all started")
   TrackPhase phase = TrackPhase::kSubmitting;
   std::string reason;               // the waiting reason last reported
@@ -66,9 +75,10 @@ struct TrackedJob {
   absl::Time final_seen = absl::InfinitePast();  // NODE_FAIL/PREEMPTED first seen (requeue on)
 };
 
-// Copies what NextStep decides (phase, reason, requeues, missing polls,
-// final_seen) from `decided` into `live`, keeping what others own there
-// (cancel fields, which a Cancel may have changed meanwhile).
+// Copies what NextStep decides (Slurm id found by name, phase, reason,
+// requeues, missing polls, final_seen) from `decided` into `live`, keeping
+// what others own there (cancel fields, which a Cancel may have changed
+// meanwhile).
 void AdoptDecisions(const TrackedJob& decided, TrackedJob* live);
 
 // What Slurm's latest `squeue --json` says about the job.
@@ -84,6 +94,11 @@ struct SlurmView {
     return {Kind::kListed, std::move(job), std::move(nodes)};
   }
 };
+
+// The job's view in one squeue listing (listed jobs by id, het leaders
+// only): by its Slurm id, or, while `find_by_name`, by its name
+// mle-<project>-<job> (the newest if several).
+SlurmView ViewOf(const TrackedJob& job, const std::map<int64_t, SlurmView>& listed);
 
 // What the run directory shows.
 struct FilesSeen {
@@ -117,6 +132,10 @@ struct Step {
   // ran there (ExplainNodeFailure) instead of the generic message.
   bool explain_node_failure = false;
   std::vector<std::string> nodes;  // explain_node_failure: the job's nodes
+  // Found by name: record `next.slurm_id` in RUN/slurm_job_id.
+  bool record_slurm_id = false;
+  // Looked up by name and never accepted by Slurm: submit it now.
+  bool submit = false;
 
   bool Ended() const { return !reports.empty() && reports.back().kind == Report::Kind::kEnded; }
 };
@@ -129,7 +148,8 @@ Step NextStep(const TrackedJob& job, const SlurmView& slurm, const FilesSeen& fi
 bool ScancelDue(const TrackedJob& job);
 
 // Whether the job is changing (being submitted or started, a cancel not yet
-// sent): the poller then comes back quickly instead of backing off.
+// sent): the poller then comes back quickly instead of backing off. A job
+// looked up by name waits for Slurm to answer: the usual backoff applies.
 bool InMotion(const TrackedJob& job);
 
 // "Slurm node tpuhost3 (worker-replica-1) stopped responding, ..." from the
