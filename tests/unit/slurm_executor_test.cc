@@ -67,8 +67,10 @@ class FakeSlurm : public CommandRunner {
       FakeJob j;
       auto at = script.find("--job-name=");
       j.name = script.substr(at + 11, script.find('\n', at) - at - 11);
+      if (sbatch_times_out && !sbatch_queues_anyway) return absl::UnavailableError("sbatch timed out after 60 s");
       jobs[++last_id] = j;
       scripts[last_id] = script;
+      if (sbatch_times_out) return absl::UnavailableError("sbatch timed out after 60 s");
       return RunResult{0, absl::StrCat(last_id, "\n")};
     }
     if (argv[0] == "scancel") {
@@ -107,6 +109,8 @@ class FakeSlurm : public CommandRunner {
   std::map<std::string, int> calls;
   int64_t last_id = 100;
   bool refuse = false;
+  bool sbatch_times_out = false;      // the runner gives up on sbatch ...
+  bool sbatch_queues_anyway = false;  // ... which queued the job all the same
   std::set<std::string> fail;  // these commands fail as when slurmctld is down
   std::string down_node;  // sinfo reports it down, not responding
 };
@@ -388,6 +392,27 @@ TEST(SlurmExecutorTest, AJobSlurmNeverAcceptedIsSubmittedOnce) {
   EXPECT_EQ(*rundir::ReadSlurmJobId(f.RunDir("a")), 102);
   EXPECT_EQ(f.Poll(), Reported{"waiting a: " + kWaitingNone});
   EXPECT_EQ(f.slurm.Calls("sbatch"), 2);
+}
+
+// sbatch timed out: Slurm may or may not have queued the job. Looked up by
+// name, it is tracked if it is there and fails with sbatch's error if not;
+// either way it is submitted once.
+TEST(SlurmExecutorTest, AnSbatchWhoseAnswerIsLostIsLookedUp) {
+  for (const bool queued : {true, false}) {
+    SCOPED_TRACE(queued ? "queued" : "not queued");
+    Fixture f;
+    f.slurm.sbatch_times_out = true;
+    f.slurm.sbatch_queues_anyway = queued;
+    f.Launch(BasicJob("a"));
+    EXPECT_EQ(f.events.Take(), Reported{});
+    if (queued) {
+      EXPECT_EQ(f.Poll(), (Reported{"waiting a: " + kSubmitted, "waiting a: " + kWaitingNone}));
+      EXPECT_EQ(*rundir::ReadSlurmJobId(f.RunDir("a")), 101);
+    } else {
+      EXPECT_EQ(f.Poll(), Reported{"ended a failed: Slurm did not accept the job: sbatch timed out after 60 s"});
+    }
+    EXPECT_EQ(f.slurm.Calls("sbatch"), 1);
+  }
 }
 
 TEST(SlurmExecutorTest, NodeFailureAndForgottenJobsAreExplained) {

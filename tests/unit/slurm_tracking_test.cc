@@ -203,6 +203,12 @@ std::vector<Row> Rows() {
        }),
        SlurmView::Absent(), Files(), {Ended(Outcome::kStopped, "Cancelled by a user request.")},
        TrackPhase::kSubmitting, [](const Step& s) { EXPECT_FALSE(s.submit); }},
+      {"looked up after sbatch's answer was lost: it failed", With(looking_up, [](auto& t) {
+         t.submit_error = "Slurm did not accept the job: sbatch timed out after 60 s";
+       }),
+       SlurmView::Absent(), Files(),
+       {Ended(Outcome::kFailed, "Slurm did not accept the job: sbatch timed out after 60 s")},
+       TrackPhase::kSubmitting, [](const Step& s) { EXPECT_FALSE(s.submit); }},
       {"looked up, ran and was forgotten: never again", looking_up, SlurmView::Absent(), Files({{true, ""}}),
        {Ended(Outcome::kSucceeded, "")}, TrackPhase::kSubmitting, [](const Step& s) { EXPECT_FALSE(s.submit); }},
       {"looked up, started and was forgotten", With(looking_up, [](auto& t) { t.phase = TrackPhase::kPreparing; }),

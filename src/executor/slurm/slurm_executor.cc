@@ -108,6 +108,16 @@ void SlurmExecutor::SubmitNew(const std::string& key, uint64_t generation, const
   }
   if (snapshot.cancel_requested) return Finish(key, generation, Outcome::kStopped, snapshot.cancel_reason);
   absl::StatusOr<int64_t> submitted = SubmitToSlurm(snapshot, job, demand);
+  if (absl::IsUnknown(submitted.status())) {
+    // Slurm may have it: find out by name before saying it failed.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = jobs_.find(key);
+      if (it == jobs_.end() || it->second.generation != generation) return;
+      it->second.job.submit_error = std::string(submitted.status().message());
+    }
+    return LookUpByName(key, generation, absl::StrCat("sbatch's answer was lost: ", submitted.status().message()));
+  }
   if (!submitted.ok()) return Finish(key, generation, Outcome::kFailed, std::string(submitted.status().message()));
   Adopt(key, generation, *submitted);
 }
@@ -205,13 +215,17 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
   }
   if (auto s = rundir::WriteSubmittingMarker(t.dir); !s.ok()) return s;
   auto out = runner_.Run({"sbatch", "--parsable", rundir::BatchScriptPath(t.dir)});
-  if (!out.ok()) return absl::UnavailableError(absl::StrCat("Slurm did not accept the job: ", out.status().message()));
+  // sbatch that did not finish (timed out) or printed no job id may still
+  // have queued the job: its answer is lost, not a refusal.
+  if (!out.ok()) return absl::UnknownError(absl::StrCat("Slurm did not accept the job: ", out.status().message()));
   if (out->exit_code != 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("Slurm refused the job: ", absl::StripAsciiWhitespace(out->output)));
   }
   auto parsed = ParseSbatchParsable(out->output);
-  if (!parsed.ok()) return parsed.status();
+  if (!parsed.ok()) {
+    return absl::UnknownError(absl::StrCat("sbatch printed no job id: ", parsed.status().message()));
+  }
   if (auto s = rundir::WriteSlurmJobId(t.dir, parsed->job_id); !s.ok()) {
     // Slurm has the job: track it all the same. A restart finds it by name
     // (the submitting marker is on disk).

@@ -132,7 +132,8 @@ class SlurmExecutor final : public Executor {
   void Adopt(const std::string& key, uint64_t generation, int64_t slurm_id);
   // The job may be in Slurm: the polls look it up by name (says why, once).
   void LookUpByName(const std::string& key, uint64_t generation, const std::string& why);
-  // sbatch's answer, or an error for the user.
+  // sbatch's answer (the Slurm job id), or an error for the user: UNKNOWN
+  // when the answer was lost and Slurm may have queued the job.
   absl::StatusOr<int64_t> SubmitToSlurm(const TrackedJob& t, const model::Job& job, const model::JobDemand& demand);
   void PollLoop();
   // A job's outcome file, or the replica log of a job not yet running, exists.

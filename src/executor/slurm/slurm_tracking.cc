@@ -146,6 +146,7 @@ void NotFoundByName(const FilesSeen& files, Step* step) {
                             t.dir));
   }
   if (t.cancel_requested) return End(step, Outcome::kStopped, t.cancel_reason);
+  if (!t.submit_error.empty()) return End(step, Outcome::kFailed, t.submit_error);  // sbatch failed after all
   t.phase = TrackPhase::kSubmitting;
   step->submit = true;  // sbatch never accepted it
 }
@@ -154,6 +155,7 @@ void NotFoundByName(const FilesSeen& files, Step* step) {
 void FoundByName(const SlurmView& slurm, Step* step) {
   TrackedJob& t = step->next;
   t.find_by_name = false;
+  t.submit_error.clear();
   t.slurm_id = slurm.job.job_id;
   step->record_slurm_id = true;
   if (t.phase == TrackPhase::kSubmitting) {
@@ -180,6 +182,7 @@ SlurmView ViewOf(const TrackedJob& job, const std::map<int64_t, SlurmView>& list
 void AdoptDecisions(const TrackedJob& decided, TrackedJob* live) {
   live->slurm_id = decided.slurm_id;
   live->find_by_name = decided.find_by_name;
+  live->submit_error = decided.submit_error;
   live->phase = decided.phase;
   live->reason = decided.reason;
   live->missing_polls = decided.missing_polls;

@@ -13,7 +13,8 @@
 //    crash between sbatch and RUN/slurm_job_id) is looked up by its name:
 //    listed, it is tracked under that id from then on (and the id recorded);
 //    not listed, and its run left nothing (no outcome, no replica log), sbatch
-//    never took it: it is submitted now (or ends, if cancelled). If it did
+//    never took it: it is submitted now (or ends, if cancelled, or fails
+//    with sbatch's error if this submission's answer was lost). If it did
 //    run, it ended while unobserved and is never submitted again.
 //  - Slurm does not list the job: after `missing_polls_before_lost` rounds in
 //    a row it ended while unobserved (Slurm forgets jobs after MinJobAge):
@@ -62,6 +63,10 @@ struct TrackedJob {
   // Maybe in Slurm under an id nobody recorded (RUN/submitting without
   // RUN/slurm_job_id, or an unreadable one): look it up by name each round.
   bool find_by_name = false;
+  // sbatch's answer was lost (it timed out): if the lookup by name finds
+  // nothing, the job ends failed with this message rather than being
+  // submitted again.
+  std::string submit_error;
   std::vector<std::string> tasks;   // every task's name (for "all started")
   TrackPhase phase = TrackPhase::kSubmitting;
   std::string reason;               // the waiting reason last reported
