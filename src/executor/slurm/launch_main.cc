@@ -68,15 +68,13 @@ int Die(const std::string& message) {
 }
 
 // Records how the job ended for mlengined (RUN/outcome) and in the launcher's
-// own output. Returns the batch script's exit status: 0 when the job
-// succeeded and its outcome is on disk.
+// own output. Returns the batch script's exit status, which sets Slurm's
+// final state: what mlengined judges from if the outcome cannot be written.
 int Conclude(const Flags& f, bool succeeded, const std::string& message) {
   std::cout << "mlengine-slurm-launch: job " << (succeeded ? "succeeded" : "failed")
             << (message.empty() ? "" : ": ") << message << std::endl;
   if (auto s = rundir::WriteRunOutcome(f.run_dir, {succeeded, message}); !s.ok()) {
-    // mlengined then judges from Slurm's state, which this exit status sets.
     std::cerr << "mlengine-slurm-launch: cannot record the outcome: " << s.message() << std::endl;
-    return 1;
   }
   return succeeded ? 0 : 1;
 }
