@@ -68,6 +68,8 @@ def test_restart_after_kill_listens_at_once_on_the_same_port(server_factory, tmp
     entries = cli.wait_log(job, "fds: ", timeout=60)
     fds = next(e["message"] for e in entries if e["message"].startswith("fds: "))
     assert "socket:" not in fds, f"SERVER BUG: the trainer inherited sockets of mlengined: {fds}"
+    inherited = [f for f in fds[len("fds: "):].split() if int(f.split("=")[0]) > 2]
+    assert not inherited, f"SERVER BUG: the trainer inherited descriptors beyond stdin/stdout/stderr: {fds}"
     cli.wait_log(job, "child pid=", timeout=60)
     port = server.port
 
