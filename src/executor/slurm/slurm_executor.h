@@ -81,7 +81,7 @@ class SlurmExecutor final : public Executor {
   static absl::StatusOr<std::unique_ptr<SlurmExecutor>> Create(SlurmExecutorOptions options,
                                                                runtime::RuntimeCatalog runtimes,
                                                                runtime::PackageCache& cache, CommandRunner& runner,
-                                                               common::Clock& clock = common::RealClock::Get());
+                                                               common::Clock& clock);
   ~SlurmExecutor() override;
 
   void SetEvents(ExecutorEvents* events) { events_ = events; }
