@@ -82,3 +82,42 @@ def test_restart_after_kill_listens_at_once_on_the_same_port(server_factory, tmp
     assert len(pids) == 1, f"SERVER BUG: the trainer ran {len(pids)} times (pids {pids})"
     assert cli("jobs", "cancel", job).rc == 0
     cli.wait_state(job, {"CANCELLED"}, timeout=60)
+
+
+def test_a_server_that_cannot_listen_touches_nothing(server_factory, tmp_path, names):
+    """Bind first: a restart whose port is taken exits at once with a clear
+    error (no crash), without recovering or starting anything; the next
+    start adopts the job that kept running."""
+    import socket
+    import subprocess
+
+    from conftest import MLENGINED
+    server = server_factory()
+    cli = make_cli(server, tmp_path, names)
+    job = names.job("portbusy")
+    pids_uri = f"gs://{cli.bucket}/{job}/pids"
+    assert cli.submit(job, args=["--append-pid", pids_uri, "--sleep", "600"]).rc == 0
+    cli.wait_state(job, {"RUNNING"}, timeout=60)
+    cli.wait_log(job, "appended pid", timeout=60)
+    port = server.port
+    server.kill()
+
+    squatter = socket.socket()
+    squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    squatter.bind(("127.0.0.1", port))
+    squatter.listen()
+    try:
+        r = subprocess.run([MLENGINED, "--listen", f"127.0.0.1:{port}", "--data-dir", server.data_dir,
+                            "--config", server.config_path], capture_output=True, text=True, timeout=60)
+    finally:
+        squatter.close()
+    assert r.returncode == 1, f"rc={r.returncode} (a negative rc is a crash)\n{r.stderr}"
+    assert "cannot listen" in r.stderr and "Address already in use" in r.stderr, r.stderr
+    assert "recover" not in r.stderr.lower(), r.stderr
+
+    server.start(port=port)
+    assert cli.describe(job)["state"] == "RUNNING", cli.explain(job)
+    pids = cli.ok("storage", "cat", pids_uri).out.splitlines()
+    assert len(pids) == 1, f"SERVER BUG: the trainer ran {len(pids)} times (pids {pids})"
+    assert cli("jobs", "cancel", job).rc == 0
+    cli.wait_state(job, {"CANCELLED"}, timeout=60)
