@@ -288,7 +288,7 @@ int main(int argc, char** argv) {
   if (c.child == 0) {
     dup2(out[1], 1);
     dup2(err[1], 2);
-    int devnull = open("/dev/null", O_RDONLY);
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);  // dup2 makes fd 0 inheritable
     if (devnull >= 0) dup2(devnull, 0);
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) {
       fprintf(stderr, "mlengine-replica: cannot enter working directory %s: %s\n", cwd.c_str(), strerror(errno));
