@@ -17,7 +17,7 @@ HEX16 = re.compile(r"^[0-9a-f]{16}$")
 
 
 def scrape(server, token=None):
-    """{(sample name, frozenset(labels)): value} of one GET /metrics."""
+    """One GET /metrics, parsed: ({(sample name, frozenset(labels)): value}, {family name: type})."""
     r = server.request("GET", "/metrics", token=token)
     assert r.status == 200, r
     assert r.headers["content-type"].startswith("text/plain; version=0.0.4"), r.headers
