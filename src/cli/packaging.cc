@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <limits>
 #include <fstream>
 #include <memory>
 #include <set>
@@ -12,7 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "cli/subprocess.h"
+#include "common/subprocess.h"
 
 namespace mle::cli {
 namespace {
@@ -195,11 +196,13 @@ absl::StatusOr<SdistResult> BuildSdist(const fs::path& package_dir_in, const fs:
   };
   bool built = false;
   for (const auto& argv : attempts) {
-    ProcessOptions options;
-    options.argv = argv;
+    common::CommandOptions options;
     options.cwd = src.string();
-    options.env["PYTHONDONTWRITEBYTECODE"] = "1";
-    auto run = RunAndCapture(options);
+    options.env = common::CurrentEnvironmentWith({{"PYTHONDONTWRITEBYTECODE", "1"}});
+    options.timeout = absl::InfiniteDuration();
+    options.max_output = std::numeric_limits<size_t>::max();
+    options.group = common::ProcessGroup::kInherit;  // Ctrl-C stops the build too
+    auto run = common::RunCommand(argv, options);
     if (!run.ok()) return run.status();
     absl::StrAppend(&result.log, "$ ", absl::StrJoin(argv, " "), "\n", run->output);
     if (run->exit_code == 0) {
