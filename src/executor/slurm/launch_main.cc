@@ -134,25 +134,25 @@ int RunTask(const Flags& f, const Loaded& l) {
   std::vector<std::string> argv = {f.shim, "--log", common::ReplicaLogPath(f.run_dir, task), "--exit",
                                    common::ReplicaExitPath(f.run_dir, task), "--cwd", rdir + "/work", "--"};
   for (const auto& a : launch["argv"]) argv.push_back(a.get<std::string>());
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> args, envp;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  ::execve(f.shim.c_str(), args.data(), envp.data());
-  return Die(absl::StrCat("cannot run ", f.shim, ": ", strerror(errno)));
+  common::SpawnOptions exec;
+  exec.argv = std::move(argv);
+  exec.env = std::move(env);
+  exec.in = common::Stdio::Inherit();
+  return Die(std::string(common::Exec(exec).message()));
 }
 
+// Starts `argv` (srun) sharing the launcher's stdio; -1 when it cannot be
+// started (said on stderr). waitpid(-1) in RunBatch reaps it.
 pid_t Spawn(const std::vector<std::string>& argv) {
-  std::vector<std::string> copy = argv;
-  std::vector<char*> args;
-  for (auto& a : copy) args.push_back(a.data());
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  if (::posix_spawnp(&pid, copy[0].c_str(), nullptr, nullptr, args.data(), environ) != 0) return -1;
-  return pid;
+  common::SpawnOptions spawn;
+  spawn.argv = argv;
+  spawn.in = common::Stdio::Inherit();
+  auto child = common::Spawn(spawn);
+  if (!child.ok()) {
+    std::cerr << "mlengine-slurm-launch: " << child.status().message() << std::endl;
+    return -1;
+  }
+  return child->Release();
 }
 
 // Batch mode: plan, write launch files, srun every component, wait.
