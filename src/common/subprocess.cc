@@ -117,68 +117,56 @@ struct SpawnAttributes {
   posix_spawnattr_t attr;
 };
 
-// Adds the file actions that give the child `s` as descriptor `target`.
-// Descriptors opened here for the parent's side are added to `opened` (the
-// child's copies are made by the spawn); a pipe's read end goes to
-// `*read_end`.
-absl::Status AddStdioAction(const Stdio& s, int target, posix_spawn_file_actions_t* actions, FdList& opened,
-                            int* read_end) {
-  int rc = 0;
+// The caller's descriptor that becomes the child's `target` for `s`; -1 to
+// leave `target` as it is (kInherit). Descriptors opened here are added to
+// `opened` (the child gets its own copy); a pipe's read end, the caller's to
+// keep, goes to `*read_end`.
+absl::StatusOr<int> StdioSource(const Stdio& s, int target, FdList& opened, int* read_end) {
   switch (s.kind) {
     case Stdio::Kind::kInherit:
-      return absl::OkStatus();
+      return -1;
     case Stdio::Kind::kNull:
     case Stdio::Kind::kFile: {
       auto fd = OpenStdioFile(s, target);
-      if (!fd.ok()) return fd.status();
-      opened.Add(*fd);
-      rc = posix_spawn_file_actions_adddup2(actions, *fd, target);
-      break;
+      if (fd.ok()) opened.Add(*fd);
+      return fd;
     }
     case Stdio::Kind::kFd:
-      rc = posix_spawn_file_actions_adddup2(actions, s.fd, target);
-      break;
+      return s.fd;
     case Stdio::Kind::kPipe: {
       int p[2];
       if (::pipe2(p, O_CLOEXEC) != 0) return absl::UnavailableError(absl::StrCat("pipe: ", std::strerror(errno)));
       *read_end = p[0];
       opened.Add(p[1]);
-      rc = posix_spawn_file_actions_adddup2(actions, p[1], target);
-      break;
+      return p[1];
     }
     case Stdio::Kind::kSameAsStdout:
-      rc = posix_spawn_file_actions_adddup2(actions, STDOUT_FILENO, target);
-      break;
+      return STDOUT_FILENO;
   }
-  if (rc != 0) return absl::InternalError(absl::StrCat("posix_spawn file action: ", std::strerror(rc)));
+  return absl::InternalError("unknown stdio kind");
+}
+
+// Adds the file action that gives the child `s` as descriptor `target`.
+absl::Status AddStdioAction(const Stdio& s, int target, posix_spawn_file_actions_t* actions, FdList& opened,
+                            int* read_end) {
+  auto source = StdioSource(s, target, opened, read_end);
+  if (!source.ok()) return source.status();
+  if (*source < 0) return absl::OkStatus();
+  // (A source equal to `target` loses its close-on-exec flag: glibc >= 2.29.)
+  if (const int rc = posix_spawn_file_actions_adddup2(actions, *source, target); rc != 0) {
+    return absl::InternalError(absl::StrCat("posix_spawn file action: ", std::strerror(rc)));
+  }
   return absl::OkStatus();
 }
 
 // Exec's counterpart of AddStdioAction: makes `s` descriptor `target` now.
 absl::Status RedirectNow(const Stdio& s, int target) {
-  int source = -1;
   FdList opened;
-  switch (s.kind) {
-    case Stdio::Kind::kInherit:
-      return absl::OkStatus();
-    case Stdio::Kind::kNull:
-    case Stdio::Kind::kFile: {
-      auto fd = OpenStdioFile(s, target);
-      if (!fd.ok()) return fd.status();
-      opened.Add(*fd);
-      source = *fd;
-      break;
-    }
-    case Stdio::Kind::kFd:
-      source = s.fd;
-      break;
-    case Stdio::Kind::kSameAsStdout:
-      source = STDOUT_FILENO;
-      break;
-    case Stdio::Kind::kPipe:
-      return absl::InvalidArgumentError("no pipes for exec");
-  }
-  if (source == target) {
+  int no_pipes = -1;
+  auto source = StdioSource(s, target, opened, &no_pipes);
+  if (!source.ok()) return source.status();
+  if (*source < 0) return absl::OkStatus();
+  if (*source == target) {
     // dup2 would leave a close-on-exec flag in place.
     const int flags = ::fcntl(target, F_GETFD);
     if (flags < 0 || ::fcntl(target, F_SETFD, flags & ~FD_CLOEXEC) != 0) {
@@ -186,7 +174,7 @@ absl::Status RedirectNow(const Stdio& s, int target) {
     }
     return absl::OkStatus();
   }
-  while (::dup2(source, target) < 0) {
+  while (::dup2(*source, target) < 0) {
     if (errno != EINTR) return absl::UnavailableError(absl::StrCat("dup2 to ", target, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();

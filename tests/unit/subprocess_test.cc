@@ -217,19 +217,24 @@ void CheckReport(const Report& r, const ModeCase& c, const std::string& dir) {
   EXPECT_EQ(ignored & ~kGlibcInternal, 0u) << c.name << ": ignored signals " << r.sig_ignored;
 }
 
+// fd_report run as `c` says, its report and kFile outputs in `dir`.
+SpawnOptions ReportOptions(const ModeCase& c, const std::string& dir) {
+  SpawnOptions options;
+  options.argv = {MLE_FD_REPORT, dir + "/" + c.name + ".report"};
+  options.group = c.group;
+  options.in = c.in;
+  options.out = c.out;
+  options.err = c.err;
+  for (Stdio* s : {&options.out, &options.err}) {
+    if (s->kind == Stdio::Kind::kFile) s->path = dir + "/" + s->path;
+  }
+  options.cwd = dir;
+  return options;
+}
+
 TEST_F(SubprocessTest, SpawnGivesOnlyTheDescriptorsAsked) {
   for (const ModeCase& c : ModeCases()) {
-    SpawnOptions options;
-    options.argv = {MLE_FD_REPORT, dir_ + "/" + c.name + ".report"};
-    options.group = c.group;
-    options.in = c.in;
-    options.out = c.out;
-    options.err = c.err;
-    options.cwd = dir_;  // kFile paths are opened by the parent, relative to its own directory
-    for (Stdio* s : {&options.out, &options.err}) {
-      if (s->kind == Stdio::Kind::kFile) s->path = dir_ + "/" + s->path;
-    }
-    auto child = Spawn(options);
+    auto child = Spawn(ReportOptions(c, dir_));
     ASSERT_TRUE(child.ok()) << c.name << ": " << child.status();
     EXPECT_EQ(child->stdout_fd() >= 0, c.out.kind == Stdio::Kind::kPipe) << c.name;
     EXPECT_EQ(child->stderr_fd() >= 0, c.err.kind == Stdio::Kind::kPipe) << c.name;
@@ -253,15 +258,7 @@ TEST_F(SubprocessTest, StdinFromADescriptor) {
 TEST_F(SubprocessTest, ExecGivesOnlyTheDescriptorsAsked) {
   for (const ModeCase& c : ModeCases()) {
     if (c.out.kind == Stdio::Kind::kPipe || c.err.kind == Stdio::Kind::kPipe) continue;  // nobody to read them
-    SpawnOptions options;
-    options.argv = {MLE_FD_REPORT, dir_ + "/" + c.name + ".report"};
-    options.group = c.group;
-    options.in = c.in;
-    options.out = c.out;
-    options.err = c.err;
-    for (Stdio* s : {&options.out, &options.err}) {
-      if (s->kind == Stdio::Kind::kFile) s->path = dir_ + "/" + s->path;
-    }
+    const SpawnOptions options = ReportOptions(c, dir_);
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
