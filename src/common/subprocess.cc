@@ -247,6 +247,10 @@ void Subprocess::Reaped(int wait_status) {
 
 int Subprocess::Wait() {
   if (exit_code_) return *exit_code_;
+  if (pid_ <= 0) {  // released or moved from: never waitpid(-1), which reaps any child
+    exit_code_ = 1;
+    return 1;
+  }
   int status = 0;
   while (::waitpid(pid_, &status, 0) < 0) {
     if (errno != EINTR) {
@@ -259,9 +263,14 @@ int Subprocess::Wait() {
 }
 
 std::optional<int> Subprocess::TryWait() {
-  if (exit_code_) return exit_code_;
+  if (exit_code_ || pid_ <= 0) return Wait();
   int status = 0;
-  if (::waitpid(pid_, &status, WNOHANG) == pid_) Reaped(status);
+  const pid_t reaped = ::waitpid(pid_, &status, WNOHANG);
+  if (reaped == pid_) {
+    Reaped(status);
+  } else if (reaped < 0 && errno == ECHILD) {
+    exit_code_ = 1;  // reaped by someone else
+  }
   return exit_code_;
 }
 

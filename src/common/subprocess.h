@@ -36,7 +36,7 @@ struct Stdio {
     kNull,          // /dev/null
     kPipe,          // stdout/stderr only: a pipe whose read end the Subprocess owns
     kFile,          // `path`, opened by the caller before the spawn (output: created 0644, truncated or appended)
-    kFd,            // a copy of the caller's `fd` (not taken over; the caller still closes it)
+    kFd,            // a copy of the caller's `fd` (not taken over); 0-2 mean the child's, as set so far
     kSameAsStdout,  // stderr only: wherever stdout goes
   };
   Kind kind = Kind::kInherit;
@@ -99,7 +99,8 @@ class Subprocess {
   void CloseStderr();
 
   // Blocks until the child ends: its exit code, or 128 + the signal that
-  // ended it.
+  // ended it; 1 when it is not this object's to reap (released, or reaped by
+  // someone else).
   int Wait();
   // The same without blocking: nullopt while it runs.
   std::optional<int> TryWait();

@@ -384,6 +384,7 @@ TEST_F(SubprocessTest, ExitCodesSignalsAndRelease) {
     ASSERT_TRUE(released.ok());
     pid = released->Release();
     EXPECT_EQ(released->pid(), -1);
+    EXPECT_EQ(released->Wait(), 1);  // not its to reap: the caller's waitpid below gets it
   }
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
