@@ -449,6 +449,7 @@ struct HttpServer::Impl {
     acceptor.async_accept(asio::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted) return;
       if (!ec) {
+        ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);  // see Bind
         socket.set_option(tcp::no_delay(true), ec);
         std::make_shared<Session>(std::move(socket), options, handler)->Run();
       }
@@ -457,15 +458,19 @@ struct HttpServer::Impl {
   }
 };
 
-absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options, Handler handler) {
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Bind(const HttpServerOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  impl->handler = std::move(handler);
   beast::error_code ec;
   auto address = asio::ip::make_address(options.address, ec);
   if (ec) return absl::InvalidArgumentError(absl::StrCat("bad listen address \"", options.address, "\": ", ec.message()));
   tcp::endpoint endpoint(address, options.port);
   impl->acceptor.open(endpoint.protocol(), ec);
+  // Asio opens sockets without close-on-exec: a replica or pip must never
+  // inherit the listener (a restarted server could not listen again).
+  if (!ec && ::fcntl(impl->acceptor.native_handle(), F_SETFD, FD_CLOEXEC) != 0) {
+    ec = beast::error_code(errno, beast::system_category());
+  }
   if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) impl->acceptor.bind(endpoint, ec);
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
@@ -474,11 +479,23 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOp
         absl::StrCat("cannot listen on ", options.address, ":", options.port, ": ", ec.message()));
   }
   impl->port = impl->acceptor.local_endpoint().port();
-  impl->Accept();
-  for (int i = 0; i < std::max(1, options.threads); ++i) {
-    impl->threads.emplace_back([raw = impl.get()] { raw->ioc.run(); });
-  }
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+void HttpServer::Serve(Handler handler) {
+  if (!impl_->threads.empty()) return;
+  impl_->handler = std::move(handler);
+  impl_->Accept();
+  for (int i = 0; i < std::max(1, impl_->options.threads); ++i) {
+    impl_->threads.emplace_back([raw = impl_.get()] { raw->ioc.run(); });
+  }
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options, Handler handler) {
+  auto server = Bind(options);
+  if (!server.ok()) return server.status();
+  (*server)->Serve(std::move(handler));
+  return server;
 }
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

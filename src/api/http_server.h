@@ -80,7 +80,13 @@ struct HttpServerOptions {
 
 class HttpServer {
  public:
-  // Binds and starts serving. The bound port is port().
+  // Binds and listens (connections wait in the backlog) without serving, so
+  // a server can claim its port before it does anything else. port() is
+  // the bound port. The listener is close-on-exec.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Bind(const HttpServerOptions& options);
+  // Starts accepting and serving with `handler`. Once.
+  void Serve(Handler handler);
+  // Bind, then Serve.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options, Handler handler);
   ~HttpServer();
   uint16_t port() const;

@@ -90,7 +90,8 @@ class SqliteStore final : public Store {
     {
       Statement st(db_, "SELECT id, number, service_account, tpu_service_account, create_time_us FROM projects");
       if (!st.ok()) return Error("prepare projects query");
-      while (sqlite3_step(st.get()) == SQLITE_ROW) {
+      int rc;
+      while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
         model::Project p;
         p.id = Text(st.get(), 0);
         p.number = sqlite3_column_int64(st.get(), 1);
@@ -99,15 +100,20 @@ class SqliteStore final : public Store {
         p.create_time = absl::FromUnixMicros(sqlite3_column_int64(st.get(), 4));
         snap.projects.push_back(std::move(p));
       }
+      // Anything but the end of the rows (corruption, I/O error, busy) is a
+      // failed load, never a shorter snapshot.
+      if (rc != SQLITE_DONE) return Error("read projects");
     }
     {
       Statement st(db_, "SELECT body FROM jobs ORDER BY sequence");
       if (!st.ok()) return Error("prepare jobs query");
-      while (sqlite3_step(st.get()) == SQLITE_ROW) {
+      int rc;
+      while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
         auto job = codec::ParseStoredJob(Text(st.get(), 0));
         if (!job.ok()) return job.status();
         snap.jobs.push_back(*std::move(job));
       }
+      if (rc != SQLITE_DONE) return Error("read jobs");
     }
     return snap;
   }

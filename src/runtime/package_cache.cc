@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "common/sha256.h"
 #include "common/subprocess.h"
+#include "rundir/file_io.h"
 
 namespace mle::runtime {
 
@@ -123,7 +124,8 @@ absl::StatusOr<PreparedEnvironment> PackageCache::Prepare(const Runtime& runtime
   }
   std::error_code ec;
   fs::remove_all(dir, ec);
-  fs::create_directories(dir.parent_path(), ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("cannot clear ", dir.string(), ": ", ec.message()));
+  if (auto s = rundir::CreateDirectories(dir.parent_path().string()); !s.ok()) return s;
   common::CommandOptions venv_options;
   venv_options.timeout = absl::Minutes(2);
   auto venv = common::RunCommand({runtime.python, "-m", "venv", "--system-site-packages", "--without-pip", dir.string()},
@@ -150,7 +152,13 @@ absl::StatusOr<PreparedEnvironment> PackageCache::Prepare(const Runtime& runtime
     return absl::FailedPreconditionError(
         absl::StrCat("Installing the job's packages failed: ", ExplainPipFailure(install->output)));
   }
-  std::ofstream(dir / ".ready") << *digest << "\n";
+  // The marker says "complete": durable, and only after everything pip wrote.
+  absl::Status synced = rundir::SyncFilesystemOf(dir.string());
+  if (synced.ok()) synced = rundir::WriteFileAtomically((dir / ".ready").string(), *digest + "\n");
+  if (auto s = synced; !s.ok()) {
+    fs::remove_all(dir, ec);
+    return absl::UnavailableError(absl::StrCat("cannot mark the job's Python environment ready: ", s.message()));
+  }
   return env;
 }
 

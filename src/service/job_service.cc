@@ -84,13 +84,9 @@ absl::Status JobService::Recover() {
     }
   }
   if (scheduler_ != nullptr) {
-    for (const auto& j : unfinished) {
-      if (j.state == JobState::kQueued) {
-        scheduler_->Submit(j);
-      } else {
-        scheduler_->Adopt(j);  // PREPARING, RUNNING, CANCELLING: the executor may hold it
-      }
-    }
+    // Every unfinished job, QUEUED ones too: the executor may hold a run of
+    // it that the database does not know about yet.
+    for (const auto& j : unfinished) scheduler_->Adopt(j);
   }
   return absl::OkStatus();
 }
@@ -302,16 +298,32 @@ void JobService::CancelJob(const std::string& project, const std::string& job_id
   });
 }
 
-void JobService::Record(const Key& key, const scheduler::JobUpdate& update) {
+void JobService::Record(const Key& key, const scheduler::JobUpdate& update, Done done) {
+  auto finish = [&done](absl::Status s) {
+    if (done) done(std::move(s));
+  };
   std::unique_lock lock(mu_);
   auto it = jobs_.find(key);
-  if (it == jobs_.end()) return;
+  if (it == jobs_.end()) {
+    lock.unlock();
+    return finish(absl::NotFoundError(absl::StrCat("Job ", JobNameOf(key.project, key.job_id), " not found.")));
+  }
   Job& job = it->second;
   if (job.state == update.state) {
     // A note on the current state (why a job still waits), or nothing.
-    if (!update.replace_message || job.error_message == update.error_message) return;
+    if (!update.replace_message || job.error_message == update.error_message) {
+      lock.unlock();
+      return finish(absl::OkStatus());
+    }
   } else if (!model::CanTransition(job.state, update.state)) {
-    return;
+    // The scheduler and the executors only ask for legal moves; one that is
+    // not is a bug, and says so where operators look.
+    const std::string message =
+        absl::StrCat("refused to move ", JobNameOf(key.project, key.job_id), " from ", std::string(model::JobStateName(job.state)),
+                     " to ", std::string(model::JobStateName(update.state)), ": the job state machine does not allow it");
+    lock.unlock();
+    std::cerr << "mlengined: " << message << "\n";
+    return finish(absl::FailedPreconditionError(message));
   }
   job.state = update.state;
   if (update.replace_message || !update.error_message.empty()) job.error_message = update.error_message;
@@ -322,10 +334,13 @@ void JobService::Record(const Key& key, const scheduler::JobUpdate& update) {
   if (model::IsTerminal(update.state)) job.end_time = now;
   ++job.version;
   // The change is already visible in memory; a failed write (disk full, I/O
-  // error) cannot be undone here, so it is reported where operators look.
+  // error) cannot be undone here, so it is reported where operators look,
+  // and to the caller, who must not act on an update that is not durable.
   store_.Commit({db::PutJob{job}}, [name = JobNameOf(key.project, key.job_id),
-                                    state = std::string(model::JobStateName(update.state))](absl::Status s) {
+                                    state = std::string(model::JobStateName(update.state)),
+                                    done = std::move(done)](absl::Status s) {
     if (!s.ok()) std::cerr << "mlengined: could not record " << name << " -> " << state << ": " << s << "\n";
+    if (done) done(std::move(s));
   });
 }
 

@@ -73,7 +73,7 @@ class JobService final : public scheduler::StateRecorder {
   void CancelJob(const std::string& project, const std::string& job_id, StatusCallback done);
 
   // scheduler::StateRecorder
-  void Record(const scheduler::JobKey& key, const scheduler::JobUpdate& update) override;
+  void Record(const scheduler::JobKey& key, const scheduler::JobUpdate& update, Done done = nullptr) override;
 
  private:
   using Key = scheduler::JobKey;
