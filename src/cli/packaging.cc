@@ -4,8 +4,8 @@
 #include <archive_entry.h>
 
 #include <algorithm>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <set>
 
