@@ -30,6 +30,7 @@
 #include "api/auth.h"
 #include "api/http_server.h"
 #include "buckets/bucket_store.h"
+#include "common/worker_pool.h"
 
 namespace mle::api {
 
@@ -53,7 +54,7 @@ class StorageRouter {
   // alone (credentials, route, parameters, names) before its body is read.
   std::optional<HttpResponse> CheckUpload(const HttpRequest& head) const;
 
-  class Workers;
+  using Workers = common::WorkerPool;  // drains what is queued when stopped
 
  private:
   buckets::BucketStore& store_;
