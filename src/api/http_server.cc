@@ -1,7 +1,6 @@
 #include "api/http_server.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/sha256.h"
 #include "obs/log.h"
 #include "obs/metrics.h"
 #include "obs/request_id.h"
@@ -46,7 +46,7 @@ struct UploadBody {
   struct value_type {
     int fd = -1;  // not owned
     uint64_t size = 0;
-    std::shared_ptr<EVP_MD_CTX> sha;
+    std::shared_ptr<common::Sha256> sha;
   };
 
   class reader {
@@ -64,7 +64,7 @@ struct UploadBody {
         asio::const_buffer buffer = *it;
         const char* p = static_cast<const char*>(buffer.data());
         std::size_t n = buffer.size();
-        EVP_DigestUpdate(body_.sha.get(), p, n);
+        body_.sha->Update(p, n);
         while (n > 0) {
           ssize_t w = ::write(body_.fd, p, n);
           if (w < 0) {
@@ -138,19 +138,6 @@ struct FileBody {
     uint64_t offset_ = 0;
   };
 };
-
-std::string HexDigest(EVP_MD_CTX* ctx) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_DigestFinal_ex(ctx, digest, &n);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < n; ++i) {
-    out.push_back(kHex[digest[i] >> 4]);
-    out.push_back(kHex[digest[i] & 0xf]);
-  }
-  return out;
-}
 
 constexpr std::string_view kRequestIdHeader = "X-Request-Id";
 
@@ -287,7 +274,7 @@ class Session : public std::enable_shared_from_this<Session> {
       r = HeadOf(req);
       r.body_file = upload_path_;
       r.body_size = req.body().size;
-      r.body_sha256 = HexDigest(sha_.get());
+      r.body_sha256 = sha_->HexDigest();
       ::close(upload_fd_);
       upload_fd_ = -1;
     } else {
@@ -329,8 +316,7 @@ class Session : public std::enable_shared_from_this<Session> {
     upload_path_ = std::move(path);
     upload_dev_ = st.st_dev;
     upload_ino_ = st.st_ino;
-    sha_.reset(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-    EVP_DigestInit_ex(sha_.get(), EVP_sha256(), nullptr);
+    sha_ = std::make_shared<common::Sha256>();
     return "";
   }
 
@@ -505,7 +491,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string upload_path_;
   dev_t upload_dev_ = 0;
   ino_t upload_ino_ = 0;
-  std::shared_ptr<EVP_MD_CTX> sha_;
+  std::shared_ptr<common::Sha256> sha_;
 };
 
 }  // namespace

@@ -3,11 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <condition_variable>
-#include <deque>
 #include <functional>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/escaping.h"
@@ -20,57 +16,6 @@
 #include "common/time_format.h"
 
 namespace mle::api {
-
-// A fixed pool of threads for blocking store calls. Tasks queued before
-// destruction still run.
-class StorageRouter::Workers {
- public:
-  explicit Workers(int n) {
-    for (int i = 0; i < std::max(1, n); ++i) threads_.emplace_back([this] { Loop(); });
-  }
-  ~Workers() { Stop(); }
-  void Stop() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) {
-      if (t.joinable()) t.join();
-    }
-  }
-  // False once stopping (the task is not run).
-  bool Post(std::function<void()> task) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stopping_) return false;
-      tasks_.push_back(std::move(task));
-    }
-    cv_.notify_one();
-    return true;
-  }
-
- private:
-  void Loop() {
-    while (true) {
-      std::function<void()> task;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
-        if (tasks_.empty()) return;
-        task = std::move(tasks_.front());
-        tasks_.pop_front();
-      }
-      task();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
-};
 
 namespace {
 
@@ -394,7 +339,7 @@ const RouteTable<Handler>& Routes() {
 }  // namespace
 
 StorageRouter::StorageRouter(buckets::BucketStore& store, const Authenticator& auth, int workers)
-    : store_(store), auth_(auth), workers_(std::make_unique<Workers>(workers)) {}
+    : store_(store), auth_(auth), workers_(std::make_unique<Workers>(workers, Workers::OnStop::kDrain)) {}
 
 StorageRouter::~StorageRouter() = default;
 

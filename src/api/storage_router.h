@@ -31,6 +31,7 @@
 #include "api/auth.h"
 #include "api/http_server.h"
 #include "buckets/bucket_store.h"
+#include "common/worker_pool.h"
 
 namespace mle::api {
 
@@ -54,7 +55,7 @@ class StorageRouter {
   // alone (credentials, route, parameters, names) before its body is read.
   std::optional<HttpResponse> CheckUpload(const HttpRequest& head) const;
 
-  class Workers;
+  using Workers = common::WorkerPool;  // drains what is queued when stopped
 
  private:
   buckets::BucketStore& store_;

@@ -260,44 +260,24 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     // Every process of the replica carries it, even one that leaves its
     // session: how a restarted server finds what is left of a run.
     env_map["MLENGINE_RUN_DIR"] = run.dir;
-    std::vector<std::string> env_strings;
-    for (const auto& [k, v] : env_map) env_strings.push_back(k + "=" + v);
-    std::vector<char*> envp;
-    for (auto& s : env_strings) envp.push_back(s.data());
-    envp.push_back(nullptr);
     std::vector<std::string> argv = {options_.shim, "--log", common::ReplicaLogPath(run.dir, launch.task_name),
                                      "--exit", common::ReplicaExitPath(run.dir, launch.task_name),
                                      "--cwd", rdir + "/work", "--grace", grace, "--"};
     argv.insert(argv.end(), launch.argv.begin(), launch.argv.end());
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
 
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
+    common::SpawnOptions spawn;
+    spawn.argv = std::move(argv);
+    spawn.env = std::move(env_map);
     // Its own session (and process group) from the first instant, so a stop
     // signalled to the group right after the spawn cannot miss it.
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    // Nothing of mlengined's (the listening socket, the database, pidfds)
-    // reaches a replica: only stdin, stdout and stderr.
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-    pid_t pid = 0;
-    int rc = ::posix_spawn(&pid, options_.shim.c_str(), &actions, &attr, args.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-    if (rc != 0) {
+    spawn.group = common::ProcessGroup::kNewSession;
+    auto child = common::Spawn(spawn);
+    if (!child.ok()) {
       BeginStop(run, Ending::kFailed,
-                absl::StrCat("The replica ", launch.task_name, " could not be started: ", strerror(rc), " (", options_.shim,
-                              ")."));
+                absl::StrCat("The replica ", launch.task_name, " could not be started: ", child.status().message(), "."));
       break;
     }
+    const pid_t pid = child->Release();  // reaped by the watcher (pidfd, waitpid)
     obs::Metrics::Default().ReplicaStarts("local").Increment();
     Replica& rep = run.replicas[launch.task_name];
     rep.task = launch.task_name;

@@ -2,7 +2,6 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <openssl/evp.h>
 
 #include <filesystem>
 #include <fstream>
@@ -11,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/sha256.h"
 #include "common/subprocess.h"
 #include "rundir/file_io.h"
 
@@ -54,33 +54,6 @@ std::string ExplainPipFailure(const std::string& output) {
 }
 
 }  // namespace
-
-absl::StatusOr<std::string> PackageCache::Digest(const std::vector<std::string>& files) {
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-  std::vector<char> buf(1 << 16);
-  for (const auto& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    if (!in) {
-      EVP_MD_CTX_free(ctx);
-      return absl::NotFoundError(absl::StrCat("cannot read ", f));
-    }
-    while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
-      EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(in.gcount()));
-    }
-  }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, md, &len);
-  EVP_MD_CTX_free(ctx);
-  static const char* kHex = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < len; ++i) {
-    hex.push_back(kHex[md[i] >> 4]);
-    hex.push_back(kHex[md[i] & 15]);
-  }
-  return hex;
-}
 
 absl::Status PackageCache::CheckArchive(const std::string& path) {
   const std::string name = fs::path(path).filename().string();
@@ -132,7 +105,7 @@ absl::StatusOr<PreparedEnvironment> PackageCache::Prepare(const Runtime& runtime
   PreparedEnvironment env;
   env.python = runtime.python;
   if (packages.empty()) return env;
-  auto digest = Digest(packages);
+  auto digest = common::Sha256HexOfFiles(std::vector<fs::path>(packages.begin(), packages.end()));
   if (!digest.ok()) return digest.status();
   env.digest = *digest;
   const fs::path dir = fs::path(root_) / runtime.name / digest->substr(0, 32);

@@ -282,10 +282,23 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
 
+  // The child must not run our handler (a stop signal in the moment between
+  // fork and exec would be swallowed): stop signals stay blocked across the
+  // fork; the child restores their default action before unblocking them.
+  sigset_t stop_signals, before;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGHUP);
+  sigprocmask(SIG_BLOCK, &stop_signals, &before);
   ChildStatus c;
   c.child = fork();
   if (c.child < 0) return 126;
   if (c.child == 0) {
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &before, nullptr);
     dup2(out[1], 1);
     dup2(err[1], 2);
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);  // dup2 makes fd 0 inheritable
@@ -298,6 +311,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "mlengine-replica: cannot start %s: %s\n", program[0], strerror(errno));
     _exit(127);
   }
+  sigprocmask(SIG_SETMASK, &before, nullptr);
   close(out[1]);
   close(err[1]);
 

@@ -133,28 +133,21 @@ int RunTask(const Flags& f, const Loaded& l) {
   std::vector<std::string> argv = {f.shim, "--log", common::ReplicaLogPath(f.run_dir, task), "--exit",
                                    common::ReplicaExitPath(f.run_dir, task), "--cwd", rdir + "/work", "--"};
   argv.insert(argv.end(), launch->argv.begin(), launch->argv.end());
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> args, envp;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  ::execve(f.shim.c_str(), args.data(), envp.data());
-  return Die(absl::StrCat("cannot run ", f.shim, ": ", strerror(errno)));
+  common::SpawnOptions exec;
+  exec.argv = std::move(argv);
+  exec.env = std::move(env);
+  exec.in = common::Stdio::Inherit();
+  return Die(std::string(common::Exec(exec).message()));
 }
 
-pid_t Spawn(const std::vector<std::string>& argv) {
-  std::vector<std::string> copy = argv;
-  std::vector<char*> args;
-  for (auto& a : copy) args.push_back(a.data());
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  if (const int rc = ::posix_spawnp(&pid, copy[0].c_str(), nullptr, nullptr, args.data(), environ); rc != 0) {
-    errno = rc;  // posix_spawnp returns the error instead of setting errno
-    return -1;
-  }
-  return pid;
+// Starts `argv` (srun) with the launcher's stdio; waitpid(-1) in RunBatch reaps it.
+absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv) {
+  common::SpawnOptions spawn;
+  spawn.argv = argv;
+  spawn.in = common::Stdio::Inherit();
+  auto child = common::Spawn(spawn);
+  if (!child.ok()) return child.status();
+  return child->Release();
 }
 
 // Batch mode: plan, write launch files, srun every component, wait.
@@ -245,6 +238,7 @@ int RunBatch(const Flags& f, const Loaded& l) {
     std::vector<std::string> tasks;
   };
   std::map<pid_t, Step> steps;
+  std::string srun_error;  // why the last srun could not be started
   auto srun = [&](size_t k, std::vector<std::string> extra, std::vector<std::string> tail, Step step) -> bool {
     std::vector<std::string> argv = {"srun"};
     if (het) argv.push_back(absl::StrCat("--het-group=", k));
@@ -252,9 +246,12 @@ int RunBatch(const Flags& f, const Loaded& l) {
     argv.insert(argv.end(), {"--overlap", "--kill-on-bad-exit=0", "--ntasks-per-node=1", "--quiet", self,
                              "--run-dir", f.run_dir, "--shim", f.shim});
     argv.insert(argv.end(), tail.begin(), tail.end());
-    pid_t pid = Spawn(argv);
-    if (pid < 0) return false;
-    steps[pid] = std::move(step);
+    auto pid = Spawn(argv);
+    if (!pid.ok()) {
+      srun_error = std::string(pid.status().message());
+      return false;
+    }
+    steps[*pid] = std::move(step);
     return true;
   };
   std::string master_task = "master-replica-0";
@@ -267,7 +264,7 @@ int RunBatch(const Flags& f, const Loaded& l) {
                 Step{{c.first_node_task}});
     }
     if (!ok) {
-      return Conclude(f, false, absl::StrCat("could not run srun for the ", c.role, " replicas: ", strerror(errno)));
+      return Conclude(f, false, absl::StrCat("could not run srun for the ", c.role, " replicas: ", srun_error));
     }
   }
 

@@ -43,7 +43,7 @@
 
 #include "absl/time/time.h"
 #include "common/clock.h"
-#include "common/serial_worker.h"
+#include "common/worker_pool.h"
 #include "executor/executor.h"
 #include "executor/slurm/slurm_commands.h"
 #include "executor/slurm/slurm_plan.h"
