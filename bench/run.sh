@@ -15,3 +15,6 @@ if command -v sbatch >/dev/null && [ "$(id -u)" -eq 0 ]; then
 else
   echo "skipped: needs Slurm (scripts/install-deps.sh installs it) and root"
 fi
+echo
+echo "== kill -9 soak, longer than make test's: 3000 jobs, 50 clients, 10 kills (must print lost 0, run twice 0)"
+MLENGINED="$BUILD/src/server/mlengined" /usr/bin/python3 tests/soak/soak.py --jobs 3000 --clients 50 --kills 10

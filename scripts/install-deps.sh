@@ -8,14 +8,14 @@ PKGS=(
   build-essential cmake ninja-build pkg-config
   libboost-dev libboost-system-dev libboost-program-options-dev
   nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev sqlite3
-  libabsl-dev libcli11-dev libspdlog-dev libfmt-dev
+  libabsl-dev libcli11-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
   libcurl4-openssl-dev libarchive-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   python3 python3-venv python3-pip python3-setuptools
   python3-googleapi python3-yaml
   python3-numpy python3-sklearn python3-torch
-  procps curl wrk bc python3-pytest
+  procps curl wrk bc python3-pytest python3-prometheus-client
   slurm-wlm munge
 )
 

@@ -1,7 +1,8 @@
 // ApiRouter: the `ml` v1 REST surface. Maps each route of the discovery
-// document to a JobService call: checks authentication, parses the path,
-// query parameters and JSON body (through codec/), and renders results and
-// errors in Google's format. No application logic lives here.
+// document to a JobService call through a route table (api_router.cc,
+// Routes()): checks authentication, parses the path, query parameters and
+// JSON body (through codec/), and renders results and errors in Google's
+// format. No application logic lives here.
 // Thread-safe (stateless beyond its collaborators).
 #pragma once
 
@@ -16,16 +17,21 @@ namespace mle::api {
 
 class ApiRouter {
  public:
+  // What the routes' handlers call.
+  struct Services {
+    service::JobService& jobs;
+    service::LogService& logs;
+  };
+
   ApiRouter(service::JobService& jobs, service::LogService& logs, const Authenticator& auth)
-      : jobs_(jobs), logs_(logs), auth_(auth) {}
+      : services_{jobs, logs}, auth_(auth) {}
   void Handle(HttpRequest request, Responder respond) const;
 
   // The body of an error the HTTP layer produces itself (413, malformed).
   static std::string ErrorBody(int http_status, const std::string& status, const std::string& message);
 
  private:
-  service::JobService& jobs_;
-  service::LogService& logs_;
+  const Services services_;
   const Authenticator& auth_;
 };
 

@@ -1,14 +1,15 @@
 #include "api/http_server.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <vector>
 #include <limits>
+#include <string_view>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/strand.hpp>
@@ -17,6 +18,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/sha256.h"
+#include "obs/log.h"
+#include "obs/metrics.h"
+#include "obs/request_id.h"
 
 namespace mle::api {
 
@@ -41,7 +46,7 @@ struct UploadBody {
   struct value_type {
     int fd = -1;  // not owned
     uint64_t size = 0;
-    std::shared_ptr<EVP_MD_CTX> sha;
+    std::shared_ptr<common::Sha256> sha;
   };
 
   class reader {
@@ -59,7 +64,7 @@ struct UploadBody {
         asio::const_buffer buffer = *it;
         const char* p = static_cast<const char*>(buffer.data());
         std::size_t n = buffer.size();
-        EVP_DigestUpdate(body_.sha.get(), p, n);
+        body_.sha->Update(p, n);
         while (n > 0) {
           ssize_t w = ::write(body_.fd, p, n);
           if (w < 0) {
@@ -134,23 +139,23 @@ struct FileBody {
   };
 };
 
-std::string HexDigest(EVP_MD_CTX* ctx) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_DigestFinal_ex(ctx, digest, &n);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < n; ++i) {
-    out.push_back(kHex[digest[i] >> 4]);
-    out.push_back(kHex[digest[i] & 0xf]);
-  }
-  return out;
-}
+constexpr std::string_view kRequestIdHeader = "X-Request-Id";
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, const HttpServerOptions& options, const Handler& handler)
-      : stream_(std::move(socket)), options_(options), handler_(handler) {}
+      : stream_(std::move(socket)), options_(options), handler_(handler) {
+    beast::error_code ec;
+    const auto peer = stream_.socket().remote_endpoint(ec);
+    if (!ec) {
+      auto address = peer.address();
+      if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+        address = asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6());
+      }
+      remote_address_ = address.to_string();
+      from_loopback_ = address.is_loopback();
+    }
+  }
 
   ~Session() { RemoveUpload(); }
 
@@ -163,6 +168,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Read() {
     body_read_ = false;
+    answered_ = false;
     string_parser_.reset();
     upload_parser_.reset();
     header_parser_.emplace();
@@ -182,9 +188,20 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnHeader(beast::error_code ec, std::size_t) {
     if (Disconnected(ec)) return Close();
-    if (ec) return WriteError(400, "INVALID_ARGUMENT", absl::StrCat("Malformed HTTP request: ", ec.message()));
+    started_ = std::chrono::steady_clock::now();
+    if (ec) {
+      request_id_ = obs::NewRequestId();
+      method_ = "-";
+      path_ = "-";
+      return WriteError(400, "INVALID_ARGUMENT", absl::StrCat("Malformed HTTP request: ", ec.message()));
+    }
 
     const auto& head = header_parser_->get();
+    request_id_ = obs::AcceptRequestId(std::string(head[kRequestIdHeader]));
+    method_ = std::string(head.method_string());
+    const auto full_target = head.target();
+    path_ = std::string(full_target.substr(0, full_target.find('?')));  // the query may hold an access_token
+    obs::ScopedRequestId scope(request_id_);
     keep_alive_ = head.keep_alive();
     head_request_ = head.method() == http::verb::head;
     const auto target = head.target();
@@ -250,13 +267,14 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec) return WriteError(400, "INVALID_ARGUMENT", absl::StrCat("Malformed HTTP request: ", ec.message()));
 
     body_read_ = true;
+    started_ = std::chrono::steady_clock::now();  // the request is read: from here on, the time is the server's
     HttpRequest r;
     if (upload_) {
       auto& req = upload_parser_->get();
       r = HeadOf(req);
       r.body_file = upload_path_;
       r.body_size = req.body().size;
-      r.body_sha256 = HexDigest(sha_.get());
+      r.body_sha256 = sha_->HexDigest();
       ::close(upload_fd_);
       upload_fd_ = -1;
     } else {
@@ -265,6 +283,7 @@ class Session : public std::enable_shared_from_this<Session> {
       r.body = std::move(req.body());
     }
     auto self = shared_from_this();
+    obs::ScopedRequestId scope(request_id_);
     handler_(std::move(r), [self](HttpResponse response) {
       asio::post(self->stream_.get_executor(),
                  [self, response = std::move(response)]() mutable { self->Write(std::move(response)); });
@@ -272,12 +291,15 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   template <class Fields>
-  static HttpRequest HeadOf(const http::request_header<Fields>& head) {
+  HttpRequest HeadOf(const http::request_header<Fields>& head) const {
     HttpRequest r;
     r.method = std::string(head.method_string());
     r.target = std::string(head.target());
     r.authorization = std::string(head[http::field::authorization]);
     r.content_type = std::string(head[http::field::content_type]);
+    r.request_id = request_id_;
+    r.remote_address = remote_address_;
+    r.from_loopback = from_loopback_;
     return r;
   }
 
@@ -294,8 +316,7 @@ class Session : public std::enable_shared_from_this<Session> {
     upload_path_ = std::move(path);
     upload_dev_ = st.st_dev;
     upload_ino_ = st.st_ino;
-    sha_.reset(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-    EVP_DigestInit_ex(sha_.get(), EVP_sha256(), nullptr);
+    sha_ = std::make_shared<common::Sha256>();
     return "";
   }
 
@@ -327,15 +348,39 @@ class Session : public std::enable_shared_from_this<Session> {
     Write(std::move(r));
   }
 
+  // The access log line and the request metric, once per request.
+  void Answered(int status, const std::string& route) {
+    if (answered_) return;
+    answered_ = true;
+    const absl::Duration took = absl::FromChrono(std::chrono::steady_clock::now() - started_);
+    obs::Metrics::Default().ObserveRequest(method_, route, status, took);
+    const bool read = method_ == "GET" || method_ == "HEAD";
+    const auto level = status >= 500                ? spdlog::level::warn
+                       : (status >= 400 || !read)   ? spdlog::level::info
+                                                    : spdlog::level::debug;
+    static spdlog::logger& log = obs::Log("http");
+    if (!log.should_log(level)) return;
+    obs::ScopedRequestId scope(request_id_);
+    log.log(level, "{} {} -> {} {} in {:.1f} ms from {}", method_, path_, status, route.empty() ? "-" : route,
+            absl::ToDoubleMilliseconds(took), remote_address_.empty() ? "-" : remote_address_);
+  }
+
+  template <class Response>
+  void SetCommonHeaders(Response& res) const {
+    res.set(http::field::server, "mlengined");
+    res.set(kRequestIdHeader, request_id_);
+    res.keep_alive(keep_alive_);
+  }
+
   void Write(HttpResponse response) {
     RemoveUpload();  // the handler has answered: it is done with the file
+    Answered(response.status, response.route);
     if (response.body_fd || !response.file_path.empty()) return WriteFile(std::move(response));
     if (head_request_) return WriteHeadersOnly(response.status, response.content_type, response.body.size());
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(response.status), 11);
-    res->set(http::field::server, "mlengined");
+    SetCommonHeaders(*res);
     res->set(http::field::content_type, response.content_type);
-    res->keep_alive(keep_alive_);
     res->body() = std::move(response.body);
     res->prepare_payload();
     stream_.expires_after(kIdleTimeout);
@@ -349,9 +394,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // The answer to HEAD (RFC 9110 9.3.2): the headers a GET would have, never a body.
   void WriteHeadersOnly(int status, const std::string& content_type, uint64_t length) {
     auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(status), 11);
-    res->set(http::field::server, "mlengined");
+    SetCommonHeaders(*res);
     res->set(http::field::content_type, content_type);
-    res->keep_alive(keep_alive_);
     res->content_length(length);
     stream_.expires_after(kIdleTimeout);
     http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, std::size_t) {
@@ -376,9 +420,8 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (head_request_) return WriteHeadersOnly(response.status, response.content_type, st.st_size);
     auto res = std::make_shared<http::response<FileBody>>(static_cast<http::status>(response.status), 11);
-    res->set(http::field::server, "mlengined");
+    SetCommonHeaders(*res);
     res->set(http::field::content_type, response.content_type);
-    res->keep_alive(keep_alive_);
     res->body().fd = std::move(fd);
     res->body().size = static_cast<uint64_t>(st.st_size);
     res->prepare_payload();
@@ -428,6 +471,15 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<UploadBody>> upload_parser_;
   const HttpServerOptions& options_;
   const Handler& handler_;
+  // The peer, and the request being served: its id, what to log of it, and
+  // when it was read.
+  std::string remote_address_;
+  bool from_loopback_ = false;
+  std::string request_id_;
+  std::string method_;
+  std::string path_;
+  std::chrono::steady_clock::time_point started_;
+  bool answered_ = false;  // logged and observed
   bool keep_alive_ = true;
   bool head_request_ = false;
   bool body_read_ = false;  // the current request's body was read in full
@@ -439,7 +491,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string upload_path_;
   dev_t upload_dev_ = 0;
   ino_t upload_ino_ = 0;
-  std::shared_ptr<EVP_MD_CTX> sha_;
+  std::shared_ptr<common::Sha256> sha_;
 };
 
 }  // namespace
@@ -463,6 +515,7 @@ struct HttpServer::Impl {
     acceptor.async_accept(asio::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
       if (ec == asio::error::operation_aborted) return;
       if (!ec) {
+        ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);  // see Bind
         socket.set_option(tcp::no_delay(true), ec);
         std::make_shared<Session>(std::move(socket), options, handler)->Run();
       }
@@ -471,15 +524,19 @@ struct HttpServer::Impl {
   }
 };
 
-absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options, Handler handler) {
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Bind(const HttpServerOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  impl->handler = std::move(handler);
   beast::error_code ec;
   auto address = asio::ip::make_address(options.address, ec);
   if (ec) return absl::InvalidArgumentError(absl::StrCat("bad listen address \"", options.address, "\": ", ec.message()));
   tcp::endpoint endpoint(address, options.port);
   impl->acceptor.open(endpoint.protocol(), ec);
+  // Asio opens sockets without close-on-exec: a replica or pip must never
+  // inherit the listener (a restarted server could not listen again).
+  if (!ec && ::fcntl(impl->acceptor.native_handle(), F_SETFD, FD_CLOEXEC) != 0) {
+    ec = beast::error_code(errno, beast::system_category());
+  }
   if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) impl->acceptor.bind(endpoint, ec);
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
@@ -488,11 +545,23 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOp
         absl::StrCat("cannot listen on ", options.address, ":", options.port, ": ", ec.message()));
   }
   impl->port = impl->acceptor.local_endpoint().port();
-  impl->Accept();
-  for (int i = 0; i < std::max(1, options.threads); ++i) {
-    impl->threads.emplace_back([raw = impl.get()] { raw->ioc.run(); });
-  }
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+void HttpServer::Serve(Handler handler) {
+  if (!impl_->threads.empty()) return;
+  impl_->handler = std::move(handler);
+  impl_->Accept();
+  for (int i = 0; i < std::max(1, impl_->options.threads); ++i) {
+    impl_->threads.emplace_back([raw = impl_.get()] { raw->ioc.run(); });
+  }
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options, Handler handler) {
+  auto server = Bind(options);
+  if (!server.ok()) return server.status();
+  (*server)->Serve(std::move(handler));
+  return server;
 }
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

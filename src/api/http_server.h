@@ -12,6 +12,13 @@
 // "Expect: 100-continue" is answered once the headers are accepted. HEAD
 // requests get the headers of the response and never a body.
 //
+// Every request gets an id (the client's X-Request-Id when acceptable, else
+// a fresh one: obs/request_id.h), current while its handler runs and
+// returned in the X-Request-Id response header. Each answer is logged (the
+// "http" logger: method, path without the query, status, route, duration,
+// peer; successful reads at debug, the rest at info, server errors at warn)
+// and observed in obs::Metrics::Default()'s request latency.
+//
 // Thread-safe. Owns its io threads; Stop() closes the listener and joins them.
 #pragma once
 
@@ -33,6 +40,9 @@ struct HttpRequest {
   std::string target;  // path and query, as sent
   std::string authorization;
   std::string content_type;
+  std::string request_id;      // this request's id (see above)
+  std::string remote_address;  // the peer's IP address
+  bool from_loopback = false;  // the peer is on this machine (127.0.0.0/8, ::1)
   std::string body;  // empty when streamed to body_file
   // Streamed uploads only: the temporary file holding the body, its size and
   // lowercase hex SHA-256. The handler may move the file away (rename); the
@@ -52,6 +62,9 @@ struct HttpResponse {
   // callers that must not follow symlinks pass a descriptor).
   std::shared_ptr<const int> body_fd;
   std::string file_path;
+  // The route that answered (e.g. "ml.projects.jobs.get"), for the access
+  // log and the request metrics; "" when none did.
+  std::string route;
 };
 
 // Takes ownership of `fd` for HttpResponse::body_fd.
@@ -80,7 +93,13 @@ struct HttpServerOptions {
 
 class HttpServer {
  public:
-  // Binds and starts serving. The bound port is port().
+  // Binds and listens (connections wait in the backlog) without serving, so
+  // a server can claim its port before it does anything else. port() is
+  // the bound port. The listener is close-on-exec.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Bind(const HttpServerOptions& options);
+  // Starts accepting and serving with `handler`. Once.
+  void Serve(Handler handler);
+  // Bind, then Serve.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options, Handler handler);
   ~HttpServer();
   uint16_t port() const;

@@ -3,11 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <condition_variable>
-#include <deque>
 #include <functional>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/escaping.h"
@@ -15,68 +11,15 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "api/http_util.h"
+#include "api/route_table.h"
 #include "common/status.h"
 #include "common/time_format.h"
 
 namespace mle::api {
 
-// A fixed pool of threads for blocking store calls. Tasks queued before
-// destruction still run.
-class StorageRouter::Workers {
- public:
-  explicit Workers(int n) {
-    for (int i = 0; i < std::max(1, n); ++i) threads_.emplace_back([this] { Loop(); });
-  }
-  ~Workers() { Stop(); }
-  void Stop() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) {
-      if (t.joinable()) t.join();
-    }
-  }
-  // False once stopping (the task is not run).
-  bool Post(std::function<void()> task) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stopping_) return false;
-      tasks_.push_back(std::move(task));
-    }
-    cv_.notify_one();
-    return true;
-  }
-
- private:
-  void Loop() {
-    while (true) {
-      std::function<void()> task;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
-        if (tasks_.empty()) return;
-        task = std::move(tasks_.front());
-        tasks_.pop_front();
-      }
-      task();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
-};
-
 namespace {
 
 using nlohmann::json;
-
-constexpr absl::string_view kStoragePrefix = "/storage/v1/b";
-constexpr absl::string_view kUploadPrefix = "/upload";
 
 // Parameters any storage method accepts (Google's standard ones, and two the
 // Cloud Storage clients send that change nothing here).
@@ -84,19 +27,20 @@ constexpr absl::string_view kCommonParams[] = {"$.xgafv",  "access_token", "alt"
                                                "fields",   "key",          "oauth_token", "prettyPrint",
                                                "quotaUser", "upload_protocol", "userProject", "projection"};
 
-enum class Resource { kBuckets, kBucket, kObjects, kObject };
+// Object names may hold raw '/' and ':' and empty segments ("a//b").
+constexpr PathSyntax kStoragePathSyntax{.custom_verbs = false, .ignore_empty_segments = false};
 
+// One request to a storage route.
 struct StorageCall {
-  bool upload = false;
   std::string method;
-  Resource resource = Resource::kBuckets;
-  std::string bucket;
-  std::string object;  // kObject only (decoded)
+  RequestPath path;
+  PathVars vars;  // bucket, object (decoded)
   QueryParams query;
   bool pretty = true;
 
   std::string Param(const std::string& name) const { return QueryParam(query, name); }
   bool Has(const std::string& name) const { return query.count(name) > 0; }
+  const std::string& Var(absl::string_view name) const { return vars.find(name)->second; }
 };
 
 absl::Status NoRoute(const HttpRequest& req) {
@@ -114,39 +58,9 @@ absl::StatusOr<StorageCall> ParseStorageCall(const HttpRequest& req) {
   if (!target.ok()) return target.status();
   call.query = std::move(target->query);
   call.pretty = call.Param("prettyPrint") != "false";
-  absl::string_view path = target->raw_path;
-  if (absl::StartsWith(path, kUploadPrefix)) {
-    call.upload = true;
-    path.remove_prefix(kUploadPrefix.size());
-  }
-  if (!absl::StartsWith(path, kStoragePrefix)) return NoRoute(req);
-  path.remove_prefix(kStoragePrefix.size());
-  if (path.empty() || path == "/") {
-    call.resource = Resource::kBuckets;
-    return call;
-  }
-  if (path.front() != '/') return NoRoute(req);
-  path.remove_prefix(1);
-  absl::string_view bucket = path.substr(0, path.find('/'));
-  path.remove_prefix(bucket.size());
-  auto decoded = PercentDecode(bucket, false);
-  if (!decoded) return absl::InvalidArgumentError("The request path is not correctly percent-encoded.");
-  call.bucket = *decoded;
-  if (path.empty() || path == "/") {
-    call.resource = Resource::kBucket;
-    return call;
-  }
-  if (path == "/o" || path == "/o/") {
-    call.resource = Resource::kObjects;
-    return call;
-  }
-  if (!absl::StartsWith(path, "/o/")) return NoRoute(req);
-  path.remove_prefix(3);
-  // Everything after ".../o/" is the object name: "%2F" and raw '/' alike.
-  decoded = PercentDecode(path, false);
-  if (!decoded) return absl::InvalidArgumentError("The request path is not correctly percent-encoded.");
-  call.resource = Resource::kObject;
-  call.object = *decoded;
+  auto path = SplitRequestPath(target->raw_path, kStoragePathSyntax);
+  if (!path.ok()) return path.status();
+  call.path = *std::move(path);
   return call;
 }
 
@@ -190,12 +104,11 @@ absl::Status CheckObjectName(const std::string& name, const std::string& field) 
   return absl::OkStatus();
 }
 
-// The upload's route, parameters and names: everything knowable before the
-// body arrives.
-absl::Status CheckUploadCall(const HttpRequest& req, const StorageCall& call) {
-  if (call.resource != Resource::kObjects || call.method != "POST") return NoRoute(req);
+// The upload's parameters and names: everything knowable before the body
+// arrives.
+absl::Status CheckUploadCall(const StorageCall& call) {
   if (auto s = CheckQuery(call, {"uploadType", "name"}); !s.ok()) return s;
-  if (auto s = CheckBucketName(call.bucket); !s.ok()) return s;
+  if (auto s = CheckBucketName(call.Var("bucket")); !s.ok()) return s;
   std::vector<common::FieldViolation> violations;
   const std::string type = call.Param("uploadType");
   if (type != "media") {
@@ -231,19 +144,202 @@ json BucketJson(const buckets::BucketInfo& b) {
           {"updated", common::FormatRfc3339(b.updated)}};
 }
 
-}  // namespace
-
-namespace {
 // Runs `task` on a worker; 503 when the router is stopping.
 void Submit(StorageRouter::Workers& workers, const Responder& respond, bool pretty, std::function<void()> task) {
   if (!workers.Post(std::move(task))) {
     respond(RenderError(absl::UnavailableError("The server is shutting down."), pretty));
   }
 }
+
+// What the routes' handlers use.
+struct Context {
+  buckets::BucketStore& store;
+  StorageRouter::Workers& workers;
+};
+
+using CallPtr = std::shared_ptr<const StorageCall>;
+
+// ---- the routes' handlers: checks on the io thread, store calls on a worker ----
+
+void InsertObject(const Context& c, CallPtr call, HttpRequest request, Responder respond) {
+  const bool pretty = call->pretty;
+  if (auto s = CheckUploadCall(*call); !s.ok()) return respond(RenderError(s, pretty));
+  auto req = std::make_shared<HttpRequest>(std::move(request));
+  Submit(c.workers, respond, pretty, [&store = c.store, call, req, respond, pretty] {
+    const std::string& bucket = call->Var("bucket");
+    if (auto b = store.EnsureBucket(bucket); !b.ok()) return respond(RenderError(b.status(), pretty));
+    const std::string name = call->Param("name");
+    auto put = req->body_file.empty()
+                   ? store.Put(bucket, name, req->body)
+                   : store.PutFile(bucket, name, req->body_file,
+                                   req->body_sha256.empty() ? std::nullopt
+                                                            : std::optional<std::string>(req->body_sha256));
+    if (!put.ok()) return respond(RenderError(put.status(), pretty));
+    respond(RenderJson(ObjectJson(*put), pretty));
+  });
+}
+
+void ListBuckets(const Context& c, CallPtr call, HttpRequest, Responder respond) {
+  const bool pretty = call->pretty;
+  auto fail = [&](const absl::Status& s) { respond(RenderError(s, pretty)); };
+  if (auto s = CheckQuery(*call, {"project", "prefix", "pageToken", "maxResults"}); !s.ok()) return fail(s);
+  int max_results = 1000;
+  if (const std::string max = call->Param("maxResults"); !max.empty()) {
+    if (!absl::SimpleAtoi(max, &max_results) || max_results < 1) {
+      return fail(BadParam("maxResults", absl::StrCat("must be a positive integer, got \"", max, "\"")));
+    }
+  }
+  std::string after;
+  if (!absl::WebSafeBase64Unescape(call->Param("pageToken"), &after)) {
+    return fail(BadParam("pageToken", "is not a page token this server returned"));
+  }
+  max_results = std::min(max_results, 1000);
+  Submit(c.workers, respond, pretty, [&store = c.store, call, after, max_results, respond, pretty] {
+    auto list = store.ListBuckets();
+    if (!list.ok()) return respond(RenderError(list.status(), pretty));
+    json items = json::array();
+    const std::string prefix = call->Param("prefix");
+    std::string next;
+    for (const auto& b : *list) {
+      if (!absl::StartsWith(b.name, prefix) || (!after.empty() && b.name <= after)) continue;
+      if (static_cast<int>(items.size()) == max_results) {
+        next = absl::WebSafeBase64Escape(items.back()["name"].get<std::string>());
+        break;
+      }
+      items.push_back(BucketJson(b));
+    }
+    json out = {{"kind", "storage#buckets"}, {"items", items}};
+    if (!next.empty()) out["nextPageToken"] = next;
+    respond(RenderJson(out, pretty));
+  });
+}
+
+void InsertBucket(const Context& c, CallPtr call, HttpRequest request, Responder respond) {
+  const bool pretty = call->pretty;
+  auto fail = [&](const absl::Status& s) { respond(RenderError(s, pretty)); };
+  if (auto s = CheckQuery(*call, {"project", "predefinedAcl", "predefinedDefaultObjectAcl"}); !s.ok()) {
+    return fail(s);
+  }
+  auto body = ParseJsonBody(request.body, false);
+  if (!body.ok()) return fail(body.status());
+  if (!body->is_object() || !body->contains("name") || !(*body)["name"].is_string()) {
+    return fail(common::InvalidArgumentWithViolations("Invalid bucket resource.",
+                                                      {{"name", "is required: the bucket's name, a string"}}));
+  }
+  const std::string name = (*body)["name"].get<std::string>();
+  if (auto s = CheckBucketName(name, "name"); !s.ok()) return fail(s);
+  Submit(c.workers, respond, pretty, [&store = c.store, name, respond, pretty] {
+    auto b = store.CreateBucket(name);
+    if (!b.ok()) return respond(RenderError(b.status(), pretty));
+    respond(RenderJson(BucketJson(*b), pretty));
+  });
+}
+
+void GetBucket(const Context& c, CallPtr call, HttpRequest, Responder respond) {
+  const bool pretty = call->pretty;
+  if (auto s = CheckQuery(*call, {}); !s.ok()) return respond(RenderError(s, pretty));
+  if (auto s = CheckBucketName(call->Var("bucket")); !s.ok()) return respond(RenderError(s, pretty));
+  Submit(c.workers, respond, pretty, [&store = c.store, call, respond, pretty] {
+    auto b = store.GetBucket(call->Var("bucket"));
+    if (!b.ok()) return respond(RenderError(b.status(), pretty));
+    respond(RenderJson(BucketJson(*b), pretty));
+  });
+}
+
+void ListObjects(const Context& c, CallPtr call, HttpRequest, Responder respond) {
+  const bool pretty = call->pretty;
+  auto fail = [&](const absl::Status& s) { respond(RenderError(s, pretty)); };
+  if (auto s = CheckQuery(*call, {"prefix", "delimiter", "pageToken", "maxResults"}); !s.ok()) return fail(s);
+  if (auto s = CheckBucketName(call->Var("bucket")); !s.ok()) return fail(s);
+  buckets::ListObjectsRequest list;
+  list.prefix = call->Param("prefix");
+  list.delimiter = call->Param("delimiter");
+  list.page_token = call->Param("pageToken");
+  if (const std::string max = call->Param("maxResults"); !max.empty()) {
+    if (!absl::SimpleAtoi(max, &list.max_results) || list.max_results < 1) {
+      return fail(BadParam("maxResults", absl::StrCat("must be a positive integer, got \"", max, "\"")));
+    }
+  }
+  Submit(c.workers, respond, pretty, [&store = c.store, call, list, respond, pretty] {
+    auto result = store.List(call->Var("bucket"), list);
+    if (!result.ok()) {
+      if (result.status().code() == absl::StatusCode::kInvalidArgument) {
+        return respond(RenderError(BadParam("pageToken", std::string(result.status().message())), pretty));
+      }
+      return respond(RenderError(result.status(), pretty));
+    }
+    json items = json::array();
+    for (const auto& o : result->items) items.push_back(ObjectJson(o));
+    json out = {{"kind", "storage#objects"}, {"items", items}, {"prefixes", result->prefixes}};
+    if (!result->next_page_token.empty()) out["nextPageToken"] = result->next_page_token;
+    respond(RenderJson(out, pretty));
+  });
+}
+
+// The object's metadata, or with alt=media its bytes.
+void GetObject(const Context& c, CallPtr call, HttpRequest, Responder respond) {
+  const bool pretty = call->pretty;
+  auto fail = [&](const absl::Status& s) { respond(RenderError(s, pretty)); };
+  if (auto s = CheckQuery(*call, {}, /*media_allowed=*/true); !s.ok()) return fail(s);
+  if (auto s = CheckBucketName(call->Var("bucket")); !s.ok()) return fail(s);
+  if (auto s = CheckObjectName(call->Var("object"), "object"); !s.ok()) return fail(s);
+  if (call->Param("alt") == "media") {
+    return Submit(c.workers, respond, pretty, [&store = c.store, call, respond, pretty] {
+      auto object = store.OpenObject(call->Var("bucket"), call->Var("object"));
+      if (!object.ok()) return respond(RenderError(object.status(), pretty));
+      HttpResponse r;
+      r.content_type = "application/octet-stream";
+      r.body_fd = OwnBodyFd(object->fd.release());
+      respond(std::move(r));
+    });
+  }
+  Submit(c.workers, respond, pretty, [&store = c.store, call, respond, pretty] {
+    auto info = store.Stat(call->Var("bucket"), call->Var("object"), /*compute_sha256=*/true);
+    if (!info.ok()) return respond(RenderError(info.status(), pretty));
+    respond(RenderJson(ObjectJson(*info), pretty));
+  });
+}
+
+void DeleteObject(const Context& c, CallPtr call, HttpRequest, Responder respond) {
+  const bool pretty = call->pretty;
+  auto fail = [&](const absl::Status& s) { respond(RenderError(s, pretty)); };
+  if (auto s = CheckQuery(*call, {}); !s.ok()) return fail(s);
+  if (auto s = CheckBucketName(call->Var("bucket")); !s.ok()) return fail(s);
+  if (auto s = CheckObjectName(call->Var("object"), "object"); !s.ok()) return fail(s);
+  Submit(c.workers, respond, pretty, [&store = c.store, call, respond, pretty] {
+    if (auto s = store.Delete(call->Var("bucket"), call->Var("object")); !s.ok()) {
+      return respond(RenderError(s, pretty));
+    }
+    HttpResponse r;
+    r.status = 204;
+    respond(std::move(r));
+  });
+}
+
+using Handler = void (*)(const Context&, CallPtr, HttpRequest, Responder);
+
+constexpr absl::string_view kInsertObject = "storage.objects.insert";
+
+// Every Cloud Storage route mlengine serves (names: the JSON API's method ids).
+const RouteTable<Handler>& Routes() {
+  static const auto* routes = new RouteTable<Handler>(
+      kStoragePathSyntax,
+      {
+          {"POST", "upload/storage/v1/b/{bucket}/o", std::string(kInsertObject), &InsertObject},
+          {"GET", "storage/v1/b", "storage.buckets.list", &ListBuckets},
+          {"POST", "storage/v1/b", "storage.buckets.insert", &InsertBucket},
+          {"GET", "storage/v1/b/{bucket}", "storage.buckets.get", &GetBucket},
+          {"GET", "storage/v1/b/{bucket}/o", "storage.objects.list", &ListObjects},
+          {"GET", "storage/v1/b/{bucket}/o/{object=**}", "storage.objects.get", &GetObject},
+          {"DELETE", "storage/v1/b/{bucket}/o/{object=**}", "storage.objects.delete", &DeleteObject},
+      });
+  return *routes;
+}
+
 }  // namespace
 
 StorageRouter::StorageRouter(buckets::BucketStore& store, const Authenticator& auth, int workers)
-    : store_(store), auth_(auth), workers_(std::make_unique<Workers>(workers)) {}
+    : store_(store), auth_(auth), workers_(std::make_unique<Workers>(workers, Workers::OnStop::kDrain)) {}
 
 StorageRouter::~StorageRouter() = default;
 
@@ -256,10 +352,17 @@ bool StorageRouter::Serves(absl::string_view target) {
 std::optional<HttpResponse> StorageRouter::CheckUpload(const HttpRequest& head) const {
   auto call = ParseStorageCall(head);
   if (!call.ok()) return RenderError(call.status(), true);
-  const std::string token = call->Param("access_token");
-  if (auto s = auth_.Check(head.authorization, token); !s.ok()) return RenderError(s, call->pretty);
-  if (!call->upload) return RenderError(NoRoute(head), call->pretty);
-  if (auto s = CheckUploadCall(head, *call); !s.ok()) return RenderError(s, call->pretty);
+  auto found = Routes().Find(call->method, call->path);
+  const bool upload = found.route != nullptr && found.route->name == kInsertObject;
+  auto refuse = [&](const absl::Status& s) {
+    HttpResponse refusal = RenderError(s, call->pretty);
+    if (upload) refusal.route = found.route->name;
+    return refusal;
+  };
+  if (auto s = auth_.Check(head.authorization, call->Param("access_token")); !s.ok()) return refuse(s);
+  if (!upload) return refuse(NoRoute(head));
+  call->vars = std::move(found.vars);
+  if (auto s = CheckUploadCall(*call); !s.ok()) return refuse(s);
   return std::nullopt;
 }
 
@@ -268,156 +371,14 @@ void StorageRouter::Handle(HttpRequest request, Responder respond) const {
   if (!parsed.ok()) return respond(RenderError(parsed.status(), true));
   auto call = std::make_shared<StorageCall>(*std::move(parsed));
   const bool pretty = call->pretty;
-  auto fail = [respond, pretty](const absl::Status& s) { respond(RenderError(s, pretty)); };
-  if (auto s = auth_.Check(request.authorization, call->Param("access_token")); !s.ok()) return fail(s);
-
-  buckets::BucketStore& store = store_;
-  const std::string& m = call->method;
-
-  if (call->upload) {
-    if (auto s = CheckUploadCall(request, *call); !s.ok()) return fail(s);
-    auto req = std::make_shared<HttpRequest>(std::move(request));
-    return Submit(*workers_, respond, pretty, [&store, call, req, respond, pretty] {
-      if (auto b = store.EnsureBucket(call->bucket); !b.ok()) return respond(RenderError(b.status(), pretty));
-      const std::string name = call->Param("name");
-      auto put = req->body_file.empty()
-                     ? store.Put(call->bucket, name, req->body)
-                     : store.PutFile(call->bucket, name, req->body_file,
-                                     req->body_sha256.empty() ? std::nullopt
-                                                              : std::optional<std::string>(req->body_sha256));
-      if (!put.ok()) return respond(RenderError(put.status(), pretty));
-      respond(RenderJson(ObjectJson(*put), pretty));
-    });
+  auto found = Routes().Find(call->method, call->path);
+  if (found.route != nullptr) respond = NameResponses(std::move(respond), found.route->name);
+  if (auto s = auth_.Check(request.authorization, call->Param("access_token")); !s.ok()) {
+    return respond(RenderError(s, pretty));
   }
-
-  switch (call->resource) {
-    case Resource::kBuckets: {
-      if (m == "GET") {
-        if (auto s = CheckQuery(*call, {"project", "prefix", "pageToken", "maxResults"}); !s.ok()) return fail(s);
-        int max_results = 1000;
-        if (const std::string max = call->Param("maxResults"); !max.empty()) {
-          if (!absl::SimpleAtoi(max, &max_results) || max_results < 1) {
-            return fail(BadParam("maxResults", absl::StrCat("must be a positive integer, got \"", max, "\"")));
-          }
-        }
-        std::string after;
-        if (!absl::WebSafeBase64Unescape(call->Param("pageToken"), &after)) {
-          return fail(BadParam("pageToken", "is not a page token this server returned"));
-        }
-        max_results = std::min(max_results, 1000);
-        return Submit(*workers_, respond, pretty, [&store, call, after, max_results, respond, pretty] {
-          auto list = store.ListBuckets();
-          if (!list.ok()) return respond(RenderError(list.status(), pretty));
-          json items = json::array();
-          const std::string prefix = call->Param("prefix");
-          std::string next;
-          for (const auto& b : *list) {
-            if (!absl::StartsWith(b.name, prefix) || (!after.empty() && b.name <= after)) continue;
-            if (static_cast<int>(items.size()) == max_results) {
-              next = absl::WebSafeBase64Escape(items.back()["name"].get<std::string>());
-              break;
-            }
-            items.push_back(BucketJson(b));
-          }
-          json out = {{"kind", "storage#buckets"}, {"items", items}};
-          if (!next.empty()) out["nextPageToken"] = next;
-          respond(RenderJson(out, pretty));
-        });
-      }
-      if (m == "POST") {
-        if (auto s = CheckQuery(*call, {"project", "predefinedAcl", "predefinedDefaultObjectAcl"}); !s.ok()) {
-          return fail(s);
-        }
-        auto body = ParseJsonBody(request.body, false);
-        if (!body.ok()) return fail(body.status());
-        if (!body->is_object() || !body->contains("name") || !(*body)["name"].is_string()) {
-          return fail(common::InvalidArgumentWithViolations("Invalid bucket resource.",
-                                                            {{"name", "is required: the bucket's name, a string"}}));
-        }
-        const std::string name = (*body)["name"].get<std::string>();
-        if (auto s = CheckBucketName(name, "name"); !s.ok()) return fail(s);
-        return Submit(*workers_, respond, pretty, [&store, name, respond, pretty] {
-          auto b = store.CreateBucket(name);
-          if (!b.ok()) return respond(RenderError(b.status(), pretty));
-          respond(RenderJson(BucketJson(*b), pretty));
-        });
-      }
-      return fail(NoRoute(request));
-    }
-    case Resource::kBucket: {
-      if (m != "GET") return fail(NoRoute(request));
-      if (auto s = CheckQuery(*call, {}); !s.ok()) return fail(s);
-      if (auto s = CheckBucketName(call->bucket); !s.ok()) return fail(s);
-      return Submit(*workers_, respond, pretty, [&store, call, respond, pretty] {
-        auto b = store.GetBucket(call->bucket);
-        if (!b.ok()) return respond(RenderError(b.status(), pretty));
-        respond(RenderJson(BucketJson(*b), pretty));
-      });
-    }
-    case Resource::kObjects: {
-      if (m != "GET") return fail(NoRoute(request));
-      if (auto s = CheckQuery(*call, {"prefix", "delimiter", "pageToken", "maxResults"}); !s.ok()) return fail(s);
-      if (auto s = CheckBucketName(call->bucket); !s.ok()) return fail(s);
-      buckets::ListObjectsRequest list;
-      list.prefix = call->Param("prefix");
-      list.delimiter = call->Param("delimiter");
-      list.page_token = call->Param("pageToken");
-      if (const std::string max = call->Param("maxResults"); !max.empty()) {
-        if (!absl::SimpleAtoi(max, &list.max_results) || list.max_results < 1) {
-          return fail(BadParam("maxResults", absl::StrCat("must be a positive integer, got \"", max, "\"")));
-        }
-      }
-      return Submit(*workers_, respond, pretty, [&store, call, list, respond, pretty] {
-        auto result = store.List(call->bucket, list);
-        if (!result.ok()) {
-          if (result.status().code() == absl::StatusCode::kInvalidArgument) {
-            return respond(RenderError(BadParam("pageToken", std::string(result.status().message())), pretty));
-          }
-          return respond(RenderError(result.status(), pretty));
-        }
-        json items = json::array();
-        for (const auto& o : result->items) items.push_back(ObjectJson(o));
-        json out = {{"kind", "storage#objects"}, {"items", items}, {"prefixes", result->prefixes}};
-        if (!result->next_page_token.empty()) out["nextPageToken"] = result->next_page_token;
-        respond(RenderJson(out, pretty));
-      });
-    }
-    case Resource::kObject: {
-      if (m == "GET") {
-        if (auto s = CheckQuery(*call, {}, /*media_allowed=*/true); !s.ok()) return fail(s);
-      } else if (m == "DELETE") {
-        if (auto s = CheckQuery(*call, {}); !s.ok()) return fail(s);
-      } else {
-        return fail(NoRoute(request));
-      }
-      if (auto s = CheckBucketName(call->bucket); !s.ok()) return fail(s);
-      if (auto s = CheckObjectName(call->object, "object"); !s.ok()) return fail(s);
-      if (m == "DELETE") {
-        return Submit(*workers_, respond, pretty, [&store, call, respond, pretty] {
-          if (auto s = store.Delete(call->bucket, call->object); !s.ok()) return respond(RenderError(s, pretty));
-          HttpResponse r;
-          r.status = 204;
-          respond(std::move(r));
-        });
-      }
-      if (call->Param("alt") == "media") {
-        return Submit(*workers_, respond, pretty, [&store, call, respond, pretty] {
-          auto object = store.OpenObject(call->bucket, call->object);
-          if (!object.ok()) return respond(RenderError(object.status(), pretty));
-          HttpResponse r;
-          r.content_type = "application/octet-stream";
-          r.body_fd = OwnBodyFd(object->fd.release());
-          respond(std::move(r));
-        });
-      }
-      return Submit(*workers_, respond, pretty, [&store, call, respond, pretty] {
-        auto info = store.Stat(call->bucket, call->object, /*compute_sha256=*/true);
-        if (!info.ok()) return respond(RenderError(info.status(), pretty));
-        respond(RenderJson(ObjectJson(*info), pretty));
-      });
-    }
-  }
-  return fail(NoRoute(request));
+  if (found.route == nullptr) return respond(RenderError(NoRoute(request), pretty));
+  call->vars = std::move(found.vars);
+  found.route->handler(Context{store_, *workers_}, std::move(call), std::move(request), std::move(respond));
 }
 
 }  // namespace mle::api

@@ -7,7 +7,8 @@
 //   DELETE /storage/v1/b/{bucket}/o/{object}
 //   POST   /storage/v1/b?project=P  {"name": ...}
 //   GET    /storage/v1/b/{bucket},  GET /storage/v1/b
-// Checks the bearer token (Authenticator), the route, query parameters and
+// The routes are a table (storage_router.cc, Routes()). Checks the bearer
+// token (Authenticator), the route, query parameters and
 // names (400 with fieldViolations), and renders resources and errors in
 // Google's format. Object names arrive percent-encoded ("%2F" for '/'; raw
 // '/' after ".../o/" is accepted too).
@@ -30,6 +31,7 @@
 #include "api/auth.h"
 #include "api/http_server.h"
 #include "buckets/bucket_store.h"
+#include "common/worker_pool.h"
 
 namespace mle::api {
 
@@ -53,7 +55,7 @@ class StorageRouter {
   // alone (credentials, route, parameters, names) before its body is read.
   std::optional<HttpResponse> CheckUpload(const HttpRequest& head) const;
 
-  class Workers;
+  using Workers = common::WorkerPool;  // drains what is queued when stopped
 
  private:
   buckets::BucketStore& store_;

@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,13 +20,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/sha256.h"
 
 namespace mle::buckets {
 namespace {
 
 constexpr size_t kMaxObjectNameBytes = 1024;
 constexpr size_t kMaxSegmentBytes = NAME_MAX;  // 255 on Linux
-constexpr size_t kHashBufferBytes = 1 << 20;
+constexpr size_t kCopyBufferBytes = 1 << 20;
 constexpr int kMaxListResults = 1000;
 constexpr absl::string_view kTmpDir = ".tmp";
 constexpr absl::string_view kMetaDir = ".meta";
@@ -109,35 +109,6 @@ bool IsIpv4(absl::string_view s) {
   return true;
 }
 
-std::string HexOf(const unsigned char* digest, unsigned int n) {
-  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), n));
-}
-
-// Incremental SHA-256.
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
-  ~Sha256() { EVP_MD_CTX_free(ctx_); }
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-  void Update(const void* data, size_t n) { EVP_DigestUpdate(ctx_, data, n); }
-  std::string HexDigest() {
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    EVP_DigestFinal_ex(ctx_, digest, &n);
-    return HexOf(digest, n);
-  }
-
- private:
-  EVP_MD_CTX* ctx_;
-};
-
-bool IsSha256Hex(absl::string_view s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
-           return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f');
-         });
-}
-
 absl::Status WriteAll(int fd, const char* data, size_t n) {
   while (n > 0) {
     ssize_t w = ::write(fd, data, n);
@@ -149,24 +120,6 @@ absl::Status WriteAll(int fd, const char* data, size_t n) {
     n -= static_cast<size_t>(w);
   }
   return absl::OkStatus();
-}
-
-// Hashes the whole file with pread (the offset is left alone).
-absl::StatusOr<std::string> HashFd(int fd) {
-  Sha256 sha;
-  std::vector<char> buf(kHashBufferBytes);
-  off_t offset = 0;
-  while (true) {
-    ssize_t r = ::pread(fd, buf.data(), buf.size(), offset);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return IoError("read", errno);
-    }
-    if (r == 0) break;
-    sha.Update(buf.data(), static_cast<size_t>(r));
-    offset += r;
-  }
-  return sha.HexDigest();
 }
 
 int64_t MtimeNs(const struct stat& st) {
@@ -299,12 +252,6 @@ absl::Status ValidateObjectName(absl::string_view name) {
     if (seg.size() > kMaxSegmentBytes) return bad("each '/'-separated part of an object name is at most 255 bytes");
   }
   return absl::OkStatus();
-}
-
-std::string Sha256Hex(absl::string_view data) {
-  Sha256 sha;
-  sha.Update(data.data(), data.size());
-  return sha.HexDigest();
 }
 
 namespace {
@@ -523,7 +470,7 @@ absl::StatusOr<ObjectInfo> BucketStore::Stat(absl::string_view bucket, absl::str
   if (!info.ok() || !compute_sha256 || !info->sha256.empty()) return info;
   struct stat before;
   if (::fstat(fd.get(), &before) != 0) return IoError("fstat", errno);
-  auto sha = HashFd(fd.get());
+  auto sha = common::Sha256HexOfFd(fd.get());
   if (!sha.ok()) return sha.status();
   struct stat after;
   if (::fstat(fd.get(), &after) != 0) return IoError("fstat", errno);
@@ -572,7 +519,7 @@ struct MetaLocation {
   std::string file;   // 64 hex digits
 };
 MetaLocation MetaFor(absl::string_view name) {
-  std::string h = Sha256Hex(name);
+  std::string h = common::Sha256Hex(name);
   return {h.substr(0, 2), h};
 }
 }  // namespace
@@ -638,7 +585,7 @@ std::optional<std::string> BucketStore::ReadMeta(absl::string_view bucket, absl:
   int64_t size = 0, mtime = 0;
   uint64_t ino = 0;
   if (fields.size() != 5 || fields[0] != kMetaMagic || !absl::SimpleAtoi(fields[1], &size) ||
-      !absl::SimpleAtoi(fields[2], &mtime) || !absl::SimpleAtoi(fields[3], &ino) || !IsSha256Hex(fields[4])) {
+      !absl::SimpleAtoi(fields[2], &mtime) || !absl::SimpleAtoi(fields[3], &ino) || !common::IsSha256Hex(fields[4])) {
     return std::nullopt;
   }
   // Only while it still describes this very file.
@@ -725,7 +672,7 @@ absl::StatusOr<ObjectInfo> BucketStore::Put(absl::string_view bucket, absl::stri
     ::unlinkat(tmp_fd_.get(), tmp_name.c_str(), 0);
     return s;
   }
-  auto info = Install(bucket, name, fd->get(), tmp_fd_.get(), tmp_name, Sha256Hex(content));
+  auto info = Install(bucket, name, fd->get(), tmp_fd_.get(), tmp_name, common::Sha256Hex(content));
   if (!info.ok()) ::unlinkat(tmp_fd_.get(), tmp_name.c_str(), 0);
   return info;
 }
@@ -734,7 +681,7 @@ absl::StatusOr<ObjectInfo> BucketStore::PutFile(absl::string_view bucket, absl::
                                                 const std::string& source, std::optional<std::string> sha256_hex) {
   if (auto s = ValidateObjectName(name); !s.ok()) return s;
   if (auto b = OpenBucketDir(bucket); !b.ok()) return b.status();
-  if (sha256_hex && !IsSha256Hex(*sha256_hex)) {
+  if (sha256_hex && !common::IsSha256Hex(*sha256_hex)) {
     return absl::InternalError("PutFile: the given sha256 is not 64 lowercase hex digits");
   }
   ScopedFd fd(::open(source.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
@@ -748,7 +695,7 @@ absl::StatusOr<ObjectInfo> BucketStore::PutFile(absl::string_view bucket, absl::
     if (sha256_hex) {
       sha = *sha256_hex;
     } else {
-      auto h = HashFd(fd.get());
+      auto h = common::Sha256HexOfFd(fd.get());
       if (!h.ok()) return h.status();
       sha = *h;
     }
@@ -759,8 +706,8 @@ absl::StatusOr<ObjectInfo> BucketStore::PutFile(absl::string_view bucket, absl::
   std::string tmp_name;
   auto copy = MakeTemp("copy", &tmp_name);
   if (!copy.ok()) return copy.status();
-  Sha256 sha;
-  std::vector<char> buf(kHashBufferBytes);
+  common::Sha256 sha;
+  std::vector<char> buf(kCopyBufferBytes);
   absl::Status s;
   while (s.ok()) {
     ssize_t r = ::read(fd.get(), buf.data(), buf.size());

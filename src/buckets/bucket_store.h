@@ -87,9 +87,6 @@ class ScopedFd {
 absl::Status ValidateBucketName(absl::string_view name);
 absl::Status ValidateObjectName(absl::string_view name);
 
-// Lowercase hex SHA-256 of `data`.
-std::string Sha256Hex(absl::string_view data);
-
 // "gs://BUCKET[/PATH]" split into its bucket and path. The path may be empty
 // or end with '/' (a prefix, e.g. a job directory); otherwise it follows the
 // object name rules.

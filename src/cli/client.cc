@@ -7,12 +7,12 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/gcs_path.h"
+#include "common/status.h"
 
 namespace mle::cli {
 namespace {
@@ -21,38 +21,11 @@ using nlohmann::json;
 
 constexpr int64_t kProgressThreshold = 1 << 20;  // draw bars for files larger than 1 MiB
 
-absl::StatusCode CodeFromName(const std::string& name, long http_status) {
-  static const std::map<std::string, absl::StatusCode> kCodes = {
-      {"CANCELLED", absl::StatusCode::kCancelled},
-      {"UNKNOWN", absl::StatusCode::kUnknown},
-      {"INVALID_ARGUMENT", absl::StatusCode::kInvalidArgument},
-      {"DEADLINE_EXCEEDED", absl::StatusCode::kDeadlineExceeded},
-      {"NOT_FOUND", absl::StatusCode::kNotFound},
-      {"ALREADY_EXISTS", absl::StatusCode::kAlreadyExists},
-      {"PERMISSION_DENIED", absl::StatusCode::kPermissionDenied},
-      {"RESOURCE_EXHAUSTED", absl::StatusCode::kResourceExhausted},
-      {"FAILED_PRECONDITION", absl::StatusCode::kFailedPrecondition},
-      {"ABORTED", absl::StatusCode::kAborted},
-      {"OUT_OF_RANGE", absl::StatusCode::kOutOfRange},
-      {"UNIMPLEMENTED", absl::StatusCode::kUnimplemented},
-      {"INTERNAL", absl::StatusCode::kInternal},
-      {"UNAVAILABLE", absl::StatusCode::kUnavailable},
-      {"DATA_LOSS", absl::StatusCode::kDataLoss},
-      {"UNAUTHENTICATED", absl::StatusCode::kUnauthenticated},
-  };
-  if (auto it = kCodes.find(name); it != kCodes.end()) return it->second;
-  switch (http_status) {
-    case 400: return absl::StatusCode::kInvalidArgument;
-    case 401: return absl::StatusCode::kUnauthenticated;
-    case 403: return absl::StatusCode::kPermissionDenied;
-    case 404: return absl::StatusCode::kNotFound;
-    case 409: return absl::StatusCode::kAlreadyExists;
-    case 429: return absl::StatusCode::kResourceExhausted;
-    case 501: return absl::StatusCode::kUnimplemented;
-    case 503: return absl::StatusCode::kUnavailable;
-    case 504: return absl::StatusCode::kDeadlineExceeded;
-    default: return http_status >= 500 ? absl::StatusCode::kInternal : absl::StatusCode::kUnknown;
-  }
+// What an error response stands for: the google.rpc.Code it names, else its HTTP status's.
+absl::StatusCode ErrorCode(const std::string& name, long http_status) {
+  auto code = common::CodeFromName(name);
+  if (code && *code != absl::StatusCode::kOk) return *code;
+  return common::CodeForHttpStatus(static_cast<int>(http_status));
 }
 
 std::string HumanBytes(int64_t n) {
@@ -126,7 +99,7 @@ absl::Status ApiError(long http_status, const std::string& body) {
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("error") || !doc["error"].is_object()) {
     std::string text(absl::StripAsciiWhitespace(body));
     if (text.size() > 2000) text = text.substr(0, 2000) + "...";
-    return absl::Status(CodeFromName("", http_status),
+    return absl::Status(ErrorCode("", http_status),
                         absl::StrCat("HTTP ", http_status, text.empty() ? "" : ": ", text));
   }
   const json& error = doc["error"];
@@ -157,7 +130,7 @@ absl::Status ApiError(long http_status, const std::string& body) {
                     "\n(give the server's token with --token, --token-file, MLENGINE_TOKEN, or a config file's "
                     "token_file; a local server keeps it in DATA_DIR/admin.token)");
   }
-  return absl::Status(CodeFromName(status_name, http_status), text);
+  return absl::Status(ErrorCode(status_name, http_status), text);
 }
 
 struct Client::Exchange {

@@ -12,6 +12,7 @@
 #include "cli/job_flags.h"
 #include "cli/logs.h"
 #include "cli/packaging.h"
+#include "common/sha256.h"
 
 namespace mle::cli {
 namespace {
@@ -156,7 +157,7 @@ int RunSubmit(Context& ctx, SubmitState& s) {
 
   std::vector<std::string> uris;
   if (!to_upload.empty()) {
-    auto digest = Sha256OfFiles(to_upload);
+    auto digest = common::Sha256HexOfFiles(to_upload);
     if (!digest.ok()) return PrintError(cmd, digest.status());
     auto client = ctx.GetClient();
     if (!client.ok()) return PrintError(cmd, client.status());

@@ -17,7 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "cli/subprocess.h"
+#include "common/subprocess.h"
 
 namespace mle::cli {
 namespace {
@@ -53,7 +53,7 @@ std::string JoinPythonPath(const std::string& ours) {
 // One running task and its partial output lines.
 struct Running {
   LocalTask task;
-  std::optional<Child> child;
+  std::optional<common::Subprocess> child;
   std::string out_buf;
   std::string err_buf;
   bool stopped_by_us = false;
@@ -121,18 +121,19 @@ void PumpOutput(std::vector<Running>& tasks, int timeout_ms) {
 bool PipesOpen(const Running& r) { return r.child && (r.child->stdout_fd() >= 0 || r.child->stderr_fd() >= 0); }
 
 int RunSingle(const LocalTask& task, const std::string& cwd) {
-  ProcessOptions options;
+  common::SpawnOptions options;
   options.argv = task.argv;
   options.cwd = cwd;
-  options.env = task.env;
-  // The trainer shares our terminal and process group: Ctrl-C reaches it
-  // directly; we wait for it to finish.
+  options.env = common::CurrentEnvironmentWith(task.env);
+  // The trainer shares our terminal (stdin too) and process group: Ctrl-C
+  // reaches it directly; we wait for it to finish.
+  options.in = common::Stdio::Inherit();
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   struct sigaction old_int {}, old_quit {};
   ::sigaction(SIGINT, &ignore, &old_int);
   ::sigaction(SIGQUIT, &ignore, &old_quit);
-  auto child = Child::Start(options);
+  auto child = common::Spawn(options);
   int code;
   if (!child.ok()) {
     std::fprintf(stderr, "ERROR: %s\n", std::string(child.status().message()).c_str());
@@ -279,14 +280,15 @@ int RunLocalTrain(const LocalTrainOptions& options) {
   int result = 0;
   std::string failed;
   for (auto& t : plan) {
-    ProcessOptions po;
+    common::SpawnOptions po;
     po.argv = t.argv;
     po.cwd = cwd;
-    po.env = t.env;
-    po.out = Stdio::kPipe;
-    po.err = Stdio::kPipe;
-    po.new_process_group = true;
-    auto child = Child::Start(po);
+    po.env = common::CurrentEnvironmentWith(t.env);
+    po.in = common::Stdio::Inherit();
+    po.out = common::Stdio::Pipe();
+    po.err = common::Stdio::Pipe();
+    po.group = common::ProcessGroup::kNewGroup;
+    auto child = common::Spawn(po);
     if (!child.ok()) {
       std::fprintf(stderr, "ERROR: (mlengine.local.train) %s: %s\n", t.name.c_str(),
                    std::string(child.status().message()).c_str());

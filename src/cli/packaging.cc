@@ -2,17 +2,17 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "cli/subprocess.h"
+#include "common/subprocess.h"
 
 namespace mle::cli {
 namespace {
@@ -76,33 +76,6 @@ absl::StatusOr<GcsPath> StagingLocation(const std::optional<std::string>& stagin
   }
   return absl::InvalidArgumentError(
       "local packages need a gs:// place to be staged: give --staging-bucket gs://BUCKET or --job-dir gs://BUCKET/DIR");
-}
-
-absl::StatusOr<std::string> Sha256OfFiles(const std::vector<fs::path>& files) {
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
-    return absl::InternalError("cannot initialise SHA-256");
-  }
-  std::vector<char> buf(1 << 16);
-  for (const auto& file : files) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", file.string()));
-    while (in) {
-      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-      if (in.gcount() > 0) EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
-    }
-    if (in.bad()) return absl::DataLossError(absl::StrCat("error reading ", file.string()));
-  }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_DigestFinal_ex(ctx.get(), digest, &len) != 1) return absl::InternalError("cannot finish SHA-256");
-  static const char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < len; ++i) {
-    hex.push_back(kHex[digest[i] >> 4]);
-    hex.push_back(kHex[digest[i] & 15]);
-  }
-  return hex;
 }
 
 std::vector<StagedFile> UploadLayout(const GcsPath& staging, const std::string& digest,
@@ -195,11 +168,13 @@ absl::StatusOr<SdistResult> BuildSdist(const fs::path& package_dir_in, const fs:
   };
   bool built = false;
   for (const auto& argv : attempts) {
-    ProcessOptions options;
-    options.argv = argv;
+    common::CommandOptions options;
     options.cwd = src.string();
-    options.env["PYTHONDONTWRITEBYTECODE"] = "1";
-    auto run = RunAndCapture(options);
+    options.env = common::CurrentEnvironmentWith({{"PYTHONDONTWRITEBYTECODE", "1"}});
+    options.timeout = absl::InfiniteDuration();
+    options.max_output = std::numeric_limits<size_t>::max();
+    options.group = common::ProcessGroup::kInherit;  // Ctrl-C stops the build too
+    auto run = common::RunCommand(argv, options);
     if (!run.ok()) return run.status();
     absl::StrAppend(&result.log, "$ ", absl::StrJoin(argv, " "), "\n", run->output);
     if (run->exit_code == 0) {

@@ -5,7 +5,7 @@
 //    else a generated one (name = DIR's name, version 0.0.0). The build runs
 //    in a temporary copy, so the user's tree gets no build/ or *.egg-info.
 //  * every file to upload (the sdist outputs, then local --packages) is
-//    hashed together with SHA-256, and file F goes to
+//    hashed together (common::Sha256HexOfFiles), and file F goes to
 //    <staging>/<sha256 hex>/<basename of F>, where <staging> is
 //    gs://STAGING_BUCKET/JOB_ID or, without --staging-bucket,
 //    <--job-dir>/packages.
@@ -28,9 +28,6 @@ namespace mle::cli {
 // --job-dir + "/packages". Error when neither is given.
 absl::StatusOr<GcsPath> StagingLocation(const std::optional<std::string>& staging_bucket,
                                         const std::optional<std::string>& job_dir, const std::string& job_id);
-
-// SHA-256 (hex) over the contents of all files, in order.
-absl::StatusOr<std::string> Sha256OfFiles(const std::vector<std::filesystem::path>& files);
 
 struct StagedFile {
   std::filesystem::path local;

@@ -11,6 +11,41 @@ namespace {
 
 constexpr absl::string_view kBadRequestUrl = "type.googleapis.com/google.rpc.BadRequest";
 
+// google.rpc.Code, in its order. `canonical_for_http`: the code an HTTP
+// status stands for when several codes share it (google/rpc/code.proto).
+struct CodeRow {
+  absl::StatusCode code;
+  absl::string_view name;
+  int http;
+  bool canonical_for_http;
+};
+constexpr CodeRow kCodes[] = {
+    {absl::StatusCode::kOk, "OK", 200, false},  // never what an error stands for
+    {absl::StatusCode::kCancelled, "CANCELLED", 499, true},
+    {absl::StatusCode::kUnknown, "UNKNOWN", 500, false},
+    {absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT", 400, true},
+    {absl::StatusCode::kDeadlineExceeded, "DEADLINE_EXCEEDED", 504, true},
+    {absl::StatusCode::kNotFound, "NOT_FOUND", 404, true},
+    {absl::StatusCode::kAlreadyExists, "ALREADY_EXISTS", 409, true},
+    {absl::StatusCode::kPermissionDenied, "PERMISSION_DENIED", 403, true},
+    {absl::StatusCode::kResourceExhausted, "RESOURCE_EXHAUSTED", 429, true},
+    {absl::StatusCode::kFailedPrecondition, "FAILED_PRECONDITION", 400, false},
+    {absl::StatusCode::kAborted, "ABORTED", 409, false},
+    {absl::StatusCode::kOutOfRange, "OUT_OF_RANGE", 400, false},
+    {absl::StatusCode::kUnimplemented, "UNIMPLEMENTED", 501, true},
+    {absl::StatusCode::kInternal, "INTERNAL", 500, true},
+    {absl::StatusCode::kUnavailable, "UNAVAILABLE", 503, true},
+    {absl::StatusCode::kDataLoss, "DATA_LOSS", 500, false},
+    {absl::StatusCode::kUnauthenticated, "UNAUTHENTICATED", 401, true},
+};
+
+const CodeRow* RowOf(absl::StatusCode code) {
+  for (const CodeRow& row : kCodes) {
+    if (row.code == code) return &row;
+  }
+  return nullptr;
+}
+
 // Payload encoding: records "field\x1f description\x1e" (unit and record
 // separators never appear in our field paths; descriptions are escaped).
 std::string Escape(absl::string_view s) {
@@ -52,46 +87,27 @@ std::vector<FieldViolation> GetFieldViolations(const absl::Status& status) {
 }
 
 absl::string_view CodeName(absl::StatusCode code) {
-  switch (code) {
-    case absl::StatusCode::kOk: return "OK";
-    case absl::StatusCode::kCancelled: return "CANCELLED";
-    case absl::StatusCode::kUnknown: return "UNKNOWN";
-    case absl::StatusCode::kInvalidArgument: return "INVALID_ARGUMENT";
-    case absl::StatusCode::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
-    case absl::StatusCode::kNotFound: return "NOT_FOUND";
-    case absl::StatusCode::kAlreadyExists: return "ALREADY_EXISTS";
-    case absl::StatusCode::kPermissionDenied: return "PERMISSION_DENIED";
-    case absl::StatusCode::kResourceExhausted: return "RESOURCE_EXHAUSTED";
-    case absl::StatusCode::kFailedPrecondition: return "FAILED_PRECONDITION";
-    case absl::StatusCode::kAborted: return "ABORTED";
-    case absl::StatusCode::kOutOfRange: return "OUT_OF_RANGE";
-    case absl::StatusCode::kUnimplemented: return "UNIMPLEMENTED";
-    case absl::StatusCode::kInternal: return "INTERNAL";
-    case absl::StatusCode::kUnavailable: return "UNAVAILABLE";
-    case absl::StatusCode::kDataLoss: return "DATA_LOSS";
-    case absl::StatusCode::kUnauthenticated: return "UNAUTHENTICATED";
-    default: return "UNKNOWN";
+  const CodeRow* row = RowOf(code);
+  return row == nullptr ? "UNKNOWN" : row->name;
+}
+
+std::optional<absl::StatusCode> CodeFromName(absl::string_view name) {
+  for (const CodeRow& row : kCodes) {
+    if (row.name == name) return row.code;
   }
+  return std::nullopt;
 }
 
 int HttpStatusForCode(absl::StatusCode code) {
-  switch (code) {
-    case absl::StatusCode::kOk: return 200;
-    case absl::StatusCode::kCancelled: return 499;
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kFailedPrecondition:
-    case absl::StatusCode::kOutOfRange: return 400;
-    case absl::StatusCode::kUnauthenticated: return 401;
-    case absl::StatusCode::kPermissionDenied: return 403;
-    case absl::StatusCode::kNotFound: return 404;
-    case absl::StatusCode::kAlreadyExists:
-    case absl::StatusCode::kAborted: return 409;
-    case absl::StatusCode::kResourceExhausted: return 429;
-    case absl::StatusCode::kUnimplemented: return 501;
-    case absl::StatusCode::kUnavailable: return 503;
-    case absl::StatusCode::kDeadlineExceeded: return 504;
-    default: return 500;
+  const CodeRow* row = RowOf(code);
+  return row == nullptr ? 500 : row->http;
+}
+
+absl::StatusCode CodeForHttpStatus(int http_status) {
+  for (const CodeRow& row : kCodes) {
+    if (row.http == http_status && row.canonical_for_http) return row.code;
   }
+  return http_status >= 500 ? absl::StatusCode::kInternal : absl::StatusCode::kUnknown;
 }
 
 }  // namespace mle::common

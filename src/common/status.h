@@ -5,6 +5,7 @@
 // Pure functions, thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,9 +27,20 @@ absl::Status InvalidArgumentWithViolations(absl::string_view summary,
 // The violations attached by InvalidArgumentWithViolations (empty if none).
 std::vector<FieldViolation> GetFieldViolations(const absl::Status& status);
 
-// The canonical name of a code, e.g. "INVALID_ARGUMENT".
+// google.rpc.Code names, absl::StatusCode and the HTTP statuses Google APIs
+// use, from one table: the server renders errors with it, the CLI reads them
+// back with it.
+//
+// The canonical name of a code, e.g. "INVALID_ARGUMENT" ("UNKNOWN" for a
+// code outside google.rpc.Code).
 absl::string_view CodeName(absl::StatusCode code);
+// The code named `name` (as CodeName spells it); nullopt for another name.
+std::optional<absl::StatusCode> CodeFromName(absl::string_view name);
 // The HTTP status Google APIs use for a code (400, 401, 404, 409, ...).
 int HttpStatusForCode(absl::StatusCode code);
+// The code an HTTP error status stands for when the body does not name one:
+// the code Google maps that status to (400 INVALID_ARGUMENT, 409
+// ALREADY_EXISTS, ...); otherwise INTERNAL for 5xx, UNKNOWN for the rest.
+absl::StatusCode CodeForHttpStatus(int http_status);
 
 }  // namespace mle::common

@@ -15,6 +15,9 @@
 #include "absl/time/time.h"
 #include "codec/job_codec.h"
 #include "db/store.h"
+#include "obs/log.h"
+#include "obs/metrics.h"
+#include "obs/request_id.h"
 
 namespace mle::db {
 
@@ -90,7 +93,8 @@ class SqliteStore final : public Store {
     {
       Statement st(db_, "SELECT id, number, service_account, tpu_service_account, create_time_us FROM projects");
       if (!st.ok()) return Error("prepare projects query");
-      while (sqlite3_step(st.get()) == SQLITE_ROW) {
+      int rc;
+      while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
         model::Project p;
         p.id = Text(st.get(), 0);
         p.number = sqlite3_column_int64(st.get(), 1);
@@ -99,22 +103,27 @@ class SqliteStore final : public Store {
         p.create_time = absl::FromUnixMicros(sqlite3_column_int64(st.get(), 4));
         snap.projects.push_back(std::move(p));
       }
+      // Anything but the end of the rows (corruption, I/O error, busy) is a
+      // failed load, never a shorter snapshot.
+      if (rc != SQLITE_DONE) return Error("read projects");
     }
     {
       Statement st(db_, "SELECT body FROM jobs ORDER BY sequence");
       if (!st.ok()) return Error("prepare jobs query");
-      while (sqlite3_step(st.get()) == SQLITE_ROW) {
+      int rc;
+      while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
         auto job = codec::ParseStoredJob(Text(st.get(), 0));
         if (!job.ok()) return job.status();
         snap.jobs.push_back(*std::move(job));
       }
+      if (rc != SQLITE_DONE) return Error("read jobs");
     }
     return snap;
   }
 
   void Commit(std::vector<Mutation> mutations, std::function<void(absl::Status)> done) override {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back({std::move(mutations), std::move(done)});
+    queue_.push_back({std::move(mutations), obs::BindRequestId(std::move(done))});
     cv_.notify_one();
   }
 
@@ -184,6 +193,8 @@ class SqliteStore final : public Store {
   // retried in its own transaction so one bad write cannot fail the others.
   void WriteBatch(std::deque<Pending>& batch) {
     std::lock_guard<std::mutex> lock(db_mu_);
+    obs::ScopedTimer timer(obs::Metrics::Default().StoreCommit());
+    obs::Metrics::Default().StoreBatchSize().Observe(static_cast<double>(batch.size()));
     Statement put_job(db_,
                       "INSERT OR REPLACE INTO jobs(project, job_id, sequence, state, body) VALUES (?,?,?,?,?)");
     Statement put_project(db_,
@@ -211,6 +222,8 @@ class SqliteStore final : public Store {
       for (auto& p : batch) p.done(s);
       return;
     }
+    obs::Log("store").warn("a group commit of {} writes failed ({}); committing each alone", batch.size(),
+                           s.ToString());
     for (auto it = batch.begin(); it != batch.end(); ++it) it->done(run(it, std::next(it)));
   }
 

@@ -14,6 +14,8 @@
 #include "absl/strings/str_split.h"
 #include "common/run_layout.h"
 #include "model/catalog.h"
+#include "obs/log.h"
+#include "rundir/replica_files.h"
 
 namespace mle::executor {
 
@@ -87,8 +89,14 @@ std::string ReadFileOrEmpty(const std::string& path) {
 
 // "exit N" / "signal N" as mlengine-replica recorded it; "" when it could not.
 std::string ReadExitText(const std::string& path) {
-  std::string text = ReadFileOrEmpty(path);
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  auto exit = rundir::ReadExit(path);
+  if (!exit.ok()) {
+    obs::Log("executor").warn("{}", std::string(exit.status().message()));
+    return "";
+  }
+  if (!exit->has_value()) return "";
+  std::string text = rundir::FormatExit(**exit);
+  text.pop_back();  // the newline
   return text;
 }
 
@@ -105,8 +113,7 @@ std::vector<std::string> LogTail(const std::string& path, size_t n) {
   if (from > 0 && !lines.empty()) lines.erase(lines.begin());  // partial first line
   std::vector<std::string> out;
   for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i) {
-    std::vector<std::string> parts = absl::StrSplit(lines[i], absl::MaxSplits('\t', 2));
-    out.push_back(parts.size() == 3 ? parts[2] : lines[i]);
+    out.push_back(rundir::ParseLogLine(lines[i]).text);
   }
   return out;
 }

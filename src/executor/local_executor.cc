@@ -25,8 +25,12 @@
 #include "absl/strings/str_split.h"
 #include "common/run_layout.h"
 #include "common/subprocess.h"
+#include "rundir/file_io.h"
+#include "rundir/replica_files.h"
 #include "executor/job_prep.h"
 #include "model/catalog.h"
+#include "obs/log.h"
+#include "obs/metrics.h"
 #include "runtime/replica_env.h"
 
 namespace mle::executor {
@@ -49,20 +53,61 @@ bool PortFree(int port) {
   return ok;
 }
 
-// SIGKILLs the process group of every mlengine-replica whose command line
-// names `run_dir` (its --log/--exit paths live there).
-void KillLeftovers(const std::string& run_dir) {
+// Every process of the run still alive: each mlengine-replica whose command
+// line names `run_dir` (its --log/--exit paths live there) and each process
+// that started with MLENGINE_RUN_DIR=`run_dir` (what a replica started, even
+// one that left its session). Pids, from /proc.
+std::vector<pid_t> RunProcesses(const std::string& run_dir) {
+  std::vector<pid_t> out;
+  const std::string marker = "MLENGINE_RUN_DIR=" + run_dir;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
     int pid = 0;
     if (!absl::SimpleAtoi(e.path().filename().string(), &pid) || pid <= 1 || pid == ::getpid()) continue;
     std::string cmdline = ReadFileOrEmpty(e.path().string() + "/cmdline");
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.find("mlengine-replica") != std::string::npos && cmdline.find(run_dir + "/") != std::string::npos) {
-      ::kill(-pid, SIGKILL);  // the shim leads its replica's process group
-      ::kill(pid, SIGKILL);
+    const bool shim = cmdline.find("mlengine-replica") != std::string::npos &&
+                      cmdline.find(run_dir + "/") != std::string::npos;
+    bool marked = false;
+    if (!shim) {
+      const std::string environ = ReadFileOrEmpty(e.path().string() + "/environ");
+      for (size_t at = environ.find(marker); at != std::string::npos; at = environ.find(marker, at + 1)) {
+        const size_t end = at + marker.size();
+        if ((at == 0 || environ[at - 1] == '\0') && (end == environ.size() || environ[end] == '\0')) marked = true;
+      }
     }
+    if (shim || marked) out.push_back(pid);
   }
+  return out;
+}
+
+// SIGKILLs every process of the run (see RunProcesses), shims first so they
+// cannot start anything more.
+void KillLeftovers(const std::string& run_dir) {
+  for (int round = 0; round < 50; ++round) {
+    const std::vector<pid_t> pids = RunProcesses(run_dir);
+    if (pids.empty()) return;
+    for (pid_t pid : pids) ::kill(pid, SIGKILL);
+    ::usleep(10000);
+  }
+  obs::Log("local").error("processes of {} are still alive after SIGKILL", run_dir);
+}
+
+// The pid of the mlengine-replica running `task` of the run, found by the
+// exit path on its command line; 0 when none runs.
+pid_t FindShim(const std::string& run_dir, const std::string& task, pid_t hint) {
+  const std::string exit_path = common::ReplicaExitPath(run_dir, task);
+  auto is_ours = [&](pid_t pid) {
+    std::string cmdline = ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/cmdline"));
+    return cmdline.find("mlengine-replica") != std::string::npos && cmdline.find(exit_path) != std::string::npos;
+  };
+  if (hint > 0 && is_ours(hint)) return hint;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    int pid = 0;
+    if (absl::SimpleAtoi(e.path().filename().string(), &pid) && pid > 1 && is_ours(pid)) return pid;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -140,12 +185,16 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     return fail(Ending::kStopped, reason);
   }
 
+  // A run directory left by an earlier attempt (a start undone at recovery)
+  // holds nothing alive: make sure, then start clean.
   std::error_code ec;
-  fs::remove_all(run.dir, ec);
-  fs::create_directories(run.dir, ec);
-  if (ec) {
+  if (fs::exists(run.dir, ec)) {
+    KillLeftovers(run.dir);
+    fs::remove_all(run.dir, ec);
+  }
+  if (auto s = ec ? absl::UnavailableError(ec.message()) : rundir::CreateDirectories(run.dir); !s.ok()) {
     lock.unlock();
-    return fail(Ending::kFailed, absl::StrCat("cannot create the job's run directory ", run.dir, ": ", ec.message()));
+    return fail(Ending::kFailed, absl::StrCat("cannot create the job's run directory ", run.dir, ": ", s.message()));
   }
 
   // Ports: one per clustered replica, one for torch's rendezvous.
@@ -172,67 +221,77 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     run.ports.insert(p);
   }
 
+  // The manifest is durable before the first replica starts: a restarted
+  // server then finds every replica that did start (Recover).
+  const std::vector<runtime::ReplicaLaunch> launches = runtime::BuildReplicaLaunches(job, demand, placement, ctx);
+  rundir::RunManifest manifest;
+  manifest.tpu_hosts = placement.tpu_hosts;
+  manifest.tpu_simulated = placement.tpu_simulated;
+  for (const auto& launch : launches) {
+    rundir::ManifestReplica r;
+    r.task = launch.task_name;
+    r.host = launch.host;
+    if (auto p = placement.replicas.find(launch.task_name); p != placement.replicas.end()) r.gpus = p->second.gpu_indices;
+    manifest.replicas.push_back(std::move(r));
+  }
+  absl::Status prepared = absl::OkStatus();
+  for (const auto& launch : launches) {
+    if (prepared.ok()) prepared = rundir::CreateDirectories(common::ReplicaDir(run.dir, launch.task_name) + "/work");
+  }
+  if (prepared.ok()) prepared = rundir::WriteManifest(run.dir, manifest);
+  if (!prepared.ok()) {
+    for (int p : run.ports) ports_in_use_.erase(p);
+    lock.unlock();
+    return fail(Ending::kFailed, absl::StrCat("The job could not be started: ", prepared.message()));
+  }
+
   auto base = common::CurrentEnvironment();
   std::erase_if(base, [](const auto& kv) { return absl::StartsWith(kv.first, "MLENGINE_"); });
-  std::ofstream manifest(run.dir + "/replicas");
-  for (const auto& h : placement.tpu_hosts) manifest << "tpu " << h << " " << (placement.tpu_simulated ? 1 : 0) << "\n";
-
-  for (const auto& launch : runtime::BuildReplicaLaunches(job, demand, placement, ctx)) {
+  const std::string grace = absl::StrCat(std::max<int64_t>(0, absl::ToInt64Seconds(options_.cancel_grace)));
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const runtime::ReplicaLaunch& launch = launches[i];
     const std::string rdir = common::ReplicaDir(run.dir, launch.task_name);
-    fs::create_directories(rdir + "/work", ec);
     auto env_map = base;
     for (const auto& [k, v] : launch.env) env_map[k] = v;
     if (auto old = base.find("PYTHONPATH"); old != base.end() && !old->second.empty()) {
       env_map["PYTHONPATH"] = launch.env.at("PYTHONPATH") + ":" + old->second;
     }
     env_map["CLOUD_ML_HP_METRIC_FILE"] = rdir + "/hypertune/output.metrics";
-    std::vector<std::string> env_strings;
-    for (const auto& [k, v] : env_map) env_strings.push_back(k + "=" + v);
-    std::vector<char*> envp;
-    for (auto& s : env_strings) envp.push_back(s.data());
-    envp.push_back(nullptr);
+    // Every process of the replica carries it, even one that leaves its
+    // session: how a restarted server finds what is left of a run.
+    env_map["MLENGINE_RUN_DIR"] = run.dir;
     std::vector<std::string> argv = {options_.shim, "--log", common::ReplicaLogPath(run.dir, launch.task_name),
                                      "--exit", common::ReplicaExitPath(run.dir, launch.task_name),
-                                     "--cwd", rdir + "/work", "--"};
+                                     "--cwd", rdir + "/work", "--grace", grace, "--"};
     argv.insert(argv.end(), launch.argv.begin(), launch.argv.end());
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
 
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
+    common::SpawnOptions spawn;
+    spawn.argv = std::move(argv);
+    spawn.env = std::move(env_map);
     // Its own session (and process group) from the first instant, so a stop
     // signalled to the group right after the spawn cannot miss it.
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    pid_t pid = 0;
-    int rc = ::posix_spawn(&pid, options_.shim.c_str(), nullptr, &attr, args.data(), envp.data());
-    posix_spawnattr_destroy(&attr);
-    if (rc != 0) {
+    spawn.group = common::ProcessGroup::kNewSession;
+    auto child = common::Spawn(spawn);
+    if (!child.ok()) {
       BeginStop(run, Ending::kFailed,
-                absl::StrCat("The replica ", launch.task_name, " could not be started: ", strerror(rc), " (", options_.shim,
-                              ")."));
+                absl::StrCat("The replica ", launch.task_name, " could not be started: ", child.status().message(), "."));
       break;
     }
+    const pid_t pid = child->Release();  // reaped by the watcher (pidfd, waitpid)
+    obs::Metrics::Default().ReplicaStarts("local").Increment();
     Replica& rep = run.replicas[launch.task_name];
     rep.task = launch.task_name;
     rep.pid = pid;
     rep.own_child = true;
-    std::string gpus;
-    if (auto p = placement.replicas.find(launch.task_name); p != placement.replicas.end()) {
-      gpus = absl::StrJoin(p->second.gpu_indices, ",");
-    }
-    manifest << "replica " << launch.task_name << " " << pid << " " << launch.host << " "
-             << (gpus.empty() ? "-" : gpus) << "\n";
-    manifest.flush();
+    manifest.replicas[i].pid = pid;
     AddToEpoll(rep);
   }
-  if (run.ending == Ending::kNone) manifest << "started\n";  // every replica is running
-  manifest.close();
+  if (run.ending == Ending::kNone) {
+    manifest.stage = rundir::RunManifest::Stage::kStarted;  // every replica is running
+    if (auto s = rundir::WriteManifest(run.dir, manifest); !s.ok()) {
+      BeginStop(run, Ending::kFailed, absl::StrCat("The job could not be started: ", s.message()));
+    }
+  }
   run.preparing = false;
   const bool failed_to_start = run.ending != Ending::kNone;
   if (run.cancel_requested && !failed_to_start) BeginStop(run, Ending::kStopped, run.cancel_reason);
@@ -272,7 +331,12 @@ void LocalExecutor::Cancel(const JobRef& ref, const std::string& reason) {
 
 void LocalExecutor::Signal(const RunningJob& job, int sig) {
   for (const auto& [task, r] : job.replicas) {
-    if (!r.exited && r.pid > 0) ::kill(-r.pid, sig);  // the replica's whole process group
+    if (r.exited || r.pid <= 0) continue;
+    // SIGTERM goes to mlengine-replica, which stops every process of the
+    // replica (those that left its session too) within the grace period.
+    // SIGKILL is the last resort for a shim that did not: its group and it.
+    if (sig == SIGKILL) ::kill(-r.pid, SIGKILL);
+    ::kill(r.pid, sig);
   }
 }
 
@@ -281,7 +345,8 @@ void LocalExecutor::BeginStop(RunningJob& job, Ending ending, std::string messag
   job.ending = ending;
   job.message = std::move(message);
   Signal(job, SIGTERM);
-  job.kill_at = absl::Now() + options_.cancel_grace;
+  // The shim kills its replica's processes after cancel_grace itself.
+  job.kill_at = absl::Now() + options_.cancel_grace + absl::Seconds(10);
   uint64_t one = 1;
   (void)!::write(wake_fd_, &one, sizeof(one));
 }
@@ -297,6 +362,7 @@ void LocalExecutor::OnReplicaExit(RunningJob& job, Replica& replica) {
     if (role_master) BeginStop(job, Ending::kSucceeded, "");
     return;
   }
+  obs::Metrics::Default().ReplicaFailures("local").Increment();
   BeginStop(job, Ending::kFailed, FailureMessage(job, replica));
 }
 
@@ -335,6 +401,7 @@ void LocalExecutor::Watch() {
       for (auto& [key, run] : jobs_) {
         if (run.kill_at == absl::InfiniteFuture()) continue;
         if (now >= run.kill_at) {
+          obs::Log("local").warn("a replica of {} did not stop within its grace period; killing it", key);
           Signal(run, SIGKILL);
           run.kill_at = now + absl::Seconds(1);  // and again, for stragglers
         }
@@ -342,6 +409,7 @@ void LocalExecutor::Watch() {
       }
     }
     int n = ::epoll_wait(epoll_fd_, events, 64, timeout_ms);
+    obs::ScopedTimer round_timer(obs::Metrics::Default().ExecutorPoll("local"));
     std::vector<std::string> touched;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -384,64 +452,53 @@ std::optional<model::Placement> LocalExecutor::Recover(const model::Job& job) {
   const JobRef ref{job.project, job.job_id};
   const std::string key = Key(ref);
   const std::string dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
-  std::ifstream manifest(dir + "/replicas");
-  if (!manifest) {
-    if (fs::exists(dir)) KillLeftovers(dir);
+  auto read = rundir::ReadManifest(dir);
+  if (!read.ok() || !read->has_value()) {
+    // No manifest: nothing was started (it is durable before any replica
+    // is). Defensively end anything that carries the run's name.
+    if (!read.ok()) obs::Log("local").warn("{}; the job is started again", std::string(read.status().message()));
+    std::error_code ec;
+    if (fs::exists(dir, ec)) KillLeftovers(dir);
     return std::nullopt;
   }
+  const rundir::RunManifest& manifest = **read;
   model::Placement placement;
+  placement.tpu_hosts = manifest.tpu_hosts;
+  placement.tpu_simulated = manifest.tpu_simulated;
   RunningJob run;
   run.ref = ref;
   run.dir = dir;
   run.preparing = false;
-  std::string line;
-  bool complete = false;
-  while (std::getline(manifest, line)) {
-    std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
-    if (f.size() == 1 && f[0] == "started") {
-      complete = true;
-    } else if (f.size() == 3 && f[0] == "tpu") {
-      placement.tpu_hosts.push_back(f[1]);
-      placement.tpu_simulated = f[2] == "1";
-    } else if (f.size() == 5 && f[0] == "replica") {
-      Replica r;
-      r.task = f[1];
-      int pid = 0;
-      if (!absl::SimpleAtoi(f[2], &pid)) continue;
-      r.pid = pid;
-      model::ReplicaPlacement rp;
-      rp.host = f[3];
-      if (f[4] != "-") {
-        for (absl::string_view g : absl::StrSplit(f[4], ',')) {
-          int idx = 0;
-          if (absl::SimpleAtoi(g, &idx)) rp.gpu_indices.push_back(idx);
-        }
+  for (const auto& m : manifest.replicas) {
+    Replica r;
+    r.task = m.task;
+    const std::string exit_path = common::ReplicaExitPath(dir, m.task);
+    r.pid = FindShim(dir, m.task, m.pid);
+    if (r.pid == 0) {
+      r.exited = true;
+      auto exit = rundir::ReadExit(exit_path);
+      if (!exit.ok()) obs::Log("local").warn("{}", std::string(exit.status().message()));
+      const bool recorded = exit.ok() && exit->has_value();
+      if (!recorded && manifest.stage == rundir::RunManifest::Stage::kStarting) {
+        // The server stopped while it was starting this job, before this
+        // replica was spawned: undo the start (end whatever did start) so
+        // the job is placed again from scratch, never run twice.
+        KillLeftovers(dir);
+        return std::nullopt;
       }
-      placement.replicas[r.task] = rp;
-      run.replicas[r.task] = r;
+      r.exit_text = ReadExitText(exit_path);
     }
-  }
-  if (!complete) {
-    // The server stopped while it was starting this job's replicas: end
-    // whatever did start (every process whose command line names this run
-    // directory) so the job can be placed again from scratch, never twice.
-    KillLeftovers(dir);
-    return std::nullopt;
+    model::ReplicaPlacement rp;
+    rp.host = m.host;
+    rp.gpu_indices = m.gpus;
+    placement.replicas[m.task] = rp;
+    run.replicas[m.task] = r;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     RunningJob& stored = jobs_[key] = std::move(run);
     for (auto& [task, r] : stored.replicas) {
-      const std::string exit_path = common::ReplicaExitPath(dir, task);
-      // The pid is ours only if it is still a mlengine-replica for this replica.
-      const std::string cmdline = ReadFileOrEmpty(absl::StrCat("/proc/", r.pid, "/cmdline"));
-      const bool alive = cmdline.find(exit_path) != std::string::npos;
-      if (fs::exists(exit_path) || !alive) {
-        r.exited = true;
-        r.exit_text = ReadExitText(exit_path);
-      } else {
-        AddToEpoll(r);
-      }
+      if (!r.exited) AddToEpoll(r);
     }
     // Replicas that ended while the server was away decide the outcome now:
     // a master that finished first wins; otherwise the first failure does.
@@ -452,7 +509,7 @@ std::optional<model::Placement> LocalExecutor::Recover(const model::Job& job) {
       if (r.exited) OnReplicaExit(stored, r);
     }
   }
-  if (job.state == model::JobState::kPreparing) events_->JobStarted(ref);
+  if (job.state == model::JobState::kPreparing || job.state == model::JobState::kQueued) events_->JobStarted(ref);
   MaybeFinish(key);
   return placement;
 }

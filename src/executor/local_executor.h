@@ -20,7 +20,7 @@
 #include <thread>
 
 #include "absl/time/time.h"
-#include "common/serial_worker.h"
+#include "common/worker_pool.h"
 #include "executor/executor.h"
 #include "runtime/package_cache.h"
 #include "runtime/runtimes.h"

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "common/run_layout.h"
 #include "common/status.h"
+#include "rundir/replica_files.h"
 
 namespace mle::logs {
 
@@ -89,17 +90,12 @@ absl::StatusOr<LogPage> LogReader::Read(const std::string& project, const std::s
     // Only complete lines; a partial last line waits for its newline.
     size_t start = 0;
     for (size_t nl; (nl = chunk.find('\n', start)) != std::string::npos; start = nl + 1) {
-      absl::string_view line(chunk.data() + start, nl - start);
-      std::vector<std::string> f = absl::StrSplit(line, absl::MaxSplits('\t', 2));
+      rundir::LogLine line = rundir::ParseLogLine(absl::string_view(chunk.data() + start, nl - start));
       Pending p;
       p.entry.task_name = task;
-      if (f.size() == 3) {
-        p.entry.timestamp = f[0];
-        p.entry.is_stderr = f[1] == "E";
-        p.entry.message = f[2];
-      } else {
-        p.entry.message = std::string(line);
-      }
+      p.entry.timestamp = std::move(line.time);
+      p.entry.is_stderr = line.is_stderr;
+      p.entry.message = std::move(line.text);
       p.end_offset = offset + static_cast<int64_t>(nl + 1);
       pending.push_back(std::move(p));
     }

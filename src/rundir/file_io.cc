@@ -60,6 +60,9 @@ absl::Status CreateDirectories(const std::string& dir) {
       if (!S_ISDIR(st.st_mode)) return absl::FailedPreconditionError(absl::StrCat(p.string(), " is not a directory"));
       break;
     }
+    if (errno == ENOTDIR) {
+      return absl::FailedPreconditionError(absl::StrCat("cannot create ", dir, ": a parent is not a directory"));
+    }
     if (errno != ENOENT) return Errno("inspect", p.string(), errno);
     missing.push_back(p.string());
     if (!p.has_parent_path() || p.parent_path() == p) break;
@@ -84,6 +87,16 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
     return s;
   }
   return SyncDirectory(Parent(path));
+}
+
+absl::Status SyncFilesystemOf(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Errno("open", path, errno);
+  const int rc = ::syncfs(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) return Errno("sync the filesystem of", path, err);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {

@@ -29,6 +29,10 @@ absl::Status SyncDirectory(const std::string& dir);
 // Creates `dir` and its missing parents, each made durable in its parent.
 absl::Status CreateDirectories(const std::string& dir);
 
+// syncfs() of the filesystem holding `path`: for trees written by other
+// programs (pip) that must be on disk before a marker says they are complete.
+absl::Status SyncFilesystemOf(const std::string& path);
+
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
 // True when `path` exists; an error other than "absent" is a Status.

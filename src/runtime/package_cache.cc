@@ -2,7 +2,6 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <openssl/evp.h>
 
 #include <filesystem>
 #include <fstream>
@@ -11,7 +10,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/sha256.h"
 #include "common/subprocess.h"
+#include "rundir/file_io.h"
 
 namespace mle::runtime {
 
@@ -53,33 +54,6 @@ std::string ExplainPipFailure(const std::string& output) {
 }
 
 }  // namespace
-
-absl::StatusOr<std::string> PackageCache::Digest(const std::vector<std::string>& files) {
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-  std::vector<char> buf(1 << 16);
-  for (const auto& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    if (!in) {
-      EVP_MD_CTX_free(ctx);
-      return absl::NotFoundError(absl::StrCat("cannot read ", f));
-    }
-    while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
-      EVP_DigestUpdate(ctx, buf.data(), static_cast<size_t>(in.gcount()));
-    }
-  }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, md, &len);
-  EVP_MD_CTX_free(ctx);
-  static const char* kHex = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < len; ++i) {
-    hex.push_back(kHex[md[i] >> 4]);
-    hex.push_back(kHex[md[i] & 15]);
-  }
-  return hex;
-}
 
 absl::Status PackageCache::CheckArchive(const std::string& path) {
   const std::string name = fs::path(path).filename().string();
@@ -140,7 +114,7 @@ absl::StatusOr<PreparedEnvironment> PackageCache::Prepare(const Runtime& runtime
   PreparedEnvironment env;
   env.python = runtime.python;
   if (packages.empty()) return env;
-  auto digest = Digest(packages);
+  auto digest = common::Sha256HexOfFiles(std::vector<fs::path>(packages.begin(), packages.end()));
   if (!digest.ok()) return digest.status();
   env.digest = *digest;
   const fs::path dir = fs::path(root_) / runtime.name / digest->substr(0, 32);
@@ -159,7 +133,8 @@ absl::StatusOr<PreparedEnvironment> PackageCache::Prepare(const Runtime& runtime
   }
   std::error_code ec;
   fs::remove_all(dir, ec);
-  fs::create_directories(dir.parent_path(), ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("cannot clear ", dir.string(), ": ", ec.message()));
+  if (auto s = rundir::CreateDirectories(dir.parent_path().string()); !s.ok()) return s;
   common::CommandOptions venv_options;
   venv_options.timeout = absl::Minutes(2);
   auto venv = common::RunCommand({runtime.python, "-m", "venv", "--system-site-packages", "--without-pip", dir.string()},
@@ -186,7 +161,13 @@ absl::StatusOr<PreparedEnvironment> PackageCache::Prepare(const Runtime& runtime
     return absl::FailedPreconditionError(
         absl::StrCat("Installing the job's packages failed: ", ExplainPipFailure(install->output)));
   }
-  std::ofstream(dir / ".ready") << *digest << "\n";
+  // The marker says "complete": durable, and only after everything pip wrote.
+  absl::Status synced = rundir::SyncFilesystemOf(dir.string());
+  if (synced.ok()) synced = rundir::WriteFileAtomically((dir / ".ready").string(), *digest + "\n");
+  if (auto s = synced; !s.ok()) {
+    fs::remove_all(dir, ec);
+    return absl::UnavailableError(absl::StrCat("cannot mark the job's Python environment ready: ", s.message()));
+  }
   return env;
 }
 

@@ -22,7 +22,7 @@ namespace mle::runtime {
 
 struct PreparedEnvironment {
   std::string python;  // interpreter to run the trainer with
-  std::string digest;  // sha256 of the packages (empty without packages)
+  std::string digest;  // common::Sha256HexOfFiles of the packages (empty without packages)
   bool cache_hit = false;
 };
 
@@ -36,8 +36,6 @@ class PackageCache {
   // dependency is named).
   absl::StatusOr<PreparedEnvironment> Prepare(const Runtime& runtime, const std::vector<std::string>& packages);
 
-  // sha256 (hex) over the contents of `files`, in order.
-  static absl::StatusOr<std::string> Digest(const std::vector<std::string>& files);
   // OK, or FAILED_PRECONDITION naming the first unsafe entry.
   static absl::Status CheckArchive(const std::string& path);
 

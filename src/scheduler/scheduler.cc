@@ -1,9 +1,11 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <future>
 
 #include "absl/strings/str_cat.h"
 #include "common/time_format.h"
+#include "obs/metrics.h"
 
 namespace mle::scheduler {
 
@@ -108,36 +110,7 @@ void Scheduler::Handle(const Event& e) {
   } else if (const auto* c = std::get_if<CancelEvent>(&e)) {
     Stop(c->key, "Cancelled by a user request.");
   } else if (const auto* a = std::get_if<AdoptEvent>(&e)) {
-    const JobKey key = KeyOf(a->job);
-    std::optional<model::Placement> placement = executor_ ? executor_->Recover(a->job) : std::nullopt;
-    if (!placement) {
-      // Nothing of it was started: place it again (or finish a cancel).
-      if (a->job.state == JobState::kCancelling) {
-        recorder_.Record(key, {JobState::kCancelled, ""});
-      } else {
-        recorder_.Record(key, {JobState::kQueued, ""});
-        Enqueue(a->job);
-        TryPlace();
-      }
-      return;
-    }
-    Active active;
-    active.job = a->job;
-    active.demand = DemandOf(a->job, options_.resources);
-    active.placement = *placement;
-    active.running = a->job.state == JobState::kRunning || a->job.state == JobState::kCancelling;
-    active.waiting = a->job.state == JobState::kQueued;
-    active.enqueue_time = a->job.create_time.value_or(clock_.Now());
-    active.max_wait = SchedulingDuration(a->job, false);
-    active.running_since = a->job.start_time.value_or(clock_.Now());
-    active.max_running = SchedulingDuration(a->job, true).value_or(kDefaultMaxRunningTime);
-    usage_.Add(active.demand, active.placement);
-    active_[key] = std::move(active);
-    {
-      std::lock_guard<std::mutex> lock(queue_mu_);
-      active_keys_.insert(key);
-    }
-    if (a->job.state == JobState::kCancelling) Stop(key, a->job.error_message);
+    OnAdopt(a->job);
   } else if (std::holds_alternative<TickEvent>(e)) {
     OnTick();
   } else if (const auto* st = std::get_if<StartedEvent>(&e)) {
@@ -161,7 +134,73 @@ void Scheduler::Handle(const Event& e) {
     if (it == active_.end() || it->second.stop_requested) return;
     it->second.waiting = false;
     recorder_.Record(p->key, {JobState::kPreparing, "", true});
+  } else if (const auto* l = std::get_if<LaunchEvent>(&e)) {
+    OnLaunch(*l);
+  } else if (const auto* b = std::get_if<BarrierEvent>(&e)) {
+    b->reached();
   }
+}
+
+void Scheduler::Drain() {
+  std::promise<void> reached;
+  Post(BarrierEvent{[&reached] { reached.set_value(); }});
+  reached.get_future().wait();
+}
+
+void Scheduler::OnAdopt(const model::Job& job) {
+  const JobKey key = KeyOf(job);
+  // Whatever the database says, a run the executor finds on disk is the
+  // job's run: adopt it rather than start a second one.
+  std::optional<model::Placement> placement = executor_ ? executor_->Recover(job) : std::nullopt;
+  if (!placement) {
+    // Nothing of it runs: place it again (or finish a cancel).
+    if (job.state == JobState::kCancelling) {
+      recorder_.Record(key, {JobState::kCancelled, ""});
+    } else {
+      if (job.state != JobState::kQueued) recorder_.Record(key, {JobState::kQueued, ""});
+      Enqueue(job);
+      TryPlace();
+    }
+    return;
+  }
+  Active active;
+  active.job = job;
+  active.demand = DemandOf(job, options_.resources);
+  active.placement = *placement;
+  active.launched = true;
+  active.running = job.state == JobState::kRunning || job.state == JobState::kCancelling;
+  // An executor that queues jobs itself may hold it in its queue still.
+  active.waiting = job.state == JobState::kQueued && executor_->PlacesJobs();
+  if (job.state == JobState::kQueued && !executor_->PlacesJobs()) {
+    // Its start was not recorded before the crash, but it did start.
+    recorder_.Record(key, {JobState::kPreparing, ""});
+  }
+  active.enqueue_time = job.create_time.value_or(clock_.Now());
+  active.max_wait = SchedulingDuration(job, false);
+  active.running_since = job.start_time.value_or(clock_.Now());
+  active.max_running = SchedulingDuration(job, true).value_or(kDefaultMaxRunningTime);
+  usage_.Add(active.demand, active.placement);
+  active_[key] = std::move(active);
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    active_keys_.insert(key);
+  }
+  if (job.state == JobState::kCancelling) Stop(key, job.error_message);
+}
+
+void Scheduler::OnLaunch(const LaunchEvent& e) {
+  auto it = active_.find(e.key);
+  if (it == active_.end() || it->second.launched) return;
+  Active& a = it->second;
+  if (!e.recorded.ok()) {
+    // Nothing was started; without a durable PREPARING nothing may be.
+    return OnEnded({e.key, executor::Outcome::kFailed,
+                    absl::StrCat("mlengined could not record the start of the job, so it was not started: ",
+                                 e.recorded.message())});
+  }
+  if (a.stop_requested) return OnEnded({e.key, executor::Outcome::kStopped, a.stop_reason});
+  a.launched = true;
+  executor_->Launch(a.job, a.demand, a.placement);
 }
 
 void Scheduler::Enqueue(const model::Job& job) {
@@ -190,12 +229,14 @@ void Scheduler::RemoveQueued(const JobKey& key) {
 
 void Scheduler::TryPlace() {
   if (executor_ == nullptr) return;
+  obs::ScopedTimer pass_timer(obs::Metrics::Default().SchedulingPass());
   if (executor_->PlacesJobs()) return HandOver();
   std::vector<JobKey> to_start;
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     for (const auto& [neg_priority, sequence, key] : order_) {
       const Queued& q = queued_.at(key);
+      obs::ScopedTimer placement_timer(obs::Metrics::Default().Placement());
       auto placement = Place(q.demand, options_.inventory, usage_);
       if (!placement) continue;  // not yet; a smaller job behind may fit
       usage_.Add(q.demand, *placement);
@@ -211,9 +252,9 @@ void Scheduler::TryPlace() {
   }
   for (const auto& key : to_start) {
     RemoveQueued(key);
-    recorder_.Record(key, {JobState::kPreparing, ""});
-    const Active& a = active_.at(key);
-    executor_->Launch(a.job, a.demand, a.placement);
+    // Launched once PREPARING is durable (OnLaunch), never before.
+    recorder_.Record(key, {JobState::kPreparing, ""},
+                     [this, key](absl::Status s) { Post(LaunchEvent{key, std::move(s)}); });
   }
 }
 
@@ -237,7 +278,8 @@ void Scheduler::HandOver() {
   }
   for (const auto& key : to_start) {
     RemoveQueued(key);
-    const Active& a = active_.at(key);
+    Active& a = active_.at(key);
+    a.launched = true;  // QUEUED in the executor's own queue; it records its submission itself
     executor_->Launch(a.job, a.demand, a.placement);
   }
 }
@@ -264,7 +306,8 @@ void Scheduler::Stop(const JobKey& key, const std::string& reason) {
   it->second.stop_requested = true;
   it->second.stop_reason = reason;
   recorder_.Record(key, {JobState::kCancelling, reason});
-  executor_->Cancel({key.project, key.job_id}, reason);
+  // Not yet launched: OnLaunch ends it without starting anything.
+  if (it->second.launched) executor_->Cancel({key.project, key.job_id}, reason);
 }
 
 void Scheduler::OnEnded(const EndedEvent& e) {
@@ -299,16 +342,16 @@ void Scheduler::OnEnded(const EndedEvent& e) {
 
 void Scheduler::OnTick() {
   const absl::Time now = clock_.Now();
-  std::vector<JobKey> expired;
+  std::vector<std::pair<JobKey, absl::Duration>> expired;
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     for (const auto& [key, q] : queued_) {
-      if (q.max_wait && now - q.enqueue_time >= *q.max_wait) expired.push_back(key);
+      if (q.max_wait && now - q.enqueue_time >= *q.max_wait) expired.emplace_back(key, *q.max_wait);
     }
   }
-  for (const auto& key : expired) {
+  for (const auto& [key, max_wait] : expired) {
     Stop(key, absl::StrCat("The job was not started within its scheduling.maxWaitTime (",
-                           common::FormatDuration(*queued_.at(key).max_wait), ") and was cancelled."));
+                           common::FormatDuration(max_wait), ") and was cancelled."));
   }
   std::vector<std::pair<JobKey, std::string>> overdue;
   for (const auto& [key, a] : active_) {

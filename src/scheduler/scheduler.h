@@ -16,10 +16,17 @@
 // now waits; a smaller job behind it may start (backfill). maxWaitTime and
 // maxRunningTime are enforced on Tick.
 //
+// A placed job goes to the executor only once its PREPARING is durable: a
+// crash can never leave a job that ran but is recorded as QUEUED (and would
+// run again). After a restart, every unfinished job is offered to the
+// executor first (Adopt): a run found on disk is adopted whatever the
+// database says; only a job with no run is queued again.
+//
 // Thread-safe: every public method may be called from any thread.
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -62,9 +69,13 @@ struct JobUpdate {
 
 class StateRecorder {
  public:
+  using Done = std::function<void(absl::Status)>;
   virtual ~StateRecorder() = default;
-  // Applies the update if the state machine allows it; ignores it otherwise.
-  virtual void Record(const JobKey& key, const JobUpdate& update) = 0;
+  // Applies the update if the state machine allows it (otherwise
+  // FAILED_PRECONDITION, and the refusal is logged: it is a bug), and makes
+  // it durable. `done` (optional) is called once the update is on disk, or
+  // with the error; from any thread.
+  virtual void Record(const JobKey& key, const JobUpdate& update, Done done = nullptr) = 0;
 };
 
 struct SchedulerOptions {
@@ -94,8 +105,13 @@ class Scheduler final : public executor::ExecutorEvents {
   // Events.
   void Submit(const model::Job& job);  // a QUEUED job to place (queued at once: it has a position)
   void Cancel(const JobKey& key);      // the job is CANCELLING
-  void Adopt(const model::Job& job);   // after a restart: a PREPARING/RUNNING/CANCELLING job
+  void Adopt(const model::Job& job);   // after a restart: any unfinished job (see above)
   void Tick();                         // time moved: check deadlines
+
+  // Blocks until every event posted before the call has been handled (by
+  // the control-loop thread, which must be running). For start-up: serve
+  // only once recovery has been applied.
+  void Drain();
 
   // executor::ExecutorEvents
   void JobStarted(const executor::JobRef& job) override;
@@ -118,8 +134,11 @@ class Scheduler final : public executor::ExecutorEvents {
   struct WaitingEvent { JobKey key; std::string reason; };
   struct PreparingEvent { JobKey key; };
   struct EndedEvent { JobKey key; executor::Outcome outcome; std::string message; };
+  // The job's PREPARING is durable (or could not be made so): launch it now.
+  struct LaunchEvent { JobKey key; absl::Status recorded; };
+  struct BarrierEvent { std::function<void()> reached; };
   using Event = std::variant<PlaceEvent, CancelEvent, AdoptEvent, TickEvent, StartedEvent, EndedEvent,
-                             WaitingEvent, PreparingEvent>;
+                             WaitingEvent, PreparingEvent, LaunchEvent, BarrierEvent>;
 
   struct Queued {
     model::Job job;
@@ -133,6 +152,9 @@ class Scheduler final : public executor::ExecutorEvents {
     model::JobDemand demand;
     model::Placement placement;
     bool running = false;
+    // Given to the executor (Launch, or found again by Recover). A placed
+    // job is not until its PREPARING is durable.
+    bool launched = false;
     absl::Time running_since;
     std::optional<absl::Duration> max_running;
     bool stop_requested = false;
@@ -154,6 +176,8 @@ class Scheduler final : public executor::ExecutorEvents {
   void HandOver();  // PlacesJobs executors: every queued job goes to the executor now
   void Stop(const JobKey& key, const std::string& reason);
   void OnEnded(const EndedEvent& e);
+  void OnAdopt(const model::Job& job);
+  void OnLaunch(const LaunchEvent& e);
   void OnTick();
 
   common::Clock& clock_;

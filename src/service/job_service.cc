@@ -1,6 +1,5 @@
 #include "service/job_service.h"
 
-#include <iostream>
 #include <mutex>
 #include <random>
 
@@ -11,6 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "codec/job_codec.h"
 #include "common/status.h"
+#include "obs/log.h"
+#include "obs/metrics.h"
 #include "service/job_filter.h"
 
 namespace mle::service {
@@ -84,13 +85,9 @@ absl::Status JobService::Recover() {
     }
   }
   if (scheduler_ != nullptr) {
-    for (const auto& j : unfinished) {
-      if (j.state == JobState::kQueued) {
-        scheduler_->Submit(j);
-      } else {
-        scheduler_->Adopt(j);  // PREPARING, RUNNING, CANCELLING: the executor may hold it
-      }
-    }
+    // Every unfinished job, QUEUED ones too: the executor may hold a run of
+    // it that the database does not know about yet.
+    for (const auto& j : unfinished) scheduler_->Adopt(j);
   }
   return absl::OkStatus();
 }
@@ -174,6 +171,7 @@ void JobService::CreateJob(const std::string& project, Job job, JobCallback done
       }
     }
     if (!s.ok()) return done(s);
+    obs::Log("service").info("created {}", JobNameOf(key.project, key.job_id));
     if (scheduler_ != nullptr) scheduler_->Submit(job);
     done(Present(job));
   });
@@ -224,6 +222,25 @@ absl::StatusOr<ListJobsResult> JobService::ListJobs(const std::string& project,
     result.jobs.push_back(Present(job));
   }
   return result;
+}
+
+JobService::JobCounts JobService::CountJobs() const {
+  JobCounts counts;
+  for (JobState s : {JobState::kQueued, JobState::kPreparing, JobState::kRunning, JobState::kSucceeded,
+                     JobState::kFailed, JobState::kCancelling, JobState::kCancelled}) {
+    counts.by_state[s] = 0;
+  }
+  const absl::Time now = clock_.Now();
+  std::shared_lock lock(mu_);
+  for (const auto& [id, project] : projects_) counts.queues[id];
+  for (const auto& [key, job] : jobs_) {
+    ++counts.by_state[job.state];
+    if (job.state != JobState::kQueued) continue;
+    auto& queue = counts.queues[key.project];
+    ++queue.length;
+    if (job.create_time) queue.oldest_wait = std::max(queue.oldest_wait, now - *job.create_time);
+  }
+  return counts;
 }
 
 void JobService::PatchJob(const std::string& project, const std::string& job_id, PatchJobRequest request,
@@ -297,35 +314,61 @@ void JobService::CancelJob(const std::string& project, const std::string& job_id
   ++job.version;
   const Key key{project, job_id};
   store_.Commit({db::PutJob{job}}, [this, key, done = std::move(done)](absl::Status s) {
+    if (s.ok()) obs::Log("service").info("cancel requested for {}", JobNameOf(key.project, key.job_id));
     if (s.ok() && scheduler_ != nullptr) scheduler_->Cancel(key);
     done(s);
   });
 }
 
-void JobService::Record(const Key& key, const scheduler::JobUpdate& update) {
+void JobService::Record(const Key& key, const scheduler::JobUpdate& update, Done done) {
+  auto finish = [&done](absl::Status s) {
+    if (done) done(std::move(s));
+  };
   std::unique_lock lock(mu_);
   auto it = jobs_.find(key);
-  if (it == jobs_.end()) return;
+  if (it == jobs_.end()) {
+    lock.unlock();
+    return finish(absl::NotFoundError(absl::StrCat("Job ", JobNameOf(key.project, key.job_id), " not found.")));
+  }
   Job& job = it->second;
   if (job.state == update.state) {
     // A note on the current state (why a job still waits), or nothing.
-    if (!update.replace_message || job.error_message == update.error_message) return;
+    if (!update.replace_message || job.error_message == update.error_message) {
+      lock.unlock();
+      return finish(absl::OkStatus());
+    }
   } else if (!model::CanTransition(job.state, update.state)) {
-    return;
+    // The scheduler and the executors only ask for legal moves; one that is
+    // not is a bug, and says so where operators look.
+    const std::string message =
+        absl::StrCat("refused to move ", JobNameOf(key.project, key.job_id), " from ", std::string(model::JobStateName(job.state)),
+                     " to ", std::string(model::JobStateName(update.state)), ": the job state machine does not allow it");
+    lock.unlock();
+    obs::Log("service").error("{}", message);
+    return finish(absl::FailedPreconditionError(message));
+  }
+  if (job.state != update.state) {
+    obs::Log("service").info("{}: {} -> {}{}{}", JobNameOf(key.project, key.job_id), model::JobStateName(job.state),
+                             model::JobStateName(update.state), update.error_message.empty() ? "" : ": ",
+                             update.error_message);
   }
   job.state = update.state;
   if (update.replace_message || !update.error_message.empty()) job.error_message = update.error_message;
   const absl::Time now = clock_.Now();
   if ((update.state == JobState::kPreparing || update.state == JobState::kRunning) && !job.start_time) {
     job.start_time = now;
+    if (job.create_time) obs::Metrics::Default().ObserveQueueWait(key.project, now - *job.create_time);
   }
   if (model::IsTerminal(update.state)) job.end_time = now;
   ++job.version;
   // The change is already visible in memory; a failed write (disk full, I/O
-  // error) cannot be undone here, so it is reported where operators look.
+  // error) cannot be undone here, so it is reported where operators look,
+  // and to the caller, who must not act on an update that is not durable.
   store_.Commit({db::PutJob{job}}, [name = JobNameOf(key.project, key.job_id),
-                                    state = std::string(model::JobStateName(update.state))](absl::Status s) {
-    if (!s.ok()) std::cerr << "mlengined: could not record " << name << " -> " << state << ": " << s << "\n";
+                                    state = std::string(model::JobStateName(update.state)),
+                                    done = std::move(done)](absl::Status s) {
+    if (!s.ok()) obs::Log("service").error("could not record {} -> {}: {}", name, state, s.ToString());
+    if (done) done(std::move(s));
   });
 }
 

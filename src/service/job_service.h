@@ -72,8 +72,21 @@ class JobService final : public scheduler::StateRecorder {
                 JobCallback done);
   void CancelJob(const std::string& project, const std::string& job_id, StatusCallback done);
 
+  // What /metrics reports of the jobs: how many are in each state (every
+  // state, 0 included), and per known project how many wait (QUEUED) and
+  // for how long the oldest has waited. Reads every job: O(jobs).
+  struct JobCounts {
+    struct Queue {
+      int64_t length = 0;
+      absl::Duration oldest_wait;
+    };
+    std::map<model::JobState, int64_t> by_state;
+    std::map<std::string, Queue> queues;
+  };
+  JobCounts CountJobs() const;
+
   // scheduler::StateRecorder
-  void Record(const scheduler::JobKey& key, const scheduler::JobUpdate& update) override;
+  void Record(const scheduler::JobKey& key, const scheduler::JobUpdate& update, Done done = nullptr) override;
 
  private:
   using Key = scheduler::JobKey;

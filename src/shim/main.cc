@@ -1,36 +1,54 @@
 // mlengine-replica: runs one replica process and keeps its log and exit
 // status on disk, so a replica outlives a restart of mlengined.
 //
-//   mlengine-replica --log FILE --exit FILE --cwd DIR -- PROGRAM ARGS...
+//   mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS] -- PROGRAM ARGS...
 //
-// It starts a new session (its own process group, which the executor signals
-// to stop the replica and everything it started), runs PROGRAM with stdout and
-// stderr on pipes, and appends each line to FILE as
+// It starts a new session, becomes a child subreaper (PR_SET_CHILD_SUBREAPER:
+// whatever PROGRAM starts stays its descendant even after a double fork or a
+// setsid, because orphans are re-parented to it, not to init), runs PROGRAM
+// with stdout and stderr on pipes, and appends each line to FILE as
 //   <RFC 3339 UTC timestamp> TAB <O|E> TAB <line>
-// When PROGRAM ends it writes "exit N" or "signal N" to the exit file
-// (atomically: temp file + rename), then ends whatever PROGRAM left behind in
-// the process group (SIGKILL to the group, itself included): a replica's
-// processes never outlive it. It ignores SIGTERM itself so it can record how
-// PROGRAM ended; SIGKILL ends it too.
-// Deliberately small and dependency-free: it is on the start-up path of
-// every replica.
+//
+// How a replica ends, whatever the reason:
+//  - PROGRAM exits or is killed: "exit N" or "signal N" goes to the exit file
+//    (atomically, durably), then every descendant still running (daemons,
+//    helpers in their own sessions, children that ignored SIGTERM) is
+//    SIGKILLed and reaped; only then does the shim exit. So when the executor
+//    sees the shim gone, nothing of the replica is left.
+//  - The shim gets SIGTERM/SIGINT/SIGHUP (cancel, timeout, another replica
+//    ended the job): it sends SIGTERM to every descendant, waits up to
+//    --grace seconds (default 10) for PROGRAM to end, then SIGKILLs them all,
+//    and ends as above.
+// Deliberately small and dependency-free (libc only): it is on the start-up
+// path of every replica.
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
 namespace {
 
 int log_fd = -1;
+int signal_pipe[2] = {-1, -1};
+
+int64_t NowMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
 
 std::string Timestamp() {
   timespec ts;
@@ -43,14 +61,15 @@ std::string Timestamp() {
   return buf;
 }
 
-void WriteAll(int fd, const std::string& s) {
+bool WriteAll(int fd, const std::string& s) {
   size_t off = 0;
   while (off < s.size()) {
     ssize_t w = write(fd, s.data() + off, s.size() - off);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
+    if (w <= 0) return false;
     off += static_cast<size_t>(w);
   }
+  return true;
 }
 
 void EmitLine(char stream, const std::string& line) {
@@ -60,7 +79,11 @@ void EmitLine(char stream, const std::string& line) {
   record.push_back('\t');
   for (char c : line) record.push_back(c == '\r' ? ' ' : c);
   record.push_back('\n');
-  WriteAll(log_fd, record);
+  if (!WriteAll(log_fd, record)) {
+    static bool said = false;
+    if (!said) fprintf(stderr, "mlengine-replica: cannot write the log: %s\n", strerror(errno));
+    said = true;
+  }
 }
 
 struct Stream {
@@ -93,8 +116,120 @@ void Drain(Stream& s) {
   }
 }
 
+void Flush(Stream& s) {
+  if (!s.partial.empty()) EmitLine(s.tag, s.partial);
+  s.partial.clear();
+  if (s.open) close(s.fd);
+  s.open = false;
+}
+
+// Every process below this one: children, their children, and orphans that
+// were re-parented to us (we are their subreaper). Read from /proc.
+std::vector<pid_t> Descendants() {
+  std::multimap<pid_t, pid_t> children;  // parent -> child
+  if (DIR* proc = opendir("/proc")) {
+    while (dirent* e = readdir(proc)) {
+      char* end = nullptr;
+      long pid = strtol(e->d_name, &end, 10);
+      if (*end != '\0' || pid <= 0) continue;
+      char path[64];
+      snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+      int fd = open(path, O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      char buf[512];
+      ssize_t n = read(fd, buf, sizeof(buf) - 1);
+      close(fd);
+      if (n <= 0) continue;
+      buf[n] = '\0';
+      // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+      const char* paren = strrchr(buf, ')');
+      if (paren == nullptr) continue;
+      char state = 0;
+      long ppid = 0;
+      if (sscanf(paren + 1, " %c %ld", &state, &ppid) != 2) continue;
+      children.emplace(static_cast<pid_t>(ppid), static_cast<pid_t>(pid));
+    }
+    closedir(proc);
+  }
+  std::vector<pid_t> out;
+  std::vector<pid_t> frontier = {getpid()};
+  while (!frontier.empty()) {
+    const pid_t parent = frontier.back();
+    frontier.pop_back();
+    auto [lo, hi] = children.equal_range(parent);
+    for (auto it = lo; it != hi; ++it) {
+      out.push_back(it->second);
+      frontier.push_back(it->second);
+    }
+  }
+  return out;
+}
+
+void SignalDescendants(int sig) {
+  for (pid_t p : Descendants()) kill(p, sig);
+}
+
+struct ChildStatus {
+  pid_t child = 0;
+  bool exited = false;
+  int status = 0;
+};
+
+// Reaps every child that has ended (PROGRAM, or orphans we adopted) without
+// blocking; records PROGRAM's status. False once we have no children at all.
+bool ReapEnded(ChildStatus& c) {
+  for (;;) {
+    int st = 0;
+    pid_t p = waitpid(-1, &st, WNOHANG);
+    if (p > 0) {
+      if (p == c.child) {
+        c.exited = true;
+        c.status = st;
+      }
+      continue;
+    }
+    if (p < 0 && errno == EINTR) continue;
+    return !(p < 0 && errno == ECHILD);
+  }
+}
+
+// SIGKILLs everything below us until nothing is left (a process forking
+// while we kill is caught on the next round). Bounded: a process stuck in
+// the kernel cannot hold the shim forever.
+void KillAllDescendants(ChildStatus& c) {
+  const int64_t give_up = NowMs() + 30000;
+  while (ReapEnded(c) && NowMs() < give_up) {
+    SignalDescendants(SIGKILL);
+    usleep(5000);
+  }
+}
+
+void OnStopSignal(int) {
+  const int saved = errno;
+  const char b = 's';
+  (void)!write(signal_pipe[1], &b, 1);
+  errno = saved;
+}
+
+bool WriteExitFile(const std::string& exit_path, const std::string& text) {
+  const std::string tmp = exit_path + ".tmp";
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  bool ok = WriteAll(fd, text) && fsync(fd) == 0;
+  ok = close(fd) == 0 && ok;
+  if (!ok || rename(tmp.c_str(), exit_path.c_str()) != 0) return false;
+  // The rename is durable once the directory is.
+  std::string dir = exit_path.substr(0, exit_path.rfind('/') == std::string::npos ? 0 : exit_path.rfind('/'));
+  if (dir.empty()) dir = ".";
+  int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return false;
+  ok = fsync(dfd) == 0;
+  close(dfd);
+  return ok;
+}
+
 int Usage() {
-  fprintf(stderr, "usage: mlengine-replica --log FILE --exit FILE --cwd DIR -- PROGRAM [ARGS...]\n");
+  fprintf(stderr, "usage: mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS] -- PROGRAM [ARGS...]\n");
   return 2;
 }
 
@@ -102,6 +237,7 @@ int Usage() {
 
 int main(int argc, char** argv) {
   std::string log_path, exit_path, cwd;
+  long grace_seconds = 10;
   int i = 1;
   for (; i < argc; ++i) {
     std::string a = argv[i];
@@ -110,27 +246,62 @@ int main(int argc, char** argv) {
     if (a == "--log") log_path = argv[++i];
     else if (a == "--exit") exit_path = argv[++i];
     else if (a == "--cwd") cwd = argv[++i];
-    else return Usage();
+    else if (a == "--grace") {
+      char* end = nullptr;
+      grace_seconds = strtol(argv[++i], &end, 10);
+      if (*end != '\0' || grace_seconds < 0) return Usage();
+    } else {
+      return Usage();
+    }
   }
   if (log_path.empty() || exit_path.empty() || i >= argc) return Usage();
   std::vector<char*> program(argv + i, argv + argc);
   program.push_back(nullptr);
 
   setsid();  // a no-op when the executor already spawned us as a session leader
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    fprintf(stderr, "mlengine-replica: cannot become a subreaper: %s\n", strerror(errno));
+    return 126;
+  }
   log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) {
     fprintf(stderr, "mlengine-replica: cannot open %s: %s\n", log_path.c_str(), strerror(errno));
     return 126;
   }
   int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) return 126;
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 || pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    fprintf(stderr, "mlengine-replica: cannot create pipes: %s\n", strerror(errno));
+    return 126;
+  }
+  // Handlers (not SIG_IGN) so PROGRAM starts with default dispositions.
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
 
-  pid_t child = fork();
-  if (child < 0) return 126;
-  if (child == 0) {
+  // The child must not run our handler (a stop signal in the moment between
+  // fork and exec would be swallowed): stop signals stay blocked across the
+  // fork; the child restores their default action before unblocking them.
+  sigset_t stop_signals, before;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGHUP);
+  sigprocmask(SIG_BLOCK, &stop_signals, &before);
+  ChildStatus c;
+  c.child = fork();
+  if (c.child < 0) return 126;
+  if (c.child == 0) {
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &before, nullptr);
     dup2(out[1], 1);
     dup2(err[1], 2);
-    int devnull = open("/dev/null", O_RDONLY);
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);  // dup2 makes fd 0 inheritable
     if (devnull >= 0) dup2(devnull, 0);
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) {
       fprintf(stderr, "mlengine-replica: cannot enter working directory %s: %s\n", cwd.c_str(), strerror(errno));
@@ -140,62 +311,72 @@ int main(int argc, char** argv) {
     fprintf(stderr, "mlengine-replica: cannot start %s: %s\n", program[0], strerror(errno));
     _exit(127);
   }
-  signal(SIGTERM, SIG_IGN);
-  signal(SIGINT, SIG_IGN);
-  signal(SIGHUP, SIG_IGN);
+  sigprocmask(SIG_SETMASK, &before, nullptr);
   close(out[1]);
   close(err[1]);
 
   Stream streams[2] = {{out[0], 'O', {}}, {err[0], 'E', {}}};
-  int status = 0;
-  bool exited = false;
-  int quiet_polls_after_exit = 0;
-  while (streams[0].open || streams[1].open) {
-    pollfd fds[2];
+  int64_t kill_at = -1;     // after a stop request: when the grace period ends
+  int64_t output_deadline = -1;  // after PROGRAM ended: how long to wait for its last output
+  for (;;) {
+    pollfd fds[3];
+    Stream* which[3] = {nullptr, nullptr, nullptr};
     int n = 0;
-    Stream* which[2];
     for (auto& s : streams) {
       if (!s.open) continue;
       fds[n] = {s.fd, POLLIN, 0};
       which[n++] = &s;
     }
-    int r = poll(fds, n, 200);
+    fds[n++] = {signal_pipe[0], POLLIN, 0};
+    int r = poll(fds, n, 100);
     if (r > 0) {
       for (int k = 0; k < n; ++k) {
-        if (fds[k].revents & (POLLIN | POLLHUP | POLLERR)) Drain(*which[k]);
+        if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        if (which[k] != nullptr) {
+          Drain(*which[k]);
+        } else {
+          char drain[16];
+          while (read(signal_pipe[0], drain, sizeof(drain)) > 0) {
+          }
+          if (kill_at < 0 && !c.exited) {
+            SignalDescendants(SIGTERM);
+            kill_at = NowMs() + grace_seconds * 1000;
+          }
+        }
       }
     }
-    if (!exited && waitpid(child, &status, WNOHANG) == child) exited = true;
-    // The program is gone but something it started keeps the pipes open:
-    // give it a moment, then stop waiting for the rest of the output.
-    if (exited && r == 0 && ++quiet_polls_after_exit >= 5) break;
-  }
-  if (!exited) {
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    ReapEnded(c);
+    const int64_t now = NowMs();
+    if (kill_at >= 0 && now >= kill_at && !c.exited) {
+      SignalDescendants(SIGKILL);
+      kill_at = now + 1000;  // and again, for stragglers
+    }
+    if (c.exited) {
+      if (!streams[0].open && !streams[1].open) break;
+      // Something PROGRAM started still holds the pipes: keep what is
+      // already written, but stop waiting for more after a moment.
+      if (output_deadline < 0) output_deadline = now + 1000;
+      if (now >= output_deadline) break;
     }
   }
+  for (auto& s : streams) Flush(s);
 
   char text[64];
   int code;
-  if (WIFSIGNALED(status)) {
-    snprintf(text, sizeof(text), "signal %d\n", WTERMSIG(status));
-    code = 128 + WTERMSIG(status);
+  if (WIFSIGNALED(c.status)) {
+    snprintf(text, sizeof(text), "signal %d\n", WTERMSIG(c.status));
+    code = 128 + WTERMSIG(c.status);
   } else {
-    code = WEXITSTATUS(status);
+    code = WEXITSTATUS(c.status);
     snprintf(text, sizeof(text), "exit %d\n", code);
   }
-  std::string tmp = exit_path + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd >= 0) {
-    WriteAll(fd, text);
-    fsync(fd);
-    close(fd);
-    rename(tmp.c_str(), exit_path.c_str());
+  if (!WriteExitFile(exit_path, text)) {
+    fprintf(stderr, "mlengine-replica: cannot record the exit status in %s: %s\n", exit_path.c_str(), strerror(errno));
   }
-  fsync(log_fd);
-  // Leftovers (children that ignored SIGTERM, or outlived a successful
-  // PROGRAM) die with the replica. This ends the shim too; the executor reads
-  // the exit file, not the shim's status.
-  kill(-getpgrp(), SIGKILL);
+  if (fsync(log_fd) != 0) fprintf(stderr, "mlengine-replica: cannot sync the log: %s\n", strerror(errno));
+  // Leftovers (daemons, helpers in their own sessions, children that
+  // ignored SIGTERM or outlived a successful PROGRAM) end with the replica,
+  // before the shim does: once the executor sees the shim gone, nothing is.
+  KillAllDescendants(c);
   return code;
 }

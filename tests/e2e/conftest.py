@@ -178,13 +178,15 @@ class Server:
         self.start()
 
     # -- lifecycle
-    def start(self):
+    def start(self, port=0):
+        """Starts mlengined on `port` (0: any free one); fails the test if it
+        does not answer."""
         self.starts += 1
         self.stdout_path = os.path.join(self.root, f"mlengined.{self.starts}.out")
         self.stderr_path = os.path.join(self.root, f"mlengined.{self.starts}.log")
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(
-                [MLENGINED, "--listen", "127.0.0.1:0", "--data-dir", self.data_dir, "--config", self.config_path,
+                [MLENGINED, "--listen", f"127.0.0.1:{port}", "--data-dir", self.data_dir, "--config", self.config_path,
                  *self.extra_args],
                 stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=self.env, cwd=self.root)
         self.endpoint = None

@@ -5,12 +5,13 @@
 // (uploads written to the bucket store's temporary directory with their
 // SHA-256, after the storage router's early check), and handed to Dispatch:
 // the ml v1 ApiRouter over a real JobService, Scheduler (no executor: jobs
-// stay queued) and LogService, and the StorageRouter over a real BucketStore
-// in a temporary directory. Only the store of jobs is a fake: MemoryStore
-// keeps them in memory and makes a commit durable when the harness drains it.
+// stay queued) and LogService, the StorageRouter over a real BucketStore in
+// a temporary directory, and /metrics. Only the store of jobs is a fake:
+// MemoryStore keeps them in memory and makes a commit durable when the
+// harness drains it. Requests come from loopback (as the tests' clients).
 //
-// Not covered: the socket, timeouts, 100-continue and writing responses
-// (HttpServer's Session).
+// Not covered: the socket, timeouts, 100-continue, request ids, the access
+// log and writing responses (HttpServer's Session).
 //
 // Every input starts from an empty server, so a crash replays alone.
 // Properties: each request gets exactly one response (by the end of the
@@ -44,6 +45,7 @@
 #include "api/api_router.h"
 #include "api/auth.h"
 #include "api/dispatch.h"
+#include "api/metrics_endpoint.h"
 #include "api/storage_router.h"
 #include "buckets/bucket_store.h"
 #include "common/clock.h"
@@ -176,14 +178,15 @@ class Server {
         scheduler_(clock_, service_, nullptr),
         logs_(service_, mle::logs::LogReader((Root() / "runs").string())),
         auth_(kToken),
-        api_(service_, logs_, auth_) {
+        api_(service_, logs_, auth_),
+        metrics_(service_, auth_, mle::api::MetricsAccess::kLoopback) {
     std::error_code ec;
     fs::remove_all(Root() / "buckets", ec);
     auto buckets = mle::buckets::BucketStore::Open((Root() / "buckets").string());
     if (!buckets.ok()) Fail("BucketStore::Open: " + buckets.status().ToString());
     buckets_ = *std::move(buckets);
     storage_ = std::make_unique<mle::api::StorageRouter>(*buckets_, auth_, /*workers=*/1);
-    handler_ = mle::api::Dispatch(api_, *storage_);
+    handler_ = mle::api::Dispatch(api_, *storage_, metrics_);
     service_.AttachScheduler(&scheduler_);
     if (auto s = service_.Recover(); !s.ok()) Fail("Recover: " + s.ToString());
   }
@@ -215,6 +218,7 @@ class Server {
   mle::service::LogService logs_;
   mle::api::Authenticator auth_;
   mle::api::ApiRouter api_;
+  mle::api::MetricsEndpoint metrics_;
   std::unique_ptr<mle::buckets::BucketStore> buckets_;
   std::unique_ptr<mle::api::StorageRouter> storage_;
   mle::api::Handler handler_;
@@ -227,6 +231,9 @@ HttpRequest HeadOf(const http::request_header<Fields>& head) {
   r.target = std::string(head.target());
   r.authorization = std::string(head[http::field::authorization]);
   r.content_type = std::string(head[http::field::content_type]);
+  r.request_id = "fuzz";
+  r.remote_address = "127.0.0.1";
+  r.from_loopback = true;
   return r;
 }
 

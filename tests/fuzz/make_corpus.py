@@ -239,6 +239,7 @@ def main():
     p = "/v1/projects/proj"
     create = http("POST", f"{p}/jobs", BASE_JOB)
     write("http_request", "get_config.http", http("GET", f"{p}:getConfig"))
+    write("http_request", "metrics.http", create + http("GET", "/metrics", token=False))
     write("http_request", "create_get_list.http",
           create + http("GET", f"{p}/jobs/tpu_mnist_1?prettyPrint=true")
           + http("GET", f"{p}/jobs?filter=state%3DQUEUED%20AND%20labels.team%3Avision&pageSize=2"))

@@ -11,8 +11,9 @@ Fixtures:
   project         a project id unique to the test.
   fresh_server    a server of the test's own (for global state such as the
                   scheduler queue, or for restarts).
-  launcher        starts servers on chosen data directories (restarts,
-                  kill -9); every server it started is stopped at teardown.
+  launcher        starts servers on chosen data directories, flags and
+                  executors (restarts, kill -9); every server it started is
+                  stopped at teardown.
 
 Helpers (importable as `from conftest import ...`):
   Server.call(method, path, body=None, query=None, ...) -> (status, json)
@@ -92,13 +93,13 @@ class Response:
 class Server:
     """A running mlengined process and a tiny HTTP client for it."""
 
-    def __init__(self, data_dir, args=()):
+    def __init__(self, data_dir, args=(), executor="none"):
         self.data_dir = data_dir
         self.stderr_path = os.path.join(os.path.dirname(data_dir.rstrip("/")) or ".",
                                         os.path.basename(data_dir.rstrip("/")) + ".stderr")
         self._stderr = open(self.stderr_path, "ab")
-        # A control plane only: jobs stay QUEUED (this suite tests the API).
-        cmd = [MLENGINED, "--listen", "127.0.0.1:0", "--data-dir", data_dir, "--executor", "none"] + list(args)
+        # By default a control plane only: jobs stay QUEUED (this suite tests the API).
+        cmd = [MLENGINED, "--listen", "127.0.0.1:0", "--data-dir", data_dir, "--executor", executor] + list(args)
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=self._stderr)
         try:
@@ -135,6 +136,11 @@ class Server:
         port = int(m.group(2))
         assert 0 < port < 65536
         return m.group(1).decode(), port
+
+    def log_lines(self):
+        """Every line the server wrote to stderr so far (its log)."""
+        with open(self.stderr_path, "rb") as f:
+            return f.read().decode("utf-8", "replace").splitlines()
 
     def stderr_text(self):
         try:
@@ -359,8 +365,8 @@ class Launcher:
     def new_data_dir(self, name="srv"):
         return _new_dir(self.root, name)
 
-    def start(self, data_dir=None, args=()):
-        s = Server(data_dir or self.new_data_dir(), args)
+    def start(self, data_dir=None, args=(), executor="none"):
+        s = Server(data_dir or self.new_data_dir(), args, executor)
         self.servers.append(s)
         return s
 

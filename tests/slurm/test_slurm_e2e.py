@@ -341,10 +341,14 @@ def test_cancel_running_job(cli, names, slurm_cluster):
            "--runtime-version", e2e.RUNTIME, "--package-path", e2e.TASKS_PKG, "--module-name", "trainer.task",
            "--scale-tier", "custom", "--master-machine-type", "n1-standard-4",
            "--worker-machine-type", "n1-standard-4", "--worker-count", "1",
-           "--", "--child", "--sleep", "300")
+           "--", "--child", "--daemon", "setsid", "--daemon", "double-fork", "--sleep", "300")
     cli.wait_state(job, {"RUNNING"}, timeout=60)
     for task in ("master-replica-0", "worker-replica-0"):
         cli.wait_log(job, "sleeping 300", task=task, timeout=30)
+        # Helpers that left the replica's session ignore SIGTERM: the shim
+        # (a subreaper) keeps them in the step, so Slurm's stop reaches them.
+        assert len([e for e in cli.wait_log(job, "daemon pid=", task=task, timeout=30)
+                    if "daemon pid=" in e["message"]]) == 2
     sid = slurm_id_of(cli, job)
     rd = run_dir(cli, job)
     assert e2e.procs_of_job(rd, job), "no process of the running job found (the check below would prove nothing)"
@@ -355,7 +359,7 @@ def test_cancel_running_job(cli, names, slurm_cluster):
     assert all(state_of(j) not in ("RUNNING", "PENDING") for j in comps), \
         f"mlengine says CANCELLED, Slurm says {[(j['job_id'], state_of(j)) for j in comps]}\n{explain(cli, job)}"
     # Nothing of it runs: no process naming its run directory, and none (the
-    # trainer's --child included) with CLOUD_ML_JOB_ID=<job> in its environment.
+    # trainer's --child and daemons included) with CLOUD_ML_JOB_ID=<job> in its environment.
     left = e2e.wait_no_procs(lambda: e2e.procs_of_job(rd, job), timeout=15)
     assert not left, f"processes of the cancelled job are left:\n{e2e.describe_procs(left)}\n{explain(cli, job)}"
     # Slurm settles on CANCELLED (or forgets the job).

@@ -1,4 +1,4 @@
-// Staging location, upload layout, hashing and the sdist build.
+// Staging location, upload layout and the sdist build.
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -66,18 +66,6 @@ TEST(StagingLocationTest, Errors) {
   auto local_job_dir = StagingLocation(std::nullopt, std::string("/tmp/out"), "j");
   ASSERT_FALSE(local_job_dir.ok());
   EXPECT_NE(std::string(local_job_dir.status().message()).find("--staging-bucket"), std::string::npos);
-}
-
-TEST_F(TempDirTest, Sha256OverAllFilesInOrder) {
-  fs::path abc = Write("abc", "abc");
-  fs::path ab = Write("ab", "ab");
-  fs::path c = Write("c", "c");
-  const std::string kAbc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
-  EXPECT_EQ(*Sha256OfFiles({abc}), kAbc);
-  EXPECT_EQ(*Sha256OfFiles({ab, c}), kAbc);  // contents concatenated in order
-  EXPECT_NE(*Sha256OfFiles({c, ab}), kAbc);
-  EXPECT_EQ(*Sha256OfFiles({}), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  EXPECT_FALSE(Sha256OfFiles({dir_ / "missing"}).ok());
 }
 
 TEST(UploadLayoutTest, StagingDigestBasename) {

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/run_layout.h"
+#include "rundir/replica_files.h"
 
 namespace mle::executor {
 namespace {
@@ -101,29 +102,64 @@ model::Job RunningJob() {
   return job;
 }
 
+std::string JobDir(const Fixture& f) { return common::JobRunDir(f.options.runs_dir, "p", "j"); }
+
+rundir::RunManifest Manifest(rundir::RunManifest::Stage stage, std::vector<std::pair<std::string, pid_t>> replicas) {
+  rundir::RunManifest m;
+  m.stage = stage;
+  for (const auto& [task, pid] : replicas) m.replicas.push_back({task, "localhost", {}, pid});
+  return m;
+}
+
 TEST(LocalExecutorRecoverTest, StartCutShortIsEndedAndPlacedAgain) {
   Fixture f;
   LocalExecutor& executor = f.Executor();
   const pid_t pid = f.StartReplica("master-replica-0");
-  // The manifest names the replica but was never completed ("started").
-  std::ofstream(common::JobRunDir(f.options.runs_dir, "p", "j") + "/replicas")
-      << "replica master-replica-0 " << pid << " localhost -\n";
+  // The server died after spawning the master and before the worker.
+  ASSERT_TRUE(rundir::WriteManifest(JobDir(f), Manifest(rundir::RunManifest::Stage::kStarting,
+                                                        {{"master-replica-0", 0}, {"worker-replica-0", 0}}))
+                  .ok());
   EXPECT_FALSE(executor.Recover(RunningJob()).has_value());
   EXPECT_TRUE(Gone(pid)) << "the half-started replica must not keep running";
   EXPECT_EQ(f.events.ended, 0);
+}
+
+TEST(LocalExecutorRecoverTest, StartWhoseReplicasAllRunIsAdoptedEvenIfNotMarkedStarted) {
+  Fixture f;
+  LocalExecutor& executor = f.Executor();
+  const pid_t pid = f.StartReplica("master-replica-0");
+  // Spawned, but the server died before it wrote the pid: found by its run directory.
+  ASSERT_TRUE(
+      rundir::WriteManifest(JobDir(f), Manifest(rundir::RunManifest::Stage::kStarting, {{"master-replica-0", 0}})).ok());
+  model::Job queued = RunningJob();
+  queued.state = model::JobState::kQueued;  // the database never heard of the start
+  auto placement = executor.Recover(queued);
+  ASSERT_TRUE(placement.has_value()) << "a replica that runs is adopted, never started a second time";
+  EXPECT_EQ(::kill(pid, 0), 0);
+  EXPECT_EQ(f.events.started, 1);
+  executor.Cancel({"p", "j"}, "test over");
+  EXPECT_TRUE(Gone(pid));
 }
 
 TEST(LocalExecutorRecoverTest, CompleteStartIsAdopted) {
   Fixture f;
   LocalExecutor& executor = f.Executor();
   const pid_t pid = f.StartReplica("master-replica-0");
-  std::ofstream(common::JobRunDir(f.options.runs_dir, "p", "j") + "/replicas")
-      << "replica master-replica-0 " << pid << " localhost -\nstarted\n";
+  ASSERT_TRUE(
+      rundir::WriteManifest(JobDir(f), Manifest(rundir::RunManifest::Stage::kStarted, {{"master-replica-0", pid}})).ok());
   auto placement = executor.Recover(RunningJob());
   ASSERT_TRUE(placement.has_value());
   EXPECT_EQ(placement->replicas.count("master-replica-0"), 1u);
   EXPECT_EQ(::kill(pid, 0), 0) << "an adopted replica keeps running";
   executor.Cancel({"p", "j"}, "test over");
+  EXPECT_TRUE(Gone(pid));
+}
+
+TEST(LocalExecutorRecoverTest, NoManifestMeansNothingStartedAndLeftoversEnd) {
+  Fixture f;
+  LocalExecutor& executor = f.Executor();
+  const pid_t pid = f.StartReplica("master-replica-0");  // no manifest at all
+  EXPECT_FALSE(executor.Recover(RunningJob()).has_value());
   EXPECT_TRUE(Gone(pid));
 }
 

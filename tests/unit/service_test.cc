@@ -151,6 +151,26 @@ TEST_F(ServiceTest, CancelMovesThroughCancellingToCancelled) {
   EXPECT_EQ(Cancel("c").code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_F(ServiceTest, RecordRefusesIllegalMovesAndReportsDurability) {
+  ASSERT_TRUE(Create(ValidJob("r")).ok());
+  auto record = [&](JobState state) {
+    std::promise<absl::Status> p;
+    service_->Record({"proj", "r"}, {state, ""}, [&](absl::Status s) { p.set_value(s); });
+    return p.get_future().get();
+  };
+  // QUEUED -> SUCCEEDED skips the start: refused, said, and nothing changes.
+  EXPECT_EQ(record(JobState::kSucceeded).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(service_->GetJob("proj", "r")->state, JobState::kQueued);
+  EXPECT_TRUE(record(JobState::kPreparing).ok());  // durable when it says so
+  auto stored = store_->Load();
+  ASSERT_TRUE(stored.ok());
+  ASSERT_EQ(stored->jobs.size(), 1u);
+  EXPECT_EQ(stored->jobs[0].state, JobState::kPreparing);
+  std::promise<absl::Status> p;
+  service_->Record({"proj", "nope"}, {JobState::kRunning, ""}, [&](absl::Status s) { p.set_value(s); });
+  EXPECT_EQ(p.get_future().get().code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(ServiceTest, PatchLabelsWithEtag) {
   auto job = Create(ValidJob("p"));
   ASSERT_TRUE(job.ok());

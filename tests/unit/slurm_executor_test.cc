@@ -1,15 +1,18 @@
 // SlurmExecutor against a behavioural fake of Slurm's commands (FakeSlurm:
 // sbatch queues a job, the test moves it through Slurm's states, squeue
-// --json reports them in Slurm 22.05's shape, scancel cancels). Checks what
-// the scheduler is told, that polling is one squeue per round, that nothing
-// is submitted twice after a restart, and how endings are explained.
+// --json reports them in Slurm 22.05's shape, scancel cancels, a command can
+// fail as when slurmctld is down). Checks what the scheduler is told, that
+// polling is one squeue per round, that nothing is submitted twice after a
+// restart, and how endings are explained. Deterministic: the executor runs
+// no threads here, the test runs each poll round (PollOnce) and moves a
+// FakeClock; nothing sleeps or waits.
 #include "executor/slurm/slurm_executor.h"
 
-#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <thread>
+#include <set>
+#include <utility>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,8 +20,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 #include "common/run_layout.h"
 #include "model/demand.h"
+#include "rundir/slurm_files.h"
 
 namespace mle::executor::slurm {
 namespace {
@@ -44,6 +49,7 @@ class FakeSlurm : public CommandRunner {
   absl::StatusOr<RunResult> Run(const std::vector<std::string>& argv) override {
     std::lock_guard<std::mutex> lock(mu_);
     calls[argv[0]]++;
+    if (fail.count(argv[0])) return RunResult{1, argv[0] + ": error: Unable to contact slurm controller (connect failure)"};
     if (argv[0] == "sinfo") {
       auto doc = nlohmann::json::parse(ReadData("sinfo.json"));
       for (auto& n : doc["nodes"]) {
@@ -61,8 +67,10 @@ class FakeSlurm : public CommandRunner {
       FakeJob j;
       auto at = script.find("--job-name=");
       j.name = script.substr(at + 11, script.find('\n', at) - at - 11);
+      if (sbatch_times_out && !sbatch_queues_anyway) return absl::UnavailableError("sbatch timed out after 60 s");
       jobs[++last_id] = j;
       scripts[last_id] = script;
+      if (sbatch_times_out) return absl::UnavailableError("sbatch timed out after 60 s");
       return RunResult{0, absl::StrCat(last_id, "\n")};
     }
     if (argv[0] == "scancel") {
@@ -101,48 +109,29 @@ class FakeSlurm : public CommandRunner {
   std::map<std::string, int> calls;
   int64_t last_id = 100;
   bool refuse = false;
+  bool sbatch_times_out = false;      // the runner gives up on sbatch ...
+  bool sbatch_queues_anyway = false;  // ... which queued the job all the same
+  std::set<std::string> fail;  // these commands fail as when slurmctld is down
   std::string down_node;  // sinfo reports it down, not responding
 };
 
-// Records what the executor reports; waits for it with a deadline.
+// Records what the executor reports, in order.
 class Events : public ExecutorEvents {
  public:
-  void JobStarted(const JobRef& j) override { Add("started " + j.job_id); }
-  void JobWaiting(const JobRef& j, const std::string& reason) override { Add("waiting " + j.job_id + ": " + reason); }
-  void JobPreparing(const JobRef& j) override { Add("preparing " + j.job_id); }
+  void JobStarted(const JobRef& j) override { events_.push_back("started " + j.job_id); }
+  void JobWaiting(const JobRef& j, const std::string& reason) override {
+    events_.push_back("waiting " + j.job_id + ": " + reason);
+  }
+  void JobPreparing(const JobRef& j) override { events_.push_back("preparing " + j.job_id); }
   void JobEnded(const JobRef& j, Outcome o, const std::string& message) override {
     static const char* kNames[] = {"succeeded", "failed", "stopped", "lost"};
-    Add(absl::StrCat("ended ", j.job_id, " ", kNames[static_cast<int>(o)], ": ", message));
+    events_.push_back(absl::StrCat("ended ", j.job_id, " ", kNames[static_cast<int>(o)], ": ", message));
   }
-  // The first event starting with `prefix`, waiting up to 10 s for it.
-  std::string WaitFor(const std::string& prefix) {
-    std::unique_lock<std::mutex> lock(mu_);
-    std::string found;
-    cv_.wait_for(lock, std::chrono::seconds(10), [&] {
-      for (const auto& e : events) {
-        if (absl::StartsWith(e, prefix)) {
-          found = e;
-          return true;
-        }
-      }
-      return false;
-    });
-    return found;
-  }
-  std::vector<std::string> All() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return events;
-  }
+  // What was reported since the last Take().
+  std::vector<std::string> Take() { return std::exchange(events_, {}); }
 
  private:
-  void Add(std::string e) {
-    std::lock_guard<std::mutex> lock(mu_);
-    events.push_back(std::move(e));
-    cv_.notify_all();
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::string> events;
+  std::vector<std::string> events_;
 };
 
 model::Job BasicJob(const std::string& id) {
@@ -157,6 +146,8 @@ model::Job BasicJob(const std::string& id) {
   return j;
 }
 
+// The executor with no threads of its own: Launch submits at once, and a
+// round of polling happens only when the test calls Poll().
 struct Fixture {
   Fixture() {
     root = fs::temp_directory_path() / absl::StrCat("slurm-exec-test-", ::getpid(), "-", counter++);
@@ -175,23 +166,30 @@ struct Fixture {
     o.launcher = "/bin/launch";
     o.shim = "/bin/shim";
     o.gcs_root = (root / "buckets").string();
-    o.min_poll = absl::Milliseconds(5);
-    o.max_poll = absl::Milliseconds(20);
     o.settings.requeue = requeue;
-    auto e = SlurmExecutor::Create(o, runtimes, *cache, slurm);
-    EXPECT_TRUE(e.ok()) << e.status();
+    o.requeue_wait = absl::Seconds(20);
+    o.background_threads = false;
+    auto e = SlurmExecutor::Create(o, runtimes, *cache, slurm, clock);
+    ASSERT_TRUE(e.ok()) << e.status();
     executor = *std::move(e);
     executor->SetEvents(&events);
   }
   void Launch(const model::Job& job) {
     executor->Launch(job, model::DemandOf(job, model::ResourceTable::Defaults()), {});
   }
+  // One round of polling; what it reported.
+  std::vector<std::string> Poll() {
+    executor->PollOnce();
+    return events.Take();
+  }
   std::string RunDir(const std::string& id) { return common::JobRunDir((root / "runs").string(), "p", id); }
   void StartReplicaLogs(const std::string& id) {
     fs::create_directories(RunDir(id) + "/master-replica-0");
     std::ofstream(common::ReplicaLogPath(RunDir(id), "master-replica-0")) << "";
   }
-  void WriteOutcome(const std::string& id, const std::string& text) { std::ofstream(RunDir(id) + "/outcome") << text; }
+  void WriteOutcome(const std::string& id, rundir::RunOutcome outcome) {
+    ASSERT_TRUE(rundir::WriteRunOutcome(RunDir(id), outcome).ok());
+  }
 
   static inline int counter = 0;
   bool requeue = false;
@@ -199,76 +197,109 @@ struct Fixture {
   runtime::RuntimeCatalog runtimes;
   std::unique_ptr<runtime::PackageCache> cache;
   FakeSlurm slurm;
+  common::FakeClock clock;
   Events events;
   std::unique_ptr<SlurmExecutor> executor;
 };
 
+using Reported = std::vector<std::string>;
+const std::string kSubmitted = "Submitted to Slurm; waiting for it to schedule the job";
+const std::string kWaitingNone = "Waiting in the Slurm queue";
+
 TEST(SlurmExecutorTest, PendingThenRunningThenTheLaunchersOutcome) {
   Fixture f;
   f.Launch(BasicJob("a"));
-  EXPECT_NE(f.events.WaitFor("waiting a: Submitted to Slurm"), "");
+  EXPECT_EQ(f.events.Take(), Reported{"waiting a: " + kSubmitted});
   f.slurm.Set(101, "PENDING", "Resources");
-  EXPECT_EQ(f.events.WaitFor("waiting a: Waiting in the Slurm queue: Resources"),
-            "waiting a: Waiting in the Slurm queue: Resources (the nodes it needs are in use by other jobs)");
+  EXPECT_EQ(f.Poll(), Reported{"waiting a: Waiting in the Slurm queue: Resources (the nodes it needs are in use by "
+                               "other jobs)"});
+  EXPECT_EQ(f.Poll(), Reported{});  // nothing new to say
   f.slurm.Set(101, "RUNNING", "None", "tpuhost2");
-  EXPECT_NE(f.events.WaitFor("preparing a"), "");  // allocated; replicas not started yet
+  EXPECT_EQ(f.Poll(), Reported{"preparing a"});  // allocated; replicas not started yet
   f.StartReplicaLogs("a");
-  EXPECT_NE(f.events.WaitFor("started a"), "");
-  f.WriteOutcome("a", "FAILED\nThe replica master-replica-0 exited with a non-zero status of 3.\n");
+  EXPECT_EQ(f.Poll(), Reported{"started a"});
+  f.WriteOutcome("a", {false, "The replica master-replica-0 exited with a non-zero status of 3."});
   f.slurm.Set(101, "FAILED", "NonZeroExitCode", "tpuhost2");
-  EXPECT_EQ(f.events.WaitFor("ended a"), "ended a failed: The replica master-replica-0 exited with a non-zero status of 3.");
-  // The batch script it submitted.
+  EXPECT_EQ(f.Poll(), Reported{"ended a failed: The replica master-replica-0 exited with a non-zero status of 3."});
+  // The batch script it submitted, and the job it left for the launcher.
   EXPECT_THAT(f.slurm.scripts[101], HasSubstr("#SBATCH --job-name=mle-p-a\n"));
   EXPECT_THAT(f.slurm.scripts[101], HasSubstr("exec '/bin/launch' '--run-dir' '" + f.RunDir("a") + "'"));
+  auto launch = rundir::ReadLaunchJob(f.RunDir("a"));
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_EQ(launch->job_id, "a");
+  ASSERT_EQ(launch->components.size(), 1u);
+  EXPECT_EQ(launch->components[0].tasks, std::vector<std::string>{"master-replica-0"});
   EXPECT_EQ(f.slurm.Calls("sbatch"), 1);
 }
 
 TEST(SlurmExecutorTest, AJobThatRanBetweenTwoPollsStillStartsBeforeItEnds) {
   Fixture f;
   f.Launch(BasicJob("a"));
-  EXPECT_NE(f.events.WaitFor("waiting a: Waiting"), "");
+  EXPECT_EQ(f.Poll(), (Reported{"waiting a: " + kSubmitted, "waiting a: " + kWaitingNone}));
   f.StartReplicaLogs("a");
-  f.WriteOutcome("a", "SUCCEEDED\n\n");
+  f.WriteOutcome("a", {true, ""});
   f.slurm.Set(101, "COMPLETED", "None", "tpuhost1");
-  EXPECT_NE(f.events.WaitFor("ended a"), "");
-  auto all = f.events.All();
-  std::vector<std::string> tail(all.end() - 3, all.end());
-  EXPECT_EQ(tail, (std::vector<std::string>{"preparing a", "started a", "ended a succeeded: "}));
+  EXPECT_EQ(f.Poll(), (Reported{"preparing a", "started a", "ended a succeeded: "}));
 }
 
 TEST(SlurmExecutorTest, OneSqueuePerRoundForAllJobs) {
   Fixture f;
   for (const char* id : {"a", "b", "c", "d"}) f.Launch(BasicJob(id));
-  for (const char* id : {"a", "b", "c", "d"}) EXPECT_NE(f.events.WaitFor(std::string("waiting ") + id + ": Waiting"), "");
-  const int before = f.slurm.Calls("squeue");
+  f.events.Take();
+  f.Poll();
   for (const char* id : {"a", "b", "c", "d"}) {
     f.StartReplicaLogs(id);
-    f.WriteOutcome(id, "SUCCEEDED\n\n");
+    f.WriteOutcome(id, {true, ""});
   }
   for (int64_t id = 101; id <= 104; ++id) f.slurm.Set(id, "COMPLETED", "None", "tpuhost1");
-  for (const char* id : {"a", "b", "c", "d"}) EXPECT_NE(f.events.WaitFor(std::string("ended ") + id + " succeeded"), "");
-  // Four jobs ended, but squeue ran a handful of times, not once per job per round.
-  EXPECT_LT(f.slurm.Calls("squeue") - before, 8);
+  const int before = f.slurm.Calls("squeue");
+  Reported ended;
+  for (const auto& e : f.Poll()) {
+    if (absl::StartsWith(e, "ended")) ended.push_back(e);
+  }
+  EXPECT_EQ(ended, (Reported{"ended a succeeded: ", "ended b succeeded: ", "ended c succeeded: ",
+                             "ended d succeeded: "}));
+  EXPECT_EQ(f.slurm.Calls("squeue") - before, 1);  // one round, one squeue, four jobs
   EXPECT_EQ(f.slurm.Calls("sbatch"), 4);
+  EXPECT_EQ(f.Poll(), Reported{});  // nothing tracked: no squeue either
+  EXPECT_EQ(f.slurm.Calls("squeue") - before, 1);
 }
 
 TEST(SlurmExecutorTest, CancelIsOneScancelAndEndsStopped) {
   Fixture f;
   f.Launch(BasicJob("a"));
-  EXPECT_NE(f.events.WaitFor("waiting a: Waiting"), "");
+  f.Launch(BasicJob("b"));
+  f.events.Take();
+  f.Poll();
   f.executor->Cancel({"p", "a"}, "Cancelled by a user request.");
-  EXPECT_EQ(f.events.WaitFor("ended a"), "ended a stopped: Cancelled by a user request.");
+  f.executor->Cancel({"p", "b"}, "Cancelled by a user request.");
+  // The scancel goes out before the round's squeue, which sees it.
+  EXPECT_EQ(f.Poll(), (Reported{"ended a stopped: Cancelled by a user request.",
+                                "ended b stopped: Cancelled by a user request."}));
   EXPECT_EQ(f.slurm.jobs[101].state, "CANCELLED");
   EXPECT_EQ(f.slurm.Calls("scancel"), 1);
+}
+
+TEST(SlurmExecutorTest, AFailedScancelIsSentAgain) {
+  Fixture f;
+  f.Launch(BasicJob("a"));
+  f.events.Take();
+  f.Poll();
+  f.slurm.fail.insert("scancel");
+  f.executor->Cancel({"p", "a"}, "Cancelled by a user request.");
+  EXPECT_EQ(f.Poll(), Reported{});
+  f.slurm.fail.clear();
+  EXPECT_EQ(f.Poll(), Reported{"ended a stopped: Cancelled by a user request."});
+  EXPECT_EQ(f.slurm.Calls("scancel"), 2);
 }
 
 TEST(SlurmExecutorTest, RestartFindsTheJobAndNeverSubmitsTwice) {
   Fixture f;
   f.Launch(BasicJob("a"));
-  EXPECT_NE(f.events.WaitFor("waiting a: Waiting"), "");
+  f.Poll();
   f.slurm.Set(101, "RUNNING", "None", "tpuhost1");
   f.StartReplicaLogs("a");
-  EXPECT_NE(f.events.WaitFor("started a"), "");
+  EXPECT_EQ(f.Poll(), (Reported{"preparing a", "started a"}));
   f.executor.reset();  // mlengined stops; the Slurm job runs on
   f.Start();
   model::Job job = BasicJob("a");
@@ -276,49 +307,144 @@ TEST(SlurmExecutorTest, RestartFindsTheJobAndNeverSubmitsTwice) {
   EXPECT_TRUE(f.executor->Recover(job).has_value());
   // A QUEUED job handed over again after a restart is adopted, not resubmitted.
   f.Launch(BasicJob("a"));
-  f.WriteOutcome("a", "SUCCEEDED\n\n");
+  f.WriteOutcome("a", {true, ""});
   f.slurm.Set(101, "COMPLETED", "None", "tpuhost1");
-  EXPECT_EQ(f.events.WaitFor("ended a"), "ended a succeeded: ");
+  EXPECT_THAT(f.Poll(), testing::Contains("ended a succeeded: "));
   EXPECT_EQ(f.slurm.Calls("sbatch"), 1);
   // A crash between sbatch and recording the id: found by its name.
-  fs::remove(f.RunDir("a") + "/slurm_job_id");
+  fs::remove(rundir::SlurmJobIdPath(f.RunDir("a")));
   f.slurm.Set(101, "RUNNING", "None", "tpuhost1");
   EXPECT_TRUE(f.executor->Recover(job).has_value());
+  EXPECT_EQ(f.Poll(), Reported{});  // found as it was: RUNNING
   EXPECT_EQ(f.slurm.Calls("sbatch"), 1);
+  EXPECT_EQ(*rundir::ReadSlurmJobId(f.RunDir("a")), 101);  // recorded now
   // Nothing of an unknown job: the scheduler may place it.
   EXPECT_FALSE(f.executor->Recover(BasicJob("never")).has_value());
   // A Slurm job that completed without running anything is not a success.
   f.Launch(BasicJob("empty"));
-  EXPECT_NE(f.events.WaitFor("waiting empty: Waiting"), "");
+  f.Poll();
   f.slurm.Set(102, "COMPLETED", "None", "tpuhost1");
-  EXPECT_THAT(f.events.WaitFor("ended empty"), HasSubstr("failed: The Slurm job 102 completed without starting any replica"));
-  EXPECT_FALSE(f.executor->Recover(BasicJob("never")).has_value());
+  EXPECT_THAT(f.Poll(), testing::Contains(HasSubstr("ended empty failed: The Slurm job 102 completed without "
+                                                    "starting any replica")));
+}
+
+// A crash between sbatch and recording the Slurm job id leaves only the
+// `submitting` marker; the restarted server looks the job up by name. When
+// squeue fails, that lookup says nothing: it must neither submit the job
+// again nor give it up, but look again at the next rounds.
+TEST(SlurmExecutorTest, AFailedLookupByNameNeitherSubmitsAgainNorGivesUp) {
+  for (const bool recovered : {false, true}) {
+    SCOPED_TRACE(recovered ? "adopted (PREPARING)" : "handed over again (QUEUED)");
+    Fixture f;
+    f.Launch(BasicJob("a"));
+    EXPECT_EQ(f.slurm.Calls("sbatch"), 1);
+    fs::remove(rundir::SlurmJobIdPath(f.RunDir("a")));  // the crash
+    f.executor.reset();
+    f.Start();
+    f.events.Take();
+    f.slurm.fail.insert("squeue");  // slurmctld does not answer
+    if (recovered) {
+      model::Job job = BasicJob("a");
+      job.state = model::JobState::kPreparing;
+      EXPECT_TRUE(f.executor->Recover(job).has_value());  // still ours
+    } else {
+      f.Launch(BasicJob("a"));
+    }
+    EXPECT_EQ(f.events.Take(), Reported{});
+    EXPECT_EQ(f.Poll(), Reported{});
+    EXPECT_EQ(f.Poll(), Reported{});
+    EXPECT_EQ(f.slurm.Calls("sbatch"), 1);
+    // Slurm answers again: the job is found, tracked and its id recorded.
+    f.slurm.fail.clear();
+    if (recovered) {
+      f.slurm.Set(101, "RUNNING", "None", "tpuhost1");  // as mlengined last saw it: PREPARING
+      EXPECT_EQ(f.Poll(), Reported{});
+    } else {
+      f.slurm.Set(101, "PENDING", "Priority");
+      EXPECT_EQ(f.Poll(), (Reported{"waiting a: " + kSubmitted, "waiting a: Waiting in the Slurm queue: Priority "
+                                                                "(jobs of higher priority are ahead of it)"}));
+    }
+    EXPECT_EQ(*rundir::ReadSlurmJobId(f.RunDir("a")), 101);
+    f.WriteOutcome("a", {true, ""});
+    f.StartReplicaLogs("a");
+    f.slurm.Set(101, "COMPLETED", "None", "tpuhost1");
+    EXPECT_THAT(f.Poll(), testing::Contains("ended a succeeded: "));
+    EXPECT_EQ(f.slurm.Calls("sbatch"), 1);
+  }
+}
+
+// The lookup succeeds and Slurm has no such job: sbatch never accepted it,
+// so it is submitted now (once).
+TEST(SlurmExecutorTest, AJobSlurmNeverAcceptedIsSubmittedOnce) {
+  Fixture f;
+  f.Launch(BasicJob("a"));
+  fs::remove(rundir::SlurmJobIdPath(f.RunDir("a")));
+  f.slurm.Forget(101);
+  f.executor.reset();
+  f.Start();
+  f.events.Take();
+  f.slurm.fail.insert("squeue");
+  f.Launch(BasicJob("a"));
+  EXPECT_EQ(f.Poll(), Reported{});
+  f.slurm.fail.clear();
+  EXPECT_EQ(f.Poll(), Reported{"waiting a: " + kSubmitted});
+  EXPECT_EQ(f.slurm.Calls("sbatch"), 2);
+  EXPECT_EQ(*rundir::ReadSlurmJobId(f.RunDir("a")), 102);
+  EXPECT_EQ(f.Poll(), Reported{"waiting a: " + kWaitingNone});
+  EXPECT_EQ(f.slurm.Calls("sbatch"), 2);
+}
+
+// sbatch timed out: Slurm may or may not have queued the job. Looked up by
+// name, it is tracked if it is there and fails with sbatch's error if not;
+// either way it is submitted once.
+TEST(SlurmExecutorTest, AnSbatchWhoseAnswerIsLostIsLookedUp) {
+  for (const bool queued : {true, false}) {
+    SCOPED_TRACE(queued ? "queued" : "not queued");
+    Fixture f;
+    f.slurm.sbatch_times_out = true;
+    f.slurm.sbatch_queues_anyway = queued;
+    f.Launch(BasicJob("a"));
+    EXPECT_EQ(f.events.Take(), Reported{});
+    if (queued) {
+      EXPECT_EQ(f.Poll(), (Reported{"waiting a: " + kSubmitted, "waiting a: " + kWaitingNone}));
+      EXPECT_EQ(*rundir::ReadSlurmJobId(f.RunDir("a")), 101);
+    } else {
+      EXPECT_EQ(f.Poll(), Reported{"ended a failed: Slurm did not accept the job: sbatch timed out after 60 s"});
+    }
+    EXPECT_EQ(f.slurm.Calls("sbatch"), 1);
+  }
 }
 
 TEST(SlurmExecutorTest, NodeFailureAndForgottenJobsAreExplained) {
   Fixture f;
   f.Launch(BasicJob("a"));
   f.Launch(BasicJob("b"));
-  EXPECT_NE(f.events.WaitFor("waiting b: Waiting"), "");
+  f.Poll();
   // Slurm says NODE_FAIL but no node is down any more: Slurm's words and the nodes.
   f.slurm.Set(101, "NODE_FAIL", "None", "tpuhost3");
-  EXPECT_THAT(f.events.WaitFor("ended a"), HasSubstr("ended a lost: A node of the Slurm job failed (Slurm job 101, NODE_FAIL, nodes tpuhost3)."));
+  EXPECT_EQ(f.Poll(),
+            Reported{"ended a lost: A node of the Slurm job failed (Slurm job 101, NODE_FAIL, nodes tpuhost3)."});
+  // Not listed: two rounds of grace, then the files decide.
   f.slurm.Forget(102);
-  EXPECT_THAT(f.events.WaitFor("ended b"), HasSubstr("ended b lost: Slurm no longer knows its job 102"));
+  EXPECT_EQ(f.Poll(), Reported{});
+  EXPECT_EQ(f.Poll(), Reported{});
+  EXPECT_EQ(f.Poll(), Reported{"ended b lost: Slurm no longer knows its job 102 and the job left no outcome; see " +
+                               rundir::SlurmOutputPath(f.RunDir("b"), 102)});
 }
 
 TEST(SlurmExecutorTest, ALostNodeIsNamedWithWhatRanThere) {
   Fixture f;
   f.Launch(BasicJob("a"));
-  EXPECT_NE(f.events.WaitFor("waiting a: Waiting"), "");
-  fs::create_directories(f.RunDir("a"));
-  std::ofstream(f.RunDir("a") + "/placement") << "master-replica-0 tpuhost1\nworker-replica-0 tpuhost2\n"
-                                                 "worker-replica-1 tpuhost3\n";
+  f.Poll();
+  ASSERT_TRUE(rundir::WriteSlurmPlacement(f.RunDir("a"), {{"master-replica-0", "tpuhost1"},
+                                                          {"worker-replica-0", "tpuhost2"},
+                                                          {"worker-replica-1", "tpuhost3"}})
+                  .ok());
   f.slurm.down_node = "tpuhost3";
   f.slurm.Set(101, "NODE_FAIL", "NodeDown", "tpuhost[1-3]");
-  EXPECT_EQ(f.events.WaitFor("ended a"),
-            "ended a lost: Slurm node tpuhost3 (worker-replica-1) stopped responding, so Slurm ended the job "
-            "(NODE_FAIL, Slurm job 101). Resubmit it, or set slurm.requeue for Slurm to requeue such jobs.");
+  EXPECT_EQ(f.Poll(), Reported{"ended a lost: Slurm node tpuhost3 (worker-replica-1) stopped responding, so Slurm "
+                               "ended the job (NODE_FAIL, Slurm job 101). Resubmit it, or set slurm.requeue for "
+                               "Slurm to requeue such jobs."});
 }
 
 TEST(SlurmExecutorTest, WithRequeueANodeFailureIsNotTheEnd) {
@@ -327,30 +453,39 @@ TEST(SlurmExecutorTest, WithRequeueANodeFailureIsNotTheEnd) {
   f.requeue = true;
   f.Start();
   f.Launch(BasicJob("a"));
-  EXPECT_NE(f.events.WaitFor("waiting a: Waiting"), "");
+  f.Launch(BasicJob("b"));
+  f.Poll();
   f.slurm.Set(101, "RUNNING", "None", "tpuhost1");
+  f.slurm.Set(102, "RUNNING", "None", "tpuhost2");
   f.StartReplicaLogs("a");
-  EXPECT_NE(f.events.WaitFor("started a"), "");
-  f.slurm.Set(101, "NODE_FAIL", "NodeDown", "tpuhost1");  // what squeue shows for a moment
-  const int polls = f.slurm.Calls("squeue");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (f.slurm.Calls("squeue") < polls + 3 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::yield();
-  }
-  ASSERT_GE(f.slurm.Calls("squeue"), polls + 3);  // it saw NODE_FAIL, and waited
+  f.StartReplicaLogs("b");
+  f.Poll();
+  // What squeue shows for a moment; the launcher may record the loss.
+  f.slurm.Set(101, "NODE_FAIL", "NodeDown", "tpuhost1");
+  f.slurm.Set(102, "NODE_FAIL", "NodeDown", "tpuhost2");
+  f.WriteOutcome("a", {false, "The replica master-replica-0 was lost."});
+  EXPECT_EQ(f.Poll(), Reported{});
+  f.clock.Advance(absl::Seconds(19));
+  EXPECT_EQ(f.Poll(), Reported{});  // still within requeue_wait
+  // a: Slurm requeues it, and its earlier outcome is set aside.
   f.slurm.Set(101, "PENDING", "BeginTime");
-  EXPECT_EQ(f.events.WaitFor("waiting a: Slurm requeued"),
-            "waiting a: Slurm requeued the job (once: a node failed or it was preempted). Waiting in the Slurm "
-            "queue: BeginTime (its start time has not come)");
-  for (const auto& e : f.events.All()) EXPECT_FALSE(absl::StartsWith(e, "ended")) << e;
+  EXPECT_EQ(f.Poll(), Reported{"waiting a: Slurm requeued the job (once: a node failed or it was preempted). Waiting "
+                               "in the Slurm queue: BeginTime (its start time has not come)"});
+  EXPECT_EQ(*rundir::ReadRunOutcome(f.RunDir("a")), std::nullopt);
+  EXPECT_TRUE(fs::exists(f.RunDir("a") + "/outcome.run1"));
+  // b: Slurm did not requeue it within requeue_wait: it ended.
+  f.clock.Advance(absl::Seconds(1));
+  EXPECT_EQ(f.Poll(),
+            Reported{"ended b lost: A node of the Slurm job failed (NodeDown) (Slurm job 102, NODE_FAIL, nodes "
+                     "tpuhost2)."});
 }
 
 TEST(SlurmExecutorTest, RefusalsReachTheUser) {
   Fixture f;
   f.slurm.refuse = true;
   f.Launch(BasicJob("a"));
-  EXPECT_EQ(f.events.WaitFor("ended a"),
-            "ended a failed: Slurm refused the job: sbatch: error: Batch job submission failed: Invalid account");
+  EXPECT_EQ(f.events.Take(), Reported{"ended a failed: Slurm refused the job: sbatch: error: Batch job submission "
+                                      "failed: Invalid account"});
   model::Job pod = BasicJob("pod");
   pod.training_input->scale_tier = "CUSTOM";
   pod.training_input->master_type = "n1-highcpu-16";

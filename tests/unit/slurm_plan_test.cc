@@ -216,6 +216,27 @@ TEST(PlacementFromAllocationTest, HetjobComponentsInOrder) {
   EXPECT_FALSE(PlacementFromAllocation(components, {{"tpuhost2"}}, false).ok());
 }
 
+TEST(LaunchComponentsTest, TheLauncherPlacesTasksAsThePlanDoes) {
+  // What travels to the launcher in RUN/job.json gives the same placement
+  // and the same task list as the plan it came from.
+  const std::vector<std::pair<model::Job, std::vector<std::vector<std::string>>>> rows = {
+      {Custom("n1-highcpu-16", "cloud_tpu", 1, "TPU_V3_POD", 32), {{"tpuhost3", "tpuhost1", "tpuhost2", "tpuhost4"}}},
+      {Custom("n1-standard-4", "n1-standard-4", 2, "", 0, 1), {{"tpuhost2"}, {"tpuhost1", "tpuhost4"}, {"tpuhost3"}}},
+  };
+  for (const auto& [job, nodes] : rows) {
+    const auto planned = PlanComponents(model::DemandOf(job, model::ResourceTable::Defaults()), SlurmSettings{});
+    const auto carried = FromLaunchComponents(ToLaunchComponents(planned));
+    EXPECT_EQ(TasksOf(carried), TasksOf(planned));
+    auto a = PlacementFromAllocation(planned, nodes, true);
+    auto b = PlacementFromAllocation(carried, nodes, true);
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+    EXPECT_EQ(a->tpu_hosts, b->tpu_hosts);
+    for (const auto& [task, rp] : a->replicas) EXPECT_EQ(b->replicas.at(task).host, rp.host) << task;
+  }
+  EXPECT_THAT(TasksOf(PlanComponents(model::DemandOf(rows[0].first, model::ResourceTable::Defaults()), SlurmSettings{})),
+              ElementsAre("master-replica-0", "tpu-replica-0", "tpu-replica-1", "tpu-replica-2", "tpu-replica-3"));
+}
+
 TEST(JobPortsTest, ConsecutiveJobsNeverShareAPort) {
   std::set<int> seen;
   for (int64_t id = 1; id <= 2000; ++id) {

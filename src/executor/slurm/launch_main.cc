@@ -1,7 +1,8 @@
 // mlengine-slurm-launch: runs inside a Slurm allocation made for one
 // mlengine job (it is what the batch script execs; see slurm_plan.h).
 //
-//   batch mode (default): on the master's node. Reads RUN/job.json, finds
+//   batch mode (default): on the master's node. Reads the job
+//     (RUN/job.json, "mlengine.launch/v1": rundir/slurm_files.h), finds
 //     each component's nodes in SLURM_JOB_NODELIST[_HET_GROUP_<k>], computes
 //     every replica's environment from the real allocation (the replica
 //     contract, runtime/replica_env.h), writes RUN/<task>/launch, starts one
@@ -17,27 +18,28 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "codec/job_codec.h"
+#include "codec/launch_codec.h"
 #include "common/run_layout.h"
 #include "common/subprocess.h"
 #include "executor/job_prep.h"
 #include "executor/slurm/slurm_parsers.h"
 #include "executor/slurm/slurm_plan.h"
 #include "model/demand.h"
+#include "rundir/file_io.h"
+#include "rundir/slurm_files.h"
 #include "runtime/replica_env.h"
 
 extern char** environ;
@@ -46,7 +48,6 @@ namespace mle::executor::slurm {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 struct Flags {
   std::string run_dir, python, shim, gcs_root, python_path;
@@ -66,34 +67,33 @@ int Die(const std::string& message) {
   return 2;
 }
 
-std::string LaunchPath(const Flags& f, const std::string& task) {
-  return common::ReplicaDir(f.run_dir, task) + "/launch";
-}
-
-void WriteOutcome(const Flags& f, bool succeeded, const std::string& message) {
-  const std::string path = f.run_dir + "/outcome";
-  {
-    std::ofstream out(path + ".tmp", std::ios::trunc);
-    out << (succeeded ? "SUCCEEDED" : "FAILED") << "\n" << message << "\n";
-  }
-  fs::rename(path + ".tmp", path);
+// Records how the job ended for mlengined (RUN/outcome) and in the launcher's
+// own output. Returns the batch script's exit status, which sets Slurm's
+// final state: what mlengined judges from if the outcome cannot be written.
+int Conclude(const Flags& f, bool succeeded, const std::string& message) {
   std::cout << "mlengine-slurm-launch: job " << (succeeded ? "succeeded" : "failed")
             << (message.empty() ? "" : ": ") << message << std::endl;
+  if (auto s = rundir::WriteRunOutcome(f.run_dir, {succeeded, message}); !s.ok()) {
+    std::cerr << "mlengine-slurm-launch: cannot record the outcome: " << s.message() << std::endl;
+  }
+  return succeeded ? 0 : 1;
 }
 
 struct Loaded {
-  model::Job job;
+  model::Job job;  // project, job_id and training_input: what the replicas' environment is built from
   model::JobDemand demand;
   std::vector<Component> components;
 };
 
 absl::StatusOr<Loaded> Load(const Flags& f) {
-  auto job = codec::ParseStoredJob(ReadFileOrEmpty(f.run_dir + "/job.json"));
-  if (!job.ok()) return job.status();
+  auto launch = rundir::ReadLaunchJob(f.run_dir);
+  if (!launch.ok()) return launch.status();
   Loaded l;
-  l.job = *std::move(job);
+  l.job.project = launch->project;
+  l.job.job_id = launch->job_id;
+  l.job.training_input = std::move(launch->training_input);
   l.demand = model::DemandOf(l.job, model::ResourceTable::Defaults());
-  l.components = PlanComponents(l.demand, SlurmSettings{});
+  l.components = FromLaunchComponents(launch->components);
   return l;
 }
 
@@ -109,8 +109,8 @@ int RunTask(const Flags& f, const Loaded& l) {
     }
     task = c.tasks[rank];
   }
-  json launch = json::parse(ReadFileOrEmpty(LaunchPath(f, task)), nullptr, false);
-  if (launch.is_discarded() || !launch.is_object()) return Die(absl::StrCat("no launch file for ", task));
+  auto launch = rundir::ReadTaskLaunch(f.run_dir, task);
+  if (!launch.ok()) return Die(absl::StrCat("cannot start ", task, ": ", launch.status().message()));
   std::map<std::string, std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv = *e;
@@ -123,54 +123,46 @@ int RunTask(const Flags& f, const Loaded& l) {
   const std::string inherited_path = env["PYTHONPATH"];
   const std::string slurm_gpus = env.count("CUDA_VISIBLE_DEVICES") ? env["CUDA_VISIBLE_DEVICES"] : "";
   const bool slurm_set_gpus = env.count("SLURM_STEP_GPUS") || env.count("SLURM_JOB_GPUS");
-  for (const auto& [k, v] : launch["env"].items()) env[k] = v.get<std::string>();
+  for (const auto& [k, v] : launch->env) env[k] = v;
   if (!inherited_path.empty()) env["PYTHONPATH"] = env["PYTHONPATH"] + ":" + inherited_path;
   if (slurm_set_gpus) env["CUDA_VISIBLE_DEVICES"] = slurm_gpus;  // Slurm chose this node's GPUs
   const std::string rdir = common::ReplicaDir(f.run_dir, task);
   env["CLOUD_ML_HP_METRIC_FILE"] = rdir + "/hypertune/output.metrics";
-  std::error_code ec;
-  fs::create_directories(rdir + "/work", ec);
+  if (auto s = rundir::CreateDirectories(rdir + "/work"); !s.ok()) return Die(std::string(s.message()));
 
   std::vector<std::string> argv = {f.shim, "--log", common::ReplicaLogPath(f.run_dir, task), "--exit",
                                    common::ReplicaExitPath(f.run_dir, task), "--cwd", rdir + "/work", "--"};
-  for (const auto& a : launch["argv"]) argv.push_back(a.get<std::string>());
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> args, envp;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  ::execve(f.shim.c_str(), args.data(), envp.data());
-  return Die(absl::StrCat("cannot run ", f.shim, ": ", strerror(errno)));
+  argv.insert(argv.end(), launch->argv.begin(), launch->argv.end());
+  common::SpawnOptions exec;
+  exec.argv = std::move(argv);
+  exec.env = std::move(env);
+  exec.in = common::Stdio::Inherit();
+  return Die(std::string(common::Exec(exec).message()));
 }
 
-pid_t Spawn(const std::vector<std::string>& argv) {
-  std::vector<std::string> copy = argv;
-  std::vector<char*> args;
-  for (auto& a : copy) args.push_back(a.data());
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  if (::posix_spawnp(&pid, copy[0].c_str(), nullptr, nullptr, args.data(), environ) != 0) return -1;
-  return pid;
+// Starts `argv` (srun) with the launcher's stdio; waitpid(-1) in RunBatch reaps it.
+absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv) {
+  common::SpawnOptions spawn;
+  spawn.argv = argv;
+  spawn.in = common::Stdio::Inherit();
+  auto child = common::Spawn(spawn);
+  if (!child.ok()) return child.status();
+  return child->Release();
 }
 
 // Batch mode: plan, write launch files, srun every component, wait.
 int RunBatch(const Flags& f, const Loaded& l) {
-  const std::string self = fs::read_symlink("/proc/self/exe").string();
+  std::error_code ec;
+  const std::string self = fs::read_symlink("/proc/self/exe", ec).string();
+  if (ec) return Die(absl::StrCat("cannot find this program's own path (/proc/self/exe): ", ec.message()));
   // A fresh run (also after Slurm requeued the job): nothing of an earlier
   // run may decide this one.
-  {
-    std::error_code ec;
-    fs::remove(f.run_dir + "/outcome", ec);
-    for (const auto& c : l.components) {
-      for (const auto& task : c.tasks) fs::remove(common::ReplicaExitPath(f.run_dir, task), ec);
-      if (!c.first_node_task.empty()) fs::remove(common::ReplicaExitPath(f.run_dir, c.first_node_task), ec);
-    }
-    const std::string restarts = Env("SLURM_RESTART_COUNT");
-    if (!restarts.empty() && restarts != "0") {
-      std::cout << "mlengine-slurm-launch: Slurm requeued this job (restart " << restarts << ")" << std::endl;
-    }
+  if (auto s = rundir::RemoveEarlierRunResults(f.run_dir, TasksOf(l.components)); !s.ok()) {
+    return Die(absl::StrCat("cannot start from a clean run directory: ", s.message()));
+  }
+  const std::string restarts = Env("SLURM_RESTART_COUNT");
+  if (!restarts.empty() && restarts != "0") {
+    std::cout << "mlengine-slurm-launch: Slurm requeued this job (restart " << restarts << ")" << std::endl;
   }
   int het_size = 0;
   const bool het = absl::SimpleAtoi(Env("SLURM_HET_SIZE"), &het_size) && het_size > 1;
@@ -183,8 +175,7 @@ int RunBatch(const Flags& f, const Loaded& l) {
   }
   auto placement = PlacementFromAllocation(l.components, nodes, f.tpu_simulated);
   if (!placement.ok()) {
-    WriteOutcome(f, false, absl::StrCat("Slurm's allocation does not match the job: ", placement.status().message()));
-    return 1;
+    return Conclude(f, false, absl::StrCat("Slurm's allocation does not match the job: ", placement.status().message()));
   }
   std::map<std::string, std::string> address;
   for (const auto& na : f.node_addresses) {
@@ -198,7 +189,10 @@ int RunBatch(const Flags& f, const Loaded& l) {
 
   // Ports, the same on every node without talking: from the Slurm job id.
   int64_t slurm_id = 0;
-  (void)absl::SimpleAtoi(Env("SLURM_JOB_ID"), &slurm_id);
+  if (!absl::SimpleAtoi(Env("SLURM_JOB_ID"), &slurm_id) || slurm_id <= 0) {
+    return Die(absl::StrCat("SLURM_JOB_ID is \"", Env("SLURM_JOB_ID"),
+                            "\": run only by the batch script mlengined submits"));
+  }
   std::vector<std::string> endpoint_tasks;
   for (const auto& r : l.demand.replicas) {
     if (r.role != "evaluator") endpoint_tasks.push_back(r.TaskName());
@@ -220,18 +214,18 @@ int RunBatch(const Flags& f, const Loaded& l) {
 
   std::map<std::string, std::string> host_of;
   for (const auto& launch : runtime::BuildReplicaLaunches(l.job, l.demand, *placement, ctx)) {
-    std::error_code ec;
-    fs::create_directories(common::ReplicaDir(f.run_dir, launch.task_name), ec);
-    json j = {{"argv", launch.argv}, {"env", launch.env}, {"host", launch.host}};
-    std::ofstream(LaunchPath(f, launch.task_name)) << j.dump();
+    if (auto s = rundir::WriteTaskLaunch(f.run_dir, launch.task_name, {launch.argv, launch.env, launch.host});
+        !s.ok()) {
+      return Conclude(f, false, absl::StrCat("Could not prepare the replica ", launch.task_name, ": ", s.message()));
+    }
     host_of[launch.task_name] = launch.task_name.rfind("tpu-", 0) == 0
                                     ? placement->tpu_hosts[launch.index]
                                     : placement->replicas.at(launch.task_name).host;
   }
-  {
-    // Which Slurm node runs which task: mlengined names them when a node is lost.
-    std::ofstream placement_file(f.run_dir + "/placement");
-    for (const auto& [task, node] : host_of) placement_file << task << " " << node << "\n";
+  // Which Slurm node runs which task: mlengined names them when a node is lost.
+  if (auto s = rundir::WriteSlurmPlacement(f.run_dir, host_of); !s.ok()) {
+    std::cerr << "mlengine-slurm-launch: " << s.message() << " (a lost node will be named without its tasks)"
+              << std::endl;
   }
   std::cout << "mlengine-slurm-launch: Slurm job " << slurm_id << " for projects/" << l.job.project << "/jobs/"
             << l.job.job_id << ":";
@@ -244,6 +238,7 @@ int RunBatch(const Flags& f, const Loaded& l) {
     std::vector<std::string> tasks;
   };
   std::map<pid_t, Step> steps;
+  std::string srun_error;  // why the last srun could not be started
   auto srun = [&](size_t k, std::vector<std::string> extra, std::vector<std::string> tail, Step step) -> bool {
     std::vector<std::string> argv = {"srun"};
     if (het) argv.push_back(absl::StrCat("--het-group=", k));
@@ -251,9 +246,12 @@ int RunBatch(const Flags& f, const Loaded& l) {
     argv.insert(argv.end(), {"--overlap", "--kill-on-bad-exit=0", "--ntasks-per-node=1", "--quiet", self,
                              "--run-dir", f.run_dir, "--shim", f.shim});
     argv.insert(argv.end(), tail.begin(), tail.end());
-    pid_t pid = Spawn(argv);
-    if (pid < 0) return false;
-    steps[pid] = std::move(step);
+    auto pid = Spawn(argv);
+    if (!pid.ok()) {
+      srun_error = std::string(pid.status().message());
+      return false;
+    }
+    steps[*pid] = std::move(step);
     return true;
   };
   std::string master_task = "master-replica-0";
@@ -266,8 +264,7 @@ int RunBatch(const Flags& f, const Loaded& l) {
                 Step{{c.first_node_task}});
     }
     if (!ok) {
-      WriteOutcome(f, false, absl::StrCat("could not run srun for the ", c.role, " replicas: ", strerror(errno)));
-      return 1;
+      return Conclude(f, false, absl::StrCat("could not run srun for the ", c.role, " replicas: ", srun_error));
     }
   }
 
@@ -287,10 +284,7 @@ int RunBatch(const Flags& f, const Loaded& l) {
       const std::string exit_text = ReadExitText(common::ReplicaExitPath(f.run_dir, task));
       const bool is_master = task == master_task;
       if (exit_text == "exit 0") {
-        if (is_master) {
-          WriteOutcome(f, true, "");
-          return 0;
-        }
+        if (is_master) return Conclude(f, true, "");
         continue;
       }
       std::string message;
@@ -302,12 +296,10 @@ int RunBatch(const Flags& f, const Loaded& l) {
       } else {
         message = DescribeReplicaEnd(f.run_dir, task, exit_text);
       }
-      WriteOutcome(f, false, message);
-      return 1;
+      return Conclude(f, false, message);
     }
   }
-  WriteOutcome(f, false, "Every srun step ended without the master replica recording how it ended.");
-  return 1;
+  return Conclude(f, false, "Every srun step ended without the master replica recording how it ended.");
 }
 
 }  // namespace
@@ -328,8 +320,12 @@ int main(int argc, char** argv) {
   app.add_option("--task", f.task, "(inside srun) run this task");
   CLI11_PARSE(app, argc, argv);
   ::signal(SIGPIPE, SIG_IGN);
+  const bool batch = f.component < 0 && f.task.empty();
   auto loaded = Load(f);
-  if (!loaded.ok()) return Die(absl::StrCat("cannot read ", f.run_dir, "/job.json: ", loaded.status().message()));
-  if (f.component >= 0 || !f.task.empty()) return RunTask(f, *loaded);
+  if (!loaded.ok()) {
+    const std::string message = absl::StrCat("mlengine-slurm-launch cannot read the job: ", loaded.status().message());
+    return batch ? Conclude(f, false, message) : Die(message);
+  }
+  if (!batch) return RunTask(f, *loaded);
   return RunBatch(f, *loaded);
 }

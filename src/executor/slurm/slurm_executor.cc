@@ -1,73 +1,24 @@
 #include "executor/slurm/slurm_executor.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "codec/job_codec.h"
 #include "common/run_layout.h"
 #include "common/time_format.h"
 #include "executor/job_prep.h"
 #include "executor/slurm/slurm_parsers.h"
+#include "obs/log.h"
+#include "obs/metrics.h"
+#include "rundir/file_io.h"
+#include "rundir/slurm_files.h"
 
 namespace mle::executor::slurm {
-
-namespace fs = std::filesystem;
-
-namespace {
-
-// Files of a Slurm run, beside the replicas' own (common/run_layout.h).
-std::string IdPath(const std::string& dir) { return dir + "/slurm_job_id"; }
-std::string SubmittingPath(const std::string& dir) { return dir + "/submitting"; }
-std::string TasksPath(const std::string& dir) { return dir + "/tasks"; }
-std::string OutcomePath(const std::string& dir) { return dir + "/outcome"; }
-
-// Writes `text` to `path` atomically (temp file, fsync, rename).
-absl::Status WriteFileAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return absl::InternalError(absl::StrCat("cannot rename ", tmp, ": ", ec.message()));
-  return absl::OkStatus();
-}
-
-std::vector<std::string> ReadLines(const std::string& path) {
-  std::vector<std::string> out;
-  for (absl::string_view line : absl::StrSplit(ReadFileOrEmpty(path), '\n', absl::SkipWhitespace())) {
-    out.push_back(std::string(absl::StripAsciiWhitespace(line)));
-  }
-  return out;
-}
-
-// How long a NODE_FAIL/PREEMPTED job of a requeueing cluster may take to be
-// PENDING again before mlengine calls it ended.
-constexpr absl::Duration kRequeueWait = absl::Seconds(20);
-
-bool IsFinal(const std::string& state) {
-  return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED" || state == "TIMEOUT" ||
-         state == "NODE_FAIL" || state == "OUT_OF_MEMORY" || state == "PREEMPTED" || state == "BOOT_FAIL" ||
-         state == "DEADLINE";
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<SlurmExecutor>> SlurmExecutor::Create(SlurmExecutorOptions options,
                                                                      runtime::RuntimeCatalog runtimes,
                                                                      runtime::PackageCache& cache,
-                                                                     CommandRunner& runner) {
+                                                                     CommandRunner& runner, common::Clock& clock) {
   auto out = runner.Run({"sinfo", "--json"});
   if (!out.ok()) return absl::UnavailableError(absl::StrCat("Slurm did not answer `sinfo --json`: ", out.status().message()));
   if (out->exit_code != 0) {
@@ -78,24 +29,28 @@ absl::StatusOr<std::unique_ptr<SlurmExecutor>> SlurmExecutor::Create(SlurmExecut
   if (!nodes.ok()) return nodes.status();
   if (nodes->empty()) return absl::UnavailableError("the Slurm cluster has no nodes (`sinfo --json` lists none)");
   return std::unique_ptr<SlurmExecutor>(
-      new SlurmExecutor(std::move(options), std::move(runtimes), cache, runner, *std::move(nodes)));
+      new SlurmExecutor(std::move(options), std::move(runtimes), cache, runner, clock, *std::move(nodes)));
 }
 
 SlurmExecutor::SlurmExecutor(SlurmExecutorOptions options, runtime::RuntimeCatalog runtimes,
-                             runtime::PackageCache& cache, CommandRunner& runner, std::vector<SlurmNode> nodes)
-    : options_(std::move(options)), runtimes_(std::move(runtimes)), cache_(cache), runner_(runner),
+                             runtime::PackageCache& cache, CommandRunner& runner, common::Clock& clock,
+                             std::vector<SlurmNode> nodes)
+    : options_(std::move(options)), runtimes_(std::move(runtimes)), cache_(cache), runner_(runner), clock_(clock),
       nodes_(std::move(nodes)) {
-  poller_ = std::thread([this] { PollLoop(); });
+  if (options_.background_threads) {
+    submitter_ = std::make_unique<common::SerialWorker>();
+    poller_ = std::thread([this] { PollLoop(); });
+  }
 }
 
 SlurmExecutor::~SlurmExecutor() {
-  submitter_.Stop();
+  if (submitter_) submitter_->Stop();
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
   poll_cv_.notify_all();
-  poller_.join();
+  if (poller_.joinable()) poller_.join();
   // Slurm jobs keep running: a restarted server finds them again (Recover).
 }
 
@@ -108,63 +63,124 @@ absl::Status SlurmExecutor::CheckRunnable(const model::Job& job) const {
 void SlurmExecutor::Launch(const model::Job& job, const model::JobDemand& demand, const model::Placement&) {
   const JobRef ref{job.project, job.job_id};
   const std::string key = Key(ref);
+  uint64_t generation = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Tracked& t = jobs_[key];
-    t = Tracked{};
-    t.ref = ref;
-    t.dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
-    for (const auto& c : PlanComponents(demand, options_.settings)) {
-      if (!c.first_node_task.empty()) t.tasks.push_back(c.first_node_task);
-      t.tasks.insert(t.tasks.end(), c.tasks.begin(), c.tasks.end());
-    }
+    Entry& e = jobs_[key];
+    e = Entry{};
+    e.generation = generation = next_generation_++;
+    e.job.ref = ref;
+    e.job.dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
+    e.job.tasks = TasksOf(PlanComponents(demand, options_.settings));
+    e.spec = job;
+    e.demand = demand;
   }
-  submitter_.Post([this, key, job, demand] { Submit(key, job, demand); });
+  if (submitter_) {
+    submitter_->Post([this, key, generation, job, demand] { Submit(key, generation, job, demand); });
+  } else {
+    Submit(key, generation, job, demand);
+  }
 }
 
-void SlurmExecutor::Submit(const std::string& key, const model::Job& job, const model::JobDemand& demand) {
-  Tracked snapshot;
+void SlurmExecutor::Submit(const std::string& key, uint64_t generation, const model::Job& job,
+                           const model::JobDemand& demand) {
+  std::string dir;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(key);
-    if (it == jobs_.end()) return;
-    snapshot = it->second;
+    if (it == jobs_.end() || it->second.generation != generation) return;
+    dir = it->second.job.dir;
   }
   // Already in Slurm (a restart after sbatch)? Then never submit again.
-  std::optional<int64_t> existing;
-  int64_t id = 0;
-  if (absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFileOrEmpty(IdPath(snapshot.dir))), &id) && id > 0) {
-    existing = id;
-  } else if (fs::exists(SubmittingPath(snapshot.dir))) {
-    existing = FindByName(SlurmJobName(job.project, job.job_id));
-  }
-  if (!existing && snapshot.cancel_requested) return Finish(key, Outcome::kStopped, snapshot.cancel_reason);
-  absl::StatusOr<int64_t> submitted = existing ? absl::StatusOr<int64_t>(*existing) : SubmitToSlurm(snapshot, job, demand);
-  if (!submitted.ok()) return Finish(key, Outcome::kFailed, std::string(submitted.status().message()));
+  const EarlierSubmission earlier = FindEarlierSubmission(dir);
+  if (earlier.slurm_id != 0) return Adopt(key, generation, earlier.slurm_id);
+  if (earlier.look_up) return LookUpByName(key, generation, earlier.why);
+  SubmitNew(key, generation, job, demand);
+}
+
+void SlurmExecutor::SubmitNew(const std::string& key, uint64_t generation, const model::Job& job,
+                              const model::JobDemand& demand) {
+  TrackedJob snapshot;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(key);
-    if (it == jobs_.end()) return;
-    it->second.slurm_id = *submitted;
-    it->second.phase = Phase::kWaiting;
+    if (it == jobs_.end() || it->second.generation != generation) return;
+    snapshot = it->second.job;
   }
-  events_->JobWaiting(snapshot.ref, "Submitted to Slurm; waiting for it to schedule the job");
+  if (snapshot.cancel_requested) return Finish(key, generation, Outcome::kStopped, snapshot.cancel_reason);
+  absl::StatusOr<int64_t> submitted = SubmitToSlurm(snapshot, job, demand);
+  if (absl::IsUnknown(submitted.status())) {
+    // Slurm may have it: find out by name before saying it failed.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = jobs_.find(key);
+      if (it == jobs_.end() || it->second.generation != generation) return;
+      it->second.job.submit_error = std::string(submitted.status().message());
+    }
+    return LookUpByName(key, generation, absl::StrCat("sbatch's answer was lost: ", submitted.status().message()));
+  }
+  if (!submitted.ok()) return Finish(key, generation, Outcome::kFailed, std::string(submitted.status().message()));
+  Adopt(key, generation, *submitted);
+}
+
+void SlurmExecutor::Adopt(const std::string& key, uint64_t generation, int64_t slurm_id) {
+  JobRef ref;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(key);
+    if (it == jobs_.end() || it->second.generation != generation) return;
+    it->second.job.slurm_id = slurm_id;
+    it->second.job.phase = TrackPhase::kWaiting;
+    it->second.job.reason = kSubmittedReason;
+    ref = it->second.job.ref;
+  }
+  events_->JobWaiting(ref, kSubmittedReason);
   Wake();
 }
 
-absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const Tracked& t, const model::Job& job,
+void SlurmExecutor::LookUpByName(const std::string& key, uint64_t generation, const std::string& why) {
+  JobRef ref;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(key);
+    if (it == jobs_.end() || it->second.generation != generation) return;
+    it->second.job.find_by_name = true;
+    it->second.job.slurm_id = 0;
+    ref = it->second.job.ref;
+  }
+  obs::Log("slurm").warn(
+      "{} may already be in Slurm ({}); the next polls look it up by its name {}, and it is not submitted again "
+      "while Slurm cannot answer",
+      key, why, SlurmJobName(ref.project, ref.job_id));
+  Wake();
+}
+
+SlurmExecutor::EarlierSubmission SlurmExecutor::FindEarlierSubmission(const std::string& dir) {
+  auto recorded = rundir::ReadSlurmJobId(dir);
+  if (!recorded.ok()) return {0, true, std::string(recorded.status().message())};
+  if (recorded->has_value()) return {**recorded, false, ""};
+  auto submitting = rundir::HasSubmittingMarker(dir);
+  if (!submitting.ok()) return {0, true, std::string(submitting.status().message())};
+  if (*submitting) {
+    return {0, true,
+            absl::StrCat(rundir::SubmittingPath(dir), " is there but no ", rundir::SlurmJobIdPath(dir),
+                         ": mlengined stopped between sbatch and recording the Slurm job id")};
+  }
+  return {};
+}
+
+absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const model::Job& job,
                                                      const model::JobDemand& demand) {
   auto env = PrepareJobEnvironment(job, runtimes_, cache_, options_.gcs_root);
   if (!env.ok()) return env.status();
 
-  std::error_code ec;
-  fs::remove_all(t.dir, ec);
-  fs::create_directories(t.dir, ec);
-  if (ec) return absl::InternalError(absl::StrCat("cannot create the job's run directory ", t.dir, ": ", ec.message()));
-  if (auto s = WriteFileAtomically(t.dir + "/job.json", codec::SerializeJobForStorage(job)); !s.ok()) return s;
-  if (auto s = WriteFileAtomically(TasksPath(t.dir), absl::StrJoin(t.tasks, "\n") + "\n"); !s.ok()) return s;
-
   const auto components = PlanComponents(demand, options_.settings);
+  if (auto s = rundir::ClearRunDirectory(t.dir); !s.ok()) return s;
+  codec::LaunchJob launch{job.project, job.job_id, job.training_input.value_or(model::TrainingInput{}),
+                          ToLaunchComponents(components)};
+  if (auto s = rundir::WriteLaunchJob(t.dir, launch); !s.ok()) return s;
+  if (auto s = rundir::WriteSlurmTasks(t.dir, t.tasks); !s.ok()) return s;
+
   BatchScriptInput in;
   in.project = job.project;
   in.job_id = job.job_id;
@@ -196,32 +212,30 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const Tracked& t, const mod
   // scheduling.priority 0..1000 (higher first) -> nice 1000..0: never below
   // Slurm's default, so no privilege is needed.
   in.nice = 1000 - std::clamp<int32_t>(priority, 0, 1000);
-  const std::string script_path = t.dir + "/batch.sh";
-  if (auto s = WriteFileAtomically(script_path, BuildBatchScript(in, components, options_.settings)); !s.ok()) {
+  if (auto s = rundir::WriteBatchScript(t.dir, BuildBatchScript(in, components, options_.settings)); !s.ok()) {
     return s;
   }
-  if (auto s = WriteFileAtomically(SubmittingPath(t.dir), ""); !s.ok()) return s;
-  auto out = runner_.Run({"sbatch", "--parsable", script_path});
-  if (!out.ok()) return absl::UnavailableError(absl::StrCat("Slurm did not accept the job: ", out.status().message()));
+  if (auto s = rundir::WriteSubmittingMarker(t.dir); !s.ok()) return s;
+  auto out = runner_.Run({"sbatch", "--parsable", rundir::BatchScriptPath(t.dir)});
+  // sbatch that did not finish (timed out) or printed no job id may still
+  // have queued the job: its answer is lost, not a refusal.
+  if (!out.ok()) return absl::UnknownError(absl::StrCat("Slurm did not accept the job: ", out.status().message()));
   if (out->exit_code != 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("Slurm refused the job: ", absl::StripAsciiWhitespace(out->output)));
   }
   auto parsed = ParseSbatchParsable(out->output);
-  if (!parsed.ok()) return parsed.status();
-  if (auto s = WriteFileAtomically(IdPath(t.dir), absl::StrCat(parsed->job_id, "\n")); !s.ok()) return s;
-  return parsed->job_id;
-}
-
-std::optional<int64_t> SlurmExecutor::FindByName(const std::string& name) {
-  auto out = runner_.Run({"squeue", "--json"});
-  if (!out.ok() || out->exit_code != 0) return std::nullopt;
-  auto jobs = ParseJobsJson(out->output);
-  if (!jobs.ok()) return std::nullopt;
-  for (const auto& j : *jobs) {
-    if (j.name == name && j.het_job_offset == 0) return j.job_id;
+  if (!parsed.ok()) {
+    return absl::UnknownError(absl::StrCat("sbatch printed no job id: ", parsed.status().message()));
   }
-  return std::nullopt;
+  if (auto s = rundir::WriteSlurmJobId(t.dir, parsed->job_id); !s.ok()) {
+    // Slurm has the job: track it all the same. A restart finds it by name
+    // (the submitting marker is on disk).
+    obs::Log("slurm").warn(
+        "Slurm accepted {}/{} as job {}, but its id could not be recorded (a restart will look it up by name): {}",
+        t.ref.project, t.ref.job_id, parsed->job_id, std::string(s.message()));
+  }
+  return parsed->job_id;
 }
 
 void SlurmExecutor::Cancel(const JobRef& ref, const std::string& reason) {
@@ -229,41 +243,52 @@ void SlurmExecutor::Cancel(const JobRef& ref, const std::string& reason) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(key);
   if (it == jobs_.end()) return;
-  it->second.cancel_requested = true;
-  it->second.cancel_reason = reason;
+  it->second.job.cancel_requested = true;
+  it->second.job.cancel_reason = reason;
   poll_soon_ = true;
   poll_cv_.notify_all();
 }
 
 std::optional<model::Placement> SlurmExecutor::Recover(const model::Job& job) {
   const JobRef ref{job.project, job.job_id};
+  const std::string key = Key(ref);
   const std::string dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
-  int64_t id = 0;
-  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFileOrEmpty(IdPath(dir))), &id) || id <= 0) {
-    if (!fs::exists(SubmittingPath(dir))) return std::nullopt;
-    auto found = FindByName(SlurmJobName(job.project, job.job_id));
-    if (!found) return std::nullopt;
-    id = *found;
-    (void)WriteFileAtomically(IdPath(dir), absl::StrCat(id, "\n"));
+  const EarlierSubmission earlier = FindEarlierSubmission(dir);
+  if (earlier.slurm_id == 0 && !earlier.look_up) return std::nullopt;  // never submitted
+  const model::JobDemand demand = model::DemandOf(job, options_.resources);
+  std::vector<std::string> tasks;
+  if (auto read = rundir::ReadSlurmTasks(dir); read.ok()) {
+    tasks = *std::move(read);
+  } else {
+    tasks = TasksOf(PlanComponents(demand, options_.settings));
+    obs::Log("slurm").warn("{}; using the tasks its job plans", std::string(read.status().message()));
   }
+  uint64_t generation = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Tracked& t = jobs_[Key(ref)];
-    t = Tracked{};
+    Entry& e = jobs_[key];
+    e = Entry{};
+    e.generation = generation = next_generation_++;
+    e.spec = job;
+    e.demand = demand;
+    TrackedJob& t = e.job;
     t.ref = ref;
     t.dir = dir;
-    t.slurm_id = id;
-    t.tasks = ReadLines(TasksPath(dir));
-    t.phase = job.state == model::JobState::kRunning     ? Phase::kRunning
-              : job.state == model::JobState::kPreparing ? Phase::kPreparing
-                                                         : Phase::kWaiting;
+    t.slurm_id = earlier.slurm_id;
+    t.tasks = std::move(tasks);
+    t.phase = job.state == model::JobState::kRunning     ? TrackPhase::kRunning
+              : job.state == model::JobState::kPreparing ? TrackPhase::kPreparing
+                                                         : TrackPhase::kWaiting;
     if (job.state == model::JobState::kCancelling) {
       t.cancel_requested = true;
       t.cancel_reason = job.error_message;
     }
-    poll_soon_ = true;
   }
-  poll_cv_.notify_all();
+  if (earlier.look_up) {
+    LookUpByName(key, generation, earlier.why);
+  } else {
+    Wake();
+  }
   return model::Placement{};
 }
 
@@ -273,89 +298,13 @@ void SlurmExecutor::Wake() {
   poll_cv_.notify_all();
 }
 
-std::optional<std::pair<Outcome, std::string>> SlurmExecutor::ReadOutcome(const Tracked& t) const {
-  const std::string text = ReadFileOrEmpty(OutcomePath(t.dir));
-  if (text.empty()) return std::nullopt;
-  std::pair<std::string, std::string> parts = absl::StrSplit(text, absl::MaxSplits('\n', 1));
-  std::string message(absl::StripTrailingAsciiWhitespace(parts.second));
-  if (parts.first == "SUCCEEDED") return std::make_pair(Outcome::kSucceeded, message);
-  if (parts.first == "FAILED") return std::make_pair(Outcome::kFailed, message);
-  return std::nullopt;
-}
-
-void SlurmExecutor::End(const std::string& key, Tracked& t, const SlurmJob& sj, const std::vector<std::string>& nodes) {
-  CatchUp(key, t);
-  const auto outcome = ReadOutcome(t);
-  if (t.cancel_requested) {
-    // A master that finished before the cancel landed still succeeded.
-    if (outcome && outcome->first == Outcome::kSucceeded) return Finish(key, outcome->first, outcome->second);
-    return Finish(key, Outcome::kStopped, t.cancel_reason);
-  }
-  if (outcome) return Finish(key, outcome->first, outcome->second);
-  if (sj.state == "COMPLETED" && t.phase == Phase::kRunning) return Finish(key, Outcome::kSucceeded, "");
-  if (sj.state == "COMPLETED") {
-    return Finish(key, Outcome::kFailed,
-                  absl::StrCat("The Slurm job ", t.slurm_id, " completed without starting any replica; see ", t.dir,
-                               "/slurm-", t.slurm_id, ".out."));
-  }
-  if (sj.state == "CANCELLED") {
-    return Finish(key, Outcome::kFailed,
-                  absl::StrCat("The Slurm job ", t.slurm_id, " was cancelled outside mlengine (scancel)."));
-  }
-  const MappedState m = MapSlurmState(sj.state, sj.state_reason);
-  std::string message =
-      absl::StrCat(m.message, " (Slurm job ", t.slurm_id, ", ", sj.state,
-                   nodes.empty() ? "" : absl::StrCat(", nodes ", absl::StrJoin(nodes, ",")), ").");
-  if (sj.state == "NODE_FAIL") return Finish(key, Outcome::kLost, ExplainNodeFailure(t, nodes, message));
-  Finish(key, Outcome::kFailed, message);
-}
-
-void SlurmExecutor::CatchUp(const std::string& key, Tracked& t) {
-  // A job can start and end between two polls: if any replica ran, say it
-  // started (QUEUED -> PREPARING -> RUNNING) before it ends.
-  if (t.phase == Phase::kRunning || t.cancel_requested) return;
-  bool ran = false;
-  for (const auto& task : t.tasks) ran = ran || fs::exists(common::ReplicaLogPath(t.dir, task));
-  if (!ran) return;
-  if (t.phase != Phase::kPreparing) events_->JobPreparing(t.ref);
-  events_->JobStarted(t.ref);
-  t.phase = Phase::kRunning;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (auto jt = jobs_.find(key); jt != jobs_.end()) jt->second.phase = Phase::kRunning;
-}
-
-std::string SlurmExecutor::ExplainNodeFailure(const Tracked& t, const std::vector<std::string>& nodes,
-                                              const std::string& fallback) {
-  // Which of the job's nodes does Slurm now see as lost, and what ran there?
-  auto out = runner_.Run({"sinfo", "--json"});
-  if (!out.ok() || out->exit_code != 0) return fallback;
-  auto now = ParseNodesJson(out->output);
-  if (!now.ok()) return fallback;
-  std::map<std::string, std::vector<std::string>> tasks_on;
-  for (const auto& line : ReadLines(t.dir + "/placement")) {
-    std::pair<std::string, std::string> tn = absl::StrSplit(line, absl::MaxSplits(' ', 1));
-    tasks_on[tn.second].push_back(tn.first);
-  }
-  std::vector<std::string> lost;
-  for (const auto& n : *now) {
-    if (!n.Lost() || std::find(nodes.begin(), nodes.end(), n.name) == nodes.end()) continue;
-    auto it = tasks_on.find(n.name);
-    lost.push_back(it == tasks_on.end() ? n.name
-                                        : absl::StrCat(n.name, " (", absl::StrJoin(it->second, ", "), ")"));
-  }
-  if (lost.empty()) return fallback;
-  return absl::StrCat("Slurm node", lost.size() > 1 ? "s " : " ", absl::StrJoin(lost, ", "),
-                      " stopped responding, so Slurm ended the job (NODE_FAIL, Slurm job ", t.slurm_id,
-                      "). Resubmit it, or set slurm.requeue for Slurm to requeue such jobs.");
-}
-
-void SlurmExecutor::Finish(const std::string& key, Outcome outcome, const std::string& message) {
+void SlurmExecutor::Finish(const std::string& key, uint64_t generation, Outcome outcome, const std::string& message) {
   JobRef ref;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(key);
-    if (it == jobs_.end()) return;
-    ref = it->second.ref;
+    if (it == jobs_.end() || it->second.generation != generation) return;
+    ref = it->second.job.ref;
     jobs_.erase(it);
   }
   events_->JobEnded(ref, outcome, message);
@@ -365,15 +314,19 @@ bool SlurmExecutor::ChangeOnDisk() {
   std::vector<std::pair<std::string, std::string>> paths;  // outcome file, first-start log ("" if running)
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [key, t] : jobs_) {
+    for (const auto& [key, e] : jobs_) {
+      const TrackedJob& t = e.job;
       if (t.slurm_id == 0) continue;
-      const bool started = t.phase == Phase::kRunning || t.tasks.empty();
-      paths.emplace_back(OutcomePath(t.dir), started ? "" : common::ReplicaLogPath(t.dir, t.tasks.back()));
+      const bool started = t.phase == TrackPhase::kRunning || t.tasks.empty();
+      paths.emplace_back(rundir::OutcomePath(t.dir), started ? "" : common::ReplicaLogPath(t.dir, t.tasks.back()));
     }
   }
-  // Outside the lock: on NFS a stat may take a while.
+  // Outside the lock: on NFS a stat may take a while. A stat that fails
+  // counts as a change: the poll that follows reads the files and reports.
   for (const auto& [outcome, log] : paths) {
-    if (fs::exists(outcome) || (!log.empty() && fs::exists(log))) return true;
+    if (rundir::FileExists(outcome).value_or(true) || (!log.empty() && rundir::FileExists(log).value_or(true))) {
+      return true;
+    }
   }
   return false;
 }
@@ -385,7 +338,7 @@ void SlurmExecutor::PollLoop() {
     // At most one round per min_poll; otherwise wait for `interval` to pass,
     // a request (submission, cancel), or a sign on disk that a job just
     // started (its replica log) or ended (its outcome file).
-    const absl::Time due = absl::Now() + interval;
+    const absl::Time due = clock_.Now() + interval;
     for (bool first = true;; first = false) {
       {
         std::unique_lock<std::mutex> lock(mu_);
@@ -396,173 +349,203 @@ void SlurmExecutor::PollLoop() {
           break;
         }
       }
-      if (absl::Now() >= due || ChangeOnDisk()) break;
+      if (clock_.Now() >= due || ChangeOnDisk()) break;
     }
-    Poll();
+    PollOnce();
     // Back off while nothing is in motion; come back quickly when something is.
     bool moving = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& [key, t] : jobs_) {
-        moving = moving || t.phase == Phase::kSubmitting || t.phase == Phase::kPreparing ||
-                 (t.cancel_requested && !t.scancel_sent);
-      }
+      for (const auto& [key, e] : jobs_) moving = moving || InMotion(e.job);
     }
     interval = moving ? options_.min_poll : std::min(options_.max_poll, interval * 2);
   }
 }
 
-void SlurmExecutor::Poll() {
+void SlurmExecutor::SendCancels(const std::vector<int64_t>& slurm_ids) {
+  if (slurm_ids.empty()) return;
+  std::vector<std::string> argv = {"scancel"};
+  for (int64_t id : slurm_ids) argv.push_back(std::to_string(id));
+  auto cancelled = runner_.Run(argv);
+  if (cancelled.ok() && cancelled->exit_code == 0) return;
+  // Not delivered (slurmctld down?): ask again next round.
+  obs::Log("slurm").warn("scancel failed (will retry): {}",
+                         cancelled.ok() ? cancelled->output : std::string(cancelled.status().message()));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [key, e] : jobs_) {
+    if (std::find(slurm_ids.begin(), slurm_ids.end(), e.job.slurm_id) != slurm_ids.end()) e.job.scancel_sent = false;
+  }
+}
+
+absl::StatusOr<std::map<int64_t, SlurmView>> SlurmExecutor::ReadSlurmJobs() {
+  auto out = runner_.Run({"squeue", "--json"});
+  if (!out.ok()) return out.status();
+  if (out->exit_code != 0) {
+    return absl::UnavailableError(absl::StrCat("squeue exited with ", out->exit_code, ": ",
+                                               absl::StripAsciiWhitespace(out->output.substr(0, 500))));
+  }
+  auto jobs = ParseJobsJson(out->output);
+  if (!jobs.ok()) return jobs.status();
+  std::map<int64_t, SlurmView> views;
+  std::map<int64_t, std::vector<std::string>> nodes_of;  // every component's nodes, by leader id
+  for (const auto& j : *jobs) {
+    if (j.het_job_offset == 0) views[j.job_id] = SlurmView::Listed(j, {});
+    auto& n = nodes_of[j.het_job_id > 0 ? j.het_job_id : j.job_id];
+    n.insert(n.end(), j.nodes.begin(), j.nodes.end());
+  }
+  for (auto& [id, view] : views) view.nodes = nodes_of[id];
+  return views;
+}
+
+FilesSeen SlurmExecutor::LookAtFiles(const std::string& key, const TrackedJob& t) {
+  FilesSeen files;
+  std::string problem;
+  if (auto outcome = rundir::ReadRunOutcome(t.dir); outcome.ok()) {
+    files.outcome = *std::move(outcome);
+  } else {
+    // Judged without it (from Slurm's state); say why the launcher's word was not taken.
+    problem = std::string(outcome.status().message());
+  }
+  if (t.phase != TrackPhase::kRunning) {
+    for (const auto& task : t.tasks) {
+      // A log that cannot be inspected counts as not there yet.
+      auto exists = rundir::FileExists(common::ReplicaLogPath(t.dir, task));
+      if (exists.ok() && *exists) files.started_tasks.insert(task);
+      if (!exists.ok() && problem.empty()) problem = std::string(exists.status().message());
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(key);
+  if (it != jobs_.end() && it->second.files_problem != problem) {
+    if (!problem.empty()) obs::Log("slurm").warn("{}: {}", key, problem);
+    it->second.files_problem = problem;
+  }
+  return files;
+}
+
+std::string SlurmExecutor::ExplainLostNodes(const TrackedJob& t, const std::vector<std::string>& nodes,
+                                            const std::string& fallback) {
+  // Which of the job's nodes does Slurm now see as lost, and what ran there?
+  auto out = runner_.Run({"sinfo", "--json"});
+  absl::StatusOr<std::vector<SlurmNode>> now =
+      !out.ok()               ? out.status()
+      : out->exit_code != 0   ? absl::UnavailableError(absl::StrCat("sinfo exited with ", out->exit_code, ": ",
+                                                                    absl::StripAsciiWhitespace(out->output)))
+                              : ParseNodesJson(out->output);
+  if (!now.ok()) {
+    obs::Log("slurm").warn("cannot tell which node of Slurm job {} failed: {}", t.slurm_id,
+                           std::string(now.status().message()));
+    return fallback;
+  }
+  auto placement = rundir::ReadSlurmPlacement(t.dir);
+  if (!placement.ok() && !absl::IsNotFound(placement.status())) {
+    obs::Log("slurm").warn("{}", std::string(placement.status().message()));
+  }
+  return ExplainNodeFailure(t.slurm_id, nodes, *now, placement.value_or(std::map<std::string, std::string>{}),
+                            fallback);
+}
+
+void SlurmExecutor::CarryOut(const std::string& key, uint64_t generation, Step step) {
+  if (step.record_slurm_id) {
+    if (auto s = rundir::WriteSlurmJobId(step.next.dir, step.next.slurm_id); !s.ok()) {
+      obs::Log("slurm").warn(
+          "found {} in Slurm as job {}, but could not record its id (after a restart it is looked up by name again): "
+          "{}",
+          key, step.next.slurm_id, std::string(s.message()));
+    }
+  }
+  if (step.set_outcome_aside) {
+    if (auto s = rundir::SetOutcomeAside(step.next.dir, step.next.requeues); !s.ok()) {
+      obs::Log("slurm").warn("{} was requeued by Slurm, but its earlier outcome stays: {}", key,
+                             std::string(s.message()));
+    }
+  }
+  if (step.Ended() && step.explain_node_failure) {
+    step.reports.back().message = ExplainLostNodes(step.next, step.nodes, step.reports.back().message);
+  }
+  model::Job spec;
+  model::JobDemand demand;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(key);
+    if (it == jobs_.end() || it->second.generation != generation) return;
+    AdoptDecisions(step.next, &it->second.job);
+    if (step.submit) {
+      spec = it->second.spec;
+      demand = it->second.demand;
+    }
+    if (step.Ended()) jobs_.erase(it);
+  }
+  for (const Report& r : step.reports) {
+    switch (r.kind) {
+      case Report::Kind::kWaiting:
+        events_->JobWaiting(step.next.ref, r.message);
+        break;
+      case Report::Kind::kPreparing:
+        events_->JobPreparing(step.next.ref);
+        break;
+      case Report::Kind::kStarted:
+        events_->JobStarted(step.next.ref);
+        obs::Metrics::Default().ReplicaStarts("slurm").Increment(static_cast<double>(step.next.tasks.size()));
+        break;
+      case Report::Kind::kEnded:
+        if (r.outcome == Outcome::kFailed || r.outcome == Outcome::kLost) {
+          obs::Metrics::Default().ReplicaFailures("slurm").Increment();
+        }
+        events_->JobEnded(step.next.ref, r.outcome, r.message);
+        break;
+    }
+  }
+  if (step.submit) {
+    if (submitter_) {
+      submitter_->Post([this, key, generation, spec, demand] { SubmitNew(key, generation, spec, demand); });
+    } else {
+      SubmitNew(key, generation, spec, demand);
+    }
+  }
+}
+
+void SlurmExecutor::PollOnce() {
   struct Todo {
     std::string key;
-    Tracked t;
+    uint64_t generation;
+    TrackedJob job;
   };
   std::vector<Todo> todo;
   std::vector<int64_t> to_cancel;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [key, t] : jobs_) {
-      if (t.slurm_id == 0) continue;
-      if (t.cancel_requested && !t.scancel_sent) {
-        t.scancel_sent = true;
-        to_cancel.push_back(t.slurm_id);
+    for (auto& [key, e] : jobs_) {
+      if (e.job.slurm_id == 0 && !e.job.find_by_name) continue;  // being submitted
+      if (ScancelDue(e.job)) {
+        e.job.scancel_sent = true;
+        to_cancel.push_back(e.job.slurm_id);
       }
-      todo.push_back({key, t});
+      todo.push_back({key, e.generation, e.job});
     }
   }
   if (todo.empty()) return;
-  if (!to_cancel.empty()) {
-    std::vector<std::string> argv = {"scancel"};
-    for (int64_t id : to_cancel) argv.push_back(std::to_string(id));
-    auto cancelled = runner_.Run(argv);  // one call for every cancel of this round
-    if (!cancelled.ok() || cancelled->exit_code != 0) {
-      // Not delivered (slurmctld down?): ask again next round.
-      std::cerr << "mlengined: scancel failed (will retry): "
-                << (cancelled.ok() ? cancelled->output : std::string(cancelled.status().message())) << "\n";
-      std::lock_guard<std::mutex> lock(mu_);
-      for (auto& [key, t] : jobs_) {
-        if (std::find(to_cancel.begin(), to_cancel.end(), t.slurm_id) != to_cancel.end()) t.scancel_sent = false;
-      }
-    }
-  }
-  auto out = runner_.Run({"squeue", "--json"});
-  absl::Status problem = !out.ok()               ? out.status()
-                         : out->exit_code != 0   ? absl::UnavailableError(absl::StrCat(
-                                                     "squeue exited with ", out->exit_code, ": ",
-                                                     absl::StripAsciiWhitespace(out->output.substr(0, 500))))
-                                                 : absl::OkStatus();
-  absl::StatusOr<std::vector<SlurmJob>> jobs = problem.ok() ? ParseJobsJson(out->output) : problem;
-  if (!jobs.ok()) {
+  obs::ScopedTimer round_timer(obs::Metrics::Default().ExecutorPoll("slurm"));
+  SendCancels(to_cancel);  // before squeue, so that this round sees them
+  auto views = ReadSlurmJobs();
+  if (!views.ok()) {
     // slurmctld busy or down, or output we cannot read: try again next
     // round, and say so once per distinct problem.
-    const std::string text(jobs.status().message());
-    if (text != last_poll_problem_) std::cerr << "mlengined: cannot read Slurm's jobs (will retry): " << text << "\n";
+    const std::string text(views.status().message());
+    if (text != last_poll_problem_) obs::Log("slurm").warn("cannot read Slurm's jobs (will retry): {}", text);
     last_poll_problem_ = text;
     return;
   }
   last_poll_problem_.clear();
-  std::map<int64_t, const SlurmJob*> by_id;
-  std::map<int64_t, std::vector<std::string>> nodes_of;  // every component's nodes, by leader id
-  for (const auto& j : *jobs) {
-    if (j.het_job_offset == 0) by_id[j.job_id] = &j;
-    auto& n = nodes_of[j.het_job_id > 0 ? j.het_job_id : j.job_id];
-    n.insert(n.end(), j.nodes.begin(), j.nodes.end());
-  }
-  for (auto& [key, t] : todo) {
-    auto it = by_id.find(t.slurm_id);
-    if (it == by_id.end()) {
-      // Not listed: Slurm forgot it (MinJobAge passed) or lost it. Give it a
-      // few polls (a fresh submission can lag), then decide from the files.
-      int missing = 0;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        auto jt = jobs_.find(key);
-        if (jt == jobs_.end()) continue;
-        missing = ++jt->second.missing_polls;
-      }
-      if (missing < 3) continue;
-      CatchUp(key, t);
-      if (auto o = ReadOutcome(t)) {
-        Finish(key, o->first, o->second);
-      } else if (t.cancel_requested) {
-        Finish(key, Outcome::kStopped, t.cancel_reason);
-      } else {
-        Finish(key, Outcome::kLost,
-               absl::StrCat("Slurm no longer knows its job ", t.slurm_id, " and the job left no outcome; see ",
-                            t.dir, "/slurm-", t.slurm_id, ".out"));
-      }
-      continue;
+  const TrackingOptions tracking{options_.settings.requeue, options_.requeue_wait};
+  const bool trace = std::getenv("MLENGINE_SLURM_TRACE") != nullptr;
+  for (auto& [key, generation, t] : todo) {
+    const SlurmView view = ViewOf(t, *views);
+    if (trace && view.kind == SlurmView::Kind::kListed) {
+      obs::Log("slurm").info("Slurm job {} ({}): {} {}", view.job.job_id, key, view.job.state,
+                             view.job.state_reason);
     }
-    const SlurmJob& sj = *it->second;
-    if (std::getenv("MLENGINE_SLURM_TRACE") != nullptr) {
-      std::cerr << "mlengined: Slurm job " << t.slurm_id << " (" << key << "): " << sj.state << " "
-                << sj.state_reason << "\n";
-    }
-    // With --requeue, Slurm shows NODE_FAIL/PREEMPTED for a moment before
-    // the job is PENDING again: give it time before calling it final.
-    // (The launcher may have written an outcome as the node went: it does
-    // not count while Slurm can still run the job again.)
-    const bool may_requeue = options_.settings.requeue && !t.cancel_requested &&
-                             (sj.state == "NODE_FAIL" || sj.state == "PREEMPTED");
-    if (may_requeue) {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto jt = jobs_.find(key);
-      if (jt == jobs_.end()) continue;
-      if (jt->second.final_seen == absl::InfinitePast()) jt->second.final_seen = absl::Now();
-      if (absl::Now() - jt->second.final_seen < kRequeueWait) continue;
-    }
-    if (IsFinal(sj.state)) {
-      End(key, t, sj, nodes_of[t.slurm_id]);
-      continue;
-    }
-    MappedState m = MapSlurmState(sj.state, sj.state_reason);
-    Phase next = t.phase;
-    if (m.state == model::JobState::kQueued) next = Phase::kWaiting;
-    if (m.state == model::JobState::kPreparing) next = Phase::kPreparing;
-    if (m.state == model::JobState::kRunning) {
-      // Running once every replica has started (its log exists).
-      bool all = !t.tasks.empty();
-      for (const auto& task : t.tasks) all = all && fs::exists(common::ReplicaLogPath(t.dir, task));
-      next = all ? Phase::kRunning : Phase::kPreparing;
-    }
-    const bool requeued = next == Phase::kWaiting && (t.phase == Phase::kPreparing || t.phase == Phase::kRunning);
-    if (requeued) {
-      ++t.requeues;
-      // The earlier run's outcome must not decide the next run.
-      std::error_code ec;
-      fs::rename(OutcomePath(t.dir), absl::StrCat(OutcomePath(t.dir), ".run", t.requeues), ec);
-    }
-    if (next == Phase::kWaiting && t.requeues > 0) {
-      m.message = absl::StrCat("Slurm requeued the job (", t.requeues == 1 ? "once" : absl::StrCat(t.requeues, " times"),
-                               ": a node failed or it was preempted). ", m.message);
-    }
-    const bool reason_changed = next == Phase::kWaiting && m.message != t.reason;
-    if (next == t.phase && !reason_changed && !requeued) continue;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto jt = jobs_.find(key);
-      if (jt == jobs_.end()) continue;
-      jt->second.phase = next;
-      jt->second.final_seen = absl::InfinitePast();
-      jt->second.reason = m.message;
-      jt->second.requeues = t.requeues;
-      jt->second.missing_polls = 0;
-    }
-    if (t.cancel_requested) continue;
-    switch (next) {
-      case Phase::kWaiting:
-        events_->JobWaiting(t.ref, m.message);
-        break;
-      case Phase::kPreparing:
-        events_->JobPreparing(t.ref);
-        break;
-      case Phase::kRunning:
-        if (t.phase == Phase::kWaiting) events_->JobPreparing(t.ref);
-        events_->JobStarted(t.ref);
-        break;
-      case Phase::kSubmitting:
-        break;
-    }
+    CarryOut(key, generation, NextStep(t, view, LookAtFiles(key, t), clock_.Now(), tracking));
   }
 }
 

@@ -19,10 +19,18 @@
 //
 // Restart: RUN/slurm_job_id is written after sbatch; RUN/submitting before
 // it, so a server that died in between looks the job up by name
-// (mle-<project>-<job>) instead of submitting it twice.
+// (mle-<project>-<job>) in the polls' squeue instead of submitting it twice.
+// A lookup that fails (squeue does not answer) decides nothing: the job is
+// neither submitted again nor given up, and the next polls look again.
 //
-// Threads: a submission thread (packages, sbatch) and a poller thread.
-// Public methods are thread-safe.
+// What each poll decides for a job is a pure function (slurm_tracking.h);
+// this class gathers its inputs and carries its steps out.
+//
+// Time comes from the injected Clock (requeue waits, poll cadence).
+//
+// Threads: a submission thread (packages, sbatch) and a poller thread
+// (SlurmExecutorOptions::background_threads). Public methods are
+// thread-safe.
 #pragma once
 
 #include <condition_variable>
@@ -34,10 +42,12 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "common/serial_worker.h"
+#include "common/clock.h"
+#include "common/worker_pool.h"
 #include "executor/executor.h"
 #include "executor/slurm/slurm_commands.h"
 #include "executor/slurm/slurm_plan.h"
+#include "executor/slurm/slurm_tracking.h"
 #include "model/demand.h"
 #include "model/resources.h"
 #include "runtime/package_cache.h"
@@ -55,15 +65,23 @@ struct SlurmExecutorOptions {
   model::ResourceTable resources = model::ResourceTable::Defaults();  // machine type -> CPUs, memory
   absl::Duration min_poll = absl::Milliseconds(100);
   absl::Duration max_poll = absl::Seconds(5);
+  // How long a NODE_FAIL/PREEMPTED job of a requeueing cluster may take to
+  // be PENDING again before mlengine calls it ended.
+  absl::Duration requeue_wait = absl::Seconds(20);
+  // Production: a submission thread and a poller thread. False (tests):
+  // Launch submits on the caller's thread and nothing polls until the caller
+  // calls PollOnce(), so a test decides when each round happens.
+  bool background_threads = true;
 };
 
 class SlurmExecutor final : public Executor {
  public:
-  // `runner` must outlive the executor. Reads the cluster's nodes
-  // (`sinfo --json`) once; UNAVAILABLE when Slurm does not answer.
+  // `runner` and `clock` must outlive the executor. Reads the cluster's
+  // nodes (`sinfo --json`) once; UNAVAILABLE when Slurm does not answer.
   static absl::StatusOr<std::unique_ptr<SlurmExecutor>> Create(SlurmExecutorOptions options,
                                                                runtime::RuntimeCatalog runtimes,
-                                                               runtime::PackageCache& cache, CommandRunner& runner);
+                                                               runtime::PackageCache& cache, CommandRunner& runner,
+                                                               common::Clock& clock);
   ~SlurmExecutor() override;
 
   void SetEvents(ExecutorEvents* events) { events_ = events; }
@@ -75,65 +93,85 @@ class SlurmExecutor final : public Executor {
   void Cancel(const JobRef& job, const std::string& reason) override;
   std::optional<model::Placement> Recover(const model::Job& job) override;
 
+  // One round, now, on the calling thread: the cancels due in one scancel,
+  // one squeue, and every tracked job's next step carried out (reports
+  // included). The poller thread calls it; with background_threads off, tests
+  // do. Not to be called concurrently with itself.
+  void PollOnce();
+
  private:
   SlurmExecutor(SlurmExecutorOptions options, runtime::RuntimeCatalog runtimes, runtime::PackageCache& cache,
-                CommandRunner& runner, std::vector<SlurmNode> nodes);
+                CommandRunner& runner, common::Clock& clock, std::vector<SlurmNode> nodes);
 
-  enum class Phase { kSubmitting, kWaiting, kPreparing, kRunning };
-  struct Tracked {
-    JobRef ref;
-    std::string dir;
-    int64_t slurm_id = 0;               // 0 while submitting
-    std::vector<std::string> tasks;     // every task's name (for "all started")
-    Phase phase = Phase::kSubmitting;
-    std::string reason;                 // last waiting reason reported
-    bool cancel_requested = false;
-    std::string cancel_reason;
-    bool scancel_sent = false;
-    int missing_polls = 0;              // polls in a row that did not list it
-    int requeues = 0;                   // times Slurm put it back in its queue
-    absl::Time final_seen = absl::InfinitePast();  // first seen NODE_FAIL/PREEMPTED (requeue on)
+  // A tracked job, and which Launch/Recover it belongs to (a job launched
+  // again meanwhile must not receive an older round's decisions).
+  struct Entry {
+    TrackedJob job;
+    uint64_t generation = 0;
+    std::string files_problem;  // last problem reading its run files (logged once)
+    model::Job spec;            // what to submit if it turns out never to have been
+    model::JobDemand demand;
   };
 
-  void Submit(const std::string& key, const model::Job& job, const model::JobDemand& demand);
-  // sbatch's answer, or an error for the user.
-  absl::StatusOr<int64_t> SubmitToSlurm(const Tracked& t, const model::Job& job, const model::JobDemand& demand);
-  void Poll();
+  // An earlier submission of a job, as its run directory tells: its Slurm id
+  // (RUN/slurm_job_id); or `look_up` when it may be in Slurm under an id
+  // nobody recorded (RUN/submitting without RUN/slurm_job_id, or files that
+  // cannot be read), `why` saying which; neither when it was never submitted.
+  struct EarlierSubmission {
+    int64_t slurm_id = 0;
+    bool look_up = false;
+    std::string why;
+  };
+  static EarlierSubmission FindEarlierSubmission(const std::string& dir);
+
+  // Submits the job unless an earlier submission may be in Slurm.
+  void Submit(const std::string& key, uint64_t generation, const model::Job& job, const model::JobDemand& demand);
+  // Submits the job (known not to be in Slurm), or ends it if cancelled.
+  void SubmitNew(const std::string& key, uint64_t generation, const model::Job& job, const model::JobDemand& demand);
+  // Tracks the job as Slurm job `slurm_id`, waiting in its queue.
+  void Adopt(const std::string& key, uint64_t generation, int64_t slurm_id);
+  // The job may be in Slurm: the polls look it up by name (says why, once).
+  void LookUpByName(const std::string& key, uint64_t generation, const std::string& why);
+  // sbatch's answer (the Slurm job id), or an error for the user: UNKNOWN
+  // when the answer was lost and Slurm may have queued the job.
+  absl::StatusOr<int64_t> SubmitToSlurm(const TrackedJob& t, const model::Job& job, const model::JobDemand& demand);
   void PollLoop();
   // A job's outcome file, or the replica log of a job not yet running, exists.
   bool ChangeOnDisk();
   void Wake();
+  // One scancel for every cancel of the round; undelivered ones are asked again next round.
+  void SendCancels(const std::vector<int64_t>& slurm_ids);
+  // Slurm's view of every listed job by id (het leaders; nodes of all components).
+  absl::StatusOr<std::map<int64_t, SlurmView>> ReadSlurmJobs();
+  // What the run directory shows for `t`; problems go to the log once per job.
+  FilesSeen LookAtFiles(const std::string& key, const TrackedJob& t);
+  // Carries a step out: files, bookkeeping (if the job is still this
+  // generation's), reports to the scheduler.
+  void CarryOut(const std::string& key, uint64_t generation, Step step);
   // Ends a tracked job (erases it) and reports the outcome.
-  void Finish(const std::string& key, Outcome outcome, const std::string& message);
-  // The outcome the launcher recorded, if any.
-  std::optional<std::pair<Outcome, std::string>> ReadOutcome(const Tracked& t) const;
-  std::optional<int64_t> FindByName(const std::string& name);
-  // Slurm says the job is over: reports how it ended (the launcher's
-  // outcome, else what Slurm's state says), once.
-  void End(const std::string& key, Tracked& t, const SlurmJob& sj, const std::vector<std::string>& nodes);
-  // Reports PREPARING/RUNNING for a job that ran between two polls.
-  void CatchUp(const std::string& key, Tracked& t);
-  // "Slurm node tpuhost3 (worker-replica-1) stopped responding, ..." from a
-  // fresh `sinfo` and the launcher's RUN/placement; `fallback` if unknown.
-  std::string ExplainNodeFailure(const Tracked& t, const std::vector<std::string>& nodes, const std::string& fallback);
+  void Finish(const std::string& key, uint64_t generation, Outcome outcome, const std::string& message);
+  // ExplainNodeFailure from a fresh `sinfo` and RUN/placement; `fallback` if unknown.
+  std::string ExplainLostNodes(const TrackedJob& t, const std::vector<std::string>& nodes, const std::string& fallback);
   std::string Key(const JobRef& ref) const { return ref.project + "/" + ref.job_id; }
 
   const SlurmExecutorOptions options_;
   const runtime::RuntimeCatalog runtimes_;
   runtime::PackageCache& cache_;
   CommandRunner& runner_;
+  common::Clock& clock_;
   const std::vector<SlurmNode> nodes_;
   ExecutorEvents* events_ = nullptr;
 
   std::mutex mu_;
   std::condition_variable poll_cv_;
-  std::map<std::string, Tracked> jobs_;  // guarded by mu_
+  std::map<std::string, Entry> jobs_;    // guarded by mu_
+  uint64_t next_generation_ = 1;         // guarded by mu_
   bool poll_soon_ = false;               // guarded by mu_
   bool stopping_ = false;                // guarded by mu_
   std::string last_poll_problem_;        // poller thread only
   std::thread poller_;
 
-  common::SerialWorker submitter_;  // packages and sbatch, in order
+  std::unique_ptr<common::SerialWorker> submitter_;  // packages and sbatch, in order (background_threads)
 };
 
 }  // namespace mle::executor::slurm

@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "model/catalog.h"
+#include "rundir/slurm_files.h"
 #include "runtime/replica_env.h"
 
 namespace mle::executor::slurm {
@@ -80,6 +81,33 @@ std::vector<Component> PlanComponents(const model::JobDemand& demand, const Slur
   return out;
 }
 
+std::vector<std::string> TasksOf(const std::vector<Component>& components) {
+  std::vector<std::string> out;
+  for (const auto& c : components) {
+    if (!c.first_node_task.empty()) out.push_back(c.first_node_task);
+    out.insert(out.end(), c.tasks.begin(), c.tasks.end());
+  }
+  return out;
+}
+
+std::vector<codec::LaunchComponent> ToLaunchComponents(const std::vector<Component>& components) {
+  std::vector<codec::LaunchComponent> out;
+  for (const auto& c : components) out.push_back({c.role, c.tasks, c.first_node_task});
+  return out;
+}
+
+std::vector<Component> FromLaunchComponents(const std::vector<codec::LaunchComponent>& components) {
+  std::vector<Component> out;
+  for (const auto& c : components) {
+    Component k;
+    k.role = c.role;
+    k.tasks = c.tasks;
+    k.first_node_task = c.first_node_task;
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
 std::string SlurmJobName(const std::string& project, const std::string& job_id) {
   return absl::StrCat("mle-", project, "-", job_id);
 }
@@ -97,7 +125,7 @@ std::string BuildBatchScript(const BatchScriptInput& in, const std::vector<Compo
     if (k > 0) s += "#SBATCH hetjob\n";
     if (k == 0) {
       opt("job-name", SlurmJobName(in.project, in.job_id));
-      opt("output", Quote(in.run_dir + "/slurm-%j.out"));
+      opt("output", Quote(rundir::SlurmOutputPattern(in.run_dir)));
       opt("open-mode", "append");
       if (!in.labels.empty()) {
         std::vector<std::string> kv;

@@ -23,8 +23,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "model/job.h"
+#include "codec/launch_codec.h"
 #include "executor/slurm/slurm_parsers.h"
+#include "model/job.h"
 #include "model/resources.h"
 
 namespace mle::executor::slurm {
@@ -60,6 +61,14 @@ struct Component {
 // one component, so they must ask for the same machine (they do: one
 // machine type per role).
 std::vector<Component> PlanComponents(const model::JobDemand& demand, const SlurmSettings& settings);
+
+// Every task of the components (first_node_task first), in component order.
+std::vector<std::string> TasksOf(const std::vector<Component>& components);
+
+// The components as the launcher reads them (RUN/job.json), and back: only
+// what the launcher uses (role, tasks, first_node_task) travels.
+std::vector<codec::LaunchComponent> ToLaunchComponents(const std::vector<Component>& components);
+std::vector<Component> FromLaunchComponents(const std::vector<codec::LaunchComponent>& components);
 
 // "mle-<project>-<job_id>": how a restarted server finds its Slurm job.
 std::string SlurmJobName(const std::string& project, const std::string& job_id);

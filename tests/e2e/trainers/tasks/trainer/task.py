@@ -5,6 +5,11 @@
   --ignore-term          ignore SIGTERM (so only SIGKILL ends it)
   --child                start a child process that sleeps (600 s)
   --stubborn-child       start a child process that ignores SIGTERM and sleeps
+  --daemon MODE          start a helper that escapes the replica's process
+                         group and ignores SIGTERM: "setsid" (a child in a
+                         session of its own) or "double-fork" (a classic
+                         daemon: fork, setsid, fork, the middle one exits)
+  --print-fds            print "fds: <fd>=<target> ..." of the open descriptors
   --append-pid URI       append this process's pid to the gs:// object URI
   --wait-for URI         wait (at most 120 s, printing a line every 0.5 s)
                          until the gs:// object URI exists
@@ -34,7 +39,7 @@ def parse(argv):
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a in ("--ignore-term", "--child", "--stubborn-child"):
+        if a in ("--ignore-term", "--child", "--stubborn-child", "--print-fds"):
             opts[a[2:]] = True
         elif a.startswith("--") and i + 1 < len(argv):
             opts.setdefault(a[2:], []).append(argv[i + 1])
@@ -54,6 +59,39 @@ def wait_until(predicate, what, timeout=120.0):
             log(f"waiting for {what} ({n // 5})")
         n += 1
         time.sleep(0.1)
+
+
+DAEMON_CODE = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(600)\n"
+
+
+def start_daemon(mode):
+    """Starts a helper that ignores SIGTERM outside the replica's process
+    group; returns its pid."""
+    if mode == "setsid":
+        return subprocess.Popen([sys.executable, "-c", DAEMON_CODE], start_new_session=True,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL).pid
+    if mode == "double-fork":
+        r, w = os.pipe()
+        middle = os.fork()
+        if middle == 0:
+            os.close(r)
+            os.setsid()
+            grandchild = os.fork()
+            if grandchild == 0:
+                os.close(w)
+                devnull = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(devnull, fd)
+                os.execv(sys.executable, [sys.executable, "-c", DAEMON_CODE])
+            os.write(w, str(grandchild).encode())
+            os._exit(0)
+        os.close(w)
+        pid = int(os.read(r, 64).decode())
+        os.close(r)
+        os.waitpid(middle, 0)
+        return pid
+    raise SystemExit(f"unknown --daemon mode {mode}")
 
 
 def main(argv):
@@ -76,6 +114,16 @@ def main(argv):
             code += "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
         child = subprocess.Popen([sys.executable, "-c", code + "time.sleep(600)\n"])
         log(f"child pid={child.pid}")
+    for mode in opts.get("daemon", []):
+        log(f"daemon pid={start_daemon(mode)} mode={mode}")
+    if opts.get("print-fds"):
+        fds = []
+        for fd in sorted(int(n) for n in os.listdir("/proc/self/fd")):
+            try:
+                fds.append(f"{fd}={os.readlink(f'/proc/self/fd/{fd}')}")
+            except OSError:
+                pass  # the directory listing's own descriptor, already closed
+        log("fds: " + " ".join(fds))
     for uri in opts.get("append-pid", []):
         with gcs.open(uri, "a") as f:
             f.write(f"{os.getpid()}\n")

@@ -1,0 +1,47 @@
+// MetricsEndpoint: GET /metrics, every metric of obs::Metrics::Default() in
+// Prometheus' text format (version 0.0.4), after refreshing the gauges read
+// from the JobService (jobs by state, queue length and oldest wait per
+// project).
+//
+// Who may read it is the operator's choice (MetricsAccess, the flag
+// --metrics-access; docs/operations.md): a Prometheus scraper usually sends
+// no bearer token, so by default a client on this machine (loopback) needs
+// none, and any other needs the admin token, like every API call.
+//
+// Thread-safe; the JobService and Authenticator must outlive it.
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "api/auth.h"
+#include "api/http_server.h"
+#include "service/job_service.h"
+
+namespace mle::api {
+
+enum class MetricsAccess {
+  kLoopback,  // no token needed from this machine; the admin token from anywhere else
+  kToken,     // the admin token, always
+  kOpen,      // anyone who can reach the port
+};
+
+// "loopback", "token" or "open".
+absl::StatusOr<MetricsAccess> ParseMetricsAccess(absl::string_view name);
+
+class MetricsEndpoint {
+ public:
+  MetricsEndpoint(const service::JobService& jobs, const Authenticator& auth, MetricsAccess access)
+      : jobs_(jobs), auth_(auth), access_(access) {}
+
+  // Whether `target` is "/metrics" (with or without a query).
+  static bool Serves(absl::string_view target);
+
+  void Handle(HttpRequest request, Responder respond) const;
+
+ private:
+  const service::JobService& jobs_;
+  const Authenticator& auth_;
+  const MetricsAccess access_;
+};
+
+}  // namespace mle::api

@@ -1,0 +1,171 @@
+#include "codec/launch_codec.h"
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "codec/job_codec.h"
+
+namespace mle::codec {
+namespace {
+
+using nlohmann::json;
+
+// Error messages are phrases about the document ("has no ..."); the reader
+// of the file puts its path in front.
+absl::Status Malformed(absl::string_view what) { return absl::DataLossError(what); }
+
+// The document as an object of format `format` with only `fields` (besides
+// "format").
+absl::StatusOr<json> ParseDocument(absl::string_view text, absl::string_view format,
+                                   const std::set<std::string>& fields) {
+  json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded()) return Malformed(absl::StrCat("is not JSON (a ", format, " document was expected)"));
+  if (!doc.is_object()) return Malformed(absl::StrCat("is not a JSON object (a ", format, " document was expected)"));
+  auto f = doc.find("format");
+  if (f == doc.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("has no \"format\" field: an older mlengine wrote it, and this one reads \"", format,
+                     "\" only. Resubmit the job with this mlengine."));
+  }
+  if (!f->is_string() || f->get<std::string>() != format) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("is in format ", f->dump(), ", but this program reads \"", format,
+                     "\" only: mlengined and mlengine-slurm-launch must come from the same installation."));
+  }
+  for (const auto& [key, value] : doc.items()) {
+    if (key != "format" && fields.count(key) == 0) {
+      return Malformed(absl::StrCat("has an unknown field \"", key, "\" (", format, " has ",
+                                    absl::StrJoin(fields, ", "), ")"));
+    }
+  }
+  return doc;
+}
+
+absl::StatusOr<std::string> String(const json& o, const char* key, bool required) {
+  auto it = o.find(key);
+  if (it == o.end()) {
+    if (!required) return std::string();
+    return Malformed(absl::StrCat("has no \"", key, "\""));
+  }
+  if (!it->is_string()) return Malformed(absl::StrCat("has a \"", key, "\" that is not a string"));
+  std::string s = it->get<std::string>();
+  if (required && s.empty()) return Malformed(absl::StrCat("has an empty \"", key, "\""));
+  return s;
+}
+
+absl::StatusOr<std::vector<std::string>> Strings(const json& o, const char* key) {
+  auto it = o.find(key);
+  if (it == o.end() || !it->is_array()) return Malformed(absl::StrCat("has no \"", key, "\" list"));
+  std::vector<std::string> out;
+  for (const auto& v : *it) {
+    if (!v.is_string()) return Malformed(absl::StrCat("has a \"", key, "\" entry that is not a string: ", v.dump()));
+    out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+absl::StatusOr<LaunchComponent> DecodeComponent(const json& c, size_t k) {
+  const std::string where = absl::StrCat("component ", k);
+  if (!c.is_object()) return Malformed(absl::StrCat("has a ", where, " that is not an object"));
+  for (const auto& [key, value] : c.items()) {
+    if (key != "role" && key != "tasks" && key != "firstNodeTask") {
+      return Malformed(absl::StrCat("has an unknown field \"", key, "\" in ", where));
+    }
+  }
+  LaunchComponent out;
+  auto role = String(c, "role", true);
+  auto tasks = Strings(c, "tasks");
+  auto first = String(c, "firstNodeTask", false);
+  for (const absl::Status& s : {role.status(), tasks.status(), first.status()}) {
+    if (!s.ok()) return absl::Status(s.code(), absl::StrCat(s.message(), " in ", where));
+  }
+  if (tasks->empty()) return Malformed(absl::StrCat("has no tasks in ", where));
+  out.role = *std::move(role);
+  out.tasks = *std::move(tasks);
+  out.first_node_task = *std::move(first);
+  return out;
+}
+
+}  // namespace
+
+std::string EncodeLaunchJob(const LaunchJob& job) {
+  model::Job wire;
+  wire.job_id = job.job_id;
+  wire.training_input = job.training_input;
+  json components = json::array();
+  for (const auto& c : job.components) {
+    json o = {{"role", c.role}, {"tasks", c.tasks}};
+    if (!c.first_node_task.empty()) o["firstNodeTask"] = c.first_node_task;
+    components.push_back(std::move(o));
+  }
+  json doc = {{"format", kLaunchJobFormat},
+              {"project", job.project},
+              {"jobId", job.job_id},
+              {"trainingInput", EncodeJob(wire).value("trainingInput", json::object())},
+              {"components", std::move(components)}};
+  return doc.dump(2) + "\n";
+}
+
+absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
+  auto doc = ParseDocument(text, kLaunchJobFormat, {"project", "jobId", "trainingInput", "components"});
+  if (!doc.ok()) return doc.status();
+  LaunchJob out;
+  auto project = String(*doc, "project", true);
+  if (!project.ok()) return project.status();
+  out.project = *std::move(project);
+  auto job_id = String(*doc, "jobId", true);
+  if (!job_id.ok()) return job_id.status();
+  out.job_id = *std::move(job_id);
+
+  auto ti = doc->find("trainingInput");
+  if (ti == doc->end() || !ti->is_object()) return Malformed("has no \"trainingInput\" object");
+  // The API's own decoder, checked against the discovery document.
+  DecodedJob decoded = DecodeJob(json{{"jobId", out.job_id}, {"trainingInput", *ti}});
+  if (!decoded.violations.empty()) {
+    std::vector<std::string> problems;
+    for (const auto& v : decoded.violations) problems.push_back(absl::StrCat(v.field, ": ", v.description));
+    return Malformed(absl::StrCat("has an invalid trainingInput (", absl::StrJoin(problems, "; "), ")"));
+  }
+  out.training_input = decoded.job.training_input.value_or(model::TrainingInput{});
+
+  auto components = doc->find("components");
+  if (components == doc->end() || !components->is_array() || components->empty()) {
+    return Malformed("has no \"components\" (a non-empty list)");
+  }
+  for (size_t k = 0; k < components->size(); ++k) {
+    auto c = DecodeComponent((*components)[k], k);
+    if (!c.ok()) return c.status();
+    out.components.push_back(*std::move(c));
+  }
+  return out;
+}
+
+std::string EncodeTaskLaunch(const TaskLaunch& launch) {
+  json doc = {{"format", kTaskLaunchFormat}, {"argv", launch.argv}, {"env", launch.env}, {"host", launch.host}};
+  return doc.dump() + "\n";
+}
+
+absl::StatusOr<TaskLaunch> DecodeTaskLaunch(absl::string_view text) {
+  auto doc = ParseDocument(text, kTaskLaunchFormat, {"argv", "env", "host"});
+  if (!doc.ok()) return doc.status();
+  TaskLaunch out;
+  auto argv = Strings(*doc, "argv");
+  if (!argv.ok()) return argv.status();
+  if (argv->empty()) return Malformed("has an empty \"argv\"");
+  out.argv = *std::move(argv);
+  auto env = doc->find("env");
+  if (env == doc->end() || !env->is_object()) return Malformed("has no \"env\" object");
+  for (const auto& [key, value] : env->items()) {
+    if (!value.is_string()) return Malformed(absl::StrCat("has an \"env\" value that is not a string: ", key));
+    out.env[key] = value.get<std::string>();
+  }
+  auto host = String(*doc, "host", true);
+  if (!host.ok()) return host.status();
+  out.host = *std::move(host);
+  return out;
+}
+
+}  // namespace mle::codec

@@ -1,0 +1,60 @@
+// The Slurm launcher's wire formats: what mlengined hands to
+// mlengine-slurm-launch through the run directory, versioned on their own
+// (not the database's storage encoding, SerializeJobForStorage):
+//
+//   "mlengine.launch/v1" (RUN/job.json): the job's identity, its
+//     trainingInput in the ml v1 API's JSON (the replicas see it in
+//     TF_CONFIG), and the Slurm components mlengined planned and submitted,
+//     in het-group order. Exactly what the launcher needs, nothing else.
+//   "mlengine.task-launch/v1" (RUN/<task>/launch): one task's argv,
+//     environment and node, computed by the launcher in the allocation.
+//
+// Every document carries its "format"; a decoder accepts exactly its own
+// version and says what it found otherwise (an older writer, another
+// installation), and rejects unknown fields. Pure functions; thread-safe.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "model/job.h"
+
+namespace mle::codec {
+
+inline constexpr char kLaunchJobFormat[] = "mlengine.launch/v1";
+inline constexpr char kTaskLaunchFormat[] = "mlengine.task-launch/v1";
+
+// One Slurm component (one het group) as the launcher runs it.
+struct LaunchComponent {
+  std::string role;                // master, worker, ps, evaluator, tpu
+  std::vector<std::string> tasks;  // task i runs on the component's node i
+  std::string first_node_task;     // also on node 0 (the master of a TPU job); empty: none
+};
+
+struct LaunchJob {
+  std::string project;
+  std::string job_id;
+  model::TrainingInput training_input;
+  std::vector<LaunchComponent> components;  // at least one
+};
+
+std::string EncodeLaunchJob(const LaunchJob& job);
+// FAILED_PRECONDITION when the document is of another format or version (or
+// has none: written by an older mlengined); DATA_LOSS when it is not a
+// well-formed v1 document (the message names the field).
+absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text);
+
+struct TaskLaunch {
+  std::vector<std::string> argv;           // the replica's command line
+  std::map<std::string, std::string> env;  // added to the task's environment
+  std::string host;                        // the address other replicas use for it
+};
+
+std::string EncodeTaskLaunch(const TaskLaunch& launch);
+// Errors as DecodeLaunchJob's.
+absl::StatusOr<TaskLaunch> DecodeTaskLaunch(absl::string_view text);
+
+}  // namespace mle::codec

@@ -1,0 +1,146 @@
+#include "obs/metrics.h"
+
+#include <sstream>
+
+#include <prometheus/text_serializer.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace mle::obs {
+namespace {
+
+using prometheus::Histogram;
+
+// Bucket bounds, in seconds unless said otherwise.
+const Histogram::BucketBoundaries kRequestBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                     0.25,   0.5,   1,      2.5,   5,    10,    30};
+const Histogram::BucketBoundaries kFastBuckets = {0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005,
+                                                  0.01,    0.05,    0.1,    0.5,    1};
+const Histogram::BucketBoundaries kCommitBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                    0.05,   0.1,   0.25,   0.5,   1,    5};
+const Histogram::BucketBoundaries kBatchBuckets = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};  // commits
+const Histogram::BucketBoundaries kPollBuckets = {0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60};
+const Histogram::BucketBoundaries kWaitBuckets = {0.1,  0.5,   1,     5,     15,    30,    60,     300,
+                                                  900, 1800, 3600, 10800, 43200, 86400, 259200};
+
+std::string Text(absl::string_view s) { return std::string(s); }
+
+// A client may send any method name: label the standard ones only, so no
+// client can make series without bound.
+std::string MethodLabel(absl::string_view method) {
+  for (absl::string_view known : {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}) {
+    if (method == known) return Text(method);
+  }
+  return "other";
+}
+
+}  // namespace
+
+Metrics::Metrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      requests_(prometheus::BuildHistogram()
+                    .Name("mlengine_http_request_duration_seconds")
+                    .Help("Time from a whole request read to its response, by HTTP method, route (API method) and "
+                          "HTTP status")
+                    .Register(*registry_)),
+      jobs_(prometheus::BuildGauge()
+                .Name("mlengine_jobs")
+                .Help("Jobs by state, all projects")
+                .Register(*registry_)),
+      queue_length_(prometheus::BuildGauge()
+                        .Name("mlengine_queue_length")
+                        .Help("Jobs waiting to start (QUEUED), per project")
+                        .Register(*registry_)),
+      queue_oldest_(prometheus::BuildGauge()
+                        .Name("mlengine_queue_oldest_wait_seconds")
+                        .Help("How long the oldest QUEUED job of the project has waited (0 when none)")
+                        .Register(*registry_)),
+      queue_wait_(prometheus::BuildHistogram()
+                      .Name("mlengine_queue_wait_seconds")
+                      .Help("Time from a job's creation to its start (PREPARING or RUNNING), per project")
+                      .Register(*registry_)),
+      scheduling_pass_(prometheus::BuildHistogram()
+                           .Name("mlengine_scheduling_pass_seconds")
+                           .Help("One pass of the scheduler over its queue, placing or handing over jobs")
+                           .Register(*registry_)
+                           .Add({}, kFastBuckets)),
+      placement_(prometheus::BuildHistogram()
+                     .Name("mlengine_placement_seconds")
+                     .Help("One gang placement attempt for one job (local executor)")
+                     .Register(*registry_)
+                     .Add({}, kFastBuckets)),
+      store_commit_(prometheus::BuildHistogram()
+                        .Name("mlengine_store_commit_seconds")
+                        .Help("One group commit of the store: a transaction made durable")
+                        .Register(*registry_)
+                        .Add({}, kCommitBuckets)),
+      store_batch_(prometheus::BuildHistogram()
+                       .Name("mlengine_store_commit_batch_size")
+                       .Help("Commits grouped into one transaction")
+                       .Register(*registry_)
+                       .Add({}, kBatchBuckets)),
+      executor_poll_(prometheus::BuildHistogram()
+                         .Name("mlengine_executor_poll_seconds")
+                         .Help("One round of the executor's watcher (local) or poller (slurm)")
+                         .Register(*registry_)),
+      replica_starts_(prometheus::BuildCounter()
+                          .Name("mlengine_replica_starts_total")
+                          .Help("Replicas started (local: each replica process; slurm: each replica of a job "
+                                "that began running)")
+                          .Register(*registry_)),
+      replica_failures_(prometheus::BuildCounter()
+                            .Name("mlengine_replica_failures_total")
+                            .Help("Replicas whose failure ended their job")
+                            .Register(*registry_)) {}
+
+Metrics& Metrics::Default() {
+  static Metrics* metrics = new Metrics;  // never destroyed: threads may observe during exit
+  return *metrics;
+}
+
+std::string Metrics::Render() const {
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, registry_->Collect());
+  return out.str();
+}
+
+void Metrics::ObserveRequest(absl::string_view http_method, absl::string_view route, int code,
+                             absl::Duration took) {
+  requests_
+      .Add({{"method", MethodLabel(http_method)}, {"route", route.empty() ? "none" : Text(route)},
+            {"code", absl::StrCat(code)}},
+           kRequestBuckets)
+      .Observe(absl::ToDoubleSeconds(took));
+}
+
+void Metrics::SetJobCount(absl::string_view state, int64_t count) {
+  jobs_.Add({{"state", Text(state)}}).Set(static_cast<double>(count));
+}
+
+void Metrics::SetQueue(absl::string_view project, int64_t length, absl::Duration oldest_wait) {
+  queue_length_.Add({{"project", Text(project)}}).Set(static_cast<double>(length));
+  queue_oldest_.Add({{"project", Text(project)}}).Set(absl::ToDoubleSeconds(oldest_wait));
+}
+
+void Metrics::ObserveQueueWait(absl::string_view project, absl::Duration waited) {
+  queue_wait_.Add({{"project", Text(project)}}, kWaitBuckets).Observe(absl::ToDoubleSeconds(waited));
+}
+
+prometheus::Histogram& Metrics::SchedulingPass() { return scheduling_pass_; }
+prometheus::Histogram& Metrics::Placement() { return placement_; }
+prometheus::Histogram& Metrics::StoreCommit() { return store_commit_; }
+prometheus::Histogram& Metrics::StoreBatchSize() { return store_batch_; }
+
+prometheus::Histogram& Metrics::ExecutorPoll(absl::string_view executor) {
+  return executor_poll_.Add({{"executor", Text(executor)}}, kPollBuckets);
+}
+
+prometheus::Counter& Metrics::ReplicaStarts(absl::string_view executor) {
+  return replica_starts_.Add({{"executor", Text(executor)}});
+}
+
+prometheus::Counter& Metrics::ReplicaFailures(absl::string_view executor) {
+  return replica_failures_.Add({{"executor", Text(executor)}});
+}
+
+}  // namespace mle::obs

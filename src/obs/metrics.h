@@ -1,0 +1,104 @@
+// Metrics: every metric mlengined exports, in one Prometheus registry
+// (prometheus-cpp core), rendered in the text exposition format for the
+// /metrics endpoint (api/metrics_endpoint.h). Names and meanings are listed
+// in docs/operations.md ("Logs and metrics").
+//
+// Code that measures something calls the accessor of its metric, e.g.
+//   obs::ScopedTimer timer(obs::Metrics::Default().SchedulingPass());
+// Metrics::Default() is the process's (what /metrics serves); tests of this
+// class construct their own.
+//
+// Thread-safe: every method may be called from any thread; the references
+// returned live as long as the Metrics object.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace mle::obs {
+
+class Metrics {
+ public:
+  Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // The process's metrics; never destroyed.
+  static Metrics& Default();
+
+  // Every metric in the text format (version 0.0.4).
+  std::string Render() const;
+
+  // ---- HTTP API ----
+  // One answered request: its HTTP method, the route that answered it (e.g.
+  // "ml.projects.jobs.create"; "" for none), the HTTP status, how long it took.
+  void ObserveRequest(absl::string_view http_method, absl::string_view route, int code, absl::Duration took);
+
+  // ---- jobs (set when /metrics is read, from the service's counts) ----
+  void SetJobCount(absl::string_view state, int64_t count);
+  void SetQueue(absl::string_view project, int64_t length, absl::Duration oldest_wait);
+  // How long a job of `project` waited from its creation to its start.
+  void ObserveQueueWait(absl::string_view project, absl::Duration waited);
+
+  // ---- scheduler ----
+  // One scheduling pass over the queue (placing or handing over jobs).
+  prometheus::Histogram& SchedulingPass();
+  // One gang placement attempt for one job.
+  prometheus::Histogram& Placement();
+
+  // ---- store ----
+  // One group commit (transaction) and how many commits it grouped.
+  prometheus::Histogram& StoreCommit();
+  prometheus::Histogram& StoreBatchSize();
+
+  // ---- executors ("local", "slurm") ----
+  // One round of the executor's watcher or poller.
+  prometheus::Histogram& ExecutorPoll(absl::string_view executor);
+  prometheus::Counter& ReplicaStarts(absl::string_view executor);
+  // Replicas whose failure ended their job.
+  prometheus::Counter& ReplicaFailures(absl::string_view executor);
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Histogram>& requests_;
+  prometheus::Family<prometheus::Gauge>& jobs_;
+  prometheus::Family<prometheus::Gauge>& queue_length_;
+  prometheus::Family<prometheus::Gauge>& queue_oldest_;
+  prometheus::Family<prometheus::Histogram>& queue_wait_;
+  prometheus::Histogram& scheduling_pass_;
+  prometheus::Histogram& placement_;
+  prometheus::Histogram& store_commit_;
+  prometheus::Histogram& store_batch_;
+  prometheus::Family<prometheus::Histogram>& executor_poll_;
+  prometheus::Family<prometheus::Counter>& replica_starts_;
+  prometheus::Family<prometheus::Counter>& replica_failures_;
+};
+
+// Observes the time from its construction to its destruction (monotonic
+// clock) into a histogram, in seconds.
+class ScopedTimer {
+ public:
+  explicit ScopedTimer(prometheus::Histogram& histogram)
+      : histogram_(histogram), start_(std::chrono::steady_clock::now()) {}
+  ~ScopedTimer() {
+    histogram_.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+  }
+  ScopedTimer(const ScopedTimer&) = delete;
+  ScopedTimer& operator=(const ScopedTimer&) = delete;
+
+ private:
+  prometheus::Histogram& histogram_;
+  const std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace mle::obs

@@ -1,0 +1,178 @@
+#include "rundir/replica_files.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "rundir/file_io.h"
+
+namespace mle::rundir {
+namespace {
+
+constexpr absl::string_view kManifestHeader = "mlengine-run 1";
+
+absl::Status Corrupt(absl::string_view what, absl::string_view detail) {
+  return absl::DataLossError(absl::StrCat(what, " is damaged: ", detail));
+}
+
+}  // namespace
+
+std::string ManifestPath(const std::string& run_dir) { return run_dir + "/replicas"; }
+
+// mlengine-run 1
+// stage starting|started
+// tpu <host> <0|1>                       one per TPU host
+// replica <task> <host> <gpus|-> <pid>   one per replica
+std::string FormatManifest(const RunManifest& m) {
+  std::string out = absl::StrCat(kManifestHeader, "\nstage ",
+                                 m.stage == RunManifest::Stage::kStarted ? "started" : "starting", "\n");
+  for (const auto& h : m.tpu_hosts) absl::StrAppend(&out, "tpu ", h, " ", m.tpu_simulated ? 1 : 0, "\n");
+  for (const auto& r : m.replicas) {
+    absl::StrAppend(&out, "replica ", r.task, " ", r.host, " ", r.gpus.empty() ? "-" : absl::StrJoin(r.gpus, ","),
+                    " ", r.pid, "\n");
+  }
+  return out;
+}
+
+// The manifest of mlengine before its version line: "tpu HOST 0|1",
+// "replica TASK PID HOST GPUS" (appended as replicas were spawned) and a last
+// "started". Read so that jobs running across an upgrade are adopted.
+absl::StatusOr<RunManifest> ParseLegacyManifest(const std::vector<absl::string_view>& lines) {
+  RunManifest m;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::vector<absl::string_view> f = absl::StrSplit(lines[i], ' ', absl::SkipEmpty());
+    if (f.size() == 1 && f[0] == "started") {
+      m.stage = RunManifest::Stage::kStarted;
+    } else if (f.size() == 3 && f[0] == "tpu") {
+      m.tpu_hosts.emplace_back(f[1]);
+      m.tpu_simulated = f[2] == "1";
+    } else if (f.size() == 5 && f[0] == "replica") {
+      ManifestReplica r;
+      r.task = std::string(f[1]);
+      int64_t pid = 0;
+      if (!absl::SimpleAtoi(f[2], &pid) || pid < 0 || pid > 0x3fffffff) {
+        return Corrupt("the run manifest", absl::StrCat("line ", i + 1, ": bad pid"));
+      }
+      r.pid = static_cast<pid_t>(pid);
+      r.host = std::string(f[3]);
+      if (f[4] != "-") {
+        for (absl::string_view g : absl::StrSplit(f[4], ',')) {
+          int idx = 0;
+          if (!absl::SimpleAtoi(g, &idx) || idx < 0) {
+            return Corrupt("the run manifest", absl::StrCat("line ", i + 1, ": bad GPU list"));
+          }
+          r.gpus.push_back(idx);
+        }
+      }
+      m.replicas.push_back(std::move(r));
+    } else {
+      return Corrupt("the run manifest", absl::StrCat("line ", i + 1, " (\"", lines[i], "\"): not a manifest line"));
+    }
+  }
+  return m;
+}
+
+absl::StatusOr<RunManifest> ParseManifest(absl::string_view text) {
+  RunManifest m;
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  if (!lines.empty() && (absl::StartsWith(lines[0], "replica ") || absl::StartsWith(lines[0], "tpu "))) {
+    return ParseLegacyManifest(lines);
+  }
+  if (lines.empty() || lines[0] != kManifestHeader) {
+    return Corrupt("the run manifest", absl::StrCat("it does not start with \"", kManifestHeader, "\""));
+  }
+  bool have_stage = false;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::vector<absl::string_view> f = absl::StrSplit(lines[i], ' ', absl::SkipEmpty());
+    const std::string where = absl::StrCat("line ", i + 1, " (\"", lines[i], "\")");
+    if (f.size() == 2 && f[0] == "stage" && (f[1] == "starting" || f[1] == "started")) {
+      m.stage = f[1] == "started" ? RunManifest::Stage::kStarted : RunManifest::Stage::kStarting;
+      have_stage = true;
+    } else if (f.size() == 3 && f[0] == "tpu" && (f[2] == "0" || f[2] == "1")) {
+      m.tpu_hosts.emplace_back(f[1]);
+      m.tpu_simulated = f[2] == "1";
+    } else if (f.size() == 5 && f[0] == "replica") {
+      ManifestReplica r;
+      r.task = std::string(f[1]);
+      r.host = std::string(f[2]);
+      if (f[3] != "-") {
+        for (absl::string_view g : absl::StrSplit(f[3], ',')) {
+          int idx = 0;
+          if (!absl::SimpleAtoi(g, &idx) || idx < 0) return Corrupt("the run manifest", where + ": bad GPU list");
+          r.gpus.push_back(idx);
+        }
+      }
+      int64_t pid = 0;
+      if (!absl::SimpleAtoi(f[4], &pid) || pid < 0 || pid > 0x3fffffff) {
+        return Corrupt("the run manifest", where + ": bad pid");
+      }
+      r.pid = static_cast<pid_t>(pid);
+      m.replicas.push_back(std::move(r));
+    } else {
+      return Corrupt("the run manifest", where + ": not a manifest line");
+    }
+  }
+  if (!have_stage) return Corrupt("the run manifest", "it has no stage line");
+  return m;
+}
+
+absl::Status WriteManifest(const std::string& run_dir, const RunManifest& manifest) {
+  return WriteFileAtomically(ManifestPath(run_dir), FormatManifest(manifest));
+}
+
+absl::StatusOr<std::optional<RunManifest>> ReadManifest(const std::string& run_dir) {
+  auto text = ReadFile(ManifestPath(run_dir));
+  if (absl::IsNotFound(text.status())) return std::nullopt;
+  if (!text.ok()) return text.status();
+  auto m = ParseManifest(*text);
+  if (!m.ok()) return absl::DataLossError(absl::StrCat(ManifestPath(run_dir), ": ", m.status().message()));
+  return std::optional<RunManifest>(*std::move(m));
+}
+
+std::string FormatExit(const ReplicaExit& e) { return absl::StrCat(e.signaled ? "signal " : "exit ", e.value, "\n"); }
+
+absl::StatusOr<ReplicaExit> ParseExit(absl::string_view text) {
+  text = absl::StripTrailingAsciiWhitespace(text);
+  ReplicaExit e;
+  absl::string_view number;
+  if (absl::ConsumePrefix(&text, "exit ")) {
+    number = text;
+  } else if (absl::ConsumePrefix(&text, "signal ")) {
+    e.signaled = true;
+    number = text;
+  } else {
+    return Corrupt("the exit record", absl::StrCat("\"", text, "\" is neither \"exit N\" nor \"signal N\""));
+  }
+  if (!absl::SimpleAtoi(number, &e.value) || e.value < 0 || e.value > 255) {
+    return Corrupt("the exit record", absl::StrCat("\"", number, "\" is not a status"));
+  }
+  return e;
+}
+
+absl::StatusOr<std::optional<ReplicaExit>> ReadExit(const std::string& exit_path) {
+  auto text = ReadFile(exit_path);
+  if (absl::IsNotFound(text.status())) return std::nullopt;
+  if (!text.ok()) return text.status();
+  auto e = ParseExit(*text);
+  if (!e.ok()) return absl::DataLossError(absl::StrCat(exit_path, ": ", e.status().message()));
+  return std::optional<ReplicaExit>(*e);
+}
+
+LogLine ParseLogLine(absl::string_view line) {
+  LogLine out;
+  std::vector<absl::string_view> f = absl::StrSplit(line, absl::MaxSplits('\t', 2));
+  if (f.size() == 3 && (f[1] == "O" || f[1] == "E")) {
+    out.time = std::string(f[0]);
+    out.is_stderr = f[1] == "E";
+    out.text = std::string(f[2]);
+  } else {
+    out.text = std::string(line);
+  }
+  return out;
+}
+
+}  // namespace mle::rundir

@@ -1,0 +1,80 @@
+// The files of a local run and of every replica (layout: common/run_layout.h),
+// each with its writer and reader side by side, so no format is spelled twice:
+//
+//   RUN/replicas        the run manifest (LocalExecutor): what was placed
+//                       where, and how far the start got; see RunManifest.
+//   RUN/<task>/exit     "exit N" | "signal N": how the replica's program
+//                       ended (written by mlengine-replica, which is
+//                       dependency-free and so writes it itself; this is the
+//                       reader, and the one definition of the format).
+//   RUN/<task>/log      "<RFC 3339 time> TAB <O|E> TAB <text>" per line
+//                       (written by mlengine-replica; ParseLogLine reads it).
+//
+// Writers are atomic and durable (rundir/file_io.h). Readers return
+// NOT_FOUND-free results (absent = nullopt) and DATA_LOSS, naming the file,
+// for contents that do not parse. Thread-safe (no state).
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace mle::rundir {
+
+// The manifest of a local run. Written (durably) before the first replica
+// is spawned, with every replica's placement and stage kStarting, and again
+// with the pids and kStarted once every replica runs. A restarted server
+// that finds kStarting looks for the replicas by their run directory: every
+// one found is adopted; if one never started, the start is undone.
+struct ManifestReplica {
+  std::string task;         // master-replica-0
+  std::string host;         // localhost
+  std::vector<int> gpus;    // GPU indices given to it
+  pid_t pid = 0;            // mlengine-replica's pid; 0 while starting
+  auto operator<=>(const ManifestReplica&) const = default;
+};
+struct RunManifest {
+  enum class Stage { kStarting, kStarted };
+  Stage stage = Stage::kStarting;
+  std::vector<std::string> tpu_hosts;
+  bool tpu_simulated = false;
+  std::vector<ManifestReplica> replicas;
+  auto operator<=>(const RunManifest&) const = default;
+};
+
+std::string ManifestPath(const std::string& run_dir);
+std::string FormatManifest(const RunManifest& manifest);
+absl::StatusOr<RunManifest> ParseManifest(absl::string_view text);
+absl::Status WriteManifest(const std::string& run_dir, const RunManifest& manifest);
+// nullopt when the run has no manifest (nothing was ever started).
+absl::StatusOr<std::optional<RunManifest>> ReadManifest(const std::string& run_dir);
+
+// How a replica's program ended, as mlengine-replica records it.
+struct ReplicaExit {
+  bool signaled = false;  // killed by signal `value`; else exited with status `value`
+  int value = 0;
+  bool Succeeded() const { return !signaled && value == 0; }
+  auto operator<=>(const ReplicaExit&) const = default;
+};
+std::string FormatExit(const ReplicaExit& exit);  // "exit 3\n"
+absl::StatusOr<ReplicaExit> ParseExit(absl::string_view text);
+// nullopt while the replica has not recorded an end.
+absl::StatusOr<std::optional<ReplicaExit>> ReadExit(const std::string& exit_path);
+
+// One line of a replica log (without its newline). A line that does not have
+// the three fields (a writer cut short, or foreign text) is returned whole as
+// `text` with no time: logs are shown, not rejected.
+struct LogLine {
+  std::string time;  // RFC 3339 UTC as written; "" when the line had none
+  bool is_stderr = false;
+  std::string text;
+};
+LogLine ParseLogLine(absl::string_view line);
+
+}  // namespace mle::rundir

@@ -1,0 +1,264 @@
+#include "server/server.h"
+
+#include <fcntl.h>
+#include <openssl/rand.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "api/api_router.h"
+#include "api/auth.h"
+#include "api/dispatch.h"
+#include "api/http_server.h"
+#include "api/metrics_endpoint.h"
+#include "api/storage_router.h"
+#include "buckets/bucket_store.h"
+#include "common/clock.h"
+#include "db/store.h"
+#include "executor/local_executor.h"
+#include "executor/slurm/slurm_executor.h"
+#include "obs/log.h"
+#include "rundir/file_io.h"
+#include "runtime/package_cache.h"
+#include "scheduler/scheduler.h"
+#include "server/server_config.h"
+#include "service/job_service.h"
+#include "service/log_service.h"
+#include "validate/validate.h"
+
+namespace mle::server {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Reads DIR/admin.token, creating it (mode 0600) with a fresh random token on
+// first start.
+absl::StatusOr<std::string> LoadOrCreateAdminToken(const fs::path& dir) {
+  const fs::path path = dir / "admin.token";
+  auto existing = rundir::ReadFile(path.string());
+  if (existing.ok()) {
+    std::string token = existing->substr(0, existing->find('\n'));
+    while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+    if (!token.empty()) return token;
+  } else if (!absl::IsNotFound(existing.status())) {
+    return existing.status();
+  }
+  // Missing or empty (a crash during the first start): write a fresh one,
+  // atomically, so a half-written token can never be read.
+  unsigned char bytes[32];
+  if (RAND_bytes(bytes, sizeof(bytes)) != 1) return absl::InternalError("cannot generate a random token");
+  std::string token = absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(bytes), sizeof(bytes)));
+  if (auto s = rundir::WriteFileAtomically(path.string(), token + "\n", 0600); !s.ok()) return s;
+  return token;
+}
+
+// Where mlengine's helper files are, relative to this executable: the build
+// tree (build/src/server/mlengined) or an installed layout.
+fs::path FindBeside(const std::string& argv0, const std::vector<std::string>& candidates) {
+  std::error_code ec;
+  fs::path self = fs::canonical("/proc/self/exe", ec);
+  if (ec) self = fs::absolute(argv0);
+  for (const auto& c : candidates) {
+    fs::path p = (self.parent_path() / c).lexically_normal();
+    if (fs::exists(p)) return p;
+  }
+  return {};
+}
+
+}  // namespace
+
+// Declared in dependency order: each part may use those above it. Stop()
+// ends the threads top-down; the destructor frees bottom-up.
+struct Server::Parts {
+  ServerOptions options;
+  int lock_fd = -1;
+  std::string endpoint;
+  ServerConfig config;
+  std::unique_ptr<api::HttpServer> http;  // bound first, serving last
+  std::unique_ptr<db::Store> store;
+  std::unique_ptr<runtime::PackageCache> packages;
+  std::unique_ptr<executor::LocalExecutor> local_executor;
+  std::unique_ptr<executor::slurm::SubprocessCommandRunner> slurm_runner;
+  std::unique_ptr<executor::slurm::SlurmExecutor> slurm_executor;
+  std::unique_ptr<service::JobService> jobs;
+  std::unique_ptr<scheduler::Scheduler> scheduler;
+  std::unique_ptr<api::Authenticator> auth;
+  std::unique_ptr<service::LogService> logs;
+  std::unique_ptr<api::ApiRouter> router;
+  std::unique_ptr<api::MetricsEndpoint> metrics;
+  std::unique_ptr<buckets::BucketStore> bucket_store;
+  std::unique_ptr<api::StorageRouter> storage;
+  bool stopped = false;
+
+  ~Parts() {
+    Stop();
+    // Free in reverse dependency order: the HTTP server's sessions first
+    // (they hold the routers), the store last (it drains its writer).
+    http.reset();
+    storage.reset();
+    metrics.reset();
+    router.reset();
+    logs.reset();
+    scheduler.reset();
+    jobs.reset();
+    slurm_executor.reset();
+    local_executor.reset();
+    store.reset();  // drains the writer: every acknowledged write is on disk
+    if (lock_fd >= 0) ::close(lock_fd);
+  }
+
+  void Stop() {
+    if (stopped) return;
+    stopped = true;
+    if (http) http->Stop();
+    if (storage) storage->Stop();  // finish queued storage work while the io_context still exists
+    if (scheduler) scheduler->Stop();
+    // Executor threads may still report into the (stopped) scheduler: end
+    // them while it exists. Jobs keep running; a restart finds them again.
+    slurm_executor.reset();
+    local_executor.reset();
+  }
+
+  absl::Status Build();
+};
+
+absl::Status Server::Parts::Build() {
+  const fs::path data_dir = fs::absolute(options.data_dir);
+  if (auto s = rundir::CreateDirectories(data_dir.string()); !s.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot create data directory ", data_dir.string(), ": ", s.message()));
+  }
+  ::chmod(data_dir.c_str(), 0700);
+
+  // One server per data directory.
+  const fs::path lock_path = data_dir / "lock";
+  lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("another mlengined is already using ", data_dir.string(), " (",
+                                                      lock_path.string(), " is locked)"));
+  }
+  auto loaded = LoadServerConfig(options.config_path);
+  if (!loaded.ok()) return loaded.status();
+  config = *std::move(loaded);
+  auto token = LoadOrCreateAdminToken(data_dir);
+  if (!token.ok()) return token.status();
+
+  // Claim the port before anything touches a job.
+  api::HttpServerOptions http_options;
+  http_options.address = options.listen_host;
+  http_options.port = options.listen_port;
+  http_options.threads = options.threads;
+  http_options.body_limit = options.body_limit;
+  http_options.error_body = &api::ApiRouter::ErrorBody;
+  const fs::path buckets = data_dir / "buckets";
+  auto opened_buckets = buckets::BucketStore::Open(buckets.string());
+  if (!opened_buckets.ok()) return opened_buckets.status();
+  bucket_store = *std::move(opened_buckets);
+  auth = std::make_unique<api::Authenticator>(*token);
+  storage = std::make_unique<api::StorageRouter>(*bucket_store, *auth);
+  api::ConfigureUploads(&http_options, *storage, bucket_store->upload_dir());
+  auto bound = api::HttpServer::Bind(http_options);
+  if (!bound.ok()) return bound.status();
+  http = *std::move(bound);
+
+  auto opened = db::OpenSqliteStore({(data_dir / "mlengine.db").string(), !options.relaxed_sync});
+  if (!opened.ok()) return opened.status();
+  store = *std::move(opened);
+
+  const fs::path shim = FindBeside(options.executable, {"../shim/mlengine-replica", "mlengine-replica"});
+  if (shim.empty()) return absl::FailedPreconditionError("cannot find mlengine-replica next to mlengined");
+  const fs::path python_dir = FindBeside(options.executable, {"../../../python", "../share/mlengine/python"});
+  const fs::path runs = data_dir / "runs";
+  if (auto s = rundir::CreateDirectories(runs.string()); !s.ok()) return s;
+
+  auto& clock = common::RealClock::Get();
+  validate::Config validation = validate::Config::Defaults();
+  for (const auto& r : config.runtimes.runtimes()) {
+    validation.runtime_versions.push_back({r.name, {r.python_version}, r.tpu_capable});
+  }
+  packages = std::make_unique<runtime::PackageCache>((data_dir / "envs").string());
+  scheduler::SchedulerOptions sched_options;
+  sched_options.inventory = DetectLocalInventory(config);
+  sched_options.resources.fallback = {config.replica_cpu_milli, 0};
+
+  executor::Executor* executor = nullptr;
+  if (options.executor == "local") {
+    executor::LocalExecutorOptions o;
+    o.runs_dir = runs.string();
+    o.shim = shim.string();
+    o.gcs_root = buckets.string();
+    o.python_path = python_dir.string();
+    o.cancel_grace = absl::Seconds(config.cancel_grace_seconds);
+    local_executor = std::make_unique<executor::LocalExecutor>(o, config.runtimes, *packages);
+    executor = local_executor.get();
+  } else if (options.executor == "slurm") {
+    const fs::path launcher =
+        FindBeside(options.executable, {"../executor/slurm/mlengine-slurm-launch", "mlengine-slurm-launch"});
+    if (launcher.empty()) return absl::FailedPreconditionError("cannot find mlengine-slurm-launch next to mlengined");
+    std::map<std::string, std::string> slurm_env;
+    if (!config.slurm.conf.empty()) slurm_env["SLURM_CONF"] = config.slurm.conf;
+    slurm_runner = std::make_unique<executor::slurm::SubprocessCommandRunner>(slurm_env, absl::Seconds(60));
+    executor::slurm::SlurmExecutorOptions so;
+    so.runs_dir = runs.string();
+    so.launcher = launcher.string();
+    so.shim = shim.string();
+    so.gcs_root = buckets.string();
+    so.python_path = python_dir.string();
+    so.settings = config.slurm.settings;
+    so.resources = config.slurm.machines;
+    so.max_poll = absl::Seconds(std::max(1, config.slurm.max_poll_seconds));
+    auto created = executor::slurm::SlurmExecutor::Create(so, config.runtimes, *packages, *slurm_runner, clock);
+    if (!created.ok()) return created.status();
+    slurm_executor = *std::move(created);
+    executor = slurm_executor.get();
+    sched_options.resources = config.slurm.machines;
+  }
+
+  jobs = std::make_unique<service::JobService>(*store, clock, validation);
+  scheduler = std::make_unique<scheduler::Scheduler>(clock, *jobs, executor, sched_options);
+  if (local_executor) local_executor->SetEvents(scheduler.get());
+  if (slurm_executor) slurm_executor->SetEvents(scheduler.get());
+  jobs->AttachScheduler(scheduler.get());
+  if (slurm_executor) {
+    obs::Log("server").info("Slurm cluster: {}", executor::slurm::DescribeNodes(slurm_executor->nodes()));
+  } else {
+    obs::Log("server").info("inventory: {}", scheduler::DescribeInventory(sched_options.inventory));
+  }
+  if (auto s = jobs->Recover(); !s.ok()) return absl::Status(s.code(), absl::StrCat("cannot recover state: ", s.message()));
+  scheduler->Start();
+  scheduler->Drain();  // every unfinished job adopted or queued again before the first request
+
+  logs = std::make_unique<service::LogService>(*jobs, logs::LogReader(runs.string()));
+  router = std::make_unique<api::ApiRouter>(*jobs, *logs, *auth);
+  metrics = std::make_unique<api::MetricsEndpoint>(*jobs, *auth, options.metrics_access);
+  http->Serve(api::Dispatch(*router, *storage, *metrics));
+
+  const std::string& host = options.listen_host;
+  endpoint = absl::StrCat("http://", host.find(':') != std::string::npos ? "[" + host + "]" : host, ":", http->port());
+  // Where clients (the mlengine CLI) find this server.
+  const std::string server_json = absl::StrCat("{\"endpoint\": \"", endpoint, "\", \"token_file\": \"",
+                                               (data_dir / "admin.token").string(), "\", \"pid\": ", ::getpid(), "}\n");
+  if (auto s = rundir::WriteFileAtomically((data_dir / "server.json").string(), server_json); !s.ok()) return s;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+  auto parts = std::make_unique<Parts>();
+  parts->options = options;
+  if (auto s = parts->Build(); !s.ok()) return s;  // ~Parts stops what started
+  return std::unique_ptr<Server>(new Server(std::move(parts)));
+}
+
+Server::Server(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
+Server::~Server() = default;
+const std::string& Server::endpoint() const { return parts_->endpoint; }
+void Server::Stop() { parts_->Stop(); }
+
+}  // namespace mle::server

@@ -1,0 +1,176 @@
+// The run-directory formats as tables (every file's writer and reader agree;
+// damaged files are refused with a message naming what is wrong), and the
+// durable file primitives.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "rundir/file_io.h"
+#include "rundir/replica_files.h"
+
+namespace mle::rundir {
+namespace {
+
+namespace fs = std::filesystem;
+using Stage = RunManifest::Stage;
+
+class TempDir {
+ public:
+  TempDir() : path_(fs::temp_directory_path() / ("mle_rundir_test_" + std::to_string(::getpid()) + "_" +
+                                                  ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+  std::string str() const { return path_.string(); }
+
+ private:
+  fs::path path_;
+};
+
+TEST(RunManifestTest, RoundTrips) {
+  const std::vector<RunManifest> rows = {
+      {Stage::kStarting, {}, false, {{"master-replica-0", "localhost", {}, 0}}},
+      {Stage::kStarted, {}, false, {{"master-replica-0", "localhost", {0, 1}, 1234}, {"worker-replica-0", "localhost", {2}, 1235}}},
+      {Stage::kStarted, {"tpuhost1", "tpuhost2"}, true, {{"master-replica-0", "localhost", {}, 99}, {"tpu-replica-0", "localhost", {}, 100}}},
+      {Stage::kStarting, {}, false, {}},
+  };
+  for (const auto& m : rows) {
+    auto parsed = ParseManifest(FormatManifest(m));
+    ASSERT_TRUE(parsed.ok()) << parsed.status() << "\n" << FormatManifest(m);
+    EXPECT_EQ(*parsed, m) << FormatManifest(m);
+  }
+}
+
+TEST(RunManifestTest, ReadsTheManifestOfEarlierVersions) {
+  auto m = ParseManifest("tpu tpuhost1 1\nreplica master-replica-0 4321 localhost 0,1\nstarted\n");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->stage, Stage::kStarted);
+  EXPECT_EQ(m->tpu_hosts, std::vector<std::string>{"tpuhost1"});
+  ASSERT_EQ(m->replicas.size(), 1u);
+  EXPECT_EQ(m->replicas[0].pid, 4321);
+  EXPECT_EQ(m->replicas[0].gpus, (std::vector<int>{0, 1}));
+  auto cut = ParseManifest("replica master-replica-0 4321 localhost -\n");
+  ASSERT_TRUE(cut.ok());
+  EXPECT_EQ(cut->stage, Stage::kStarting);
+}
+
+TEST(RunManifestTest, RefusesDamagedManifests) {
+  struct Row {
+    std::string text;
+    std::string says;
+  };
+  const std::vector<Row> rows = {
+      {"", "does not start with"},
+      {"garbage\n", "does not start with"},
+      {"mlengine-run 1\n", "no stage line"},
+      {"mlengine-run 1\nstage maybe\n", "not a manifest line"},
+      {"mlengine-run 1\nstage started\nreplica m localhost - notapid\n", "bad pid"},
+      {"mlengine-run 1\nstage started\nreplica m localhost 0,x 12\n", "bad GPU list"},
+      {"mlengine-run 1\nstage started\nreplica m localhost\n", "not a manifest line"},
+      {"mlengine-run 1\nstage started\ntpu h 7\n", "not a manifest line"},
+  };
+  for (const auto& row : rows) {
+    auto m = ParseManifest(row.text);
+    ASSERT_FALSE(m.ok()) << row.text;
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kDataLoss) << row.text;
+    EXPECT_NE(m.status().message().find(row.says), std::string::npos) << m.status() << " for " << row.text;
+  }
+}
+
+TEST(RunManifestTest, AbsentIsNulloptAndDamagedNamesTheFile) {
+  TempDir dir;
+  auto none = ReadManifest(dir.str());
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  std::ofstream(ManifestPath(dir.str())) << "nonsense\n";
+  auto bad = ReadManifest(dir.str());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(ManifestPath(dir.str())), std::string::npos);
+  RunManifest m{Stage::kStarted, {}, false, {{"master-replica-0", "localhost", {}, 7}}};
+  ASSERT_TRUE(WriteManifest(dir.str(), m).ok());
+  auto back = ReadManifest(dir.str());
+  ASSERT_TRUE(back.ok() && back->has_value());
+  EXPECT_EQ(**back, m);
+}
+
+TEST(ReplicaExitTest, Table) {
+  struct Row {
+    std::string text;
+    bool ok;
+    ReplicaExit exit;
+  };
+  const std::vector<Row> rows = {
+      {"exit 0\n", true, {false, 0}},   {"exit 3", true, {false, 3}},      {"signal 9\n", true, {true, 9}},
+      {"exit 255\n", true, {false, 255}}, {"exit 256\n", false, {}},       {"exit -1\n", false, {}},
+      {"signal\n", false, {}},          {"", false, {}},                   {"quit 0\n", false, {}},
+      {"exit 0 extra\n", false, {}},
+  };
+  for (const auto& row : rows) {
+    auto e = ParseExit(row.text);
+    EXPECT_EQ(e.ok(), row.ok) << row.text;
+    if (e.ok() && row.ok) {
+      EXPECT_EQ(*e, row.exit) << row.text;
+      EXPECT_EQ(ParseExit(FormatExit(*e)).value(), *e);
+    }
+    if (!e.ok()) {
+      EXPECT_EQ(e.status().code(), absl::StatusCode::kDataLoss);
+    }
+  }
+}
+
+TEST(LogLineTest, Table) {
+  struct Row {
+    std::string line;
+    std::string time;
+    bool is_stderr;
+    std::string text;
+  };
+  const std::vector<Row> rows = {
+      {"2026-01-01T00:00:00.000001Z\tO\thello", "2026-01-01T00:00:00.000001Z", false, "hello"},
+      {"2026-01-01T00:00:00.000001Z\tE\tbad\tthing", "2026-01-01T00:00:00.000001Z", true, "bad\tthing"},
+      {"2026-01-01T00:00:00.000001Z\tO\t", "2026-01-01T00:00:00.000001Z", false, ""},
+      {"no tabs at all", "", false, "no tabs at all"},
+      {"t\tX\tnot a stream", "", false, "t\tX\tnot a stream"},
+  };
+  for (const auto& row : rows) {
+    LogLine l = ParseLogLine(row.line);
+    EXPECT_EQ(l.time, row.time) << row.line;
+    EXPECT_EQ(l.is_stderr, row.is_stderr) << row.line;
+    EXPECT_EQ(l.text, row.text) << row.line;
+  }
+}
+
+TEST(FileIoTest, AtomicWriteReplacesWholeAndLeavesNoTemp) {
+  TempDir dir;
+  const std::string path = dir / "f";
+  ASSERT_TRUE(WriteFileAtomically(path, "one\n").ok());
+  ASSERT_TRUE(WriteFileAtomically(path, "two\n", 0600).ok());
+  EXPECT_EQ(ReadFile(path).value(), "two\n");
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST(FileIoTest, FailuresAreStatusesNamingThePath) {
+  TempDir dir;
+  auto missing = ReadFile(dir / "absent");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find(dir / "absent"), std::string::npos);
+  auto s = WriteFileAtomically(dir / "no/such/dir/f", "x");
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("no/such/dir"), std::string::npos);
+  EXPECT_FALSE(FileExists(dir / "absent").value());
+  ASSERT_TRUE(CreateDirectories(dir / "a/b/c").ok());
+  EXPECT_TRUE(FileExists(dir / "a/b/c").value());
+  ASSERT_TRUE(WriteFileAtomically(dir / "a/file", "x").ok());
+  EXPECT_EQ(CreateDirectories(dir / "a/file/sub").code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace mle::rundir

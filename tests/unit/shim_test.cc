@@ -1,0 +1,182 @@
+// mlengine-replica, the real binary: whatever a replica starts (children,
+// daemons that double-fork, helpers in sessions of their own, processes that
+// ignore SIGTERM), nothing is left once the shim has exited: neither when
+// the replica's program ends by itself, nor when the shim is told to stop.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "rundir/file_io.h"
+#include "rundir/replica_files.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Every live process whose command line contains `marker`.
+std::vector<pid_t> ProcessesWith(const std::string& marker) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string cmdline = ss.str();
+    for (char& c : cmdline) c = c == '\0' ? ' ' : c;
+    std::ifstream stat(e.path() / "stat");
+    std::string stat_line;
+    std::getline(stat, stat_line);
+    const bool zombie = stat_line.find(") Z ") != std::string::npos;
+    if (!zombie && cmdline.find(marker) != std::string::npos) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+// How the trainer leaves something behind. Each script starts its helper,
+// which runs `sleep MARKER`, says "ready" on the FIFO $READY, and then either
+// exits (the program ends by itself) or keeps running (the shim is stopped).
+struct Escape {
+  std::string name;
+  std::string spawn;  // shell that starts the helper; MARKER is replaced
+};
+
+const std::vector<Escape> kEscapes = {
+    {"background_child", "sleep MARKER &"},
+    {"setsid_helper", "setsid sleep MARKER &"},
+    {"double_fork", "( (sleep MARKER &) & )"},
+    {"setsid_nohup_closed_output", "setsid nohup sleep MARKER >/dev/null 2>&1 </dev/null &"},
+    {"ignores_sigterm_in_own_session", "setsid sh -c 'trap \"\" TERM; sleep MARKER; sleep MARKER' &"},
+    {"python_daemon",
+     "/usr/bin/python3 -c 'import os,sys,time\n"
+     "if os.fork(): sys.exit(0)\n"
+     "os.setsid()\n"
+     "if os.fork(): sys.exit(0)\n"
+     "os.closerange(0, 3)\n"
+     "os.execvp(\"sleep\", [\"sleep\", \"MARKER\"])' &"},
+};
+
+class ShimTest : public ::testing::TestWithParam<std::tuple<Escape, bool>> {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("mle_shim_test_" + std::to_string(::getpid()) + "_" +
+                                        std::to_string(counter_++));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "work");
+    fifo_ = (dir_ / "ready").string();
+    ASSERT_EQ(::mkfifo(fifo_.c_str(), 0600), 0);
+  }
+  void TearDown() override {
+    for (pid_t p : ProcessesWith(marker_)) ::kill(p, SIGKILL);
+    fs::remove_all(dir_);
+  }
+
+  pid_t StartShim(const std::string& script) {
+    std::vector<std::string> argv = {MLE_SHIM, "--log", (dir_ / "log").string(), "--exit", (dir_ / "exit").string(),
+                                     "--cwd", (dir_ / "work").string(), "--grace", "1", "--",
+                                     "/bin/sh", "-c", script};
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    const std::string env_ready = "READY=" + fifo_;
+    std::vector<std::string> env = {env_ready, "PATH=/usr/bin:/bin"};
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    pid_t pid = 0;
+    EXPECT_EQ(::posix_spawn(&pid, MLE_SHIM, nullptr, nullptr, args.data(), envp.data()), 0);
+    return pid;
+  }
+  // Blocks until the script writes its line to the FIFO.
+  std::string WaitReady() {
+    std::ifstream in(fifo_);
+    std::string line;
+    std::getline(in, line);
+    return line;
+  }
+  int WaitExit(pid_t pid) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return status;
+  }
+
+  static int counter_;
+  fs::path dir_;
+  std::string fifo_;
+  std::string marker_ = "4242." + std::to_string(::getpid());
+};
+int ShimTest::counter_ = 0;
+
+TEST_P(ShimTest, NothingOutlivesTheReplica) {
+  const auto& [escape, stop_the_shim] = GetParam();
+  std::string spawn = escape.spawn;
+  for (size_t at; (at = spawn.find("MARKER")) != std::string::npos;) spawn.replace(at, 6, marker_);
+  // The helper is started, then the program says it is ready and either ends
+  // (exit 0) or keeps running until the shim is stopped.
+  const std::string script = spawn + "\nsleep 0.2; echo ready > \"$READY\"\n" + (stop_the_shim ? "sleep 600\n" : "exit 0\n");
+  const pid_t shim = StartShim(script);
+  ASSERT_EQ(WaitReady(), "ready");
+  ASSERT_FALSE(ProcessesWith(marker_).empty()) << "the helper should be running: " << escape.name;
+  if (stop_the_shim) {
+    ASSERT_EQ(::kill(shim, SIGTERM), 0);
+  }
+  const int status = WaitExit(shim);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(ProcessesWith(marker_), std::vector<pid_t>{}) << escape.name << ": a process outlived its replica";
+  auto exit = mle::rundir::ReadExit((dir_ / "exit").string());
+  ASSERT_TRUE(exit.ok() && exit->has_value()) << "the shim records how the program ended";
+  if (stop_the_shim) {
+    EXPECT_TRUE((*exit)->signaled) << "stopped by SIGTERM";
+    EXPECT_EQ((*exit)->value, SIGTERM);
+  } else {
+    EXPECT_TRUE((*exit)->Succeeded());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Escapes, ShimTest, ::testing::Combine(::testing::ValuesIn(kEscapes), ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::get<0>(info.param).name + (std::get<1>(info.param) ? "_stopped" : "_ended");
+                         });
+
+TEST(ShimLogTest, LinesAreWrittenInTheFormatRundirReads) {
+  const fs::path dir = fs::temp_directory_path() / ("mle_shim_log_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "work");
+  std::vector<std::string> argv = {MLE_SHIM, "--log", (dir / "log").string(), "--exit", (dir / "exit").string(),
+                                   "--cwd", (dir / "work").string(), "--", "/bin/sh", "-c",
+                                   "echo out; echo err >&2; printf partial; exit 3"};
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  ASSERT_EQ(::posix_spawn(&pid, MLE_SHIM, nullptr, nullptr, args.data(), environ), 0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  std::ifstream in(dir / "log");
+  std::vector<mle::rundir::LogLine> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(mle::rundir::ParseLogLine(line));
+  ASSERT_EQ(lines.size(), 3u);
+  std::multiset<std::pair<bool, std::string>> got;
+  for (const auto& l : lines) {
+    EXPECT_EQ(l.time.size(), 27u) << l.time;  // 2026-01-01T00:00:00.000000Z
+    got.insert({l.is_stderr, l.text});
+  }
+  EXPECT_EQ(got, (std::multiset<std::pair<bool, std::string>>{{false, "out"}, {true, "err"}, {false, "partial"}}));
+  EXPECT_EQ(mle::rundir::ReadExit((dir / "exit").string())->value(), (mle::rundir::ReplicaExit{false, 3}));
+  fs::remove_all(dir);
+}
+
+}  // namespace
