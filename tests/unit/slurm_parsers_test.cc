@@ -106,6 +106,8 @@ TEST(ExpandHostlist, Table) {
       {"a,b,c", {"a", "b", "c"}},
       {"rack[1-2]-n[01-02]", {"rack1-n01", "rack1-n02", "rack2-n01", "rack2-n02"}},
       {"gpu[1,3],cpu[5-6]x", {"gpu1", "gpu3", "cpu5x", "cpu6x"}},
+      // Found with the fuzz target: the loop stepped past INT64_MAX (undefined).
+      {"n[9223372036854775806-9223372036854775807]", {"n9223372036854775806", "n9223372036854775807"}},
   };
   for (const auto& c : cases) {
     auto got = ExpandHostlist(c.expr);
@@ -115,6 +117,19 @@ TEST(ExpandHostlist, Table) {
   for (const char* bad : {"a[1-", "a]1", "a[3-1]", "a[x]", "a[[1]]", "a[1-2000000]", "a[]"}) {
     EXPECT_FALSE(ExpandHostlist(bad).ok()) << bad;
   }
+}
+
+// ---- GRES ----------------------------------------------------------------------
+
+TEST(ParseGres, CountsByNameAndByType) {
+  EXPECT_EQ(ParseGres("gpu:t4:2(S:0-1),tpu:8"),
+            (std::map<std::string, int64_t>{{"gpu", 2}, {"gpu:t4", 2}, {"tpu", 8}}));
+  EXPECT_EQ(ParseGres("gpu:a100:1,gpu:t4:3"),
+            (std::map<std::string, int64_t>{{"gpu", 4}, {"gpu:a100", 1}, {"gpu:t4", 3}}));
+  EXPECT_TRUE(ParseGres("(null)").empty());
+  // Found with the fuzz target: summing counts overflowed int64 (undefined); they saturate.
+  EXPECT_EQ(ParseGres("gpu:t4:9223372036854775807,gpu:t4:5"),
+            (std::map<std::string, int64_t>{{"gpu", INT64_MAX}, {"gpu:t4", INT64_MAX}}));
 }
 
 // ---- squeue --json (Slurm 22.05) -------------------------------------------

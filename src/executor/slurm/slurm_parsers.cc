@@ -103,11 +103,12 @@ absl::Status ExpandBracket(absl::string_view body, std::vector<std::string>* out
       return absl::InvalidArgumentError(absl::StrCat("hostlist range \"", part, "\" is too large"));
     }
     const size_t width = bounds[0].size();
-    for (int64_t n = lo; n <= hi; ++n) {
+    for (int64_t n = lo;; ++n) {  // stops at hi before ++n: hi may be INT64_MAX
       std::string digits = std::to_string(n);
       if (digits.size() < width) digits.insert(0, width - digits.size(), '0');
       out->push_back(std::move(digits));
       if (out->size() > kMaxHosts) return absl::InvalidArgumentError("hostlist expands to too many hosts");
+      if (n == hi) break;
     }
   }
   return absl::OkStatus();
@@ -260,8 +261,12 @@ std::map<std::string, int64_t> ParseGres(absl::string_view gres) {
     } else if (parts.size() >= 3) {
       type = parts[1];
     }
-    out[std::string(parts[0])] += count;
-    if (!type.empty()) out[absl::StrCat(parts[0], ":", type)] += count;
+    auto add = [&out, count](std::string key) {  // saturating: no count is trusted to fit
+      int64_t& total = out[std::move(key)];
+      if (__builtin_add_overflow(total, count, &total)) total = count > 0 ? INT64_MAX : INT64_MIN;
+    };
+    add(std::string(parts[0]));
+    if (!type.empty()) add(absl::StrCat(parts[0], ":", type));
   };
   for (size_t i = 0; i <= gres.size(); ++i) {
     if (i == gres.size() || (gres[i] == ',' && depth == 0)) {
