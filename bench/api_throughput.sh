@@ -14,7 +14,7 @@ DIR=$(mktemp -d)
 trap 'kill $PID 2>/dev/null || true; wait $PID 2>/dev/null || true; rm -rf "$DIR"' EXIT
 
 # --executor none: the control plane alone (jobs are stored and queued, not run).
-"$BIN" --listen 127.0.0.1:0 --data-dir "$DIR" --executor none > "$DIR/out" 2>"$DIR/err" &
+"$BIN" --listen 127.0.0.1:0 --data-dir "$DIR" --executor none ${MLENGINED_FLAGS:-} > "$DIR/out" 2>"$DIR/err" &
 PID=$!
 for _ in $(seq 100); do grep -q listening "$DIR/out" 2>/dev/null && break; sleep 0.05; done
 URL=$(grep -o 'http://[^ ]*' "$DIR/out")

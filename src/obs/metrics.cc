@@ -4,6 +4,7 @@
 
 #include <prometheus/text_serializer.h>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
 namespace mle::obs {
@@ -106,11 +107,19 @@ std::string Metrics::Render() const {
 
 void Metrics::ObserveRequest(absl::string_view http_method, absl::string_view route, int code,
                              absl::Duration took) {
-  requests_
-      .Add({{"method", MethodLabel(http_method)}, {"route", route.empty() ? "none" : Text(route)},
-            {"code", absl::StrCat(code)}},
-           kRequestBuckets)
-      .Observe(absl::ToDoubleSeconds(took));
+  // Family::Add builds a label map and takes the family's lock: once per
+  // (method, route, code) and thread, not once per request. Histograms live
+  // as long as the registry, so the cached pointers stay valid.
+  thread_local absl::flat_hash_map<std::string, std::pair<uint64_t, prometheus::Histogram*>> cache;
+  std::string key = absl::StrCat(http_method, "\t", route, "\t", code);
+  auto& slot = cache[key];
+  if (slot.first != instance_) {
+    slot = {instance_, &requests_.Add({{"method", MethodLabel(http_method)},
+                                  {"route", route.empty() ? "none" : Text(route)},
+                                  {"code", absl::StrCat(code)}},
+                                 kRequestBuckets)};
+  }
+  slot.second->Observe(absl::ToDoubleSeconds(took));
 }
 
 void Metrics::SetJobCount(absl::string_view state, int64_t count) {

@@ -12,7 +12,9 @@
 // returned live as long as the Metrics object.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -71,6 +73,12 @@ class Metrics {
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Histogram>& requests_;
+  // Distinguishes instances in the per-thread cache of ObserveRequest.
+  const uint64_t instance_ = NextInstance();
+  static uint64_t NextInstance() {
+    static std::atomic<uint64_t> next{1};
+    return next++;
+  }
   prometheus::Family<prometheus::Gauge>& jobs_;
   prometheus::Family<prometheus::Gauge>& queue_length_;
   prometheus::Family<prometheus::Gauge>& queue_oldest_;
