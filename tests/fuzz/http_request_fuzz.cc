@@ -30,7 +30,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -196,8 +195,9 @@ class Server {
   void Serve(HttpRequest request, const std::shared_ptr<Slot>& slot) {
     const bool storage = mle::api::StorageRouter::Serves(request.target);
     handler_(std::move(request), [slot](HttpResponse r) { Respond(slot, std::move(r)); });
-    do scheduler_.RunPending();
-    while (store_.Drain());
+    do {
+      scheduler_.RunPending();
+    } while (store_.Drain());
     if (storage) {
       std::unique_lock<std::mutex> lock(slot->mu);
       if (!slot->cv.wait_for(lock, std::chrono::seconds(5), [&] { return slot->response.has_value(); })) {
