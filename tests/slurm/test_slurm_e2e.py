@@ -35,7 +35,7 @@ ROOT_DIR = pathlib.Path(e2e.SOURCE_DIR)
 NODES = ["tpuhost1", "tpuhost2", "tpuhost3", "tpuhost4"]
 POD_FLAGS = ["--scale-tier", "custom", "--master-machine-type", "n1-standard-4",
              "--worker-machine-type", "cloud_tpu", "--worker-count", "1"]
-LAUNCH_LINE = re.compile(r"mlengine-slurm-launch: Slurm job (\d+) for projects/(\S+)/jobs/(\S+?):((?: \S+@\S+)+)")
+LAUNCH_LINE = re.compile(r" launcher (?:\[\S+\] )?Slurm job (\d+) for projects/(\S+)/jobs/(\S+?):((?: \S+@\S+)+)")
 TPU_WORKER_LINE = re.compile(r"TPU worker (\d+) of slice (\S+) on (\S+) \(hosts ([^)]*)\)")
 
 

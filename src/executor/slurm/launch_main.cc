@@ -20,7 +20,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <iostream>
 #include <map>
 #include <string>
 #include <vector>
@@ -38,6 +37,7 @@
 #include "executor/slurm/slurm_parsers.h"
 #include "executor/slurm/slurm_plan.h"
 #include "model/demand.h"
+#include "obs/log.h"
 #include "rundir/file_io.h"
 #include "rundir/slurm_files.h"
 #include "runtime/replica_env.h"
@@ -62,8 +62,11 @@ std::string Env(const char* name) {
   return v == nullptr ? "" : v;
 }
 
+// The launcher's own lines (in the Slurm job's output file, slurm-<id>.out).
+spdlog::logger& Log() { return obs::Log("launcher"); }
+
 int Die(const std::string& message) {
-  std::cerr << "mlengine-slurm-launch: " << message << std::endl;
+  Log().error("{}", message);
   return 2;
 }
 
@@ -71,10 +74,9 @@ int Die(const std::string& message) {
 // own output. Returns the batch script's exit status, which sets Slurm's
 // final state: what mlengined judges from if the outcome cannot be written.
 int Conclude(const Flags& f, bool succeeded, const std::string& message) {
-  std::cout << "mlengine-slurm-launch: job " << (succeeded ? "succeeded" : "failed")
-            << (message.empty() ? "" : ": ") << message << std::endl;
+  Log().info("job {}{}{}", succeeded ? "succeeded" : "failed", message.empty() ? "" : ": ", message);
   if (auto s = rundir::WriteRunOutcome(f.run_dir, {succeeded, message}); !s.ok()) {
-    std::cerr << "mlengine-slurm-launch: cannot record the outcome: " << s.message() << std::endl;
+    Log().error("cannot record the outcome: {}", std::string(s.message()));
   }
   return succeeded ? 0 : 1;
 }
@@ -162,7 +164,7 @@ int RunBatch(const Flags& f, const Loaded& l) {
   }
   const std::string restarts = Env("SLURM_RESTART_COUNT");
   if (!restarts.empty() && restarts != "0") {
-    std::cout << "mlengine-slurm-launch: Slurm requeued this job (restart " << restarts << ")" << std::endl;
+    Log().info("Slurm requeued this job (restart {})", restarts);
   }
   int het_size = 0;
   const bool het = absl::SimpleAtoi(Env("SLURM_HET_SIZE"), &het_size) && het_size > 1;
@@ -224,13 +226,11 @@ int RunBatch(const Flags& f, const Loaded& l) {
   }
   // Which Slurm node runs which task: mlengined names them when a node is lost.
   if (auto s = rundir::WriteSlurmPlacement(f.run_dir, host_of); !s.ok()) {
-    std::cerr << "mlengine-slurm-launch: " << s.message() << " (a lost node will be named without its tasks)"
-              << std::endl;
+    Log().warn("{} (a lost node will be named without its tasks)", std::string(s.message()));
   }
-  std::cout << "mlengine-slurm-launch: Slurm job " << slurm_id << " for projects/" << l.job.project << "/jobs/"
-            << l.job.job_id << ":";
-  for (const auto& [task, node] : host_of) std::cout << " " << task << "@" << node;
-  std::cout << std::endl;
+  std::string where;
+  for (const auto& [task, node] : host_of) absl::StrAppend(&where, " ", task, "@", node);
+  Log().info("Slurm job {} for projects/{}/jobs/{}:{}", slurm_id, l.job.project, l.job.job_id, where);
 
   // One srun per component (plus the master beside TPU worker 0). --overlap:
   // steps of this job may share the CPUs of its own allocation.
