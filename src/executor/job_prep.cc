@@ -87,17 +87,13 @@ std::string ReadFileOrEmpty(const std::string& path) {
   return ss.str();
 }
 
-// "exit N" / "signal N" as mlengine-replica recorded it; "" when it could not.
-std::string ReadExitText(const std::string& path) {
+std::optional<rundir::ReplicaExit> ReadReplicaExit(const std::string& path) {
   auto exit = rundir::ReadExit(path);
   if (!exit.ok()) {
     obs::Log("executor").warn("{}", std::string(exit.status().message()));
-    return "";
+    return std::nullopt;
   }
-  if (!exit->has_value()) return "";
-  std::string text = rundir::FormatExit(**exit);
-  text.pop_back();  // the newline
-  return text;
+  return *exit;
 }
 
 // The last `n` lines of a replica log, without their timestamps.
@@ -125,16 +121,16 @@ std::string SignalName(int sig) {
                       ")");
 }
 
-std::string DescribeReplicaEnd(const std::string& job_dir, const std::string& task, const std::string& exit_text) {
+std::string DescribeReplicaEnd(const std::string& job_dir, const std::string& task,
+                               const std::optional<rundir::ReplicaExit>& exit) {
   std::string what;
-  int value = 0;
-  if (absl::StartsWith(exit_text, "exit ") && absl::SimpleAtoi(exit_text.substr(5), &value)) {
-    what = value == 127 ? absl::StrCat("could not start its program (exit status 127)")
-                        : absl::StrCat("exited with a non-zero status of ", value);
-  } else if (absl::StartsWith(exit_text, "signal ") && absl::SimpleAtoi(exit_text.substr(7), &value)) {
-    what = absl::StrCat("was terminated by signal ", SignalName(value));
-  } else {
+  if (!exit) {
     what = "was killed before it could record how it ended";
+  } else if (exit->signaled) {
+    what = absl::StrCat("was terminated by signal ", SignalName(exit->value));
+  } else {
+    what = exit->value == 127 ? absl::StrCat("could not start its program (exit status 127)")
+                              : absl::StrCat("exited with a non-zero status of ", exit->value);
   }
   std::string message = absl::StrCat("The replica ", task, " ", what, ".");
   auto tail = LogTail(common::ReplicaLogPath(job_dir, task), 8);

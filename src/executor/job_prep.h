@@ -9,6 +9,7 @@
 // Thread-safe (no state of their own).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "model/job.h"
 #include "runtime/package_cache.h"
 #include "runtime/runtimes.h"
+#include "rundir/replica_files.h"
 
 namespace mle::executor {
 
@@ -33,13 +35,16 @@ absl::StatusOr<runtime::PreparedEnvironment> PrepareJobEnvironment(const model::
 
 // The file's contents, "" when it cannot be read.
 std::string ReadFileOrEmpty(const std::string& path);
-// "exit N" / "signal N" as mlengine-replica recorded it; "" when it did not.
-std::string ReadExitText(const std::string& path);
+// How the replica's program ended, as mlengine-replica recorded it at
+// `path`; nullopt when it did not (or the record is unreadable: logged).
+std::optional<rundir::ReplicaExit> ReadReplicaExit(const std::string& path);
 // The last `n` lines of a replica log, without their timestamps.
 std::vector<std::string> LogTail(const std::string& path, size_t n);
 // "9 (SIGKILL: Killed)".
 std::string SignalName(int sig);
 // How a replica ended, for errorMessage, with the last lines of its log.
-std::string DescribeReplicaEnd(const std::string& job_dir, const std::string& task, const std::string& exit_text);
+// `exit` nullopt: it ended without a record (killed).
+std::string DescribeReplicaEnd(const std::string& job_dir, const std::string& task,
+                               const std::optional<rundir::ReplicaExit>& exit);
 
 }  // namespace mle::executor

@@ -304,7 +304,7 @@ void LocalExecutor::AddToEpoll(Replica& r) {
   r.pidfd = PidfdOpen(r.pid);
   if (r.pidfd < 0) {
     r.exited = true;
-    r.exit_text = "";
+    r.exit.reset();
     return;
   }
   by_pidfd_[r.pidfd] = {"", r.task};
@@ -352,13 +352,13 @@ void LocalExecutor::BeginStop(RunningJob& job, Ending ending, std::string messag
 }
 
 std::string LocalExecutor::FailureMessage(const RunningJob& job, const Replica& replica) const {
-  return DescribeReplicaEnd(job.dir, replica.task, replica.exit_text);
+  return DescribeReplicaEnd(job.dir, replica.task, replica.exit);
 }
 
 void LocalExecutor::OnReplicaExit(RunningJob& job, Replica& replica) {
   if (job.ending != Ending::kNone) return;
   const bool role_master = absl::StartsWith(replica.task, "master-");
-  if (replica.exit_text == "exit 0") {
+  if (replica.exit && replica.exit->Succeeded()) {
     if (role_master) BeginStop(job, Ending::kSucceeded, "");
     return;
   }
@@ -438,7 +438,7 @@ void LocalExecutor::Watch() {
             }
           }
           rep.exited = true;
-          rep.exit_text = ReadExitText(common::ReplicaExitPath(run.dir, task));
+          rep.exit = ReadReplicaExit(common::ReplicaExitPath(run.dir, task));
           OnReplicaExit(run, rep);
           touched.push_back(key);
         }
@@ -476,17 +476,14 @@ std::optional<model::Placement> LocalExecutor::Recover(const model::Job& job) {
     r.pid = FindShim(dir, m.task, m.pid);
     if (r.pid == 0) {
       r.exited = true;
-      auto exit = rundir::ReadExit(exit_path);
-      if (!exit.ok()) obs::Log("local").warn("{}", std::string(exit.status().message()));
-      const bool recorded = exit.ok() && exit->has_value();
-      if (!recorded && manifest.stage == rundir::RunManifest::Stage::kStarting) {
+      r.exit = ReadReplicaExit(exit_path);  // read once: it decides both below
+      if (!r.exit && manifest.stage == rundir::RunManifest::Stage::kStarting) {
         // The server stopped while it was starting this job, before this
         // replica was spawned: undo the start (end whatever did start) so
         // the job is placed again from scratch, never run twice.
         KillLeftovers(dir);
         return std::nullopt;
       }
-      r.exit_text = ReadExitText(exit_path);
     }
     model::ReplicaPlacement rp;
     rp.host = m.host;

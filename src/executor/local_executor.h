@@ -23,6 +23,7 @@
 #include "common/worker_pool.h"
 #include "executor/executor.h"
 #include "runtime/package_cache.h"
+#include "rundir/replica_files.h"
 #include "runtime/runtimes.h"
 
 namespace mle::executor {
@@ -57,7 +58,7 @@ class LocalExecutor final : public Executor {
     int pidfd = -1;
     bool own_child = false;  // started by this process (reap it)
     bool exited = false;
-    std::string exit_text;   // "exit N" / "signal N" / "" (killed without a record)
+    std::optional<rundir::ReplicaExit> exit;  // how it ended; nullopt: killed without a record
   };
   enum class Ending { kNone, kSucceeded, kFailed, kStopped };
   struct RunningJob {

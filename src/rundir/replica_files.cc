@@ -19,6 +19,24 @@ absl::Status Corrupt(absl::string_view what, absl::string_view detail) {
   return absl::DataLossError(absl::StrCat(what, " is damaged: ", detail));
 }
 
+// "0,1,2" or "-" (none); false when malformed.
+bool ParseGpus(absl::string_view text, std::vector<int>* gpus) {
+  if (text == "-") return true;
+  for (absl::string_view g : absl::StrSplit(text, ',')) {
+    int idx = 0;
+    if (!absl::SimpleAtoi(g, &idx) || idx < 0) return false;
+    gpus->push_back(idx);
+  }
+  return true;
+}
+
+bool ParsePid(absl::string_view text, pid_t* pid) {
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(text, &value) || value < 0 || value > 0x3fffffff) return false;
+  *pid = static_cast<pid_t>(value);
+  return true;
+}
+
 }  // namespace
 
 std::string ManifestPath(const std::string& run_dir) { return run_dir + "/replicas"; }
@@ -53,20 +71,10 @@ absl::StatusOr<RunManifest> ParseLegacyManifest(const std::vector<absl::string_v
     } else if (f.size() == 5 && f[0] == "replica") {
       ManifestReplica r;
       r.task = std::string(f[1]);
-      int64_t pid = 0;
-      if (!absl::SimpleAtoi(f[2], &pid) || pid < 0 || pid > 0x3fffffff) {
-        return Corrupt("the run manifest", absl::StrCat("line ", i + 1, ": bad pid"));
-      }
-      r.pid = static_cast<pid_t>(pid);
+      if (!ParsePid(f[2], &r.pid)) return Corrupt("the run manifest", absl::StrCat("line ", i + 1, ": bad pid"));
       r.host = std::string(f[3]);
-      if (f[4] != "-") {
-        for (absl::string_view g : absl::StrSplit(f[4], ',')) {
-          int idx = 0;
-          if (!absl::SimpleAtoi(g, &idx) || idx < 0) {
-            return Corrupt("the run manifest", absl::StrCat("line ", i + 1, ": bad GPU list"));
-          }
-          r.gpus.push_back(idx);
-        }
+      if (!ParseGpus(f[4], &r.gpus)) {
+        return Corrupt("the run manifest", absl::StrCat("line ", i + 1, ": bad GPU list"));
       }
       m.replicas.push_back(std::move(r));
     } else {
@@ -99,18 +107,8 @@ absl::StatusOr<RunManifest> ParseManifest(absl::string_view text) {
       ManifestReplica r;
       r.task = std::string(f[1]);
       r.host = std::string(f[2]);
-      if (f[3] != "-") {
-        for (absl::string_view g : absl::StrSplit(f[3], ',')) {
-          int idx = 0;
-          if (!absl::SimpleAtoi(g, &idx) || idx < 0) return Corrupt("the run manifest", where + ": bad GPU list");
-          r.gpus.push_back(idx);
-        }
-      }
-      int64_t pid = 0;
-      if (!absl::SimpleAtoi(f[4], &pid) || pid < 0 || pid > 0x3fffffff) {
-        return Corrupt("the run manifest", where + ": bad pid");
-      }
-      r.pid = static_cast<pid_t>(pid);
+      if (!ParseGpus(f[3], &r.gpus)) return Corrupt("the run manifest", where + ": bad GPU list");
+      if (!ParsePid(f[4], &r.pid)) return Corrupt("the run manifest", where + ": bad pid");
       m.replicas.push_back(std::move(r));
     } else {
       return Corrupt("the run manifest", where + ": not a manifest line");

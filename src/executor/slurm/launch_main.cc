@@ -281,20 +281,20 @@ int RunBatch(const Flags& f, const Loaded& l) {
     Step step = std::move(it->second);
     steps.erase(it);
     for (const auto& task : step.tasks) {
-      const std::string exit_text = ReadExitText(common::ReplicaExitPath(f.run_dir, task));
+      const auto exit = ReadReplicaExit(common::ReplicaExitPath(f.run_dir, task));
       const bool is_master = task == master_task;
-      if (exit_text == "exit 0") {
+      if (exit && exit->Succeeded()) {
         if (is_master) return Conclude(f, true, "");
         continue;
       }
       std::string message;
-      if (exit_text.empty()) {
+      if (!exit) {
         const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         message = absl::StrCat("The replica ", task, " on node ", host_of[task],
                                " was lost: it ended without recording an exit status (srun exited with ", code,
                                "; the node may have failed). See ", f.run_dir, "/slurm-", slurm_id, ".out.");
       } else {
-        message = DescribeReplicaEnd(f.run_dir, task, exit_text);
+        message = DescribeReplicaEnd(f.run_dir, task, exit);
       }
       return Conclude(f, false, message);
     }
