@@ -17,6 +17,7 @@ import lzma
 import os
 import shutil
 import tarfile
+import sys
 import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -24,18 +25,9 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 CORPUS = os.path.join(HERE, "corpus")
 SLURM = os.path.join(ROOT, "tests", "data", "slurm")
 
-BASE_JOB = {  # tests/integration/conftest.py
-    "jobId": "tpu_mnist_1",
-    "trainingInput": {
-        "scaleTier": "BASIC_TPU",
-        "packageUris": ["gs://bucket/trainer-0.0.0.tar.gz"],
-        "pythonModule": "trainer.task",
-        "region": "us-central1",
-        "runtimeVersion": "2.11",
-        "pythonVersion": "3.7",
-    },
-    "labels": {"team": "vision"},
-}
+# The integration suite's valid job, so the seeds follow it.
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from conftest import BASE_JOB  # noqa: E402
 
 
 def job(**training):
