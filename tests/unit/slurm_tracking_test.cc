@@ -329,7 +329,13 @@ TEST(ExplainNodeFailureTest, NamesTheLostNodesAndWhatRanThere) {
   EXPECT_EQ(ExplainNodeFailure(7, {"tpuhost3"}, cluster, {}, "fallback"),
             "Slurm node tpuhost3 stopped responding, so Slurm ended the job (NODE_FAIL, Slurm job 7). Resubmit it, or "
             "set slurm.requeue for Slurm to requeue such jobs.");
-  EXPECT_EQ(ExplainNodeFailure(7, {"tpuhost1"}, cluster, placement, "fallback"), "fallback");  // tpuhost4 is not its
+  // squeue had already released the lost nodes (the job is COMPLETING): the
+  // placement still says they were the job's.
+  EXPECT_EQ(ExplainNodeFailure(7, {"tpuhost1"}, cluster, placement, "fallback"),
+            "Slurm nodes tpuhost2 (worker-replica-0), tpuhost3 (worker-replica-1) stopped responding, so Slurm ended "
+            "the job (NODE_FAIL, Slurm job 7). Resubmit it, or set slurm.requeue for Slurm to requeue such jobs.");
+  EXPECT_EQ(ExplainNodeFailure(7, {"tpuhost1"}, cluster, {{"master-replica-0", "tpuhost1"}}, "fallback"),
+            "fallback");  // tpuhost2-4 are lost, but none of them was its
 }
 
 }  // namespace

@@ -243,11 +243,16 @@ bool InMotion(const TrackedJob& job) {
 std::string ExplainNodeFailure(int64_t slurm_id, const std::vector<std::string>& job_nodes,
                                const std::vector<SlurmNode>& cluster_nodes,
                                const std::map<std::string, std::string>& node_of_task, const std::string& fallback) {
+  // The job's nodes: those Slurm lists now and those its replicas ran on. A
+  // job ending as NODE_FAIL is COMPLETING, and squeue drops each node from
+  // its list as the node is released, the lost one first.
   std::map<std::string, std::vector<std::string>> tasks_on;
   for (const auto& [task, node] : node_of_task) tasks_on[node].push_back(task);
   std::vector<std::string> lost;
   for (const auto& n : cluster_nodes) {
-    if (!n.Lost() || std::find(job_nodes.begin(), job_nodes.end(), n.name) == job_nodes.end()) continue;
+    const bool ours =
+        tasks_on.count(n.name) > 0 || std::find(job_nodes.begin(), job_nodes.end(), n.name) != job_nodes.end();
+    if (!n.Lost() || !ours) continue;
     auto it = tasks_on.find(n.name);
     lost.push_back(it == tasks_on.end() ? n.name : absl::StrCat(n.name, " (", absl::StrJoin(it->second, ", "), ")"));
   }
