@@ -44,6 +44,14 @@ grep -E "inventory|Slurm cluster" "$DATA/mlengined.log" || true
 say "Staging the digits data set into $BUCKET/datasets/digits"
 /usr/bin/python3 examples/mnist/stage_data.py "$BUCKET/datasets/digits"
 
+say "The guide's access steps: the project's TPU service identity, granted roles/ml.serviceAgent"
+TPU_SA=$("$MLENGINE_BIN" services identity create --service=tpu.googleapis.com --format=json | \
+  /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["email"])')
+echo "TPU service account: $TPU_SA"
+"$MLENGINE_BIN" projects add-iam-policy-binding \
+  --member="serviceAccount:$TPU_SA" --role=roles/ml.serviceAgent >/dev/null
+"$MLENGINE_BIN" projects get-iam-policy
+
 say "gcloud's walkthrough command, on a (simulated) TPU: BASIC_TPU"
 cd examples/mnist
 "$MLENGINE_BIN" jobs submit training tpu_mnist_1 \

@@ -13,12 +13,15 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "api/api_call.h"
 #include "api/field_mask.h"
 #include "api/http_util.h"
 #include "api/route_table.h"
 #include "codec/discovery.h"
 #include "codec/job_codec.h"
 #include "common/status.h"
+#include "iam/roles.h"
+#include "obs/log.h"
 
 namespace mle::api {
 namespace {
@@ -29,22 +32,6 @@ using nlohmann::json;
 constexpr absl::string_view kStandardParams[] = {
     "$.xgafv", "access_token", "alt", "callback", "fields", "key", "oauth_token",
     "prettyPrint", "quotaUser", "uploadType", "upload_protocol"};
-
-// One request to an ml v1 route.
-struct Call {
-  std::string method;
-  RequestPath path;  // decoded segments (from "v1" on) and the custom verb
-  PathVars vars;     // the route's variables: project, job
-  std::multimap<std::string, std::string> query;
-  std::string body;
-  bool pretty = true;
-
-  std::string Param(const std::string& name) const {
-    auto it = query.find(name);
-    return it == query.end() ? "" : it->second;
-  }
-  const std::string& Var(absl::string_view name) const { return vars.find(name)->second; }
-};
 
 constexpr PathSyntax kMlPathSyntax{.custom_verbs = true, .ignore_empty_segments = true};
 
@@ -60,6 +47,8 @@ absl::StatusOr<Call> ParseCall(const HttpRequest& req) {
   call.body = req.body;
   return call;
 }
+
+}  // namespace
 
 absl::Status CheckQuery(const Call& call, std::initializer_list<absl::string_view> method_params) {
   std::vector<common::FieldViolation> violations;
@@ -82,7 +71,10 @@ absl::Status CheckQuery(const Call& call, std::initializer_list<absl::string_vie
   return absl::OkStatus();
 }
 
-HttpResponse Render(const json& value, bool pretty, int status = 200) { return RenderJson(value, pretty, status); }
+HttpResponse Render(const json& value, bool pretty, int status) { return RenderJson(value, pretty, status); }
+HttpResponse Fail(const absl::Status& s, bool pretty) { return RenderError(s, pretty); }
+
+namespace {
 
 absl::Status NoRoute(const Call& call) {
   return absl::NotFoundError(absl::StrCat("The requested URL ", call.method, " /",
@@ -100,11 +92,9 @@ bool ValidProjectId(const std::string& id) {
   return true;
 }
 
-HttpResponse Fail(const absl::Status& s, bool pretty) { return RenderError(s, pretty); }
-
 // ---- the routes' handlers: each checks its query, body and calls the service ----
 
-void GetConfig(const ApiRouter::Services& s, const Call& call, Responder respond) {
+void GetConfig(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
   s.jobs.GetConfig(call.Var("project"), [respond, pretty](absl::StatusOr<model::Project> p) {
@@ -113,7 +103,7 @@ void GetConfig(const ApiRouter::Services& s, const Call& call, Responder respond
   });
 }
 
-void CreateJob(const ApiRouter::Services& s, const Call& call, Responder respond) {
+void CreateJob(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
   auto body = ParseJsonBody(call.body, false);
@@ -125,10 +115,10 @@ void CreateJob(const ApiRouter::Services& s, const Call& call, Responder respond
         if (!j.ok()) return respond(RenderError(j.status(), pretty));
         respond(Render(codec::EncodeJob(*j), pretty));
       },
-      std::move(decoded.violations));
+      std::move(decoded.violations), call.caller);
 }
 
-void ListJobs(const ApiRouter::Services& s, const Call& call, Responder respond) {
+void ListJobs(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {"filter", "pageSize", "pageToken"}); !st.ok()) return respond(Fail(st, pretty));
   service::ListJobsRequest list;
@@ -144,7 +134,7 @@ void ListJobs(const ApiRouter::Services& s, const Call& call, Responder respond)
 
 // mlengine's log endpoint (stock gcloud reads Cloud Logging instead); see
 // docs/runtime-contract.md.
-void ReadLogs(const ApiRouter::Services& s, const Call& call, Responder respond) {
+void ReadLogs(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {"pageToken", "taskName", "waitSeconds"}); !st.ok()) {
     return respond(Fail(st, pretty));
@@ -176,7 +166,7 @@ void ReadLogs(const ApiRouter::Services& s, const Call& call, Responder respond)
               });
 }
 
-void CancelJob(const ApiRouter::Services& s, const Call& call, Responder respond) {
+void CancelJob(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
   auto body = ParseJsonBody(call.body, true);
@@ -190,15 +180,7 @@ void CancelJob(const ApiRouter::Services& s, const Call& call, Responder respond
   });
 }
 
-// jobs.getIamPolicy, setIamPolicy, testIamPermissions (any HTTP method).
-void IamNotOffered(const ApiRouter::Services&, const Call& call, Responder respond) {
-  respond(Fail(absl::UnimplementedError(absl::StrCat("jobs.", call.path.verb,
-                                                     " is not offered by mlengine yet: access is controlled by the "
-                                                     "server's tokens.")),
-               call.pretty));
-}
-
-void GetJob(const ApiRouter::Services& s, const Call& call, Responder respond) {
+void GetJob(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
   auto job = s.jobs.GetJob(call.Var("project"), call.Var("job"));
@@ -206,7 +188,7 @@ void GetJob(const ApiRouter::Services& s, const Call& call, Responder respond) {
   respond(Render(codec::EncodeJob(*job), pretty));
 }
 
-void PatchJob(const ApiRouter::Services& s, const Call& call, Responder respond) {
+void PatchJob(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {"updateMask"}); !st.ok()) return respond(Fail(st, pretty));
   auto body = ParseJsonBody(call.body, false);
@@ -226,26 +208,173 @@ void PatchJob(const ApiRouter::Services& s, const Call& call, Responder respond)
                   });
 }
 
-using Handler = void (*)(const ApiRouter::Services&, const Call&, Responder);
+// What a route checks before its handler runs: a permission on the
+// resource its path names (kSelf: the handler decides, e.g. a token's
+// delegation chain; kAnyCaller: every authenticated caller may ask, e.g.
+// testIamPermissions), or the operator alone.
+enum class Scope { kProject, kJob, kAccount, kOperator, kSelf, kAnyCaller };
 
-// Every ml v1 route mlengine serves (names: the discovery document's method ids).
-const RouteTable<Handler>& Routes() {
-  static const auto* routes = new RouteTable<Handler>(
+struct Route {
+  HandlerFn handler;
+  Scope scope = Scope::kProject;
+  const char* permission = nullptr;  // kProject, kJob, kAccount
+  bool audited = false;              // it changes something: the audit log records each call
+};
+
+constexpr bool kAudited = true;
+namespace perm = iam::perm;
+
+// Every route of the ml v1, cloudresourcemanager v1, iam v1, iamcredentials
+// v1 and serviceusage v1beta1 APIs mlengine serves, and its own admin API
+// (names: the discovery documents' method ids).
+const RouteTable<Route>& Routes() {
+  using namespace iam_routes;  // NOLINT: the handlers of the identity APIs
+  static const auto* routes = new RouteTable<Route>(
       kMlPathSyntax,
       {
-          {"GET", "v1/projects/{project}:getConfig", "ml.projects.getConfig", &GetConfig},
-          {"POST", "v1/projects/{project}/jobs", "ml.projects.jobs.create", &CreateJob},
-          {"GET", "v1/projects/{project}/jobs", "ml.projects.jobs.list", &ListJobs},
-          {"GET", "v1/projects/{project}/jobs/{job}/logs", "mlengine.projects.jobs.logs", &ReadLogs},
-          {"POST", "v1/projects/{project}/jobs/{job}:cancel", "ml.projects.jobs.cancel", &CancelJob},
-          {"*", "v1/projects/{project}/jobs/{job}:getIamPolicy", "ml.projects.jobs.getIamPolicy", &IamNotOffered},
-          {"*", "v1/projects/{project}/jobs/{job}:setIamPolicy", "ml.projects.jobs.setIamPolicy", &IamNotOffered},
-          {"*", "v1/projects/{project}/jobs/{job}:testIamPermissions", "ml.projects.jobs.testIamPermissions",
-           &IamNotOffered},
-          {"GET", "v1/projects/{project}/jobs/{job}", "ml.projects.jobs.get", &GetJob},
-          {"PATCH", "v1/projects/{project}/jobs/{job}", "ml.projects.jobs.patch", &PatchJob},
+          // ml v1
+          {"GET", "v1/projects/{project}:getConfig", "ml.projects.getConfig",
+           {&GetConfig, Scope::kProject, perm::kProjectsGetConfig}},
+          {"POST", "v1/projects/{project}/jobs", "ml.projects.jobs.create",
+           {&CreateJob, Scope::kProject, perm::kJobsCreate, kAudited}},
+          {"GET", "v1/projects/{project}/jobs", "ml.projects.jobs.list",
+           {&ListJobs, Scope::kProject, perm::kJobsList}},
+          {"GET", "v1/projects/{project}/jobs/{job}/logs", "mlengine.projects.jobs.logs",
+           {&ReadLogs, Scope::kJob, perm::kJobsGet}},
+          {"POST", "v1/projects/{project}/jobs/{job}:cancel", "ml.projects.jobs.cancel",
+           {&CancelJob, Scope::kJob, perm::kJobsCancel, kAudited}},
+          {"GET", "v1/projects/{project}/jobs/{job}:getIamPolicy", "ml.projects.jobs.getIamPolicy",
+           {&GetJobPolicy, Scope::kJob, perm::kJobsGetIamPolicy}},
+          {"POST", "v1/projects/{project}/jobs/{job}:setIamPolicy", "ml.projects.jobs.setIamPolicy",
+           {&SetJobPolicy, Scope::kJob, perm::kJobsSetIamPolicy, kAudited}},
+          {"POST", "v1/projects/{project}/jobs/{job}:testIamPermissions", "ml.projects.jobs.testIamPermissions",
+           {&TestJobPermissions, Scope::kAnyCaller}},
+          {"GET", "v1/projects/{project}/jobs/{job}", "ml.projects.jobs.get",
+           {&GetJob, Scope::kJob, perm::kJobsGet}},
+          {"PATCH", "v1/projects/{project}/jobs/{job}", "ml.projects.jobs.patch",
+           {&PatchJob, Scope::kJob, perm::kJobsUpdate, kAudited}},
+          // cloudresourcemanager v1
+          {"GET", "v1/projects/{project}", "cloudresourcemanager.projects.get",
+           {&GetProject, Scope::kProject, perm::kProjectsGet}},
+          {"POST", "v1/projects/{project}:getIamPolicy", "cloudresourcemanager.projects.getIamPolicy",
+           {&GetProjectPolicy, Scope::kProject, perm::kProjectsGetIamPolicy}},
+          {"POST", "v1/projects/{project}:setIamPolicy", "cloudresourcemanager.projects.setIamPolicy",
+           {&SetProjectPolicy, Scope::kProject, perm::kProjectsSetIamPolicy, kAudited}},
+          {"POST", "v1/projects/{project}:testIamPermissions", "cloudresourcemanager.projects.testIamPermissions",
+           {&TestProjectPermissions, Scope::kAnyCaller}},
+          // iam v1 and iamcredentials v1
+          {"POST", "v1/projects/{project}/serviceAccounts", "iam.projects.serviceAccounts.create",
+           {&CreateAccount, Scope::kProject, perm::kServiceAccountsCreate, kAudited}},
+          {"GET", "v1/projects/{project}/serviceAccounts", "iam.projects.serviceAccounts.list",
+           {&ListAccounts, Scope::kProject, perm::kServiceAccountsList}},
+          {"POST", "v1/projects/{project}/serviceAccounts/{account}:getIamPolicy",
+           "iam.projects.serviceAccounts.getIamPolicy",
+           {&GetAccountPolicy, Scope::kAccount, perm::kServiceAccountsGetIamPolicy}},
+          {"POST", "v1/projects/{project}/serviceAccounts/{account}:setIamPolicy",
+           "iam.projects.serviceAccounts.setIamPolicy",
+           {&SetAccountPolicy, Scope::kAccount, perm::kServiceAccountsSetIamPolicy, kAudited}},
+          {"POST", "v1/projects/{project}/serviceAccounts/{account}:testIamPermissions",
+           "iam.projects.serviceAccounts.testIamPermissions", {&TestAccountPermissions, Scope::kAnyCaller}},
+          {"POST", "v1/projects/{project}/serviceAccounts/{account}:generateAccessToken",
+           "iamcredentials.projects.serviceAccounts.generateAccessToken",
+           {&GenerateAccessToken, Scope::kSelf, nullptr, kAudited}},
+          {"GET", "v1/projects/{project}/serviceAccounts/{account}", "iam.projects.serviceAccounts.get",
+           {&GetAccount, Scope::kAccount, perm::kServiceAccountsGet}},
+          {"DELETE", "v1/projects/{project}/serviceAccounts/{account}", "iam.projects.serviceAccounts.delete",
+           {&DeleteAccount, Scope::kAccount, perm::kServiceAccountsDelete, kAudited}},
+          // serviceusage v1beta1: the TPU guide's service identity
+          {"POST", "v1beta1/projects/{project}/services/{service}:generateServiceIdentity",
+           "serviceusage.services.generateServiceIdentity",
+           {&GenerateServiceIdentity, Scope::kProject, perm::kServicesEnable, kAudited}},
+          // mlengine's own: the operator's users and tokens, a project's audit log
+          {"GET", "mlengine/v1/users", "mlengine.users.list", {&ListUsers, Scope::kOperator}},
+          {"POST", "mlengine/v1/users", "mlengine.users.create", {&CreateUser, Scope::kOperator, nullptr, kAudited}},
+          {"POST", "mlengine/v1/users/{user}:generateToken", "mlengine.users.generateToken",
+           {&GenerateUserToken, Scope::kOperator, nullptr, kAudited}},
+          {"DELETE", "mlengine/v1/users/{user}", "mlengine.users.delete",
+           {&DeleteUser, Scope::kOperator, nullptr, kAudited}},
+          {"GET", "mlengine/v1/projects/{project}/auditLog", "mlengine.projects.auditLog.list",
+           {&ReadAuditLog, Scope::kProject, perm::kAuditLogList}},
       });
   return *routes;
+}
+
+// A project named by its number (serviceusage's projects/<serviceAccountProject>)
+// is the project with that number, when there is one.
+std::string ProjectOf(const Services& s, const std::string& ref) {
+  int64_t number = 0;
+  if (!ref.empty() && absl::ascii_isdigit(static_cast<unsigned char>(ref[0])) && absl::SimpleAtoi(ref, &number)) {
+    if (auto p = s.jobs.FindProjectByNumber(number)) return p->id;
+  }
+  return ref;
+}
+
+// The resource a route's permission is checked on.
+iam::Resource ResourceOf(const Services& s, const Route& route, const Call& call) {
+  const std::string project = call.vars.count("project") ? ProjectOf(s, call.Var("project")) : "";
+  switch (route.scope) {
+    case Scope::kJob:
+      return iam::Resource::Job(project, call.Var("job"));
+    case Scope::kAccount: {
+      // "projects/-/serviceAccounts/ID": the account's own project and email.
+      auto a = s.iam.GetServiceAccount(project, call.Var("account"));
+      if (a.ok()) return iam::Resource::Account(a->project, a->email);
+      return iam::Resource::Account(project, call.Var("account"));
+    }
+    default:
+      return iam::Resource::Project(project);
+  }
+}
+
+// May the caller use the route? PERMISSION_DENIED saying which permission on
+// which resource otherwise.
+absl::Status CheckAccess(const Services& s, const Route& route, const Call& call) {
+  switch (route.scope) {
+    case Scope::kSelf:
+    case Scope::kAnyCaller:
+      return absl::OkStatus();
+    case Scope::kOperator:
+      if (call.caller.IsOperator()) return absl::OkStatus();
+      return absl::PermissionDeniedError(
+          "Only the operator (the token in mlengined's admin.token) may manage users and their tokens.");
+    default:
+      return s.iam.Authorize(call.caller, route.permission, ResourceOf(s, route, call));
+  }
+}
+
+// The outcome of a response, as the audit log records it.
+std::string OutcomeOf(const HttpResponse& r) {
+  if (r.status < 300) return "OK";
+  json body = json::parse(r.body, nullptr, false);
+  if (body.is_object() && body.contains("error") && body["error"].contains("status") &&
+      body["error"]["status"].is_string()) {
+    return body["error"]["status"].get<std::string>();
+  }
+  return std::string(common::CodeName(common::CodeForHttpStatus(r.status)));
+}
+
+// Records the call in the audit log once it is answered, and answers once
+// the record is durable.
+Responder Audited(const Services& s, const std::string& method, std::shared_ptr<Call> call, Responder respond) {
+  return [&iam = s.iam, &jobs = s.jobs, method, call, respond = std::move(respond)](HttpResponse r) {
+    db::AuditRecord record;
+    record.principal = call->authenticated ? call->caller.Member() : "unauthenticated";
+    record.method = method;
+    record.outcome = OutcomeOf(r);
+    record.request_id = call->request_id;
+    record.resource = absl::StrCat("/", absl::StrJoin(call->path.segments, "/"),
+                                   call->path.verb.empty() ? "" : ":", call->path.verb);
+    if (call->vars.count("project")) {
+      int64_t number = 0;
+      const std::string& ref = call->Var("project");
+      auto p = absl::SimpleAtoi(ref, &number) ? jobs.FindProjectByNumber(number) : std::nullopt;
+      record.project = p ? p->id : ref;
+    }
+    iam.Audit(std::move(record), [respond, r = std::move(r)](absl::Status st) mutable {
+      if (!st.ok()) obs::Log("audit").error("could not record a call in the audit log: {}", st.ToString());
+      respond(std::move(r));
+    });
+  };
 }
 
 }  // namespace
@@ -277,14 +406,24 @@ void ApiRouter::Handle(HttpRequest request, Responder respond) const {
     };
   }
 
-  if (auto s = auth_.Check(request.authorization, call->Param("access_token")); !s.ok()) {
-    return respond(Fail(s, pretty));
+  const bool audited = found.route != nullptr && found.route->handler.audited;
+  call->request_id = request.request_id;
+  auto caller = gate_.Authenticate(request.authorization, call->Param("access_token"));
+  if (!caller.ok()) {
+    if (audited) {
+      respond = Audited(services_, found.route->name, call, std::move(respond));
+    }
+    return respond(Fail(caller.status(), pretty));
   }
+  call->caller = *std::move(caller);
+  call->authenticated = true;
 
-  // Every route is under v1/projects/{project}: a malformed project id is
-  // named as such, whatever follows it.
+  // Every route is under {v1,v1beta1,mlengine/v1}/projects/{project}, or
+  // mlengine/v1/users: a malformed project id is named as such, whatever
+  // follows it.
   const auto& seg = call->path.segments;
-  if (seg.size() >= 3 && seg[0] == "v1" && seg[1] == "projects" && !ValidProjectId(seg[2])) {
+  const size_t at = !seg.empty() && seg[0] == "mlengine" ? 2 : 1;
+  if (seg.size() >= at + 2 && seg[at] == "projects" && !ValidProjectId(seg[at + 1])) {
     return respond(Fail(common::InvalidArgumentWithViolations(
                             "Invalid resource name.",
                             {{"name", "the project id must be 1-100 characters of letters, digits, '-', '_', '.' "
@@ -293,7 +432,9 @@ void ApiRouter::Handle(HttpRequest request, Responder respond) const {
   }
   if (found.route == nullptr) return respond(Fail(NoRoute(*call), pretty));
   call->vars = std::move(found.vars);
-  found.route->handler(services_, *call, std::move(respond));
+  if (audited) respond = Audited(services_, found.route->name, call, std::move(respond));
+  if (auto st = CheckAccess(services_, found.route->handler, *call); !st.ok()) return respond(Fail(st, pretty));
+  found.route->handler.handler(services_, *call, std::move(respond));
 }
 
 }  // namespace mle::api

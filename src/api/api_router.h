@@ -1,30 +1,27 @@
-// ApiRouter: the `ml` v1 REST surface. Maps each route of the discovery
-// document to a JobService call through a route table (api_router.cc,
-// Routes()): checks authentication, parses the path, query parameters and
-// JSON body (through codec/), and renders results and errors in Google's
-// format. No application logic lives here.
+// ApiRouter: the Google-style REST surface of mlengined beside storage: ml
+// v1, and the identity APIs the TPU guide's access steps use
+// (cloudresourcemanager v1, iam v1, iamcredentials v1, serviceusage
+// v1beta1), plus mlengine's own admin API. One route table (api_router.cc,
+// Routes()) names each route's handler, the permission it needs on which
+// resource, and whether the audit log records it; one gate authenticates
+// every call and checks that permission before the handler runs. Handlers
+// parse the query and JSON body (through codec/) and render results and
+// errors in Google's format. No application logic lives here.
 // Thread-safe (stateless beyond its collaborators).
 #pragma once
 
 #include <string>
 
-#include "api/auth.h"
+#include "api/access.h"
+#include "api/api_call.h"
 #include "api/http_server.h"
-#include "service/job_service.h"
-#include "service/log_service.h"
 
 namespace mle::api {
 
 class ApiRouter {
  public:
-  // What the routes' handlers call.
-  struct Services {
-    service::JobService& jobs;
-    service::LogService& logs;
-  };
-
-  ApiRouter(service::JobService& jobs, service::LogService& logs, const Authenticator& auth)
-      : services_{jobs, logs}, auth_(auth) {}
+  ApiRouter(service::JobService& jobs, service::LogService& logs, iam::IamService& iam)
+      : services_{jobs, logs, iam}, gate_(iam) {}
   void Handle(HttpRequest request, Responder respond) const;
 
   // The body of an error the HTTP layer produces itself (413, malformed).
@@ -32,7 +29,7 @@ class ApiRouter {
 
  private:
   const Services services_;
-  const Authenticator& auth_;
+  const AccessGate gate_;
 };
 
 }  // namespace mle::api

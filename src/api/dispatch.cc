@@ -10,9 +10,4 @@ Handler Dispatch(const ApiRouter& api, const StorageRouter& storage, const Metri
   };
 }
 
-void ConfigureUploads(HttpServerOptions* options, const StorageRouter& storage, const std::string& upload_dir) {
-  options->upload_dir = upload_dir;
-  options->upload_check = [&storage](const HttpRequest& head) { return storage.CheckUpload(head); };
-}
-
 }  // namespace mle::api

@@ -30,8 +30,13 @@ void MetricsEndpoint::Handle(HttpRequest request, Responder respond) const {
   const bool needs_token =
       access_ == MetricsAccess::kToken || (access_ == MetricsAccess::kLoopback && !request.from_loopback);
   if (needs_token) {
-    if (auto s = auth_.Check(request.authorization, QueryParam(target->query, "access_token")); !s.ok()) {
-      return respond_named(RenderError(s, true));
+    // The metrics count every project's jobs: the operator's to read.
+    auto caller = gate_.Authenticate(request.authorization, QueryParam(target->query, "access_token"));
+    if (!caller.ok()) return respond_named(RenderError(caller.status(), true));
+    if (!caller->IsOperator()) {
+      return respond_named(RenderError(
+          absl::PermissionDeniedError("/metrics covers every project: only the operator's token may read it."),
+          true));
     }
   }
   if (request.method != "GET" && request.method != "HEAD") {

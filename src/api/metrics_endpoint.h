@@ -8,12 +8,12 @@
 // no bearer token, so by default a client on this machine (loopback) needs
 // none, and any other needs the admin token, like every API call.
 //
-// Thread-safe; the JobService and Authenticator must outlive it.
+// Thread-safe; the JobService and IamService must outlive it.
 #pragma once
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "api/auth.h"
+#include "api/access.h"
 #include "api/http_server.h"
 #include "service/job_service.h"
 
@@ -30,8 +30,8 @@ absl::StatusOr<MetricsAccess> ParseMetricsAccess(absl::string_view name);
 
 class MetricsEndpoint {
  public:
-  MetricsEndpoint(const service::JobService& jobs, const Authenticator& auth, MetricsAccess access)
-      : jobs_(jobs), auth_(auth), access_(access) {}
+  MetricsEndpoint(const service::JobService& jobs, const iam::IamService& iam, MetricsAccess access)
+      : jobs_(jobs), gate_(iam), access_(access) {}
 
   // Whether `target` is "/metrics" (with or without a query).
   static bool Serves(absl::string_view target);
@@ -40,7 +40,7 @@ class MetricsEndpoint {
 
  private:
   const service::JobService& jobs_;
-  const Authenticator& auth_;
+  const AccessGate gate_;
   const MetricsAccess access_;
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 #include <vector>
 
 #include "absl/strings/escaping.h"
@@ -14,6 +15,8 @@
 #include "api/route_table.h"
 #include "common/status.h"
 #include "common/time_format.h"
+#include "iam/roles.h"
+#include "obs/log.h"
 
 namespace mle::api {
 
@@ -37,6 +40,7 @@ struct StorageCall {
   PathVars vars;  // bucket, object (decoded)
   QueryParams query;
   bool pretty = true;
+  iam::Principal caller;
 
   std::string Param(const std::string& name) const { return QueryParam(query, name); }
   bool Has(const std::string& name) const { return query.count(name) > 0; }
@@ -155,6 +159,7 @@ void Submit(StorageRouter::Workers& workers, const Responder& respond, bool pret
 struct Context {
   buckets::BucketStore& store;
   StorageRouter::Workers& workers;
+  iam::IamService& iam;
 };
 
 using CallPtr = std::shared_ptr<const StorageCall>;
@@ -194,9 +199,17 @@ void ListBuckets(const Context& c, CallPtr call, HttpRequest, Responder respond)
     return fail(BadParam("pageToken", "is not a page token this server returned"));
   }
   max_results = std::min(max_results, 1000);
-  Submit(c.workers, respond, pretty, [&store = c.store, call, after, max_results, respond, pretty] {
+  // The operator sees every bucket; anyone else those of the project they
+  // may list (the gate checked storage.buckets.list on it).
+  std::optional<std::set<std::string>> visible;
+  if (!call->caller.IsOperator()) {
+    const auto owned = c.iam.BucketsOf(call->Param("project"));
+    visible.emplace(owned.begin(), owned.end());
+  }
+  Submit(c.workers, respond, pretty, [&store = c.store, call, after, max_results, respond, pretty, visible] {
     auto list = store.ListBuckets();
     if (!list.ok()) return respond(RenderError(list.status(), pretty));
+    if (visible) std::erase_if(*list, [&](const buckets::BucketInfo& b) { return !visible->count(b.name); });
     json items = json::array();
     const std::string prefix = call->Param("prefix");
     std::string next;
@@ -228,10 +241,16 @@ void InsertBucket(const Context& c, CallPtr call, HttpRequest request, Responder
   }
   const std::string name = (*body)["name"].get<std::string>();
   if (auto s = CheckBucketName(name, "name"); !s.ok()) return fail(s);
-  Submit(c.workers, respond, pretty, [&store = c.store, name, respond, pretty] {
+  const std::string project = call->Param("project");
+  Submit(c.workers, respond, pretty, [&store = c.store, &iam = c.iam, name, project, respond, pretty] {
     auto b = store.CreateBucket(name);
     if (!b.ok()) return respond(RenderError(b.status(), pretty));
-    respond(RenderJson(BucketJson(*b), pretty));
+    if (project.empty()) return respond(RenderJson(BucketJson(*b), pretty));  // the operator's, nobody else's
+    // The bucket belongs to the project from now on: its policy governs it.
+    iam.SetBucketProject(name, project, [b = *b, respond, pretty](absl::Status st) {
+      if (!st.ok()) return respond(RenderError(st, pretty));
+      respond(RenderJson(BucketJson(b), pretty));
+    });
   });
 }
 
@@ -316,30 +335,77 @@ void DeleteObject(const Context& c, CallPtr call, HttpRequest, Responder respond
   });
 }
 
-using Handler = void (*)(const Context&, CallPtr, HttpRequest, Responder);
+using HandlerFn = void (*)(const Context&, CallPtr, HttpRequest, Responder);
+
+// The permission a route needs, on the bucket its path names or on the
+// project its `project` parameter names (which then is required of anyone
+// but the operator, as Google requires it).
+enum class Scope { kBucket, kProjectParam };
+struct Route {
+  HandlerFn handler;
+  const char* permission;
+  Scope scope = Scope::kBucket;
+  bool audited = false;  // it changes something
+};
 
 constexpr absl::string_view kInsertObject = "storage.objects.insert";
+namespace perm = iam::perm;
 
 // Every Cloud Storage route mlengine serves (names: the JSON API's method ids).
-const RouteTable<Handler>& Routes() {
-  static const auto* routes = new RouteTable<Handler>(
+const RouteTable<Route>& Routes() {
+  static const auto* routes = new RouteTable<Route>(
       kStoragePathSyntax,
       {
-          {"POST", "upload/storage/v1/b/{bucket}/o", std::string(kInsertObject), &InsertObject},
-          {"GET", "storage/v1/b", "storage.buckets.list", &ListBuckets},
-          {"POST", "storage/v1/b", "storage.buckets.insert", &InsertBucket},
-          {"GET", "storage/v1/b/{bucket}", "storage.buckets.get", &GetBucket},
-          {"GET", "storage/v1/b/{bucket}/o", "storage.objects.list", &ListObjects},
-          {"GET", "storage/v1/b/{bucket}/o/{object=**}", "storage.objects.get", &GetObject},
-          {"DELETE", "storage/v1/b/{bucket}/o/{object=**}", "storage.objects.delete", &DeleteObject},
+          {"POST", "upload/storage/v1/b/{bucket}/o", std::string(kInsertObject),
+           {&InsertObject, perm::kObjectsCreate, Scope::kBucket, true}},
+          {"GET", "storage/v1/b", "storage.buckets.list", {&ListBuckets, perm::kBucketsList, Scope::kProjectParam}},
+          {"POST", "storage/v1/b", "storage.buckets.insert",
+           {&InsertBucket, perm::kBucketsCreate, Scope::kProjectParam, true}},
+          {"GET", "storage/v1/b/{bucket}", "storage.buckets.get", {&GetBucket, perm::kBucketsGet}},
+          {"GET", "storage/v1/b/{bucket}/o", "storage.objects.list", {&ListObjects, perm::kObjectsList}},
+          {"GET", "storage/v1/b/{bucket}/o/{object=**}", "storage.objects.get", {&GetObject, perm::kObjectsGet}},
+          {"DELETE", "storage/v1/b/{bucket}/o/{object=**}", "storage.objects.delete",
+           {&DeleteObject, perm::kObjectsDelete, Scope::kBucket, true}},
       });
   return *routes;
 }
 
+// May the caller use the route?
+absl::Status CheckAccess(const AccessGate& gate, const Route& route, const StorageCall& call) {
+  if (route.scope == Scope::kBucket) return gate.Check(call.caller, route.permission, iam::Resource::Bucket(call.Var("bucket")));
+  const std::string project = call.Param("project");
+  if (project.empty()) {
+    if (call.caller.IsOperator()) return absl::OkStatus();
+    return BadParam("project", "is required: the project whose buckets these are");
+  }
+  return gate.Check(call.caller, route.permission, iam::Resource::Project(project));
+}
+
+// Records the call in the project's audit log once answered.
+Responder Audited(iam::IamService& iam, const std::string& method, std::shared_ptr<const StorageCall> call,
+                  const std::string& request_id, Responder respond) {
+  return [&iam, method, call, request_id, respond = std::move(respond)](HttpResponse r) {
+    db::AuditRecord record;
+    record.principal = call->caller.Member();
+    record.method = method;
+    record.request_id = request_id;
+    const bool bucket_route = call->vars.count("bucket") > 0;
+    record.project = bucket_route ? iam.BucketProject(call->Var("bucket")).value_or("") : call->Param("project");
+    record.resource = bucket_route ? absl::StrCat(iam::BucketResource(call->Var("bucket")),
+                                                  call->vars.count("object") ? "/objects/" + call->Var("object") : "")
+                                   : absl::StrCat("projects/", call->Param("project"));
+    record.outcome = r.status < 300 ? "OK" : std::string(common::CodeName(common::CodeForHttpStatus(r.status)));
+    iam.Audit(std::move(record), [respond, r = std::move(r)](absl::Status st) mutable {
+      if (!st.ok()) obs::Log("audit").error("could not record a call in the audit log: {}", st.ToString());
+      respond(std::move(r));
+    });
+  };
+}
+
 }  // namespace
 
-StorageRouter::StorageRouter(buckets::BucketStore& store, const Authenticator& auth, int workers)
-    : store_(store), auth_(auth), workers_(std::make_unique<Workers>(workers, Workers::OnStop::kDrain)) {}
+StorageRouter::StorageRouter(buckets::BucketStore& store, iam::IamService& iam, int workers)
+    : store_(store), iam_(iam), gate_(iam), workers_(std::make_unique<Workers>(workers, Workers::OnStop::kDrain)) {}
 
 StorageRouter::~StorageRouter() = default;
 
@@ -359,10 +425,13 @@ std::optional<HttpResponse> StorageRouter::CheckUpload(const HttpRequest& head) 
     if (upload) refusal.route = found.route->name;
     return refusal;
   };
-  if (auto s = auth_.Check(head.authorization, call->Param("access_token")); !s.ok()) return refuse(s);
+  auto caller = gate_.Authenticate(head.authorization, call->Param("access_token"));
+  if (!caller.ok()) return refuse(caller.status());
   if (!upload) return refuse(NoRoute(head));
+  call->caller = *std::move(caller);
   call->vars = std::move(found.vars);
   if (auto s = CheckUploadCall(*call); !s.ok()) return refuse(s);
+  if (auto s = CheckAccess(gate_, found.route->handler, *call); !s.ok()) return refuse(s);
   return std::nullopt;
 }
 
@@ -373,12 +442,15 @@ void StorageRouter::Handle(HttpRequest request, Responder respond) const {
   const bool pretty = call->pretty;
   auto found = Routes().Find(call->method, call->path);
   if (found.route != nullptr) respond = NameResponses(std::move(respond), found.route->name);
-  if (auto s = auth_.Check(request.authorization, call->Param("access_token")); !s.ok()) {
-    return respond(RenderError(s, pretty));
-  }
+  auto caller = gate_.Authenticate(request.authorization, call->Param("access_token"));
+  if (!caller.ok()) return respond(RenderError(caller.status(), pretty));
+  call->caller = *std::move(caller);
   if (found.route == nullptr) return respond(RenderError(NoRoute(request), pretty));
   call->vars = std::move(found.vars);
-  found.route->handler(Context{store_, *workers_}, std::move(call), std::move(request), std::move(respond));
+  const Route& route = found.route->handler;
+  if (route.audited) respond = Audited(iam_, found.route->name, call, request.request_id, std::move(respond));
+  if (auto s = CheckAccess(gate_, route, *call); !s.ok()) return respond(RenderError(s, pretty));
+  route.handler(Context{store_, *workers_, iam_}, std::move(call), std::move(request), std::move(respond));
 }
 
 }  // namespace mle::api

@@ -7,9 +7,12 @@
 //   DELETE /storage/v1/b/{bucket}/o/{object}
 //   POST   /storage/v1/b?project=P  {"name": ...}
 //   GET    /storage/v1/b/{bucket},  GET /storage/v1/b
-// The routes are a table (storage_router.cc, Routes()). Checks the bearer
-// token (Authenticator), the route, query parameters and
-// names (400 with fieldViolations), and renders resources and errors in
+// The routes are a table (storage_router.cc, Routes()) naming the permission
+// each needs on the bucket (whose project's policy governs it) or on the
+// `project` parameter. Checks the bearer token and that permission
+// (AccessGate), the route, query parameters and names (400 with
+// fieldViolations), records changes in the audit log, and renders resources
+// and errors in
 // Google's format. Object names arrive percent-encoded ("%2F" for '/'; raw
 // '/' after ".../o/" is accepted too).
 //
@@ -28,7 +31,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "api/auth.h"
+#include "api/access.h"
 #include "api/http_server.h"
 #include "buckets/bucket_store.h"
 #include "common/worker_pool.h"
@@ -37,7 +40,7 @@ namespace mle::api {
 
 class StorageRouter {
  public:
-  StorageRouter(buckets::BucketStore& store, const Authenticator& auth, int workers = 4);
+  StorageRouter(buckets::BucketStore& store, iam::IamService& iam, int workers = 4);
   ~StorageRouter();
   StorageRouter(const StorageRouter&) = delete;
   StorageRouter& operator=(const StorageRouter&) = delete;
@@ -59,7 +62,8 @@ class StorageRouter {
 
  private:
   buckets::BucketStore& store_;
-  const Authenticator& auth_;
+  iam::IamService& iam_;
+  const AccessGate gate_;
   std::unique_ptr<Workers> workers_;
 };
 

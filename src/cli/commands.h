@@ -38,6 +38,7 @@ void PrintResource(const nlohmann::json& value, Format format);
 void AddJobsCommands(CLI::App& app, Context& ctx);
 void AddLocalCommands(CLI::App& app, Context& ctx);
 void AddStorageCommands(CLI::App& app, Context& ctx);
+void AddIamCommands(CLI::App& app, Context& ctx);
 
 // Help text: InstallHelpFormatter (on the root, before subcommands are
 // added) lets Usage() replace CLI11's generated usage line; MoreHelp appends

@@ -56,6 +56,22 @@ constexpr const char* kMigrations[] = {
     "  body TEXT NOT NULL,"
     "  PRIMARY KEY (project, job_id));"
     "CREATE INDEX jobs_by_sequence ON jobs(sequence);",
+    // 1 -> 2: identity records and the audit log.
+    "CREATE TABLE records ("
+    "  kind TEXT NOT NULL,"
+    "  key TEXT NOT NULL,"
+    "  body TEXT NOT NULL,"
+    "  PRIMARY KEY (kind, key));"
+    "CREATE TABLE audit_log ("
+    "  sequence INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  time_us INTEGER NOT NULL,"
+    "  project TEXT NOT NULL,"
+    "  principal TEXT NOT NULL,"
+    "  method TEXT NOT NULL,"
+    "  resource TEXT NOT NULL,"
+    "  outcome TEXT NOT NULL,"
+    "  request_id TEXT NOT NULL);"
+    "CREATE INDEX audit_by_project ON audit_log(project, sequence);",
 };
 
 class Statement {
@@ -121,6 +137,46 @@ class SqliteStore final : public Store {
     return snap;
   }
 
+  absl::StatusOr<std::vector<Record>> LoadRecords() override {
+    std::lock_guard<std::mutex> lock(db_mu_);
+    Statement st(db_, "SELECT kind, key, body FROM records ORDER BY kind, key");
+    if (!st.ok()) return Error("prepare records query");
+    std::vector<Record> records;
+    int rc;
+    while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
+      records.push_back({Text(st.get(), 0), Text(st.get(), 1), Text(st.get(), 2)});
+    }
+    if (rc != SQLITE_DONE) return Error("read records");
+    return records;
+  }
+
+  absl::StatusOr<std::vector<AuditRecord>> ReadAudit(const AuditQuery& query) override {
+    std::lock_guard<std::mutex> lock(db_mu_);
+    Statement st(db_,
+                 "SELECT sequence, time_us, project, principal, method, resource, outcome, request_id FROM audit_log "
+                 "WHERE project = ? AND sequence < ? ORDER BY sequence DESC LIMIT ?");
+    if (!st.ok()) return Error("prepare audit query");
+    sqlite3_bind_text(st.get(), 1, query.project.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st.get(), 2, query.before_sequence > 0 ? query.before_sequence : INT64_MAX);
+    sqlite3_bind_int(st.get(), 3, query.limit);
+    std::vector<AuditRecord> out;
+    int rc;
+    while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
+      AuditRecord r;
+      r.sequence = sqlite3_column_int64(st.get(), 0);
+      r.time_us = sqlite3_column_int64(st.get(), 1);
+      r.project = Text(st.get(), 2);
+      r.principal = Text(st.get(), 3);
+      r.method = Text(st.get(), 4);
+      r.resource = Text(st.get(), 5);
+      r.outcome = Text(st.get(), 6);
+      r.request_id = Text(st.get(), 7);
+      out.push_back(std::move(r));
+    }
+    if (rc != SQLITE_DONE) return Error("read the audit log");
+    return out;
+  }
+
   void Commit(std::vector<Mutation> mutations, std::function<void(absl::Status)> done) override {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back({std::move(mutations), obs::BindRequestId(std::move(done))});
@@ -152,7 +208,56 @@ class SqliteStore final : public Store {
     return absl::OkStatus();
   }
 
-  absl::Status Apply(const Mutation& m, sqlite3_stmt* put_job, sqlite3_stmt* put_project) {
+  // The prepared statements of one write round.
+  struct Writes {
+    explicit Writes(sqlite3* db)
+        : put_job(db, "INSERT OR REPLACE INTO jobs(project, job_id, sequence, state, body) VALUES (?,?,?,?,?)"),
+          put_project(db,
+                      "INSERT OR REPLACE INTO projects(id, number, service_account, tpu_service_account, "
+                      "create_time_us) VALUES (?,?,?,?,?)"),
+          put_record(db, "INSERT OR REPLACE INTO records(kind, key, body) VALUES (?,?,?)"),
+          delete_record(db, "DELETE FROM records WHERE kind = ? AND key = ?"),
+          append_audit(db,
+                       "INSERT INTO audit_log(time_us, project, principal, method, resource, outcome, request_id) "
+                       "VALUES (?,?,?,?,?,?,?)") {}
+    bool ok() const {
+      return put_job.ok() && put_project.ok() && put_record.ok() && delete_record.ok() && append_audit.ok();
+    }
+    Statement put_job, put_project, put_record, delete_record, append_audit;
+  };
+
+  absl::Status Apply(const Mutation& m, Writes& w) {
+    if (const auto* r = std::get_if<PutRecord>(&m)) {
+      sqlite3_stmt* st = w.put_record.get();
+      sqlite3_reset(st);
+      sqlite3_bind_text(st, 1, r->record.kind.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(st, 2, r->record.key.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(st, 3, r->record.body.c_str(), static_cast<int>(r->record.body.size()), SQLITE_TRANSIENT);
+      if (sqlite3_step(st) != SQLITE_DONE) return Error("write record");
+      return absl::OkStatus();
+    }
+    if (const auto* d = std::get_if<DeleteRecord>(&m)) {
+      sqlite3_stmt* st = w.delete_record.get();
+      sqlite3_reset(st);
+      sqlite3_bind_text(st, 1, d->kind.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(st, 2, d->key.c_str(), -1, SQLITE_TRANSIENT);
+      if (sqlite3_step(st) != SQLITE_DONE) return Error("delete record");
+      return absl::OkStatus();
+    }
+    if (const auto* a = std::get_if<AppendAudit>(&m)) {
+      const AuditRecord& r = a->record;
+      sqlite3_stmt* st = w.append_audit.get();
+      sqlite3_reset(st);
+      sqlite3_bind_int64(st, 1, r.time_us);
+      int i = 2;
+      for (const std::string* text : {&r.project, &r.principal, &r.method, &r.resource, &r.outcome, &r.request_id}) {
+        sqlite3_bind_text(st, i++, text->c_str(), -1, SQLITE_TRANSIENT);
+      }
+      if (sqlite3_step(st) != SQLITE_DONE) return Error("append to the audit log");
+      return absl::OkStatus();
+    }
+    sqlite3_stmt* put_job = w.put_job.get();
+    sqlite3_stmt* put_project = w.put_project.get();
     if (const auto* pj = std::get_if<PutJob>(&m)) {
       const std::string body = codec::SerializeJobForStorage(pj->job);
       const std::string state(model::JobStateName(pj->job.state));
@@ -195,17 +300,13 @@ class SqliteStore final : public Store {
     std::lock_guard<std::mutex> lock(db_mu_);
     obs::ScopedTimer timer(obs::Metrics::Default().StoreCommit());
     obs::Metrics::Default().StoreBatchSize().Observe(static_cast<double>(batch.size()));
-    Statement put_job(db_,
-                      "INSERT OR REPLACE INTO jobs(project, job_id, sequence, state, body) VALUES (?,?,?,?,?)");
-    Statement put_project(db_,
-                          "INSERT OR REPLACE INTO projects(id, number, service_account, tpu_service_account, "
-                          "create_time_us) VALUES (?,?,?,?,?)");
+    Writes writes(db_);
     auto run = [&](auto begin, auto end) -> absl::Status {
-      if (!put_job.ok() || !put_project.ok()) return Error("prepare write");
+      if (!writes.ok()) return Error("prepare write");
       if (auto s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
       for (auto it = begin; it != end; ++it) {
         for (const auto& m : it->mutations) {
-          if (auto s = Apply(m, put_job.get(), put_project.get()); !s.ok()) {
+          if (auto s = Apply(m, writes); !s.ok()) {
             Exec("ROLLBACK").IgnoreError();
             return s;
           }

@@ -1,4 +1,5 @@
-// Durable state of mlengined: projects and jobs. The service keeps the
+// Durable state of mlengined: projects, jobs, identity records (opaque
+// bodies the iam module encodes) and the audit log. The service keeps the
 // working copy in memory and writes through this interface before it answers;
 // at start it loads everything back. Implementations: SqliteStore (embedded,
 // one file in WAL mode); PostgreSQL later, same interface.
@@ -28,11 +29,48 @@ struct PutJob {
 struct PutProject {
   model::Project project;
 };
-using Mutation = std::variant<PutJob, PutProject>;
+// A record of some kind (users, service accounts, tokens, policies, ...),
+// keyed within its kind; the body is the owner's encoding.
+struct Record {
+  std::string kind;
+  std::string key;
+  std::string body;
+  bool operator==(const Record&) const = default;
+};
+struct PutRecord {
+  Record record;
+};
+struct DeleteRecord {
+  std::string kind;
+  std::string key;
+};
+// One line of the audit log: append-only.
+struct AuditRecord {
+  int64_t time_us = 0;
+  std::string project;    // the project the call concerned ("" for none)
+  std::string principal;  // "user:alice@example.com", "operator", ...
+  std::string method;     // "ml.projects.jobs.create"
+  std::string resource;   // "projects/p/jobs/j"
+  std::string outcome;    // "OK", "PERMISSION_DENIED", ...
+  std::string request_id;
+  int64_t sequence = 0;   // assigned by the store, increasing
+  bool operator==(const AuditRecord&) const = default;
+};
+struct AppendAudit {
+  AuditRecord record;
+};
+using Mutation = std::variant<PutJob, PutProject, PutRecord, DeleteRecord, AppendAudit>;
 
 struct Snapshot {
   std::vector<model::Project> projects;
   std::vector<model::Job> jobs;  // in creation order
+};
+
+// A page of a project's audit log, newest first.
+struct AuditQuery {
+  std::string project;
+  int64_t before_sequence = 0;  // 0: from the newest
+  int limit = 100;
 };
 
 class Store {
@@ -46,6 +84,13 @@ class Store {
   // thread; keep it short). All-or-nothing: on error nothing was written.
   virtual void Commit(std::vector<Mutation> mutations,
                       std::function<void(absl::Status)> done) = 0;
+
+  // Every Record, by kind then key (IamService loads them at start).
+  virtual absl::StatusOr<std::vector<Record>> LoadRecords() = 0;
+
+  // The audit lines of `query.project` with sequence < before_sequence,
+  // newest first, at most `limit`.
+  virtual absl::StatusOr<std::vector<AuditRecord>> ReadAudit(const AuditQuery& query) = 0;
 
   // Blocking form of Commit.
   absl::Status CommitSync(std::vector<Mutation> mutations);

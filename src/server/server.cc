@@ -14,7 +14,6 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "api/api_router.h"
-#include "api/auth.h"
 #include "api/dispatch.h"
 #include "api/http_server.h"
 #include "api/metrics_endpoint.h"
@@ -24,6 +23,7 @@
 #include "db/store.h"
 #include "executor/local_executor.h"
 #include "executor/slurm/slurm_executor.h"
+#include "iam/iam_service.h"
 #include "obs/log.h"
 #include "rundir/file_io.h"
 #include "runtime/package_cache.h"
@@ -90,7 +90,7 @@ struct Server::Parts {
   std::unique_ptr<executor::slurm::SlurmExecutor> slurm_executor;
   std::unique_ptr<service::JobService> jobs;
   std::unique_ptr<scheduler::Scheduler> scheduler;
-  std::unique_ptr<api::Authenticator> auth;
+  std::unique_ptr<iam::IamService> iam;
   std::unique_ptr<service::LogService> logs;
   std::unique_ptr<api::ApiRouter> router;
   std::unique_ptr<api::MetricsEndpoint> metrics;
@@ -109,6 +109,7 @@ struct Server::Parts {
     logs.reset();
     scheduler.reset();
     jobs.reset();
+    iam.reset();
     slurm_executor.reset();
     local_executor.reset();
     store.reset();  // drains the writer: every acknowledged write is on disk
@@ -161,9 +162,10 @@ absl::Status Server::Parts::Build() {
   auto opened_buckets = buckets::BucketStore::Open(buckets.string());
   if (!opened_buckets.ok()) return opened_buckets.status();
   bucket_store = *std::move(opened_buckets);
-  auth = std::make_unique<api::Authenticator>(*token);
-  storage = std::make_unique<api::StorageRouter>(*bucket_store, *auth);
-  api::ConfigureUploads(&http_options, *storage, bucket_store->upload_dir());
+  // The storage router needs IamService, which needs the store, opened
+  // only once the port is ours: the check finds the router when uploads come.
+  http_options.upload_dir = bucket_store->upload_dir();
+  http_options.upload_check = [this](const api::HttpRequest& head) { return storage->CheckUpload(head); };
   auto bound = api::HttpServer::Bind(http_options);
   if (!bound.ok()) return bound.status();
   http = *std::move(bound);
@@ -171,6 +173,12 @@ absl::Status Server::Parts::Build() {
   auto opened = db::OpenSqliteStore({(data_dir / "mlengine.db").string(), !options.relaxed_sync});
   if (!opened.ok()) return opened.status();
   store = *std::move(opened);
+  auto& clock = common::RealClock::Get();
+  iam = std::make_unique<iam::IamService>(*store, clock, *token);
+  if (auto s = iam->Recover(); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("cannot recover identities: ", s.message()));
+  }
+  storage = std::make_unique<api::StorageRouter>(*bucket_store, *iam);
 
   const fs::path shim = FindBeside(options.executable, {"../shim/mlengine-replica", "mlengine-replica"});
   if (shim.empty()) return absl::FailedPreconditionError("cannot find mlengine-replica next to mlengined");
@@ -178,7 +186,6 @@ absl::Status Server::Parts::Build() {
   const fs::path runs = data_dir / "runs";
   if (auto s = rundir::CreateDirectories(runs.string()); !s.ok()) return s;
 
-  auto& clock = common::RealClock::Get();
   validate::Config validation = validate::Config::Defaults();
   for (const auto& r : config.runtimes.runtimes()) {
     validation.runtime_versions.push_back({r.name, {r.python_version}, r.tpu_capable});
@@ -226,6 +233,8 @@ absl::Status Server::Parts::Build() {
   if (local_executor) local_executor->SetEvents(scheduler.get());
   if (slurm_executor) slurm_executor->SetEvents(scheduler.get());
   jobs->AttachScheduler(scheduler.get());
+  jobs->AttachIam(iam.get());
+  iam->AttachProjects(jobs.get());
   if (slurm_executor) {
     obs::Log("server").info("Slurm cluster: {}", executor::slurm::DescribeNodes(slurm_executor->nodes()));
   } else {
@@ -236,8 +245,8 @@ absl::Status Server::Parts::Build() {
   scheduler->Drain();  // every unfinished job adopted or queued again before the first request
 
   logs = std::make_unique<service::LogService>(*jobs, logs::LogReader(runs.string()));
-  router = std::make_unique<api::ApiRouter>(*jobs, *logs, *auth);
-  metrics = std::make_unique<api::MetricsEndpoint>(*jobs, *auth, options.metrics_access);
+  router = std::make_unique<api::ApiRouter>(*jobs, *logs, *iam);
+  metrics = std::make_unique<api::MetricsEndpoint>(*jobs, *iam, options.metrics_access);
   http->Serve(api::Dispatch(*router, *storage, *metrics));
 
   const std::string& host = options.listen_host;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "codec/job_codec.h"
+#include "model/demand.h"
 #include "common/status.h"
 #include "obs/log.h"
 #include "obs/metrics.h"
@@ -112,8 +113,48 @@ void JobService::GetConfig(const std::string& project,
   });
 }
 
+std::optional<model::Project> JobService::FindProject(const std::string& id) const {
+  std::shared_lock lock(mu_);
+  auto it = projects_.find(id);
+  if (it == projects_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<model::Project> JobService::FindProjectByNumber(int64_t number) const {
+  std::shared_lock lock(mu_);
+  for (const auto& [id, p] : projects_) {
+    if (p.number == number) return p;
+  }
+  return std::nullopt;
+}
+
+absl::Status JobService::CheckAccess(const std::string& project, const Job& job, const iam::Principal& caller) const {
+  if (iam_ == nullptr) return absl::OkStatus();
+  const bool uses_tpu = model::DemandOf(job, model::ResourceTable{}).tpu_hosts > 0;
+  const std::string& account = job.training_input ? job.training_input->service_account : std::string();
+  if (!uses_tpu && account.empty()) return absl::OkStatus();
+  const std::optional<model::Project> p = FindProject(project);
+  if (!p) {
+    if (account.empty() || uses_tpu) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "This job uses TPUs, but project ", project,
+          " is new to mlengine and has no TPU service account yet. Set up access as the TPU guide says: "
+          "projects.getConfig, then mlengine services identity create --service=tpu.googleapis.com --project=",
+          project, ", then grant the identity it prints roles/ml.serviceAgent: mlengine projects "
+          "add-iam-policy-binding ", project, " --member=serviceAccount:IDENTITY --role=roles/ml.serviceAgent"));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Field: job.training_input.service_account Error: service account ", account, " does not exist."));
+  }
+  if (!account.empty()) {
+    if (auto s = iam_->CheckActAs(caller, *p, account); !s.ok()) return s;
+  }
+  if (uses_tpu) return iam_->CheckTpuServiceAgent(*p);
+  return absl::OkStatus();
+}
+
 void JobService::CreateJob(const std::string& project, Job job, JobCallback done,
-                           std::vector<common::FieldViolation> wire_violations) {
+                           std::vector<common::FieldViolation> wire_violations, const iam::Principal& caller) {
   job.project = project;
   auto violations = std::move(wire_violations);
   // A semantic complaint about a value the codec already refused (or dropped)
@@ -138,6 +179,7 @@ void JobService::CreateJob(const std::string& project, Job job, JobCallback done
   if (scheduler_ != nullptr) {
     if (auto s = scheduler_->Admit(job); !s.ok()) return done(s);
   }
+  if (auto s = CheckAccess(project, job, caller); !s.ok()) return done(s);
   std::vector<db::Mutation> writes;
   const Key key{project, job.job_id};
   {

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "common/clock.h"
 #include "db/store.h"
+#include "iam/iam_service.h"
 #include "model/job.h"
 #include "model/project.h"
 #include "scheduler/scheduler.h"
@@ -44,7 +45,7 @@ struct PatchJobRequest {
   std::string etag;  // as sent; checked when the mask has "etag" or it is non-empty
 };
 
-class JobService final : public scheduler::StateRecorder {
+class JobService final : public scheduler::StateRecorder, public iam::ProjectDirectory {
  public:
   using JobCallback = std::function<void(absl::StatusOr<model::Job>)>;
   using StatusCallback = std::function<void(absl::Status)>;
@@ -53,6 +54,10 @@ class JobService final : public scheduler::StateRecorder {
 
   // Connects the scheduler (after construction: the scheduler records into us).
   void AttachScheduler(scheduler::Scheduler* scheduler) { scheduler_ = scheduler; }
+  // Connects access control: TPU jobs then need the project's TPU service
+  // account set up, and a job's serviceAccount needs actAs. Without it
+  // (tests of the service alone) neither is checked.
+  void AttachIam(const iam::IamService* iam) { iam_ = iam; }
 
   // Loads projects and jobs from the store and hands unfinished jobs back to
   // the scheduler. Call once, before serving.
@@ -63,9 +68,10 @@ class JobService final : public scheduler::StateRecorder {
 
   // `wire_violations` are problems the codec found in the request body
   // (unknown fields, wrong types); they are reported together with the
-  // semantic ones, all at once.
+  // semantic ones, all at once. `caller` submits it (actAs is theirs to hold).
   void CreateJob(const std::string& project, model::Job job, JobCallback done,
-                 std::vector<common::FieldViolation> wire_violations = {});
+                 std::vector<common::FieldViolation> wire_violations = {},
+                 const iam::Principal& caller = iam::Principal::Operator());
   absl::StatusOr<model::Job> GetJob(const std::string& project, const std::string& job_id) const;
   absl::StatusOr<ListJobsResult> ListJobs(const std::string& project, const ListJobsRequest& request) const;
   void PatchJob(const std::string& project, const std::string& job_id, PatchJobRequest request,
@@ -85,6 +91,10 @@ class JobService final : public scheduler::StateRecorder {
   };
   JobCounts CountJobs() const;
 
+  // iam::ProjectDirectory
+  std::optional<model::Project> FindProject(const std::string& id) const override;
+  std::optional<model::Project> FindProjectByNumber(int64_t number) const override;
+
   // scheduler::StateRecorder
   void Record(const scheduler::JobKey& key, const scheduler::JobUpdate& update, Done done = nullptr) override;
 
@@ -92,6 +102,8 @@ class JobService final : public scheduler::StateRecorder {
   using Key = scheduler::JobKey;
 
   model::Project NewProject(const std::string& id) const;
+  // The job's TPU service account set up, and actAs on its serviceAccount.
+  absl::Status CheckAccess(const std::string& project, const model::Job& job, const iam::Principal& caller) const;
   // Fills in derived, read-time fields (jobPosition).
   model::Job Present(const model::Job& job) const;
 
@@ -99,6 +111,7 @@ class JobService final : public scheduler::StateRecorder {
   common::Clock& clock_;
   const validate::Config validation_;
   scheduler::Scheduler* scheduler_ = nullptr;
+  const iam::IamService* iam_ = nullptr;
 
   mutable std::shared_mutex mu_;
   std::map<std::string, model::Project> projects_;

@@ -396,6 +396,15 @@ class Cli:
         self.env["MLENGINE_CONFIG"] = server.server_json
         self.env["MLENGINE_PROJECT"] = project
         self.env["MLENGINE_BIN"] = MLENGINE
+        self.set_up_tpu_access()
+
+    def set_up_tpu_access(self):
+        """The TPU guide's access steps, as a user runs them: the project's TPU
+        service identity, granted roles/ml.serviceAgent (TPU jobs need it)."""
+        identity = self.ok("services", "identity", "create", "--service=tpu.googleapis.com", "--format=json").json()
+        self.tpu_service_account = identity["email"]
+        self.ok("projects", "add-iam-policy-binding", f"--member=serviceAccount:{identity['email']}",
+                "--role=roles/ml.serviceAgent")
 
     def __call__(self, *args, cwd=None, timeout=180, env=None):
         e = dict(self.env)

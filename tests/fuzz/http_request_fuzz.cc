@@ -84,6 +84,10 @@ class MemoryStore final : public mle::db::Store {
     for (const auto& [key, j] : jobs_) s.jobs.push_back(j);
     return s;
   }
+  absl::StatusOr<std::vector<mle::db::Record>> LoadRecords() override { return std::vector<mle::db::Record>{}; }
+  absl::StatusOr<std::vector<mle::db::AuditRecord>> ReadAudit(const mle::db::AuditQuery&) override {
+    return std::vector<mle::db::AuditRecord>{};
+  }
   void Commit(std::vector<mle::db::Mutation> mutations, std::function<void(absl::Status)> done) override {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.push_back({std::move(mutations), std::move(done)});
@@ -176,18 +180,21 @@ class Server {
       : service_(store_, clock_, mle::validate::Config::Defaults()),
         scheduler_(clock_, service_, nullptr),
         logs_(service_, mle::logs::LogReader((Root() / "runs").string())),
-        auth_(kToken),
-        api_(service_, logs_, auth_),
-        metrics_(service_, auth_, mle::api::MetricsAccess::kLoopback) {
+        iam_(store_, clock_, kToken),
+        api_(service_, logs_, iam_),
+        metrics_(service_, iam_, mle::api::MetricsAccess::kLoopback) {
     std::error_code ec;
     fs::remove_all(Root() / "buckets", ec);
     auto buckets = mle::buckets::BucketStore::Open((Root() / "buckets").string());
     if (!buckets.ok()) Fail("BucketStore::Open: " + buckets.status().ToString());
     buckets_ = *std::move(buckets);
-    storage_ = std::make_unique<mle::api::StorageRouter>(*buckets_, auth_, /*workers=*/1);
+    storage_ = std::make_unique<mle::api::StorageRouter>(*buckets_, iam_, /*workers=*/1);
     handler_ = mle::api::Dispatch(api_, *storage_, metrics_);
     service_.AttachScheduler(&scheduler_);
+    service_.AttachIam(&iam_);
+    iam_.AttachProjects(&service_);
     if (auto s = service_.Recover(); !s.ok()) Fail("Recover: " + s.ToString());
+    if (auto s = iam_.Recover(); !s.ok()) Fail("Recover: " + s.ToString());
   }
 
   // Serves one parsed request and waits until it is answered (or, for a long
@@ -216,7 +223,7 @@ class Server {
   mle::service::JobService service_;
   mle::scheduler::Scheduler scheduler_;
   mle::service::LogService logs_;
-  mle::api::Authenticator auth_;
+  mle::iam::IamService iam_;
   mle::api::ApiRouter api_;
   mle::api::MetricsEndpoint metrics_;
   std::unique_ptr<mle::buckets::BucketStore> buckets_;

@@ -35,6 +35,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -110,6 +111,8 @@ class Server:
         with open(os.path.join(data_dir, "admin.token")) as f:
             self.token = f.readline().strip()
         self.url = "http://%s:%d" % (self.host, self.port)
+        self.tpu_ready = set()  # projects whose TPU access is set up (set_up_tpu_access)
+        self.tpu_lock = threading.Lock()
 
     # ---- process control ----
 
@@ -226,7 +229,37 @@ class Server:
         return self.call("GET", "/v1/projects/%s:getConfig" % project)
 
     def create(self, project, job):
+        self.set_up_tpu_access(project)
         return self.call("POST", "/v1/projects/%s/jobs" % project, job)
+
+    def set_up_tpu_access(self, project):
+        """The TPU guide's access steps, once per project: getConfig, generate
+        the TPU service identity, grant it roles/ml.serviceAgent."""
+        with self.tpu_lock:
+            self._set_up_tpu_access(project)
+
+    def _set_up_tpu_access(self, project):
+        if project in self.tpu_ready:
+            return
+        status, cfg = self.get_config(project)
+        assert status == 200, cfg
+        number = cfg["serviceAccountProject"]
+        status, op = self.call(
+            "POST", "/v1beta1/projects/%s/services/tpu.googleapis.com:generateServiceIdentity" % number, {})
+        assert status == 200 and op["done"], op
+        member = "serviceAccount:" + op["response"]["email"]
+        status, policy = self.call("POST", "/v1/projects/%s:getIamPolicy" % project, {})
+        assert status == 200, policy
+        bindings = policy.get("bindings", [])
+        agent = [b for b in bindings if b["role"] == "roles/ml.serviceAgent"]
+        if not agent:
+            bindings.append({"role": "roles/ml.serviceAgent", "members": [member]})
+        elif member not in agent[0]["members"]:
+            agent[0]["members"].append(member)
+        status, body = self.call("POST", "/v1/projects/%s:setIamPolicy" % project,
+                                 {"policy": {"bindings": bindings, "etag": policy["etag"]}})
+        assert status == 200, body
+        self.tpu_ready.add(project)
 
     def get(self, project, job_id):
         return self.call("GET", "/v1/projects/%s/jobs/%s" % (project, job_id))
@@ -400,7 +433,10 @@ def fresh_server(launcher):
 
 
 @pytest.fixture
-def project(request):
-    """A project id of the test's own on the shared server."""
+def project(request, server):
+    """A project id of the test's own on the shared server, its TPU access set
+    up as the TPU guide says (so TPU jobs are accepted)."""
     name = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40]
-    return "%s-%d" % (name, next(_counter))
+    name = "%s-%d" % (name, next(_counter))
+    server.set_up_tpu_access(name)
+    return name

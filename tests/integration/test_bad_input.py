@@ -309,7 +309,6 @@ def test_truncated_body_then_close(server, project_with_job):
     "/v1",
     "/v2/projects/p/jobs",
     "/v1/projects",
-    "/v1/projects/p",
     "/v1/projects/p/models",
     "/v1/projects/p/jobs/existing/extra",
     "/v1/projects/p/jobs/existing:explode",

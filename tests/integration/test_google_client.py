@@ -175,9 +175,15 @@ def test_wrong_token_raises_401(server, project):
     assert e.value.resp.status == 401
 
 
-def test_iam_methods_are_reported_as_errors(ml, project):
+def test_job_iam_methods(ml, project):
     jobs = ml.projects().jobs()
     jobs.create(parent="projects/" + project, body=tpu_job("iam_job")).execute()
+    resource = "projects/%s/jobs/iam_job" % project
+    policy = jobs.getIamPolicy(resource=resource).execute()
+    assert policy.get("bindings") is None and policy["etag"]
+    held = jobs.testIamPermissions(resource=resource, body={"permissions": ["ml.jobs.get", "ml.jobs.cancel"]}).execute()
+    assert held["permissions"] == ["ml.jobs.get", "ml.jobs.cancel"]  # the operator holds every permission
     with pytest.raises(HttpError) as e:
-        jobs.getIamPolicy(resource="projects/%s/jobs/iam_job" % project).execute()
-    assert 400 <= e.value.resp.status < 600
+        jobs.setIamPolicy(resource=resource, body={"policy": {"bindings": [
+            {"role": "roles/no.such.role", "members": ["user:a@example.com"]}]}}).execute()
+    assert e.value.resp.status == 400 and "roles/no.such.role" in error_json(e.value)["error"]["message"]

@@ -51,7 +51,10 @@ def test_get_config_shape_and_stability(server, project):
 
 def test_get_config_same_number_as_created_by_first_job(server, project):
     # A project first seen through jobs.create gets its number then; getConfig reports that one.
-    server.create_ok(project, tpu_job("first"))
+    # (A CPU job: a TPU job needs the project's TPU service account set up first.)
+    project = project + "-fresh"
+    status, body = server.call("POST", "/v1/projects/%s/jobs" % project, tpu_job("first", scaleTier="BASIC"))
+    assert status == 200, body
     status, cfg = server.get_config(project)
     assert status == 200
     assert server.get_config(project) == (200, cfg)
@@ -657,11 +660,24 @@ def test_int64_fields_reject_non_integers(server, project, count):
     assert_error(*server.get(project, "bad_count"), 404, "NOT_FOUND")
 
 
-def test_iam_methods_answer_with_a_json_error(server, project):
+def test_job_iam_policy_round_trips_with_its_etag(server, project):
     server.create_ok(project, tpu_job("iam"))
-    status, body = server.call("GET", "/v1/projects/%s/jobs/iam:getIamPolicy" % project)
-    assert status >= 400 and "error" in body, body
-    assert body["error"]["code"] == status
+    status, policy = server.call("GET", "/v1/projects/%s/jobs/iam:getIamPolicy" % project)
+    assert status == 200 and "bindings" not in policy and policy["etag"], policy
+    status, viewer = server.call("POST", "/mlengine/v1/users", {"email": "job-viewer-%s@example.com" % project})
+    assert status == 200, viewer
+    bindings = [{"role": "roles/ml.viewer", "members": ["user:" + viewer["email"]]}]
+    status, set_ = server.call("POST", "/v1/projects/%s/jobs/iam:setIamPolicy" % project,
+                               {"policy": {"bindings": bindings, "etag": policy["etag"]}})
+    assert status == 200 and set_["bindings"] == bindings and set_["etag"] != policy["etag"], set_
+    # The etag read before the change is stale now.
+    status, stale = server.call("POST", "/v1/projects/%s/jobs/iam:setIamPolicy" % project,
+                                {"policy": {"bindings": [], "etag": policy["etag"]}})
+    assert status == 409 and stale["error"]["status"] == "ABORTED", stale
+    assert server.call("GET", "/v1/projects/%s/jobs/iam:getIamPolicy" % project) == (200, set_)
+    # A job that does not exist has no policy.
+    status, body = server.call("GET", "/v1/projects/%s/jobs/nosuch:getIamPolicy" % project)
+    assert status == 404, body
 
 
 def test_fields_gives_a_partial_response(server, project):

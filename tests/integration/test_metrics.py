@@ -127,6 +127,7 @@ def test_metrics_access_by_flag(launcher):
 
 def test_request_ids_are_returned_and_in_every_log_line_of_the_request(launcher):
     s = launcher.start(args=["--log-format", "json", "--log-level", "debug"])
+    s.set_up_tpu_access("rid")
     r = s.request("POST", "/v1/projects/rid/jobs", body=tpu_job("r1"), headers={"X-Request-Id": "client-id-1"})
     assert r.status == 200, r
     assert r.headers["x-request-id"] == "client-id-1"

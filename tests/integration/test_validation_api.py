@@ -78,7 +78,7 @@ ACCEPTED = {
     "scheduling_and_extras": runtime_input(
         scheduling={"maxRunningTime": "7200s", "maxWaitTime": "1800s", "priority": 1000},
         jobDir="gs://my-bucket/output", args=["--epochs=3"],
-        serviceAccount="trainer@my-project.iam.gserviceaccount.com",
+        serviceAccount="SERVICE_ACCOUNT",  # replaced by one created in the test's project
         encryptionConfig={"kmsKeyName": "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"}),
 }
 
@@ -86,6 +86,10 @@ ACCEPTED = {
 @pytest.mark.parametrize("name", sorted(ACCEPTED))
 def test_accepted_configuration_round_trips(server, project, name):
     job = {"jobId": name, "trainingInput": copy.deepcopy(ACCEPTED[name]), "labels": {"guide": "tpu"}}
+    if job["trainingInput"].get("serviceAccount") == "SERVICE_ACCOUNT":
+        status, account = server.call("POST", "/v1/projects/%s/serviceAccounts" % project, {"accountId": "trainer"})
+        assert status == 200, account
+        job["trainingInput"]["serviceAccount"] = account["email"]
     status, created = server.create(project, job)
     assert status == 200, "%s refused: %s" % (name, created)
     assert created["state"] == "QUEUED"

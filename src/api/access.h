@@ -1,0 +1,34 @@
+// AccessGate: the one authentication and authorization step of every API
+// mlengined serves (ml, iam, iamcredentials, cloudresourcemanager,
+// serviceusage, storage, the operator's admin API). It reads the bearer
+// token (Authorization header or access_token parameter), asks IamService
+// whose it is, and whether that principal holds a permission on a
+// resource. Thread-safe; holds no state of its own.
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "iam/iam_service.h"
+
+namespace mle::api {
+
+class AccessGate {
+ public:
+  explicit AccessGate(const iam::IamService& iam) : iam_(iam) {}
+
+  // `authorization`: the Authorization header ("Bearer <token>");
+  // `access_token`: the query parameter (either may be empty).
+  // UNAUTHENTICATED saying what to send, or the caller.
+  absl::StatusOr<iam::Principal> Authenticate(absl::string_view authorization, absl::string_view access_token) const;
+
+  absl::Status Check(const iam::Principal& who, absl::string_view permission, const iam::Resource& resource) const {
+    return iam_.Authorize(who, permission, resource);
+  }
+
+  const iam::IamService& iam() const { return iam_; }
+
+ private:
+  const iam::IamService& iam_;
+};
+
+}  // namespace mle::api

@@ -1,0 +1,82 @@
+// What the handlers of the Google-style APIs on mlengined's main route table
+// share: one request (Call), the services they call, and the helpers that
+// check query parameters and render results. Internal to api/.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "api/http_server.h"
+#include "api/route_table.h"
+#include "iam/iam_service.h"
+#include "service/job_service.h"
+#include "service/log_service.h"
+
+namespace mle::api {
+
+// One request to a route.
+struct Call {
+  std::string method;
+  RequestPath path;  // decoded segments (from "v1" on) and the custom verb
+  PathVars vars;     // the route's variables: project, job, account, ...
+  std::multimap<std::string, std::string> query;
+  std::string body;
+  bool pretty = true;
+  iam::Principal caller;
+  bool authenticated = false;  // caller is who the token says
+  std::string request_id;
+
+  std::string Param(const std::string& name) const {
+    auto it = query.find(name);
+    return it == query.end() ? "" : it->second;
+  }
+  const std::string& Var(absl::string_view name) const { return vars.find(name)->second; }
+};
+
+// What the routes' handlers call.
+struct Services {
+  service::JobService& jobs;
+  service::LogService& logs;
+  iam::IamService& iam;
+};
+
+using HandlerFn = void (*)(const Services&, const Call&, Responder);
+
+// Unknown query parameters are refused, never ignored.
+absl::Status CheckQuery(const Call& call, std::initializer_list<absl::string_view> method_params);
+
+HttpResponse Render(const nlohmann::json& value, bool pretty, int status = 200);
+HttpResponse Fail(const absl::Status& s, bool pretty);
+
+// The handlers of the identity APIs (iam_routes.cc), named by their
+// discovery method ids.
+namespace iam_routes {
+void GetProject(const Services&, const Call&, Responder);            // cloudresourcemanager.projects.get
+void GetProjectPolicy(const Services&, const Call&, Responder);      // ...projects.getIamPolicy
+void SetProjectPolicy(const Services&, const Call&, Responder);      // ...projects.setIamPolicy
+void TestProjectPermissions(const Services&, const Call&, Responder);
+void GetJobPolicy(const Services&, const Call&, Responder);          // ml.projects.jobs.getIamPolicy
+void SetJobPolicy(const Services&, const Call&, Responder);
+void TestJobPermissions(const Services&, const Call&, Responder);
+void CreateAccount(const Services&, const Call&, Responder);         // iam.projects.serviceAccounts.create
+void ListAccounts(const Services&, const Call&, Responder);
+void GetAccount(const Services&, const Call&, Responder);
+void DeleteAccount(const Services&, const Call&, Responder);
+void GetAccountPolicy(const Services&, const Call&, Responder);
+void SetAccountPolicy(const Services&, const Call&, Responder);
+void TestAccountPermissions(const Services&, const Call&, Responder);
+void GenerateAccessToken(const Services&, const Call&, Responder);   // iamcredentials
+void GenerateServiceIdentity(const Services&, const Call&, Responder);  // serviceusage v1beta1
+// The operator's admin API and the audit log (mlengine's own).
+void ListUsers(const Services&, const Call&, Responder);
+void CreateUser(const Services&, const Call&, Responder);
+void DeleteUser(const Services&, const Call&, Responder);
+void GenerateUserToken(const Services&, const Call&, Responder);
+void ReadAuditLog(const Services&, const Call&, Responder);
+}  // namespace iam_routes
+
+}  // namespace mle::api

@@ -1,0 +1,326 @@
+// The handlers of the identity APIs: each checks its query and body,
+// calls IamService (or JobService for projects) and renders the result.
+// Access was checked by the route table's gate before any of them runs.
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "api/api_call.h"
+#include "api/http_util.h"
+#include "codec/iam_codec.h"
+#include "common/status.h"
+#include "common/time_format.h"
+
+namespace mle::api::iam_routes {
+namespace {
+
+using nlohmann::json;
+
+// A request body: `{}` when empty (the clients send none for some POSTs).
+absl::StatusOr<json> Body(const Call& call) { return ParseJsonBody(call.body, /*allow_empty=*/true); }
+
+std::function<void(absl::StatusOr<iam::Policy>)> RenderPolicy(Responder respond, bool pretty) {
+  return [respond, pretty](absl::StatusOr<iam::Policy> p) {
+    if (!p.ok()) return respond(Fail(p.status(), pretty));
+    respond(Render(codec::EncodePolicy(*p), pretty));
+  };
+}
+
+void GetPolicy(const Services& s, const Call& call, const iam::Resource& resource, bool body_allowed,
+               Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {"options.requestedPolicyVersion"}); !st.ok()) return respond(Fail(st, pretty));
+  if (const std::string v = call.Param("options.requestedPolicyVersion"); !v.empty() && v != "0" && v != "1" &&
+                                                                           v != "3") {
+    return respond(Fail(BadParam("options.requestedPolicyVersion", "must be 0, 1 or 3"), pretty));
+  }
+  if (body_allowed) {
+    auto body = Body(call);
+    if (!body.ok()) return respond(Fail(body.status(), pretty));
+    if (auto st = codec::CheckGetIamPolicyRequest(body->empty() ? json() : *body); !st.ok()) {
+      return respond(Fail(st, pretty));
+    }
+  }
+  respond(Render(codec::EncodePolicy(s.iam.GetPolicy(resource)), pretty));
+}
+
+void SetPolicy(const Services& s, const Call& call, const iam::Resource& resource, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  auto body = ParseJsonBody(call.body, false);
+  if (!body.ok()) return respond(Fail(body.status(), pretty));
+  auto request = codec::DecodeSetIamPolicyRequest(*body);
+  if (!request.ok()) return respond(Fail(request.status(), pretty));
+  if (!request->set_bindings) request->policy.bindings = s.iam.GetPolicy(resource).bindings;
+  s.iam.SetPolicy(call.caller, resource, std::move(request->policy), std::move(request->etag),
+                  RenderPolicy(std::move(respond), pretty));
+}
+
+void TestPermissions(const Services& s, const Call& call, const iam::Resource& resource, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  auto body = Body(call);
+  if (!body.ok()) return respond(Fail(body.status(), pretty));
+  auto permissions = codec::DecodeTestIamPermissionsRequest(body->empty() ? json::object() : *body);
+  if (!permissions.ok()) return respond(Fail(permissions.status(), pretty));
+  auto held = s.iam.TestPermissions(call.caller, resource, *permissions);
+  if (!held.ok()) return respond(Fail(held.status(), pretty));
+  respond(Render(codec::EncodeTestIamPermissionsResponse(*held), pretty));
+}
+
+// A job's policy is about a job that exists (the caller may see it: the gate
+// checked the permission on it).
+absl::Status JobExists(const Services& s, const Call& call) {
+  return s.jobs.GetJob(call.Var("project"), call.Var("job")).status();
+}
+
+iam::Resource AccountResource(const Services& s, const Call& call) {
+  auto a = s.iam.GetServiceAccount(call.Var("project"), call.Var("account"));
+  if (a.ok()) return iam::Resource::Account(a->project, a->email);
+  return iam::Resource::Account(call.Var("project"), call.Var("account"));
+}
+
+}  // namespace
+
+// ---- cloudresourcemanager v1 ----
+
+void GetProject(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  s.jobs.GetConfig(call.Var("project"), [respond, pretty](absl::StatusOr<model::Project> p) {
+    if (!p.ok()) return respond(Fail(p.status(), pretty));
+    respond(Render({{"projectId", p->id},
+                    {"projectNumber", std::to_string(p->number)},
+                    {"name", p->id},
+                    {"lifecycleState", "ACTIVE"},
+                    {"createTime", common::FormatRfc3339(p->create_time)}},
+                   pretty));
+  });
+}
+
+void GetProjectPolicy(const Services& s, const Call& call, Responder respond) {
+  GetPolicy(s, call, iam::Resource::Project(call.Var("project")), true, std::move(respond));
+}
+void SetProjectPolicy(const Services& s, const Call& call, Responder respond) {
+  SetPolicy(s, call, iam::Resource::Project(call.Var("project")), std::move(respond));
+}
+void TestProjectPermissions(const Services& s, const Call& call, Responder respond) {
+  TestPermissions(s, call, iam::Resource::Project(call.Var("project")), std::move(respond));
+}
+
+// ---- ml v1 jobs ----
+
+void GetJobPolicy(const Services& s, const Call& call, Responder respond) {
+  if (auto st = JobExists(s, call); !st.ok()) return respond(Fail(st, call.pretty));
+  GetPolicy(s, call, iam::Resource::Job(call.Var("project"), call.Var("job")), false, std::move(respond));
+}
+void SetJobPolicy(const Services& s, const Call& call, Responder respond) {
+  if (auto st = JobExists(s, call); !st.ok()) return respond(Fail(st, call.pretty));
+  SetPolicy(s, call, iam::Resource::Job(call.Var("project"), call.Var("job")), std::move(respond));
+}
+void TestJobPermissions(const Services& s, const Call& call, Responder respond) {
+  TestPermissions(s, call, iam::Resource::Job(call.Var("project"), call.Var("job")), std::move(respond));
+}
+
+// ---- iam v1 service accounts ----
+
+void CreateAccount(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  auto body = ParseJsonBody(call.body, false);
+  if (!body.ok()) return respond(Fail(body.status(), pretty));
+  auto request = codec::DecodeCreateServiceAccountRequest(*body);
+  if (!request.ok()) return respond(Fail(request.status(), pretty));
+  s.iam.CreateServiceAccount(call.Var("project"), request->account_id, std::move(request->fields),
+                             [respond, pretty](absl::StatusOr<iam::ServiceAccount> a) {
+                               if (!a.ok()) return respond(Fail(a.status(), pretty));
+                               respond(Render(codec::EncodeServiceAccount(*a), pretty));
+                             });
+}
+
+void ListAccounts(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {"pageSize", "pageToken"}); !st.ok()) return respond(Fail(st, pretty));
+  int page_size = 0;
+  if (const std::string size = call.Param("pageSize"); !size.empty() && !absl::SimpleAtoi(size, &page_size)) {
+    return respond(Fail(BadParam("pageSize", absl::StrCat("must be an integer, got \"", size, "\"")), pretty));
+  }
+  auto page = s.iam.ListServiceAccounts(call.Var("project"), page_size, call.Param("pageToken"));
+  if (!page.ok()) return respond(Fail(page.status(), pretty));
+  json accounts = json::array();
+  for (const auto& a : page->accounts) accounts.push_back(codec::EncodeServiceAccount(a));
+  json out = json::object();
+  if (!accounts.empty()) out["accounts"] = accounts;
+  if (!page->next_page_token.empty()) out["nextPageToken"] = page->next_page_token;
+  respond(Render(out, pretty));
+}
+
+void GetAccount(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  auto a = s.iam.GetServiceAccount(call.Var("project"), call.Var("account"));
+  if (!a.ok()) return respond(Fail(a.status(), pretty));
+  respond(Render(codec::EncodeServiceAccount(*a), pretty));
+}
+
+void DeleteAccount(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  s.iam.DeleteServiceAccount(call.Var("project"), call.Var("account"), [respond, pretty](absl::Status st) {
+    if (!st.ok()) return respond(Fail(st, pretty));
+    respond(Render(json::object(), pretty));
+  });
+}
+
+void GetAccountPolicy(const Services& s, const Call& call, Responder respond) {
+  GetPolicy(s, call, AccountResource(s, call), true, std::move(respond));
+}
+void SetAccountPolicy(const Services& s, const Call& call, Responder respond) {
+  SetPolicy(s, call, AccountResource(s, call), std::move(respond));
+}
+void TestAccountPermissions(const Services& s, const Call& call, Responder respond) {
+  TestPermissions(s, call, AccountResource(s, call), std::move(respond));
+}
+
+// ---- iamcredentials v1 ----
+
+void GenerateAccessToken(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  auto body = ParseJsonBody(call.body, false);
+  if (!body.ok()) return respond(Fail(body.status(), pretty));
+  auto request = codec::DecodeGenerateAccessTokenRequest(*body);
+  if (!request.ok()) return respond(Fail(request.status(), pretty));
+  s.iam.GenerateAccessToken(call.caller, call.Var("project"), call.Var("account"), request->delegates,
+                            request->lifetime, [respond, pretty](absl::StatusOr<iam::IssuedToken> t) {
+                              if (!t.ok()) return respond(Fail(t.status(), pretty));
+                              respond(Render(codec::EncodeAccessToken(*t), pretty));
+                            });
+}
+
+// ---- serviceusage v1beta1 ----
+
+void GenerateServiceIdentity(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  auto body = Body(call);
+  if (!body.ok()) return respond(Fail(body.status(), pretty));
+  if (!body->empty()) {
+    return respond(Fail(common::InvalidArgumentWithViolations("Invalid JSON payload received.",
+                                                             {{"", "the request body must be {} (or empty)"}}),
+                        pretty));
+  }
+  const std::string parent = absl::StrCat("projects/", call.Var("project"));
+  auto generate = [&iam = s.iam, service = call.Var("service"), respond, pretty, parent](const std::string& ref) {
+    iam.GenerateServiceIdentity(ref, service, [respond, pretty, parent](absl::StatusOr<iam::ServiceAccount> a) {
+      if (!a.ok()) return respond(Fail(a.status(), pretty));
+      respond(Render(codec::EncodeServiceIdentityOperation(*a, parent), pretty));
+    });
+  };
+  int64_t number = 0;
+  const std::string& ref = call.Var("project");
+  if (absl::SimpleAtoi(ref, &number) && s.jobs.FindProjectByNumber(number)) return generate(ref);
+  // A project named by its id may be new: register it, as getConfig would.
+  s.jobs.GetConfig(ref, [generate, respond, pretty](absl::StatusOr<model::Project> p) {
+    if (!p.ok()) return respond(Fail(p.status(), pretty));
+    generate(p->id);
+  });
+}
+
+// ---- the operator's admin API ----
+
+void ListUsers(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  json users = json::array();
+  for (const auto& u : s.iam.ListUsers()) {
+    users.push_back({{"email", u.email}, {"createTime", common::FormatRfc3339(u.create_time)}});
+  }
+  respond(Render({{"users", users}}, pretty));
+}
+
+void CreateUser(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  auto body = ParseJsonBody(call.body, false);
+  if (!body.ok()) return respond(Fail(body.status(), pretty));
+  if (!body->is_object() || !body->contains("email") || !(*body)["email"].is_string() || body->size() != 1) {
+    return respond(Fail(common::InvalidArgumentWithViolations("Invalid JSON payload received.",
+                                                             {{"email", "is required, and the only field"}}),
+                        pretty));
+  }
+  s.iam.CreateUser((*body)["email"].get<std::string>(), [respond, pretty](absl::StatusOr<iam::User> u) {
+    if (!u.ok()) return respond(Fail(u.status(), pretty));
+    respond(Render({{"email", u->email}, {"createTime", common::FormatRfc3339(u->create_time)}}, pretty));
+  });
+}
+
+void DeleteUser(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  s.iam.DeleteUser(call.Var("user"), [respond, pretty](absl::Status st) {
+    if (!st.ok()) return respond(Fail(st, pretty));
+    respond(Render(json::object(), pretty));
+  });
+}
+
+// A user's long-lived token: lifetime "Ns", default 30 days, at most a year.
+void GenerateUserToken(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  auto body = Body(call);
+  if (!body.ok()) return respond(Fail(body.status(), pretty));
+  absl::Duration lifetime = absl::Hours(24 * 30);
+  if (!body->empty()) {
+    const bool ok_shape = body->is_object() && body->size() == 1 && body->contains("lifetime") &&
+                          (*body)["lifetime"].is_string();
+    auto d = ok_shape ? common::ParseDuration((*body)["lifetime"].get<std::string>()) : std::nullopt;
+    if (!d || *d <= absl::ZeroDuration() || *d > absl::Hours(24 * 366)) {
+      return respond(Fail(common::InvalidArgumentWithViolations(
+                              "Invalid JSON payload received.",
+                              {{"lifetime", "must be a duration from 1s to 366 days, e.g. \"2592000s\""}}),
+                          pretty));
+    }
+    lifetime = *d;
+  }
+  s.iam.IssueToken(iam::Principal::User(absl::AsciiStrToLower(call.Var("user"))), lifetime, "user",
+                   [respond, pretty](absl::StatusOr<iam::IssuedToken> t) {
+                     if (!t.ok()) return respond(Fail(t.status(), pretty));
+                     respond(Render(codec::EncodeAccessToken(*t), pretty));
+                   });
+}
+
+void ReadAuditLog(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {"pageSize", "pageToken"}); !st.ok()) return respond(Fail(st, pretty));
+  db::AuditQuery query;
+  query.project = call.Var("project");
+  if (const std::string size = call.Param("pageSize"); !size.empty()) {
+    if (!absl::SimpleAtoi(size, &query.limit) || query.limit < 1 || query.limit > 1000) {
+      return respond(Fail(BadParam("pageSize", "must be an integer from 1 to 1000"), pretty));
+    }
+  }
+  if (const std::string token = call.Param("pageToken"); !token.empty()) {
+    if (!absl::SimpleAtoi(token, &query.before_sequence) || query.before_sequence < 1) {
+      return respond(Fail(BadParam("pageToken", "is not a page token this server returned"), pretty));
+    }
+  }
+  auto lines = s.iam.ReadAudit(query);
+  if (!lines.ok()) return respond(Fail(lines.status(), pretty));
+  json entries = json::array();
+  for (const auto& r : *lines) {
+    entries.push_back({{"time", common::FormatRfc3339(absl::FromUnixMicros(r.time_us))},
+                       {"principal", r.principal},
+                       {"method", r.method},
+                       {"resource", r.resource},
+                       {"outcome", r.outcome},
+                       {"requestId", r.request_id}});
+  }
+  json out = {{"entries", entries}};
+  if (static_cast<int>(lines->size()) == query.limit) out["nextPageToken"] = std::to_string(lines->back().sequence);
+  respond(Render(out, pretty));
+}
+
+}  // namespace mle::api::iam_routes

@@ -1,0 +1,292 @@
+// Access in the gcloud spirit:
+//   mlengine projects get-iam-policy|add-iam-policy-binding|remove-iam-policy-binding PROJECT
+//   mlengine services identity create --service=tpu.googleapis.com [--project=P]
+//   mlengine iam service-accounts create|list|delete
+//   mlengine auth print-access-token [--impersonate-service-account=EMAIL]
+//   mlengine admin users create|list|delete|create-token   (the operator's)
+// Each is one or two REST calls; policy edits are read-modify-write with the
+// policy's etag, retried when another change came between (409 ABORTED).
+
+#include <iostream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "cli/commands.h"
+
+namespace mle::cli {
+namespace {
+
+using nlohmann::json;
+
+struct IamArgs {
+  std::string project;  // positional PROJECT (default: the connection's)
+  std::string member;
+  std::string role;
+  std::string name;
+  std::string display_name;
+  std::string description;
+  std::string service;
+  std::string impersonate;
+  std::string lifetime;
+};
+
+// Runs `body` with a client, printing errors as mlengine.COMMAND.
+template <class F>
+void Run(Context& ctx, const std::string& command, F body) {
+  auto client = ctx.GetClient();
+  if (!client.ok()) return void(ctx.exit_code = PrintError(command, client.status()));
+  auto format = ParseFormat(ctx.format);
+  if (!format.ok()) return void(ctx.exit_code = PrintError(command, format.status()));
+  if (auto s = body(**client, *format); !s.ok()) ctx.exit_code = PrintError(command, s);
+}
+
+std::string ProjectOf(const IamArgs& a, Client& client) {
+  return a.project.empty() ? client.connection().project : a.project;
+}
+
+// Adds (add=true) or removes a member of a role in the project's policy.
+absl::StatusOr<json> EditBinding(Client& client, const std::string& project, const std::string& member,
+                                 const std::string& role, bool add) {
+  for (int attempt = 0;; ++attempt) {
+    auto policy = client.Call("POST", absl::StrCat("/v1/projects/", project, ":getIamPolicy"), {}, json::object());
+    if (!policy.ok()) return policy.status();
+    json bindings = policy->value("bindings", json::array());
+    bool found = false;
+    for (auto& b : bindings) {
+      if (b.value("role", "") != role) continue;
+      found = true;
+      auto& members = b["members"];
+      auto it = std::find(members.begin(), members.end(), member);
+      if (add && it == members.end()) members.push_back(member);
+      if (!add && it != members.end()) members.erase(it);
+    }
+    if (!found && add) bindings.push_back({{"role", role}, {"members", {member}}});
+    if (!found && !add) {
+      return absl::NotFoundError(absl::StrCat("Policy binding with the specified principal, role, and condition not "
+                                              "found: ", member, " does not hold ", role, " on project ", project,
+                                              "."));
+    }
+    json kept = json::array();
+    for (auto& b : bindings) {
+      if (!b["members"].empty()) kept.push_back(b);
+    }
+    auto set = client.Call("POST", absl::StrCat("/v1/projects/", project, ":setIamPolicy"), {},
+                           json{{"policy", {{"bindings", kept}, {"etag", (*policy)["etag"]}}}});
+    if (set.ok() || set.status().code() != absl::StatusCode::kAborted || attempt == 4) return set;
+  }
+}
+
+}  // namespace
+
+void AddIamCommands(CLI::App& app, Context& ctx) {
+  // ---- projects ----
+  CLI::App* projects = app.add_subcommand("projects", "Read and change who may do what in a project (IAM policy)");
+  projects->require_subcommand(1);
+  MoreHelp(projects,
+           "\nRoles: roles/owner, roles/editor, roles/viewer, roles/ml.admin, roles/ml.developer,\n"
+           "roles/ml.viewer, roles/ml.serviceAgent, roles/iam.serviceAccountTokenCreator,\n"
+           "roles/iam.serviceAccountUser, roles/storage.admin, roles/storage.objectAdmin,\n"
+           "roles/storage.objectViewer. Members: user:EMAIL, serviceAccount:EMAIL.\n");
+  auto get_args = std::make_shared<IamArgs>();
+  CLI::App* get = projects->add_subcommand("get-iam-policy", "Show the project's IAM policy");
+  Usage(get, "mlengine projects get-iam-policy PROJECT");
+  get->add_option("PROJECT", get_args->project, "The project (default: --project)");
+  get->callback([&ctx, get_args] {
+    Run(ctx, "projects.get-iam-policy", [&](Client& c, Format f) -> absl::Status {
+      auto policy = c.Call("POST", absl::StrCat("/v1/projects/", ProjectOf(*get_args, c), ":getIamPolicy"), {},
+                           json::object());
+      if (!policy.ok()) return policy.status();
+      PrintResource(*policy, f);
+      return absl::OkStatus();
+    });
+  });
+  for (bool add : {true, false}) {
+    auto args = std::make_shared<IamArgs>();
+    const std::string name = add ? "add-iam-policy-binding" : "remove-iam-policy-binding";
+    CLI::App* cmd = projects->add_subcommand(
+        name, add ? "Grant a role to a member on the project" : "Revoke a member's role on the project");
+    Usage(cmd, absl::StrCat("mlengine projects ", name, " PROJECT --member=MEMBER --role=ROLE"));
+    MoreHelp(cmd, add ? "\nEXAMPLE (the TPU guide's access step)\n"
+                        "  mlengine projects add-iam-policy-binding my-project \\\n"
+                        "    --member=serviceAccount:service-123@cloud-tpu.mlengine.iam.local \\\n"
+                        "    --role=roles/ml.serviceAgent\n"
+                      : "");
+    cmd->add_option("PROJECT", args->project, "The project (default: --project)");
+    cmd->add_option("--member", args->member, "user:EMAIL or serviceAccount:EMAIL")->required();
+    cmd->add_option("--role", args->role, "e.g. roles/ml.developer")->required();
+    cmd->callback([&ctx, args, add, name] {
+      Run(ctx, "projects." + name, [&](Client& c, Format f) -> absl::Status {
+        auto policy = EditBinding(c, ProjectOf(*args, c), args->member, args->role, add);
+        if (!policy.ok()) return policy.status();
+        std::cerr << (add ? "Updated IAM policy for project [" : "Updated IAM policy for project [")
+                  << ProjectOf(*args, c) << "].\n";
+        PrintResource(*policy, f);
+        return absl::OkStatus();
+      });
+    });
+  }
+
+  // ---- services identity create ----
+  CLI::App* services = app.add_subcommand("services", "Service identities (the TPU guide's service account)");
+  services->require_subcommand(1);
+  CLI::App* identity = services->add_subcommand("identity", "A service's identity in a project");
+  identity->require_subcommand(1);
+  auto id_args = std::make_shared<IamArgs>();
+  CLI::App* create_identity = identity->add_subcommand("create", "Create (or show) the project's identity of a service");
+  Usage(create_identity, "mlengine services identity create --service=tpu.googleapis.com [--project=PROJECT]");
+  create_identity->add_option("--service", id_args->service, "tpu.googleapis.com")->required();
+  create_identity->callback([&ctx, id_args] {
+    Run(ctx, "services.identity.create", [&](Client& c, Format f) -> absl::Status {
+      auto op = c.Call("POST",
+                       absl::StrCat("/v1beta1/projects/", c.connection().project, "/services/", id_args->service,
+                                    ":generateServiceIdentity"),
+                       {}, json::object());
+      if (!op.ok()) return op.status();
+      const json identity = op->value("response", json::object());
+      std::cerr << "Service identity created: " << identity.value("email", "") << "\n";
+      if (f != Format::kDefault) PrintResource(identity, f);
+      return absl::OkStatus();
+    });
+  });
+
+  // ---- iam service-accounts ----
+  CLI::App* iam = app.add_subcommand("iam", "Service accounts of a project");
+  iam->require_subcommand(1);
+  CLI::App* accounts = iam->add_subcommand("service-accounts", "Create, list and delete service accounts");
+  accounts->require_subcommand(1);
+  auto sa_args = std::make_shared<IamArgs>();
+  CLI::App* sa_create = accounts->add_subcommand("create", "Create a service account NAME@PROJECT.iam.mlengine.local");
+  Usage(sa_create, "mlengine iam service-accounts create NAME [--display-name=TEXT] [--description=TEXT]");
+  sa_create->add_option("NAME", sa_args->name, "6-30 lowercase letters, digits, hyphens")->required();
+  sa_create->add_option("--display-name", sa_args->display_name, "A name for people");
+  sa_create->add_option("--description", sa_args->description, "What it is for");
+  sa_create->callback([&ctx, sa_args] {
+    Run(ctx, "iam.service-accounts.create", [&](Client& c, Format f) -> absl::Status {
+      json sa = json::object();
+      if (!sa_args->display_name.empty()) sa["displayName"] = sa_args->display_name;
+      if (!sa_args->description.empty()) sa["description"] = sa_args->description;
+      auto created = c.Call("POST", absl::StrCat("/v1/projects/", c.connection().project, "/serviceAccounts"), {},
+                            json{{"accountId", sa_args->name}, {"serviceAccount", sa}});
+      if (!created.ok()) return created.status();
+      std::cerr << "Created service account [" << created->value("email", "") << "].\n";
+      if (f != Format::kDefault) PrintResource(*created, f);
+      return absl::OkStatus();
+    });
+  });
+  CLI::App* sa_list = accounts->add_subcommand("list", "List the project's service accounts");
+  sa_list->callback([&ctx] {
+    Run(ctx, "iam.service-accounts.list", [&](Client& c, Format f) -> absl::Status {
+      json all = json::array();
+      std::string token;
+      do {
+        Query q;
+        if (!token.empty()) q.push_back({"pageToken", token});
+        auto page = c.Call("GET", absl::StrCat("/v1/projects/", c.connection().project, "/serviceAccounts"), q);
+        if (!page.ok()) return page.status();
+        for (auto& a : page->value("accounts", json::array())) all.push_back(a);
+        token = page->value("nextPageToken", "");
+      } while (!token.empty());
+      if (f != Format::kDefault) {
+        PrintResource(all, f);
+      } else {
+        std::cout << "DISPLAY NAME\tEMAIL\n";
+        for (const auto& a : all) std::cout << a.value("displayName", "") << "\t" << a.value("email", "") << "\n";
+      }
+      return absl::OkStatus();
+    });
+  });
+  auto del_args = std::make_shared<IamArgs>();
+  CLI::App* sa_delete = accounts->add_subcommand("delete", "Delete a service account (its tokens die with it)");
+  sa_delete->add_option("EMAIL", del_args->name, "The account's email")->required();
+  sa_delete->callback([&ctx, del_args] {
+    Run(ctx, "iam.service-accounts.delete", [&](Client& c, Format) -> absl::Status {
+      auto r = c.Call("DELETE", absl::StrCat("/v1/projects/-/serviceAccounts/", del_args->name));
+      if (!r.ok()) return r.status();
+      std::cerr << "Deleted service account [" << del_args->name << "].\n";
+      return absl::OkStatus();
+    });
+  });
+
+  // ---- auth print-access-token ----
+  CLI::App* auth = app.add_subcommand("auth", "Tokens");
+  auth->require_subcommand(1);
+  auto tok_args = std::make_shared<IamArgs>();
+  CLI::App* print = auth->add_subcommand("print-access-token", "Print the token this CLI sends, or one of a service account");
+  Usage(print, "mlengine auth print-access-token [--impersonate-service-account=EMAIL] [--lifetime=3600s]");
+  print->add_option("--impersonate-service-account", tok_args->impersonate,
+                    "A short-lived token of this account (needs roles/iam.serviceAccountTokenCreator on it)");
+  print->add_option("--lifetime", tok_args->lifetime, "With --impersonate-service-account: 1s to 43200s");
+  print->callback([&ctx, tok_args] {
+    Run(ctx, "auth.print-access-token", [&](Client& c, Format) -> absl::Status {
+      if (tok_args->impersonate.empty()) {
+        if (c.connection().token.empty()) return absl::FailedPreconditionError("no token is configured");
+        std::cout << c.connection().token << "\n";
+        return absl::OkStatus();
+      }
+      json body = {{"scope", {"https://www.googleapis.com/auth/cloud-platform"}}};
+      if (!tok_args->lifetime.empty()) body["lifetime"] = tok_args->lifetime;
+      auto t = c.Call("POST",
+                      absl::StrCat("/v1/projects/-/serviceAccounts/", tok_args->impersonate, ":generateAccessToken"),
+                      {}, body);
+      if (!t.ok()) return t.status();
+      std::cout << t->value("accessToken", "") << "\n";
+      return absl::OkStatus();
+    });
+  });
+
+  // ---- admin users ----
+  CLI::App* admin = app.add_subcommand("admin", "The operator's commands (with mlengined's admin token)");
+  admin->require_subcommand(1);
+  CLI::App* users = admin->add_subcommand("users", "People who may call mlengined");
+  users->require_subcommand(1);
+  auto user_args = std::make_shared<IamArgs>();
+  CLI::App* u_create = users->add_subcommand("create", "Create a user (then grant roles on projects)");
+  u_create->add_option("EMAIL", user_args->name, "The user's email")->required();
+  u_create->callback([&ctx, user_args] {
+    Run(ctx, "admin.users.create", [&](Client& c, Format) -> absl::Status {
+      auto r = c.Call("POST", "/mlengine/v1/users", {}, json{{"email", user_args->name}});
+      if (!r.ok()) return r.status();
+      std::cerr << "Created user [" << r->value("email", "") << "].\n";
+      return absl::OkStatus();
+    });
+  });
+  CLI::App* u_list = users->add_subcommand("list", "List users");
+  u_list->callback([&ctx] {
+    Run(ctx, "admin.users.list", [&](Client& c, Format f) -> absl::Status {
+      auto r = c.Call("GET", "/mlengine/v1/users");
+      if (!r.ok()) return r.status();
+      if (f != Format::kDefault) return PrintResource(*r, f), absl::OkStatus();
+      for (const auto& u : r->value("users", json::array())) std::cout << u.value("email", "") << "\n";
+      return absl::OkStatus();
+    });
+  });
+  auto udel_args = std::make_shared<IamArgs>();
+  CLI::App* u_delete = users->add_subcommand("delete", "Delete a user: their tokens and grants go too");
+  u_delete->add_option("EMAIL", udel_args->name, "The user's email")->required();
+  u_delete->callback([&ctx, udel_args] {
+    Run(ctx, "admin.users.delete", [&](Client& c, Format) -> absl::Status {
+      auto r = c.Call("DELETE", absl::StrCat("/mlengine/v1/users/", udel_args->name));
+      if (!r.ok()) return r.status();
+      std::cerr << "Deleted user [" << udel_args->name << "].\n";
+      return absl::OkStatus();
+    });
+  });
+  auto ut_args = std::make_shared<IamArgs>();
+  CLI::App* u_token = users->add_subcommand("create-token", "Mint a token for a user (printed once; only its hash is kept)");
+  Usage(u_token, "mlengine admin users create-token EMAIL [--lifetime=2592000s]");
+  u_token->add_option("EMAIL", ut_args->name, "The user's email")->required();
+  u_token->add_option("--lifetime", ut_args->lifetime, "How long it is valid: 1s to 366 days (default 30 days)");
+  u_token->callback([&ctx, ut_args] {
+    Run(ctx, "admin.users.create-token", [&](Client& c, Format) -> absl::Status {
+      json body = json::object();
+      if (!ut_args->lifetime.empty()) body["lifetime"] = ut_args->lifetime;
+      auto r = c.Call("POST", absl::StrCat("/mlengine/v1/users/", ut_args->name, ":generateToken"), {}, body);
+      if (!r.ok()) return r.status();
+      std::cerr << "Token for " << ut_args->name << ", valid until " << r->value("expireTime", "") << ":\n";
+      std::cout << r->value("accessToken", "") << "\n";
+      return absl::OkStatus();
+    });
+  });
+}
+
+}  // namespace mle::cli

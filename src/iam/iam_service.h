@@ -1,0 +1,197 @@
+// IamService: identities, tokens, policies and the audit log of mlengined.
+// It keeps every record in memory (read without blocking on disk) and writes
+// each change through db::Store before it is visible or answered. Changes
+// run one at a time, in order (check, make durable, apply, then the next),
+// so a policy's etag check and its update cannot interleave with another
+// change; readers never see a change that is not yet durable.
+//
+// Principals: the operator (mlengined's admin token, every permission),
+// users the operator creates, and service accounts of projects: the ones
+// callers create (ACCOUNT@PROJECT.iam.mlengine.local), each project's
+// default account that jobs run as (service-NUMBER@cloud-ml.mlengine.iam.local)
+// and its TPU service identity (service-NUMBER@cloud-tpu.mlengine.iam.local),
+// which exists once generateServiceIdentity created it.
+//
+// Tokens are stored as SHA-256 hashes only, expire, and die with their
+// principal. Policies attach to projects, jobs and service accounts; a
+// permission holds on a resource when its own policy or its project's grants
+// it (iam/authorize.h decides).
+//
+// Thread-safe: any method from any thread. Callbacks of changes run on the
+// store's thread (or the caller's, when refused at once); keep them short.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <map>
+#include <optional>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "db/store.h"
+#include "iam/authorize.h"
+#include "iam/identity.h"
+#include "iam/policy.h"
+#include "iam/principal.h"
+#include "model/project.h"
+
+namespace mle::iam {
+
+// Where IamService finds projects (JobService keeps them).
+class ProjectDirectory {
+ public:
+  virtual ~ProjectDirectory() = default;
+  virtual std::optional<model::Project> FindProject(const std::string& id) const = 0;
+  virtual std::optional<model::Project> FindProjectByNumber(int64_t number) const = 0;
+};
+
+struct AccountPage {
+  std::vector<ServiceAccount> accounts;
+  std::string next_page_token;
+};
+
+class IamService {
+ public:
+  template <class T>
+  using Callback = std::function<void(absl::StatusOr<T>)>;
+  using StatusCallback = std::function<void(absl::Status)>;
+
+  // `operator_token`: mlengined's admin token (compared in constant time).
+  IamService(db::Store& store, common::Clock& clock, std::string operator_token);
+
+  void AttachProjects(const ProjectDirectory* projects) { projects_ = projects; }
+
+  // Loads every identity record. Call once, before serving.
+  absl::Status Recover();
+
+  // ---- who calls, and may they ----
+  // The principal a bearer token belongs to; UNAUTHENTICATED (saying why:
+  // unknown, expired, its principal deleted) otherwise.
+  absl::StatusOr<Principal> Authenticate(absl::string_view token) const;
+  absl::Status Authorize(const Principal& who, absl::string_view permission, const Resource& resource) const;
+
+  // ---- policies (getIamPolicy / setIamPolicy / testIamPermissions) ----
+  Policy GetPolicy(const Resource& resource) const;
+  // `etag`: the one the caller read (nullopt: overwrite, as Google allows);
+  // a different current etag is ABORTED. The members must exist; the caller
+  // must hold every permission of each role it adds (no escalation).
+  void SetPolicy(const Principal& who, const Resource& resource, Policy policy, std::optional<std::string> etag,
+                 Callback<Policy> done);
+  // The subset of `permissions` `who` holds on the resource; INVALID_ARGUMENT
+  // for a permission mlengine does not know.
+  absl::StatusOr<std::vector<std::string>> TestPermissions(const Principal& who, const Resource& resource,
+                                                           const std::vector<std::string>& permissions) const;
+
+  // ---- service accounts (iam v1) ----
+  void CreateServiceAccount(const std::string& project, const std::string& account_id, ServiceAccount fields,
+                            Callback<ServiceAccount> done);
+  // `id`: the email or the unique id; `project` may be "-" (any project).
+  absl::StatusOr<ServiceAccount> GetServiceAccount(const std::string& project, const std::string& id) const;
+  absl::StatusOr<AccountPage> ListServiceAccounts(const std::string& project, int page_size,
+                                                  const std::string& page_token) const;
+  void DeleteServiceAccount(const std::string& project, const std::string& id, StatusCallback done);
+  // The project's default account (what jobs run as) and TPU identity.
+  static std::string DefaultAccountEmail(int64_t project_number);
+  static std::string TpuAccountEmail(int64_t project_number);
+
+  // ---- tokens ----
+  // iamcredentials generateAccessToken: a token of `account` for `who`, who
+  // must hold iam.serviceAccounts.getAccessToken on it (through `delegates`,
+  // each holding it on the next). Lifetime 1 s to 12 h; default 1 h.
+  void GenerateAccessToken(const Principal& who, const std::string& project, const std::string& account,
+                           const std::vector<std::string>& delegates, absl::Duration lifetime,
+                           Callback<IssuedToken> done);
+  // A token for the replicas of a job running as `account`, valid for
+  // `lifetime` or until RevokeToken.
+  void IssueToken(const Principal& principal, absl::Duration lifetime, std::string purpose,
+                  Callback<IssuedToken> done);
+  // Revokes every token issued with `purpose` (a job's, when it ends).
+  void RevokeTokens(const std::string& purpose, StatusCallback done);
+
+  // ---- users (the operator's admin API) ----
+  void CreateUser(const std::string& email, Callback<User> done);
+  void DeleteUser(const std::string& email, StatusCallback done);
+  std::vector<User> ListUsers() const;
+
+  // ---- the guide's TPU flow ----
+  // serviceusage generateServiceIdentity for tpu.googleapis.com on
+  // `project_ref` (a project id or number): creates the project's TPU
+  // service identity (idempotent) and returns it.
+  void GenerateServiceIdentity(const std::string& project_ref, const std::string& service,
+                               Callback<ServiceAccount> done);
+  // OK when the project's TPU service identity holds roles/ml.serviceAgent
+  // on the project; FAILED_PRECONDITION naming the account, the role and the
+  // commands that fix it otherwise.
+  absl::Status CheckTpuServiceAgent(const model::Project& project) const;
+  // OK when `who` may run a job as `account` of `project`
+  // (iam.serviceAccounts.actAs); the project's default account needs no grant.
+  absl::Status CheckActAs(const Principal& who, const model::Project& project, const std::string& account) const;
+
+  // ---- buckets belong to projects ----
+  void SetBucketProject(const std::string& bucket, const std::string& project, StatusCallback done);
+  // The project that owns the bucket; nullopt for one created before
+  // buckets had owners (only the operator reaches those).
+  std::optional<std::string> BucketProject(const std::string& bucket) const;
+  // The buckets of `project`.
+  std::vector<std::string> BucketsOf(const std::string& project) const;
+
+  // ---- audit ----
+  // Appends a line (time_us 0: now), durably, then calls `done`.
+  void Audit(db::AuditRecord record, StatusCallback done);
+  absl::StatusOr<std::vector<db::AuditRecord>> ReadAudit(const db::AuditQuery& query) const;
+
+ private:
+  struct Token {
+    std::string member;
+    absl::Time expire_time;
+    std::string purpose;
+  };
+
+  // A change, prepared under mu_ (shared) from the state at its turn.
+  struct Change {
+    std::vector<db::Mutation> writes;
+    std::function<void()> apply;                // under mu_ (exclusive), once durable
+    std::function<void(absl::Status)> finish;  // then: answers the caller
+  };
+  // Returns the change, or nullopt once it has answered the caller (refused).
+  using Prepare = std::function<std::optional<Change>()>;
+  // Queues `prepare`; changes run one at a time, each after the last is durable.
+  void Write(Prepare prepare);
+  void WriteNext();
+  PolicyChain ChainOf(const Resource& resource) const;  // mu_ held
+  bool PrincipalExists(const std::string& member) const;  // mu_ held
+  std::optional<std::string> DefaultAccountProject(const std::string& email) const;
+  absl::Status CheckMembersExist(const Policy& policy) const;  // mu_ held
+  std::optional<ServiceAccount> FindAccount(const std::string& project, const std::string& id) const;  // mu_ held
+  // The records to write (and memory to change) when `member` goes: its
+  // tokens and its bindings. mu_ held (shared) while computing.
+  std::vector<db::Mutation> ForgetMember(const std::string& member, std::map<std::string, Policy>* changed) const;
+  // A new token of `member` (and the removal of expired ones). mu_ held.
+  Change Mint(const std::string& member, absl::Duration lifetime, const std::string& purpose,
+              Callback<IssuedToken> done);
+
+  db::Store& store_;
+  common::Clock& clock_;
+  const std::string operator_token_;
+  const ProjectDirectory* projects_ = nullptr;
+
+  mutable std::shared_mutex mu_;
+  std::map<std::string, User> users_;                // by email
+  std::map<std::string, ServiceAccount> accounts_;   // by email
+  std::map<std::string, Token> tokens_;              // by hash
+  std::map<std::string, Policy> policies_;           // by resource name
+  std::map<std::string, std::string> bucket_owner_;  // bucket -> project
+
+  std::mutex write_mu_;  // guards the two below
+  std::deque<Prepare> write_queue_;
+  bool writing_ = false;  // a change is in flight
+};
+
+}  // namespace mle::iam
