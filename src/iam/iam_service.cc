@@ -158,7 +158,8 @@ void IamService::WriteNext() {
     }
     std::optional<Change> change = prepare();
     if (!change) continue;  // refused: it answered already
-    store_.Commit(std::move(change->writes), [this, change = std::move(*change)](absl::Status s) {
+    std::vector<db::Mutation> writes = std::move(change->writes);  // before `change` moves into the callback
+    store_.Commit(std::move(writes), [this, change = std::move(*change)](absl::Status s) {
       if (s.ok()) {
         std::unique_lock lock(mu_);
         change.apply();

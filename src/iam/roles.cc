@@ -24,7 +24,7 @@ const std::vector<std::string> kViewer = Union({kMlRead,
                                                 kStorageObjectsRead,
                                                 {kBucketsGet, kBucketsList, kProjectsGetIamPolicy,
                                                  kServiceAccountsGet, kServiceAccountsList,
-                                                 kServiceAccountsGetIamPolicy, kServicesGet}});
+                                                 kServiceAccountsGetIamPolicy}});
 const std::vector<std::string> kEditor =
     Union({kViewer, kMlWrite, kStorageObjectsWrite, kStorageBuckets,
            {kServiceAccountsCreate, kServiceAccountsDelete, kServiceAccountsActAs, kServicesEnable}});

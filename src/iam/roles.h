@@ -40,7 +40,6 @@ inline constexpr char kServiceAccountsGetIamPolicy[] = "iam.serviceAccounts.getI
 inline constexpr char kServiceAccountsSetIamPolicy[] = "iam.serviceAccounts.setIamPolicy";
 
 inline constexpr char kServicesEnable[] = "serviceusage.services.enable";
-inline constexpr char kServicesGet[] = "serviceusage.services.get";
 
 inline constexpr char kBucketsCreate[] = "storage.buckets.create";
 inline constexpr char kBucketsGet[] = "storage.buckets.get";
