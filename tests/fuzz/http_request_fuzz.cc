@@ -42,7 +42,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "api/api_router.h"
-#include "api/auth.h"
+#include "iam/iam_service.h"
 #include "api/dispatch.h"
 #include "api/metrics_endpoint.h"
 #include "api/storage_router.h"
