@@ -1,7 +1,11 @@
 #include "api/access.h"
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "common/status.h"
+#include "obs/log.h"
 
 namespace mle::api {
 
@@ -22,6 +26,31 @@ absl::StatusOr<iam::Principal> AccessGate::Authenticate(absl::string_view author
         "from `mlengine auth print-access-token`, or the operator's admin.token.");
   }
   return iam_.Authenticate(token);
+}
+
+namespace {
+
+// The canonical code a response carries ("OK", "PERMISSION_DENIED", ...).
+std::string OutcomeOf(const HttpResponse& r) {
+  if (r.status < 300) return "OK";
+  const auto body = nlohmann::json::parse(r.body, nullptr, false);
+  if (body.is_object() && body.contains("error") && body["error"].contains("status") &&
+      body["error"]["status"].is_string()) {
+    return body["error"]["status"].get<std::string>();
+  }
+  return std::string(common::CodeName(common::CodeForHttpStatus(r.status)));
+}
+
+}  // namespace
+
+Responder RecordInAuditLog(iam::IamService& iam, db::AuditRecord record, Responder respond) {
+  return [&iam, record = std::move(record), respond = std::move(respond)](HttpResponse r) mutable {
+    record.outcome = OutcomeOf(r);
+    iam.Audit(std::move(record), [respond, r = std::move(r)](absl::Status st) mutable {
+      if (!st.ok()) obs::Log("audit").error("could not record a call in the audit log: {}", st.ToString());
+      respond(std::move(r));
+    });
+  };
 }
 
 }  // namespace mle::api

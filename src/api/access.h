@@ -8,6 +8,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "api/http_server.h"
+#include "db/store.h"
 #include "iam/iam_service.h"
 
 namespace mle::api {
@@ -30,5 +32,9 @@ class AccessGate {
  private:
   const iam::IamService& iam_;
 };
+
+// `respond`, preceded by appending `record` (its outcome taken from the
+// response) to the audit log: the call is answered once the line is durable.
+Responder RecordInAuditLog(iam::IamService& iam, db::AuditRecord record, Responder respond);
 
 }  // namespace mle::api

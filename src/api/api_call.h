@@ -28,7 +28,7 @@ struct Call {
   bool pretty = true;
   iam::Principal caller;
   bool authenticated = false;  // caller is who the token says
-  std::string request_id;
+  iam::Resource resource;      // what the path names (its project canonical: an id, not a number)
 
   std::string Param(const std::string& name) const {
     auto it = query.find(name);

@@ -209,15 +209,16 @@ void PatchJob(const Services& s, const Call& call, Responder respond) {
 }
 
 // What a route checks before its handler runs: a permission on the
-// resource its path names (kSelf: the handler decides, e.g. a token's
-// delegation chain; kAnyCaller: every authenticated caller may ask, e.g.
-// testIamPermissions), or the operator alone.
-enum class Scope { kProject, kJob, kAccount, kOperator, kSelf, kAnyCaller };
+// resource its path names (Call::resource: the deepest of project, job and
+// service account), every authenticated caller (e.g. testIamPermissions),
+// the operator alone, or nothing the gate can know (kSelf: the handler
+// decides, e.g. a token's delegation chain).
+enum class Access { kPermission, kAnyCaller, kOperator, kSelf };
 
 struct Route {
   HandlerFn handler;
-  Scope scope = Scope::kProject;
-  const char* permission = nullptr;  // kProject, kJob, kAccount
+  Access access = Access::kPermission;
+  const char* permission = nullptr;  // kPermission
   bool audited = false;              // it changes something: the audit log records each call
 };
 
@@ -234,147 +235,112 @@ const RouteTable<Route>& Routes() {
       {
           // ml v1
           {"GET", "v1/projects/{project}:getConfig", "ml.projects.getConfig",
-           {&GetConfig, Scope::kProject, perm::kProjectsGetConfig}},
+           {&GetConfig, Access::kPermission, perm::kProjectsGetConfig}},
           {"POST", "v1/projects/{project}/jobs", "ml.projects.jobs.create",
-           {&CreateJob, Scope::kProject, perm::kJobsCreate, kAudited}},
+           {&CreateJob, Access::kPermission, perm::kJobsCreate, kAudited}},
           {"GET", "v1/projects/{project}/jobs", "ml.projects.jobs.list",
-           {&ListJobs, Scope::kProject, perm::kJobsList}},
+           {&ListJobs, Access::kPermission, perm::kJobsList}},
           {"GET", "v1/projects/{project}/jobs/{job}/logs", "mlengine.projects.jobs.logs",
-           {&ReadLogs, Scope::kJob, perm::kJobsGet}},
+           {&ReadLogs, Access::kPermission, perm::kJobsGet}},
           {"POST", "v1/projects/{project}/jobs/{job}:cancel", "ml.projects.jobs.cancel",
-           {&CancelJob, Scope::kJob, perm::kJobsCancel, kAudited}},
+           {&CancelJob, Access::kPermission, perm::kJobsCancel, kAudited}},
           {"GET", "v1/projects/{project}/jobs/{job}:getIamPolicy", "ml.projects.jobs.getIamPolicy",
-           {&GetJobPolicy, Scope::kJob, perm::kJobsGetIamPolicy}},
+           {&GetJobPolicy, Access::kPermission, perm::kJobsGetIamPolicy}},
           {"POST", "v1/projects/{project}/jobs/{job}:setIamPolicy", "ml.projects.jobs.setIamPolicy",
-           {&SetJobPolicy, Scope::kJob, perm::kJobsSetIamPolicy, kAudited}},
+           {&SetJobPolicy, Access::kPermission, perm::kJobsSetIamPolicy, kAudited}},
           {"POST", "v1/projects/{project}/jobs/{job}:testIamPermissions", "ml.projects.jobs.testIamPermissions",
-           {&TestJobPermissions, Scope::kAnyCaller}},
+           {&TestJobPermissions, Access::kAnyCaller}},
           {"GET", "v1/projects/{project}/jobs/{job}", "ml.projects.jobs.get",
-           {&GetJob, Scope::kJob, perm::kJobsGet}},
+           {&GetJob, Access::kPermission, perm::kJobsGet}},
           {"PATCH", "v1/projects/{project}/jobs/{job}", "ml.projects.jobs.patch",
-           {&PatchJob, Scope::kJob, perm::kJobsUpdate, kAudited}},
+           {&PatchJob, Access::kPermission, perm::kJobsUpdate, kAudited}},
           // cloudresourcemanager v1
           {"GET", "v1/projects/{project}", "cloudresourcemanager.projects.get",
-           {&GetProject, Scope::kProject, perm::kProjectsGet}},
+           {&GetProject, Access::kPermission, perm::kProjectsGet}},
           {"POST", "v1/projects/{project}:getIamPolicy", "cloudresourcemanager.projects.getIamPolicy",
-           {&GetProjectPolicy, Scope::kProject, perm::kProjectsGetIamPolicy}},
+           {&GetProjectPolicy, Access::kPermission, perm::kProjectsGetIamPolicy}},
           {"POST", "v1/projects/{project}:setIamPolicy", "cloudresourcemanager.projects.setIamPolicy",
-           {&SetProjectPolicy, Scope::kProject, perm::kProjectsSetIamPolicy, kAudited}},
+           {&SetProjectPolicy, Access::kPermission, perm::kProjectsSetIamPolicy, kAudited}},
           {"POST", "v1/projects/{project}:testIamPermissions", "cloudresourcemanager.projects.testIamPermissions",
-           {&TestProjectPermissions, Scope::kAnyCaller}},
+           {&TestProjectPermissions, Access::kAnyCaller}},
           // iam v1 and iamcredentials v1
           {"POST", "v1/projects/{project}/serviceAccounts", "iam.projects.serviceAccounts.create",
-           {&CreateAccount, Scope::kProject, perm::kServiceAccountsCreate, kAudited}},
+           {&CreateAccount, Access::kPermission, perm::kServiceAccountsCreate, kAudited}},
           {"GET", "v1/projects/{project}/serviceAccounts", "iam.projects.serviceAccounts.list",
-           {&ListAccounts, Scope::kProject, perm::kServiceAccountsList}},
+           {&ListAccounts, Access::kPermission, perm::kServiceAccountsList}},
           {"POST", "v1/projects/{project}/serviceAccounts/{account}:getIamPolicy",
            "iam.projects.serviceAccounts.getIamPolicy",
-           {&GetAccountPolicy, Scope::kAccount, perm::kServiceAccountsGetIamPolicy}},
+           {&GetAccountPolicy, Access::kPermission, perm::kServiceAccountsGetIamPolicy}},
           {"POST", "v1/projects/{project}/serviceAccounts/{account}:setIamPolicy",
            "iam.projects.serviceAccounts.setIamPolicy",
-           {&SetAccountPolicy, Scope::kAccount, perm::kServiceAccountsSetIamPolicy, kAudited}},
+           {&SetAccountPolicy, Access::kPermission, perm::kServiceAccountsSetIamPolicy, kAudited}},
           {"POST", "v1/projects/{project}/serviceAccounts/{account}:testIamPermissions",
-           "iam.projects.serviceAccounts.testIamPermissions", {&TestAccountPermissions, Scope::kAnyCaller}},
+           "iam.projects.serviceAccounts.testIamPermissions", {&TestAccountPermissions, Access::kAnyCaller}},
           {"POST", "v1/projects/{project}/serviceAccounts/{account}:generateAccessToken",
            "iamcredentials.projects.serviceAccounts.generateAccessToken",
-           {&GenerateAccessToken, Scope::kSelf, nullptr, kAudited}},
+           {&GenerateAccessToken, Access::kSelf, nullptr, kAudited}},
           {"GET", "v1/projects/{project}/serviceAccounts/{account}", "iam.projects.serviceAccounts.get",
-           {&GetAccount, Scope::kAccount, perm::kServiceAccountsGet}},
+           {&GetAccount, Access::kPermission, perm::kServiceAccountsGet}},
           {"DELETE", "v1/projects/{project}/serviceAccounts/{account}", "iam.projects.serviceAccounts.delete",
-           {&DeleteAccount, Scope::kAccount, perm::kServiceAccountsDelete, kAudited}},
+           {&DeleteAccount, Access::kPermission, perm::kServiceAccountsDelete, kAudited}},
           // serviceusage v1beta1: the TPU guide's service identity
           {"POST", "v1beta1/projects/{project}/services/{service}:generateServiceIdentity",
            "serviceusage.services.generateServiceIdentity",
-           {&GenerateServiceIdentity, Scope::kProject, perm::kServicesEnable, kAudited}},
+           {&GenerateServiceIdentity, Access::kPermission, perm::kServicesEnable, kAudited}},
           // mlengine's own: the operator's users and tokens, a project's audit log
-          {"GET", "mlengine/v1/users", "mlengine.users.list", {&ListUsers, Scope::kOperator}},
-          {"POST", "mlengine/v1/users", "mlengine.users.create", {&CreateUser, Scope::kOperator, nullptr, kAudited}},
+          {"GET", "mlengine/v1/users", "mlengine.users.list", {&ListUsers, Access::kOperator}},
+          {"POST", "mlengine/v1/users", "mlengine.users.create", {&CreateUser, Access::kOperator, nullptr, kAudited}},
           {"POST", "mlengine/v1/users/{user}:generateToken", "mlengine.users.generateToken",
-           {&GenerateUserToken, Scope::kOperator, nullptr, kAudited}},
+           {&GenerateUserToken, Access::kOperator, nullptr, kAudited}},
           {"DELETE", "mlengine/v1/users/{user}", "mlengine.users.delete",
-           {&DeleteUser, Scope::kOperator, nullptr, kAudited}},
+           {&DeleteUser, Access::kOperator, nullptr, kAudited}},
           {"GET", "mlengine/v1/projects/{project}/auditLog", "mlengine.projects.auditLog.list",
-           {&ReadAuditLog, Scope::kProject, perm::kAuditLogList}},
+           {&ReadAuditLog, Access::kPermission, perm::kAuditLogList}},
       });
   return *routes;
 }
 
 // A project named by its number (serviceusage's projects/<serviceAccountProject>)
-// is the project with that number, when there is one.
-std::string ProjectOf(const Services& s, const std::string& ref) {
+// is the project with that number, when there is one: its id from then on,
+// for the gate, the handler and the audit log alike.
+void CanonicalizeProject(const Services& s, Call* call) {
+  auto it = call->vars.find("project");
+  if (it == call->vars.end()) return;
+  const std::string& ref = it->second;
   int64_t number = 0;
   if (!ref.empty() && absl::ascii_isdigit(static_cast<unsigned char>(ref[0])) && absl::SimpleAtoi(ref, &number)) {
-    if (auto p = s.jobs.FindProjectByNumber(number)) return p->id;
+    if (auto p = s.jobs.FindProjectByNumber(number)) it->second = p->id;
   }
-  return ref;
 }
 
-// The resource a route's permission is checked on.
-iam::Resource ResourceOf(const Services& s, const Route& route, const Call& call) {
-  const std::string project = call.vars.count("project") ? ProjectOf(s, call.Var("project")) : "";
-  switch (route.scope) {
-    case Scope::kJob:
-      return iam::Resource::Job(project, call.Var("job"));
-    case Scope::kAccount: {
-      // "projects/-/serviceAccounts/ID": the account's own project and email.
-      auto a = s.iam.GetServiceAccount(project, call.Var("account"));
-      if (a.ok()) return iam::Resource::Account(a->project, a->email);
-      return iam::Resource::Account(project, call.Var("account"));
-    }
-    default:
-      return iam::Resource::Project(project);
+// The resource the path names: a service account ("projects/-/serviceAccounts/ID":
+// the account's own project and email), a job, or a project.
+iam::Resource ResourceOf(const Services& s, const Call& call) {
+  const std::string project = call.vars.count("project") ? call.Var("project") : "";
+  if (call.vars.count("account")) {
+    auto a = s.iam.GetServiceAccount(project, call.Var("account"));
+    if (a.ok()) return iam::Resource::Account(a->project, a->email);
+    return iam::Resource::Account(project, call.Var("account"));
   }
+  if (call.vars.count("job")) return iam::Resource::Job(project, call.Var("job"));
+  return iam::Resource::Project(project);
 }
 
 // May the caller use the route? PERMISSION_DENIED saying which permission on
 // which resource otherwise.
 absl::Status CheckAccess(const Services& s, const Route& route, const Call& call) {
-  switch (route.scope) {
-    case Scope::kSelf:
-    case Scope::kAnyCaller:
+  switch (route.access) {
+    case Access::kSelf:
+    case Access::kAnyCaller:
       return absl::OkStatus();
-    case Scope::kOperator:
+    case Access::kOperator:
       if (call.caller.IsOperator()) return absl::OkStatus();
       return absl::PermissionDeniedError(
           "Only the operator (the token in mlengined's admin.token) may manage users and their tokens.");
-    default:
-      return s.iam.Authorize(call.caller, route.permission, ResourceOf(s, route, call));
+    case Access::kPermission:
+      break;
   }
-}
-
-// The outcome of a response, as the audit log records it.
-std::string OutcomeOf(const HttpResponse& r) {
-  if (r.status < 300) return "OK";
-  json body = json::parse(r.body, nullptr, false);
-  if (body.is_object() && body.contains("error") && body["error"].contains("status") &&
-      body["error"]["status"].is_string()) {
-    return body["error"]["status"].get<std::string>();
-  }
-  return std::string(common::CodeName(common::CodeForHttpStatus(r.status)));
-}
-
-// Records the call in the audit log once it is answered, and answers once
-// the record is durable.
-Responder Audited(const Services& s, const std::string& method, std::shared_ptr<Call> call, Responder respond) {
-  return [&iam = s.iam, &jobs = s.jobs, method, call, respond = std::move(respond)](HttpResponse r) {
-    db::AuditRecord record;
-    record.principal = call->authenticated ? call->caller.Member() : "unauthenticated";
-    record.method = method;
-    record.outcome = OutcomeOf(r);
-    record.request_id = call->request_id;
-    record.resource = absl::StrCat("/", absl::StrJoin(call->path.segments, "/"),
-                                   call->path.verb.empty() ? "" : ":", call->path.verb);
-    if (call->vars.count("project")) {
-      int64_t number = 0;
-      const std::string& ref = call->Var("project");
-      auto p = absl::SimpleAtoi(ref, &number) ? jobs.FindProjectByNumber(number) : std::nullopt;
-      record.project = p ? p->id : ref;
-    }
-    iam.Audit(std::move(record), [respond, r = std::move(r)](absl::Status st) mutable {
-      if (!st.ok()) obs::Log("audit").error("could not record a call in the audit log: {}", st.ToString());
-      respond(std::move(r));
-    });
-  };
+  return s.iam.Authorize(call.caller, route.permission, call.resource);
 }
 
 }  // namespace
@@ -407,12 +373,19 @@ void ApiRouter::Handle(HttpRequest request, Responder respond) const {
   }
 
   const bool audited = found.route != nullptr && found.route->handler.audited;
-  call->request_id = request.request_id;
+  auto audit = [&] {
+    db::AuditRecord record;
+    record.principal = call->authenticated ? call->caller.Member() : "unauthenticated";
+    record.method = found.route->name;
+    record.request_id = request.request_id;
+    record.resource = absl::StrCat("/", absl::StrJoin(call->path.segments, "/"), call->path.verb.empty() ? "" : ":",
+                                   call->path.verb);
+    record.project = call->resource.project;
+    respond = RecordInAuditLog(services_.iam, std::move(record), std::move(respond));
+  };
   auto caller = gate_.Authenticate(request.authorization, call->Param("access_token"));
   if (!caller.ok()) {
-    if (audited) {
-      respond = Audited(services_, found.route->name, call, std::move(respond));
-    }
+    if (audited) audit();
     return respond(Fail(caller.status(), pretty));
   }
   call->caller = *std::move(caller);
@@ -432,7 +405,9 @@ void ApiRouter::Handle(HttpRequest request, Responder respond) const {
   }
   if (found.route == nullptr) return respond(Fail(NoRoute(*call), pretty));
   call->vars = std::move(found.vars);
-  if (audited) respond = Audited(services_, found.route->name, call, std::move(respond));
+  CanonicalizeProject(services_, call.get());
+  call->resource = ResourceOf(services_, *call);
+  if (audited) audit();
   if (auto st = CheckAccess(services_, found.route->handler, *call); !st.ok()) return respond(Fail(st, pretty));
   found.route->handler.handler(services_, *call, std::move(respond));
 }

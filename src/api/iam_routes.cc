@@ -76,12 +76,6 @@ absl::Status JobExists(const Services& s, const Call& call) {
   return s.jobs.GetJob(call.Var("project"), call.Var("job")).status();
 }
 
-iam::Resource AccountResource(const Services& s, const Call& call) {
-  auto a = s.iam.GetServiceAccount(call.Var("project"), call.Var("account"));
-  if (a.ok()) return iam::Resource::Account(a->project, a->email);
-  return iam::Resource::Account(call.Var("project"), call.Var("account"));
-}
-
 }  // namespace
 
 // ---- cloudresourcemanager v1 ----
@@ -101,27 +95,27 @@ void GetProject(const Services& s, const Call& call, Responder respond) {
 }
 
 void GetProjectPolicy(const Services& s, const Call& call, Responder respond) {
-  GetPolicy(s, call, iam::Resource::Project(call.Var("project")), true, std::move(respond));
+  GetPolicy(s, call, call.resource, true, std::move(respond));
 }
 void SetProjectPolicy(const Services& s, const Call& call, Responder respond) {
-  SetPolicy(s, call, iam::Resource::Project(call.Var("project")), std::move(respond));
+  SetPolicy(s, call, call.resource, std::move(respond));
 }
 void TestProjectPermissions(const Services& s, const Call& call, Responder respond) {
-  TestPermissions(s, call, iam::Resource::Project(call.Var("project")), std::move(respond));
+  TestPermissions(s, call, call.resource, std::move(respond));
 }
 
 // ---- ml v1 jobs ----
 
 void GetJobPolicy(const Services& s, const Call& call, Responder respond) {
   if (auto st = JobExists(s, call); !st.ok()) return respond(Fail(st, call.pretty));
-  GetPolicy(s, call, iam::Resource::Job(call.Var("project"), call.Var("job")), false, std::move(respond));
+  GetPolicy(s, call, call.resource, false, std::move(respond));
 }
 void SetJobPolicy(const Services& s, const Call& call, Responder respond) {
   if (auto st = JobExists(s, call); !st.ok()) return respond(Fail(st, call.pretty));
-  SetPolicy(s, call, iam::Resource::Job(call.Var("project"), call.Var("job")), std::move(respond));
+  SetPolicy(s, call, call.resource, std::move(respond));
 }
 void TestJobPermissions(const Services& s, const Call& call, Responder respond) {
-  TestPermissions(s, call, iam::Resource::Job(call.Var("project"), call.Var("job")), std::move(respond));
+  TestPermissions(s, call, call.resource, std::move(respond));
 }
 
 // ---- iam v1 service accounts ----
@@ -175,13 +169,13 @@ void DeleteAccount(const Services& s, const Call& call, Responder respond) {
 }
 
 void GetAccountPolicy(const Services& s, const Call& call, Responder respond) {
-  GetPolicy(s, call, AccountResource(s, call), true, std::move(respond));
+  GetPolicy(s, call, call.resource, true, std::move(respond));
 }
 void SetAccountPolicy(const Services& s, const Call& call, Responder respond) {
-  SetPolicy(s, call, AccountResource(s, call), std::move(respond));
+  SetPolicy(s, call, call.resource, std::move(respond));
 }
 void TestAccountPermissions(const Services& s, const Call& call, Responder respond) {
-  TestPermissions(s, call, AccountResource(s, call), std::move(respond));
+  TestPermissions(s, call, call.resource, std::move(respond));
 }
 
 // ---- iamcredentials v1 ----
@@ -212,20 +206,15 @@ void GenerateServiceIdentity(const Services& s, const Call& call, Responder resp
                                                              {{"", "the request body must be {} (or empty)"}}),
                         pretty));
   }
-  const std::string parent = absl::StrCat("projects/", call.Var("project"));
-  auto generate = [&iam = s.iam, service = call.Var("service"), respond, pretty, parent](const std::string& ref) {
-    iam.GenerateServiceIdentity(ref, service, [respond, pretty, parent](absl::StatusOr<iam::ServiceAccount> a) {
+  // The project may be new (named by its id): register it, as getConfig would.
+  s.jobs.GetConfig(call.Var("project"), [&iam = s.iam, service = call.Var("service"), respond,
+                                         pretty](absl::StatusOr<model::Project> p) {
+    if (!p.ok()) return respond(Fail(p.status(), pretty));
+    iam.GenerateServiceIdentity(*p, service, [respond, pretty, parent = "projects/" + p->id](
+                                                 absl::StatusOr<iam::ServiceAccount> a) {
       if (!a.ok()) return respond(Fail(a.status(), pretty));
       respond(Render(codec::EncodeServiceIdentityOperation(*a, parent), pretty));
     });
-  };
-  int64_t number = 0;
-  const std::string& ref = call.Var("project");
-  if (absl::SimpleAtoi(ref, &number) && s.jobs.FindProjectByNumber(number)) return generate(ref);
-  // A project named by its id may be new: register it, as getConfig would.
-  s.jobs.GetConfig(ref, [generate, respond, pretty](absl::StatusOr<model::Project> p) {
-    if (!p.ok()) return respond(Fail(p.status(), pretty));
-    generate(p->id);
   });
 }
 

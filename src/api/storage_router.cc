@@ -16,7 +16,6 @@
 #include "common/status.h"
 #include "common/time_format.h"
 #include "iam/roles.h"
-#include "obs/log.h"
 
 namespace mle::api {
 
@@ -381,25 +380,23 @@ absl::Status CheckAccess(const AccessGate& gate, const Route& route, const Stora
   return gate.Check(call.caller, route.permission, iam::Resource::Project(project));
 }
 
-// Records the call in the project's audit log once answered.
-Responder Audited(iam::IamService& iam, const std::string& method, std::shared_ptr<const StorageCall> call,
-                  const std::string& request_id, Responder respond) {
-  return [&iam, method, call, request_id, respond = std::move(respond)](HttpResponse r) {
-    db::AuditRecord record;
-    record.principal = call->caller.Member();
-    record.method = method;
-    record.request_id = request_id;
-    const bool bucket_route = call->vars.count("bucket") > 0;
-    record.project = bucket_route ? iam.BucketProject(call->Var("bucket")).value_or("") : call->Param("project");
-    record.resource = bucket_route ? absl::StrCat(iam::BucketResource(call->Var("bucket")),
-                                                  call->vars.count("object") ? "/objects/" + call->Var("object") : "")
-                                   : absl::StrCat("projects/", call->Param("project"));
-    record.outcome = r.status < 300 ? "OK" : std::string(common::CodeName(common::CodeForHttpStatus(r.status)));
-    iam.Audit(std::move(record), [respond, r = std::move(r)](absl::Status st) mutable {
-      if (!st.ok()) obs::Log("audit").error("could not record a call in the audit log: {}", st.ToString());
-      respond(std::move(r));
-    });
-  };
+// The audit line of a call that changes a bucket or an object: in the
+// bucket's project (or the `project` a bucket is created in).
+db::AuditRecord AuditRecordOf(const iam::IamService& iam, const std::string& method, const StorageCall& call,
+                              const std::string& request_id) {
+  db::AuditRecord record;
+  record.principal = call.caller.Member();
+  record.method = method;
+  record.request_id = request_id;
+  if (call.vars.count("bucket")) {
+    record.project = iam.BucketProject(call.Var("bucket")).value_or("");
+    record.resource = absl::StrCat(iam::BucketResource(call.Var("bucket")),
+                                   call.vars.count("object") ? "/objects/" + call.Var("object") : "");
+  } else {
+    record.project = call.Param("project");
+    record.resource = absl::StrCat("projects/", call.Param("project"));
+  }
+  return record;
 }
 
 }  // namespace
@@ -448,7 +445,10 @@ void StorageRouter::Handle(HttpRequest request, Responder respond) const {
   if (found.route == nullptr) return respond(RenderError(NoRoute(request), pretty));
   call->vars = std::move(found.vars);
   const Route& route = found.route->handler;
-  if (route.audited) respond = Audited(iam_, found.route->name, call, request.request_id, std::move(respond));
+  if (route.audited) {
+    respond = RecordInAuditLog(iam_, AuditRecordOf(iam_, found.route->name, *call, request.request_id),
+                               std::move(respond));
+  }
   if (auto s = CheckAccess(gate_, route, *call); !s.ok()) return respond(RenderError(s, pretty));
   route.handler(Context{store_, *workers_, iam_}, std::move(call), std::move(request), std::move(respond));
 }

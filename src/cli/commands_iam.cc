@@ -118,7 +118,7 @@ void AddIamCommands(CLI::App& app, Context& ctx) {
       Run(ctx, "projects." + name, [&](Client& c, Format f) -> absl::Status {
         auto policy = EditBinding(c, ProjectOf(*args, c), args->member, args->role, add);
         if (!policy.ok()) return policy.status();
-        std::cerr << (add ? "Updated IAM policy for project [" : "Updated IAM policy for project [")
+        std::cerr << "Updated IAM policy for project ["
                   << ProjectOf(*args, c) << "].\n";
         PrintResource(*policy, f);
         return absl::OkStatus();

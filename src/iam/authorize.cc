@@ -58,6 +58,13 @@ std::string ServiceAccountResource(absl::string_view project, absl::string_view 
 }
 std::string BucketResource(absl::string_view bucket) { return absl::StrCat("projects/_/buckets/", bucket); }
 
+std::string DefaultAccountEmail(int64_t project_number) {
+  return absl::StrCat("service-", project_number, kDefaultAccountDomain);
+}
+std::string TpuAccountEmail(int64_t project_number) {
+  return absl::StrCat("service-", project_number, kTpuAccountDomain);
+}
+
 std::string Resource::Name() const {
   switch (kind) {
     case ResourceKind::kProject:

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/time_format.h"
 #include "iam/tokens.h"
 #include "obs/log.h"
@@ -76,21 +77,12 @@ bool ValidAccountId(const std::string& id) {
   });
 }
 
-constexpr char kDefaultAccountDomain[] = "@cloud-ml.mlengine.iam.local";
-constexpr char kTpuAccountDomain[] = "@cloud-tpu.mlengine.iam.local";
 
 }  // namespace
 
 IamService::IamService(db::Store& store, common::Clock& clock, std::string operator_token)
     : store_(store), clock_(clock), operator_token_(std::move(operator_token)) {}
 
-
-std::string IamService::DefaultAccountEmail(int64_t project_number) {
-  return absl::StrCat("service-", project_number, kDefaultAccountDomain);
-}
-std::string IamService::TpuAccountEmail(int64_t project_number) {
-  return absl::StrCat("service-", project_number, kTpuAccountDomain);
-}
 
 absl::Status IamService::Recover() {
   auto records = store_.LoadRecords();
@@ -222,13 +214,12 @@ absl::Status IamService::Authorize(const Principal& who, absl::string_view permi
 }
 
 std::optional<std::string> IamService::DefaultAccountProject(const std::string& email) const {
-  if (projects_ == nullptr || !absl::StartsWith(email, "service-") || !absl::EndsWith(email, kDefaultAccountDomain)) {
+  absl::string_view digits = email;
+  int64_t number = 0;
+  if (projects_ == nullptr || !absl::ConsumePrefix(&digits, "service-") ||
+      !absl::ConsumeSuffix(&digits, kDefaultAccountDomain) || !absl::SimpleAtoi(digits, &number)) {
     return std::nullopt;
   }
-  int64_t number = 0;
-  const absl::string_view digits =
-      absl::string_view(email).substr(8, email.size() - 8 - std::string(kDefaultAccountDomain).size());
-  if (!absl::SimpleAtoi(digits, &number)) return std::nullopt;
   auto p = projects_->FindProjectByNumber(number);
   if (!p) return std::nullopt;
   return p->id;
@@ -517,9 +508,7 @@ void IamService::GenerateAccessToken(const Principal& who, const std::string& pr
         const std::string target_email = a ? a->email : absl::AsciiStrToLower(id);
         const std::string target_project = a ? a->project : *DefaultAccountProject(target_email);
         const Resource r = Resource::Account(target_project, target_email);
-        if (!holder.IsOperator() && !iam::Authorize(holder, perm::kServiceAccountsGetAccessToken, r.Name(),
-                                                    ChainOf(r))
-                                         .ok()) {
+        if (!iam::Authorize(holder, perm::kServiceAccountsGetAccessToken, r.Name(), ChainOf(r)).ok()) {
           return refuse(absl::PermissionDeniedError(absl::StrCat(
               "Permission 'iam.serviceAccounts.getAccessToken' denied on resource (or it may not exist): ",
               r.Name(), ".", i > 0 ? absl::StrCat(" (", holder.Member(), " is delegates[", i - 1, "].)") : "")));
@@ -626,26 +615,17 @@ std::vector<User> IamService::ListUsers() const {
 
 // ---- the TPU flow ----
 
-void IamService::GenerateServiceIdentity(const std::string& project_ref, const std::string& service,
+void IamService::GenerateServiceIdentity(const model::Project& project, const std::string& service,
                                          Callback<ServiceAccount> done) {
   if (service != "tpu.googleapis.com") {
     return done(absl::InvalidArgumentError(absl::StrCat(
         "Service ", service, " has no service identity in mlengine: only tpu.googleapis.com (the TPU service "
                              "account of the TPU guide's access steps) does.")));
   }
-  std::optional<model::Project> project;
-  if (projects_ != nullptr) {
-    int64_t number = 0;
-    project = absl::SimpleAtoi(project_ref, &number) ? projects_->FindProjectByNumber(number)
-                                                     : projects_->FindProject(project_ref);
-  }
-  if (!project) {
-    return done(absl::NotFoundError(absl::StrCat("Project ", project_ref, " is not known to mlengine.")));
-  }
-  Write([this, p = *project, done = std::move(done)]() -> std::optional<Change> {
+  Write([this, p = project, done = std::move(done)]() -> std::optional<Change> {
     ServiceAccount a;
     a.project = p.id;
-    a.email = p.tpu_service_account.empty() ? TpuAccountEmail(p.number) : p.tpu_service_account;
+    a.email = p.tpu_service_account;
     a.account_id = a.email.substr(0, a.email.find('@'));
     a.display_name = "Cloud TPU service identity";
     a.service_agent = true;
@@ -668,8 +648,7 @@ void IamService::GenerateServiceIdentity(const std::string& project_ref, const s
 }
 
 absl::Status IamService::CheckTpuServiceAgent(const model::Project& project) const {
-  const std::string email = project.tpu_service_account.empty() ? TpuAccountEmail(project.number)
-                                                                 : project.tpu_service_account;
+  const std::string& email = project.tpu_service_account;
   const std::string member = Principal::ServiceAccount(email).Member();
   std::shared_lock lock(mu_);
   const bool exists = accounts_.count(email) > 0;

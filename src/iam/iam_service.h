@@ -97,9 +97,6 @@ class IamService {
   absl::StatusOr<AccountPage> ListServiceAccounts(const std::string& project, int page_size,
                                                   const std::string& page_token) const;
   void DeleteServiceAccount(const std::string& project, const std::string& id, StatusCallback done);
-  // The project's default account (what jobs run as) and TPU identity.
-  static std::string DefaultAccountEmail(int64_t project_number);
-  static std::string TpuAccountEmail(int64_t project_number);
 
   // ---- tokens ----
   // iamcredentials generateAccessToken: a token of `account` for `who`, who
@@ -121,10 +118,9 @@ class IamService {
   std::vector<User> ListUsers() const;
 
   // ---- the guide's TPU flow ----
-  // serviceusage generateServiceIdentity for tpu.googleapis.com on
-  // `project_ref` (a project id or number): creates the project's TPU
-  // service identity (idempotent) and returns it.
-  void GenerateServiceIdentity(const std::string& project_ref, const std::string& service,
+  // serviceusage generateServiceIdentity for tpu.googleapis.com: creates
+  // the project's TPU service identity (idempotent) and returns it.
+  void GenerateServiceIdentity(const model::Project& project, const std::string& service,
                                Callback<ServiceAccount> done);
   // OK when the project's TPU service identity holds roles/ml.serviceAgent
   // on the project; FAILED_PRECONDITION naming the account, the role and the

@@ -3,6 +3,7 @@
 // Plain values; not thread-safe; copy freely.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "absl/time/time.h"
@@ -46,5 +47,12 @@ struct IssuedToken {
   std::string token;  // shown once; only its hash is kept
   absl::Time expire_time;
 };
+
+// The accounts mlengine keeps for each project: the default one its jobs
+// run as, and its TPU service identity (the TPU guide's access steps).
+inline constexpr char kDefaultAccountDomain[] = "@cloud-ml.mlengine.iam.local";
+inline constexpr char kTpuAccountDomain[] = "@cloud-tpu.mlengine.iam.local";
+std::string DefaultAccountEmail(int64_t project_number);  // service-NUMBER@cloud-ml.mlengine.iam.local
+std::string TpuAccountEmail(int64_t project_number);      // service-NUMBER@cloud-tpu.mlengine.iam.local
 
 }  // namespace mle::iam

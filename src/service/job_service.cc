@@ -65,8 +65,8 @@ model::Project JobService::NewProject(const std::string& id) const {
   model::Project p;
   p.id = id;
   p.number = dist(rng);
-  p.service_account = absl::StrCat("service-", p.number, "@cloud-ml.mlengine.iam.local");
-  p.tpu_service_account = absl::StrCat("service-", p.number, "@cloud-tpu.mlengine.iam.local");
+  p.service_account = iam::DefaultAccountEmail(p.number);
+  p.tpu_service_account = iam::TpuAccountEmail(p.number);
   p.create_time = clock_.Now();
   return p;
 }

@@ -259,3 +259,19 @@ def test_policies_tokens_and_accounts_survive_kill_9(launcher):
     assert s2.request("GET", "/v1/projects/kept-p/jobs", token=frank).status == 200
     assert s2.request("POST", "/v1/projects/kept-p/jobs", body=tpu_job("j"), token=frank).status == 403
     assert s2.create("kept-p", tpu_job("tpu_ok"))[0] == 200
+
+
+def test_a_project_named_by_its_number_is_that_project_everywhere(fresh_server):
+    """projects/<serviceAccountProject> (the guide's serviceusage call) is the
+    project with that number for the permission check and the method alike:
+    a caller cannot reach past a role by spelling the project as a number."""
+    server = fresh_server
+    gina = new_user(server, "gina@example.com")
+    grant(server, "num-p", "user:gina@example.com", "roles/ml.developer")
+    number = server.get_config("num-p")[1]["serviceAccountProject"]
+    assert server.call("POST", "/v1/projects/%s:getIamPolicy" % number, {}) == \
+        server.call("POST", "/v1/projects/num-p:getIamPolicy", {})
+    r = server.request("POST", "/v1/projects/%s/jobs" % number, body=tpu_job("by_number", scaleTier="BASIC"),
+                       token=gina)
+    assert r.status == 200 and r.json["jobId"] == "by_number", r
+    assert server.get("num-p", "by_number")[0] == 200  # created in num-p, not in a project named by the number
