@@ -51,17 +51,18 @@ absl::StatusOr<json> EditBinding(Client& client, const std::string& project, con
     auto policy = client.Call("POST", absl::StrCat("/v1/projects/", project, ":getIamPolicy"), {}, json::object());
     if (!policy.ok()) return policy.status();
     json bindings = policy->value("bindings", json::array());
-    bool found = false;
+    bool role_found = false, member_found = false;
     for (auto& b : bindings) {
       if (b.value("role", "") != role) continue;
-      found = true;
+      role_found = true;
       auto& members = b["members"];
       auto it = std::find(members.begin(), members.end(), member);
-      if (add && it == members.end()) members.push_back(member);
-      if (!add && it != members.end()) members.erase(it);
+      member_found = it != members.end();
+      if (add && !member_found) members.push_back(member);
+      if (!add && member_found) members.erase(it);
     }
-    if (!found && add) bindings.push_back({{"role", role}, {"members", {member}}});
-    if (!found && !add) {
+    if (!role_found && add) bindings.push_back({{"role", role}, {"members", {member}}});
+    if (!member_found && !add) {
       return absl::NotFoundError(absl::StrCat("Policy binding with the specified principal, role, and condition not "
                                               "found: ", member, " does not hold ", role, " on project ", project,
                                               "."));

@@ -1,0 +1,49 @@
+"""Access from the command line, as an operator and a user run it: users and
+their tokens, project policy bindings, service accounts and impersonated
+tokens (docs/access.md)."""
+
+
+
+def test_operator_gives_a_user_a_role_and_the_users_token_works(cli, names):
+    email = f"user{names.suffix}@example.com"
+    cli.ok("admin", "users", "create", email)
+    token = cli.ok("admin", "users", "create-token", email, "--lifetime=3600s").out.strip()
+    as_user = {"MLENGINE_TOKEN": token}
+    denied = cli("jobs", "list", env=as_user)
+    assert denied.rc != 0 and "PERMISSION_DENIED" in denied.err and "ml.jobs.list" in denied.err, denied
+
+    cli.ok("projects", "add-iam-policy-binding", f"--member=user:{email}", "--role=roles/ml.viewer")
+    policy = cli.ok("projects", "get-iam-policy", "--format=json").json()
+    assert {"role": "roles/ml.viewer", "members": [f"user:{email}"]} in policy["bindings"], policy
+    cli.ok("jobs", "list", env=as_user)
+    # A viewer cannot grant itself more.
+    r = cli("projects", "add-iam-policy-binding", f"--member=user:{email}", "--role=roles/owner", env=as_user)
+    assert r.rc != 0 and "PERMISSION_DENIED" in r.err, r
+
+    cli.ok("projects", "remove-iam-policy-binding", f"--member=user:{email}", "--role=roles/ml.viewer")
+    assert cli("jobs", "list", env=as_user).rc != 0
+    # Removing a binding that is not there says so.
+    r = cli("projects", "remove-iam-policy-binding", f"--member=user:{email}", "--role=roles/ml.viewer")
+    assert r.rc != 0 and "does not hold roles/ml.viewer" in r.err, r
+    r = cli("projects", "remove-iam-policy-binding", "--member=user:nobody@example.com",
+            "--role=roles/ml.serviceAgent")
+    assert r.rc != 0 and "does not hold roles/ml.serviceAgent" in r.err, r
+
+    cli.ok("admin", "users", "delete", email)
+    r = cli("jobs", "list", env=as_user)
+    assert r.rc != 0 and "UNAUTHENTICATED" in r.err, r
+
+
+def test_service_account_and_impersonated_token(cli, names):
+    cli.ok("iam", "service-accounts", "create", "trainer", "--display-name=Trainer")
+    email = f"trainer@{cli.project}.iam.mlengine.local"
+    listed = cli.ok("iam", "service-accounts", "list", "--format=json").json()
+    assert email in [a["email"] for a in listed], listed
+    token = cli.ok("auth", "print-access-token", f"--impersonate-service-account={email}").out.strip()
+    assert token.startswith("mle1.")
+    # The account holds no role yet: its token authenticates but may not list jobs.
+    r = cli("jobs", "list", env={"MLENGINE_TOKEN": token})
+    assert r.rc != 0 and "PERMISSION_DENIED" in r.err, r
+    cli.ok("iam", "service-accounts", "delete", email)
+    r = cli("jobs", "list", env={"MLENGINE_TOKEN": token})
+    assert r.rc != 0 and "UNAUTHENTICATED" in r.err, r
