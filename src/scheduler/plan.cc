@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 #include <utility>
 
@@ -142,9 +143,14 @@ Shortfall ShortfallOf(const model::JobDemand& demand, const model::Inventory& in
   return {K::kSplit, "", cpu_needed, cpu_free};
 }
 
+constexpr int8_t kUnknown = -2;
+constexpr int8_t kFits = -1;
+
 struct RegionState {
   const QuotaLimits* limits = nullptr;
   ResourceAmounts in_use;  // with this pass's starts
+  // By shape: the resource whose quota blocks it, kFits, or kUnknown.
+  std::vector<int8_t> verdicts;
   // A reason per blocking resource, until the next start in the region.
   std::array<const std::string*, kQuotaResourceCount> reasons{};
 };
@@ -159,6 +165,8 @@ struct ProjectState {
   double key = 0;  // share.fraction / weight: the lower, the sooner
   const std::string* above_share_reason = nullptr;  // until the next start
   std::map<std::string, RegionState, std::less<>> regions;
+  const std::string* last_region_name = nullptr;
+  RegionState* last_region = nullptr;
 };
 
 class Planner {
@@ -203,6 +211,7 @@ class Planner {
         }
       }
     }
+    Finish();
     return std::move(plan_);
   }
 
@@ -210,9 +219,13 @@ class Planner {
   // Decides one job: true when it starts.
   bool Consider(ProjectState& p, const QueuedJob& job) {
     RegionState& region = RegionOf(p, job.region);
-    if (auto r = QuotaBlock(*region.limits, region.in_use, job.amounts)) {
+    if (auto r = QuotaVerdict(region, job)) {
       const std::string*& reason = region.reasons[static_cast<int>(*r)];
-      if (reason == nullptr) reason = Keep(QuotaReason(p, job, *r, region.in_use[*r]));
+      if (reason == nullptr) {
+        reason = AtTheEnd([this, &p, &job, &region, resource = *r] {
+          return QuotaReason(p, job, resource, region.in_use[resource]);
+        });
+      }
       return Wait(job, reason);
     }
     if (!in_.places_jobs) return Start(p, region, job, {});
@@ -220,7 +233,8 @@ class Planner {
     if (const std::string* reason = Memo(no_room_, job.shape)) return WaitForResources(p, job, reason);
     auto placement = Place(job.demand, in_.inventory, now_usage_);
     if (!placement) {
-      const std::string* plain = Keep(ShortfallOf(job.demand, in_.inventory, now_usage_).Describe());
+      const std::string* plain =
+          AtTheEnd([this, &job] { return ShortfallOf(job.demand, in_.inventory, now_usage_).Describe(); });
       Memo(no_room_, job.shape) = plain;
       if (!reservation_tried_) {
         reservation_tried_ = true;
@@ -243,20 +257,50 @@ class Planner {
     return Start(p, region, job, *std::move(placement));
   }
 
+  // QuotaBlock, once per shape until the next start in the region (jobs of
+  // one shape count alike).
+  std::optional<R> QuotaVerdict(RegionState& region, const QueuedJob& job) {
+    if (static_cast<size_t>(job.shape) >= region.verdicts.size()) region.verdicts.resize(job.shape + 1, kUnknown);
+    int8_t& verdict = region.verdicts[job.shape];
+    if (verdict == kUnknown) {
+      auto r = QuotaBlock(*region.limits, region.in_use, job.amounts);
+      verdict = r ? static_cast<int8_t>(*r) : kFits;
+    }
+    if (verdict == kFits) return std::nullopt;
+    return static_cast<R>(verdict);
+  }
+
   bool Start(ProjectState& p, RegionState& region, const QueuedJob& job, model::Placement placement) {
     if (in_.places_jobs) now_usage_.Add(job.demand, placement);
     plan_.starts.push_back({&job, std::move(placement)});
     region.in_use.Add(job.amounts);
     region.reasons.fill(nullptr);
+    region.verdicts.clear();
     p.held.Add(job.amounts);
     Rekey(p);
     return true;
   }
 
   bool Wait(const QueuedJob& job, const std::string* reason) {
-    ++plan_.waiting;
-    if (job.reason != *reason) plan_.new_reasons.push_back({&job, reason});
+    waits_.push_back({&job, reason});
     return false;
+  }
+
+  // A reason told in the numbers of the end of the pass, once every start
+  // is counted: they hold until something else starts or ends, so a pass
+  // that only refills a freed slot does not rewrite what waiting jobs say.
+  const std::string* AtTheEnd(std::function<std::string()> text) {
+    std::string* reason = &plan_.reasons.emplace_back();
+    told_at_the_end_.emplace_back(reason, std::move(text));
+    return reason;
+  }
+
+  void Finish() {
+    for (auto& [reason, text] : told_at_the_end_) *reason = text();
+    plan_.waiting = static_cast<int64_t>(waits_.size());
+    for (const auto& w : waits_) {
+      if (w.job->reason != *w.reason) plan_.new_reasons.push_back(w);
+    }
   }
 
   // A job that waits for resources others go first for. Over its share
@@ -268,11 +312,13 @@ class Planner {
     }
     if (!below_share_waiting_) return Wait(job, reason);
     if (p.above_share_reason == nullptr) {
-      p.above_share_reason = Keep(absl::StrCat(
-          "project ", *p.name, " is above its fair share (it holds ", std::lround(p.share.fraction * 100),
-          "% of the cluster's ", ShareResourceName(p.share.resource), "; its share is ",
-          std::lround(100.0 * static_cast<double>(p.weight) / static_cast<double>(total_weight_)),
-          "%): waiting for projects below theirs"));
+      p.above_share_reason = AtTheEnd([this, &p] {
+        return absl::StrCat("project ", *p.name, " is above its fair share (it holds ",
+                            std::lround(p.share.fraction * 100), "% of the cluster's ",
+                            ShareResourceName(p.share.resource), "; its share is ",
+                            std::lround(100.0 * static_cast<double>(p.weight) / static_cast<double>(total_weight_)),
+                            "%): waiting for projects below theirs");
+      });
     }
     return Wait(job, p.above_share_reason);
   }
@@ -289,14 +335,22 @@ class Planner {
   }
 
   RegionState& RegionOf(ProjectState& p, const std::string& region) {
+    // A project's jobs are mostly in one region.
+    if (p.last_region != nullptr && *p.last_region_name == region) return *p.last_region;
     auto it = p.regions.find(region);
-    if (it != p.regions.end()) return it->second;
+    if (it == p.regions.end()) it = p.regions.emplace(region, NewRegion(p, region)).first;
+    p.last_region_name = &it->first;
+    p.last_region = &it->second;
+    return it->second;
+  }
+
+  RegionState NewRegion(const ProjectState& p, const std::string& region) const {
     RegionState s;
     s.limits = &in_.quotas.For(*p.name, region);
     if (auto h = in_.holdings.find(*p.name); h != in_.holdings.end()) {
       if (auto r = h->second.by_region.find(region); r != h->second.by_region.end()) s.in_use = r->second;
     }
-    return p.regions.emplace(region, s).first->second;
+    return s;
   }
 
   std::string QuotaReason(const ProjectState& p, const QueuedJob& job, R r, int64_t in_use) const {
@@ -410,6 +464,8 @@ class Planner {
   // Both only grow truer within a pass: nothing is freed during one.
   std::vector<const std::string*> no_room_;
   std::vector<const std::string*> delays_;
+  std::vector<Plan::Wait> waits_;
+  std::vector<std::pair<std::string*, std::function<std::string()>>> told_at_the_end_;
   Plan plan_;
 };
 

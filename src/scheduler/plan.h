@@ -53,7 +53,8 @@ struct QueuedJob {
   int64_t sequence = 0;  // submission order
   model::JobDemand demand;
   ResourceAmounts amounts;  // AmountsOf(demand)
-  // Equal for jobs of equal demand (the Scheduler numbers demands from 0).
+  // Equal for jobs of equal demand, so of equal amounts too (the Scheduler
+  // numbers demands from 0).
   int32_t shape = 0;
   absl::Duration max_running;  // maxRunningTime, or the 7-day default
   std::string reason;  // why it waits as its errorMessage says now (empty: not said)

@@ -29,9 +29,10 @@ constexpr absl::Duration kDefaultMaxRunningTime = absl::Hours(24 * 7);
 
 std::string RegionOf(const model::Job& job) { return job.training_input ? job.training_input->region : ""; }
 
-// What makes two demands place alike (not the replicas' names).
+// What makes two demands place and count against quotas alike (not the
+// replicas' names).
 std::string ShapeKey(const model::JobDemand& d) {
-  std::string key = absl::StrCat(d.tpu_type, ":", d.tpu_hosts);
+  std::string key = absl::StrCat(d.tpu_accelerator, ":", d.tpu_cores, ":", d.tpu_type, ":", d.tpu_hosts);
   for (const auto& r : d.replicas) {
     absl::StrAppend(&key, "|", r.cpu_milli, ",", r.memory_mib, ",", r.gpu_type, ",", r.gpu_count);
   }
@@ -148,7 +149,7 @@ void Scheduler::RunPending() {
       batch.swap(events_);
     }
     if (batch.empty()) return;
-    for (const auto& e : batch) Handle(e);
+    HandleBatch(batch);
   }
 }
 
@@ -163,7 +164,17 @@ void Scheduler::Loop() {
       batch.swap(events_);
     }
     if (batch.empty()) batch.push_back(TickEvent{});
-    for (const auto& e : batch) Handle(e);
+    HandleBatch(batch);
+  }
+}
+
+void Scheduler::HandleBatch(const std::deque<Event>& batch) {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    // A burst of submissions needs one pass, after the last of them.
+    const bool another_pass_follows =
+        i + 1 < batch.size() && std::holds_alternative<PlaceEvent>(batch[i + 1]);
+    if (std::holds_alternative<PlaceEvent>(batch[i]) && another_pass_follows) continue;
+    Handle(batch[i]);
   }
 }
 

@@ -185,6 +185,7 @@ class Scheduler final : public executor::ExecutorEvents {
   };
 
   void Post(Event e);
+  void HandleBatch(const std::deque<Event>& batch);
   void Handle(const Event& e);
   void Loop();
   void Enqueue(const model::Job& job);
