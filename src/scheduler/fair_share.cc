@@ -46,9 +46,8 @@ ResourceAmounts CapacityOf(const model::Inventory& inventory) {
     for (const auto& g : h.gpus) {
       if (auto r = FindQuotaResource(g.type)) ++c[*r];
     }
-    if (auto r = FindQuotaResource(absl::StrCat(h.tpu_type, "_CORES")); r && !h.tpu_type.empty()) {
-      c[*r] += model::kTpuCoresPerHost;
-    }
+    // TPU_V2 -> TPU_V2_CORES; a host without a TPU matches nothing.
+    if (auto r = FindQuotaResource(absl::StrCat(h.tpu_type, "_CORES"))) c[*r] += model::kTpuCoresPerHost;
   }
   return c;
 }

@@ -149,10 +149,10 @@ constexpr int8_t kFits = -1;
 struct RegionState {
   const QuotaLimits* limits = nullptr;
   ResourceAmounts in_use;  // with this pass's starts
-  // By shape: the resource whose quota blocks it, kFits, or kUnknown.
+  // By shape, until the next start in the region: the resource whose quota
+  // blocks it (kFits, kUnknown), and why it waits.
   std::vector<int8_t> verdicts;
-  // A reason per blocking resource, until the next start in the region.
-  std::array<const std::string*, kQuotaResourceCount> reasons{};
+  std::vector<const std::string*> reasons;
 };
 
 struct ProjectState {
@@ -220,7 +220,7 @@ class Planner {
   bool Consider(ProjectState& p, const QueuedJob& job) {
     RegionState& region = RegionOf(p, job.region);
     if (auto r = QuotaVerdict(region, job)) {
-      const std::string*& reason = region.reasons[static_cast<int>(*r)];
+      const std::string*& reason = Memo(region.reasons, job.shape);
       if (reason == nullptr) {
         reason = AtTheEnd([this, &p, &job, &region, resource = *r] {
           return QuotaReason(p, job, resource, region.in_use[resource]);
@@ -274,7 +274,7 @@ class Planner {
     if (in_.places_jobs) now_usage_.Add(job.demand, placement);
     plan_.starts.push_back({&job, std::move(placement)});
     region.in_use.Add(job.amounts);
-    region.reasons.fill(nullptr);
+    region.reasons.clear();
     region.verdicts.clear();
     p.held.Add(job.amounts);
     Rekey(p);
