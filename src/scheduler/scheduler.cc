@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <future>
 
 #include "absl/strings/str_cat.h"
@@ -362,6 +363,7 @@ void Scheduler::TryPlace() {
   std::vector<std::pair<Queued, model::Placement>> starts;
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
+    const auto plan_start = std::chrono::steady_clock::now();
     Plan plan = PlanPass({.queues = queues_,
                           .held = held,
                           .holdings = holdings_,
@@ -371,6 +373,10 @@ void Scheduler::TryPlace() {
                           .shares = *shares_,
                           .places_jobs = places_jobs,
                           .now = clock_.Now()});
+    if (places_jobs) {
+      obs::Metrics::Default().Placement().Observe(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - plan_start).count());
+    }
     for (const auto& w : plan.new_reasons) {
       Queued& q = queued_.at(w.job->key);
       q.reason = *w.reason;
