@@ -67,7 +67,7 @@ Metrics::Metrics()
                            .Add({}, kFastBuckets)),
       placement_(prometheus::BuildHistogram()
                      .Name("mlengine_placement_seconds")
-                     .Help("One gang placement attempt for one job (local executor)")
+                     .Help("The plan of one pass: quotas, fair share, gang placement and why jobs wait (local executor)")
                      .Register(*registry_)
                      .Add({}, kFastBuckets)),
       store_commit_(prometheus::BuildHistogram()

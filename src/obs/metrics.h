@@ -55,7 +55,7 @@ class Metrics {
   // ---- scheduler ----
   // One scheduling pass over the queue (placing or handing over jobs).
   prometheus::Histogram& SchedulingPass();
-  // One gang placement attempt for one job.
+  // The plan of one pass (scheduler::PlanPass), placing jobs as gangs.
   prometheus::Histogram& Placement();
 
   // ---- store ----

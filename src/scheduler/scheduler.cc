@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <future>
 
 #include "absl/strings/str_cat.h"
@@ -27,11 +28,30 @@ std::optional<absl::Duration> SchedulingDuration(const model::Job& job, bool run
 // AI Platform's default limit on running time: 7 days.
 constexpr absl::Duration kDefaultMaxRunningTime = absl::Hours(24 * 7);
 
+std::string RegionOf(const model::Job& job) { return job.training_input ? job.training_input->region : ""; }
+
+// What makes two demands place and count against quotas alike (not the
+// replicas' names).
+std::string ShapeKey(const model::JobDemand& d) {
+  std::string key = absl::StrCat(d.tpu_accelerator, ":", d.tpu_cores, ":", d.tpu_type, ":", d.tpu_hosts);
+  for (const auto& r : d.replicas) {
+    absl::StrAppend(&key, "|", r.cpu_milli, ",", r.memory_mib, ",", r.gpu_type, ",", r.gpu_count);
+  }
+  return key;
+}
+
 }  // namespace
 
 Scheduler::Scheduler(common::Clock& clock, StateRecorder& recorder, executor::Executor* executor,
                      SchedulerOptions options)
-    : clock_(clock), recorder_(recorder), executor_(executor), options_(std::move(options)) {}
+    : clock_(clock),
+      recorder_(recorder),
+      executor_(executor),
+      options_(std::move(options)),
+      admitted_quotas_(std::make_shared<const Quotas>(options_.quotas)),
+      admitted_shares_(std::make_shared<const Shares>(options_.shares)),
+      quotas_(admitted_quotas_),
+      shares_(admitted_shares_) {}
 
 Scheduler::~Scheduler() { Stop(); }
 
@@ -49,10 +69,55 @@ void Scheduler::Stop() {
 }
 
 absl::Status Scheduler::Admit(const model::Job& job) const {
-  if (executor_ == nullptr) return absl::OkStatus();
-  if (auto s = executor_->CheckRunnable(job); !s.ok()) return s;
-  if (executor_->PlacesJobs()) return absl::OkStatus();  // CheckRunnable asked the cluster
-  return CheckFeasible(DemandOf(job, options_.resources), options_.inventory);
+  const model::JobDemand demand = DemandOf(job, options_.resources);
+  if (executor_ != nullptr) {
+    if (auto s = executor_->CheckRunnable(job); !s.ok()) return s;
+    // An executor that places jobs asked its cluster in CheckRunnable.
+    if (!executor_->PlacesJobs()) {
+      if (auto s = CheckFeasible(demand, options_.inventory); !s.ok()) return s;
+    }
+  }
+  std::shared_ptr<const Quotas> quotas;
+  {
+    std::lock_guard<std::mutex> lock(policy_mu_);
+    quotas = admitted_quotas_;
+  }
+  return CheckQuotaNever(*quotas, job.project, RegionOf(job), AmountsOf(demand));
+}
+
+absl::Status Scheduler::SetQuotas(QuotaSpec spec) {
+  auto compiled = Quotas::Compile(std::move(spec));
+  if (!compiled.ok()) return compiled.status();
+  auto quotas = std::make_shared<const Quotas>(*std::move(compiled));
+  {
+    std::lock_guard<std::mutex> lock(policy_mu_);
+    admitted_quotas_ = quotas;
+  }
+  Post(PolicyEvent{quotas, nullptr});
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::SetShares(std::map<std::string, int64_t> weights) {
+  auto compiled = Shares::Compile(std::move(weights));
+  if (!compiled.ok()) return compiled.status();
+  auto shares = std::make_shared<const Shares>(*std::move(compiled));
+  {
+    std::lock_guard<std::mutex> lock(policy_mu_);
+    admitted_shares_ = shares;
+  }
+  Post(PolicyEvent{nullptr, shares});
+  return absl::OkStatus();
+}
+
+QuotaSpec Scheduler::GetQuotas() const {
+  std::lock_guard<std::mutex> lock(policy_mu_);
+  return admitted_quotas_->spec();
+}
+
+std::map<std::string, int64_t> Scheduler::GetShares() const {
+  std::lock_guard<std::mutex> lock(policy_mu_);
+  const auto& w = admitted_shares_->weights();
+  return {w.begin(), w.end()};
 }
 
 void Scheduler::Submit(const model::Job& job) {
@@ -85,7 +150,7 @@ void Scheduler::RunPending() {
       batch.swap(events_);
     }
     if (batch.empty()) return;
-    for (const auto& e : batch) Handle(e);
+    HandleBatch(batch);
   }
 }
 
@@ -100,7 +165,17 @@ void Scheduler::Loop() {
       batch.swap(events_);
     }
     if (batch.empty()) batch.push_back(TickEvent{});
-    for (const auto& e : batch) Handle(e);
+    HandleBatch(batch);
+  }
+}
+
+void Scheduler::HandleBatch(const std::deque<Event>& batch) {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    // A burst of submissions needs one pass, after the last of them.
+    const bool another_pass_follows =
+        i + 1 < batch.size() && std::holds_alternative<PlaceEvent>(batch[i + 1]);
+    if (std::holds_alternative<PlaceEvent>(batch[i]) && another_pass_follows) continue;
+    Handle(batch[i]);
   }
 }
 
@@ -138,6 +213,10 @@ void Scheduler::Handle(const Event& e) {
     OnLaunch(*l);
   } else if (const auto* b = std::get_if<BarrierEvent>(&e)) {
     b->reached();
+  } else if (const auto* policy = std::get_if<PolicyEvent>(&e)) {
+    if (policy->quotas) quotas_ = policy->quotas;
+    if (policy->shares) shares_ = policy->shares;
+    TryPlace();
   }
 }
 
@@ -166,6 +245,8 @@ void Scheduler::OnAdopt(const model::Job& job) {
   Active active;
   active.job = job;
   active.demand = DemandOf(job, options_.resources);
+  active.region = RegionOf(job);
+  active.amounts = AmountsOf(active.demand);
   active.placement = *placement;
   active.launched = true;
   active.running = job.state == JobState::kRunning || job.state == JobState::kCancelling;
@@ -179,12 +260,11 @@ void Scheduler::OnAdopt(const model::Job& job) {
   active.max_wait = SchedulingDuration(job, false);
   active.running_since = job.start_time.value_or(clock_.Now());
   active.max_running = SchedulingDuration(job, true).value_or(kDefaultMaxRunningTime);
-  usage_.Add(active.demand, active.placement);
-  active_[key] = std::move(active);
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     active_keys_.insert(key);
   }
+  Hold(key, std::move(active));
   if (job.state == JobState::kCancelling) Stop(key, job.error_message);
 }
 
@@ -206,81 +286,135 @@ void Scheduler::OnLaunch(const LaunchEvent& e) {
 void Scheduler::Enqueue(const model::Job& job) {
   const JobKey key = KeyOf(job);
   Queued q;
-  q.job = job;
-  q.demand = DemandOf(job, options_.resources);
+  q.key = key;
+  q.region = RegionOf(job);
   if (job.training_input && job.training_input->scheduling) {
     q.priority = job.training_input->scheduling->priority.value_or(0);
   }
+  q.sequence = job.sequence;
+  q.demand = DemandOf(job, options_.resources);
+  q.amounts = AmountsOf(q.demand);
+  q.max_running = SchedulingDuration(job, true).value_or(kDefaultMaxRunningTime);
+  // A job queued again after a restart may still say why it waited.
+  if (job.state == JobState::kQueued) q.reason = job.error_message;
+  q.job = job;
   q.enqueue_time = job.create_time.value_or(clock_.Now());
   q.max_wait = SchedulingDuration(job, false);
   std::lock_guard<std::mutex> lock(queue_mu_);
   if (queued_.count(key) || active_keys_.count(key)) return;
-  order_.insert({-q.priority, job.sequence, key});
-  queued_.emplace(key, std::move(q));
+  q.shape = ShapeOf(q.demand);
+  Queued& queued = queued_.emplace(key, std::move(q)).first->second;
+  queues_[key.project].insert({{-queued.priority, queued.sequence, key}, &queued});
+}
+
+int32_t Scheduler::ShapeOf(const model::JobDemand& demand) {
+  return shapes_.emplace(ShapeKey(demand), static_cast<int32_t>(shapes_.size())).first->second;
 }
 
 void Scheduler::RemoveQueued(const JobKey& key) {
-  std::lock_guard<std::mutex> lock(queue_mu_);
   auto it = queued_.find(key);
   if (it == queued_.end()) return;
-  order_.erase({-it->second.priority, it->second.job.sequence, key});
+  auto queue = queues_.find(key.project);
+  queue->second.erase({-it->second.priority, it->second.sequence, key});
+  if (queue->second.empty()) queues_.erase(queue);
   queued_.erase(it);
+}
+
+Scheduler::Active& Scheduler::Hold(const JobKey& key, Active a) {
+  usage_.Add(a.demand, a.placement);
+  ProjectHolding& holding = holdings_[key.project];
+  holding.total.Add(a.amounts);
+  holding.by_region[a.region].Add(a.amounts);
+  return active_[key] = std::move(a);
+}
+
+Scheduler::Active Scheduler::Release(std::map<JobKey, Active>::iterator it) {
+  Active a = std::move(it->second);
+  const std::string project = it->first.project;
+  active_.erase(it);
+  usage_.Remove(a.demand, a.placement);
+  auto holding = holdings_.find(project);
+  holding->second.total.Subtract(a.amounts);
+  auto region = holding->second.by_region.find(a.region);
+  region->second.Subtract(a.amounts);
+  if (region->second == ResourceAmounts{}) holding->second.by_region.erase(region);
+  if (holding->second.by_region.empty()) holdings_.erase(holding);
+  return a;
+}
+
+std::vector<HeldJob> Scheduler::HeldJobs() const {
+  const absl::Time now = clock_.Now();
+  std::vector<HeldJob> held;
+  held.reserve(active_.size());
+  for (const auto& [key, a] : active_) {
+    // Not started yet: it starts about now.
+    const absl::Time start = a.running ? a.running_since : now;
+    held.push_back({&key, &a.region, &a.demand, &a.placement, &a.amounts, start + a.max_running});
+  }
+  return held;
 }
 
 void Scheduler::TryPlace() {
   if (executor_ == nullptr) return;
   obs::ScopedTimer pass_timer(obs::Metrics::Default().SchedulingPass());
-  if (executor_->PlacesJobs()) return HandOver();
-  std::vector<JobKey> to_start;
+  const bool places_jobs = !executor_->PlacesJobs();
+  const std::vector<HeldJob> held = HeldJobs();
+  std::vector<std::pair<JobKey, std::string>> reasons;
+  std::vector<std::pair<Queued, model::Placement>> starts;
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
-    for (const auto& [neg_priority, sequence, key] : order_) {
-      const Queued& q = queued_.at(key);
-      obs::ScopedTimer placement_timer(obs::Metrics::Default().Placement());
-      auto placement = Place(q.demand, options_.inventory, usage_);
-      if (!placement) continue;  // not yet; a smaller job behind may fit
-      usage_.Add(q.demand, *placement);
-      Active active;
-      active.job = q.job;
-      active.demand = q.demand;
-      active.placement = *std::move(placement);
-      active.max_running = SchedulingDuration(q.job, true).value_or(kDefaultMaxRunningTime);
-      active_[key] = std::move(active);
+    const auto plan_start = std::chrono::steady_clock::now();
+    Plan plan = PlanPass({.queues = queues_,
+                          .held = held,
+                          .holdings = holdings_,
+                          .inventory = options_.inventory,
+                          .usage = usage_,
+                          .quotas = *quotas_,
+                          .shares = *shares_,
+                          .places_jobs = places_jobs,
+                          .now = clock_.Now()});
+    if (places_jobs) {
+      obs::Metrics::Default().Placement().Observe(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - plan_start).count());
+    }
+    for (const auto& w : plan.new_reasons) {
+      Queued& q = queued_.at(w.job->key);
+      q.reason = *w.reason;
+      reasons.emplace_back(q.key, q.reason);
+    }
+    for (auto& start : plan.starts) {
+      const JobKey key = start.job->key;
+      starts.emplace_back(queued_.at(key), std::move(start.placement));
+      RemoveQueued(key);
       active_keys_.insert(key);
-      to_start.push_back(key);
     }
   }
-  for (const auto& key : to_start) {
-    RemoveQueued(key);
-    // Launched once PREPARING is durable (OnLaunch), never before.
-    recorder_.Record(key, {JobState::kPreparing, ""},
-                     [this, key](absl::Status s) { Post(LaunchEvent{key, std::move(s)}); });
-  }
-}
-
-void Scheduler::HandOver() {
-  std::vector<JobKey> to_start;
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    for (const auto& [neg_priority, sequence, key] : order_) {
-      const Queued& q = queued_.at(key);
-      Active active;
-      active.job = q.job;
-      active.demand = q.demand;
-      active.max_running = SchedulingDuration(q.job, true).value_or(kDefaultMaxRunningTime);
+  for (const auto& [key, reason] : reasons) recorder_.Record(key, {JobState::kQueued, reason, true});
+  for (auto& [q, placement] : starts) {
+    Active active;
+    active.job = std::move(q.job);
+    active.demand = std::move(q.demand);
+    active.region = std::move(q.region);
+    active.amounts = q.amounts;
+    active.placement = std::move(placement);
+    active.max_running = q.max_running;
+    if (!places_jobs) {
+      // Waiting in the executor's own queue now; maxWaitTime still applies.
       active.waiting = true;
       active.enqueue_time = q.enqueue_time;
       active.max_wait = q.max_wait;
-      active_[key] = std::move(active);
-      active_keys_.insert(key);
-      to_start.push_back(key);
     }
-  }
-  for (const auto& key : to_start) {
-    RemoveQueued(key);
-    Active& a = active_.at(key);
-    a.launched = true;  // QUEUED in the executor's own queue; it records its submission itself
-    executor_->Launch(a.job, a.demand, a.placement);
+    Active& a = Hold(q.key, std::move(active));
+    if (places_jobs) {
+      // Launched once PREPARING is durable (OnLaunch), never before.
+      recorder_.Record(q.key, {JobState::kPreparing, "", true},
+                       [this, key = q.key](absl::Status s) { Post(LaunchEvent{key, std::move(s)}); });
+    } else {
+      // The executor records its submission and says why the job waits there.
+      if (!q.reason.empty()) recorder_.Record(q.key, {JobState::kQueued, "", true});
+      a.launched = true;
+      executor_->Launch(a.job, a.demand, a.placement);
+    }
   }
 }
 
@@ -289,9 +423,9 @@ void Scheduler::Stop(const JobKey& key, const std::string& reason) {
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     was_queued = queued_.count(key) > 0;
+    RemoveQueued(key);
   }
   if (was_queued) {
-    RemoveQueued(key);
     recorder_.Record(key, {JobState::kCancelling, reason});
     recorder_.Record(key, {JobState::kCancelled, reason});
     return;
@@ -313,13 +447,11 @@ void Scheduler::Stop(const JobKey& key, const std::string& reason) {
 void Scheduler::OnEnded(const EndedEvent& e) {
   auto it = active_.find(e.key);
   if (it == active_.end()) return;
-  Active a = std::move(it->second);
-  active_.erase(it);
+  Active a = Release(it);
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     active_keys_.erase(e.key);
   }
-  usage_.Remove(a.demand, a.placement);
   switch (e.outcome) {
     case executor::Outcome::kSucceeded:
       // A master that finished before the stop landed still succeeded.
@@ -360,9 +492,9 @@ void Scheduler::OnTick() {
                                              common::FormatDuration(*a.max_wait), ") and was cancelled."));
       continue;
     }
-    if (a.running && !a.stop_requested && a.max_running && now - a.running_since >= *a.max_running) {
+    if (a.running && !a.stop_requested && now - a.running_since >= a.max_running) {
       overdue.emplace_back(key, absl::StrCat("The job ran longer than its scheduling.maxRunningTime (",
-                                             common::FormatDuration(*a.max_running), ") and was cancelled."));
+                                             common::FormatDuration(a.max_running), ") and was cancelled."));
     }
   }
   for (const auto& [key, reason] : overdue) Stop(key, reason);
@@ -373,7 +505,8 @@ std::optional<int64_t> Scheduler::QueuePosition(const JobKey& key) const {
   std::lock_guard<std::mutex> lock(queue_mu_);
   auto it = queued_.find(key);
   if (it == queued_.end()) return std::nullopt;
-  return static_cast<int64_t>(order_.order_of_key({-it->second.priority, it->second.job.sequence, key})) + 1;
+  const ProjectQueue& queue = queues_.at(key.project);
+  return static_cast<int64_t>(queue.order_of_key({-it->second.priority, it->second.sequence, key})) + 1;
 }
 
 }  // namespace mle::scheduler

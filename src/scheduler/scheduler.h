@@ -6,15 +6,20 @@
 // service applies durably and checks against the state machine.
 //
 // With an executor that queues and places jobs itself (Slurm:
-// Executor::PlacesJobs), the scheduler hands every job over at once, in
-// priority order, and records what the executor reports (waiting and why,
+// Executor::PlacesJobs), the scheduler hands every job within its
+// project's quota over at once, in priority order, and records what the executor reports (waiting and why,
 // preparing, running, ended); deadlines are still enforced here.
 //
-// Policy (local executor): jobs are considered in priority order (scheduling.priority, higher
-// first, then oldest); each is placed as a gang (every replica and TPU host,
-// or nothing) by the pure functions of placement.h. A job that does not fit
-// now waits; a smaller job behind it may start (backfill). maxWaitTime and
-// maxRunningTime are enforced on Tick.
+// Policy: one pure function, PlanPass (plan.h), decides every pass: quotas
+// per project and region (quota.h), fair share between projects
+// (fair_share.h), then scheduling.priority and age within a project; each
+// job is placed as a gang (every replica and TPU host, or nothing) by the
+// pure functions of placement.h. A job that does not fit now waits; the
+// first such job gets a reservation, and a smaller job behind it may start
+// only if it does not delay that (backfill). Every waiting job's
+// errorMessage says why, recorded when the reason changes. With an executor
+// that places jobs itself, only the quotas apply before the hand-over.
+// maxWaitTime and maxRunningTime are enforced on Tick.
 //
 // A placed job goes to the executor only once its PREPARING is durable: a
 // crash can never leave a job that ran but is recorded as QUEUED (and would
@@ -30,6 +35,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -39,24 +45,19 @@
 #include <variant>
 #include <vector>
 
-#include <ext/pb_ds/assoc_container.hpp>
-#include <ext/pb_ds/tree_policy.hpp>
-
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "executor/executor.h"
 #include "model/job.h"
 #include "model/resources.h"
+#include "scheduler/fair_share.h"
+#include "scheduler/job_key.h"
 #include "scheduler/placement.h"
+#include "scheduler/plan.h"
+#include "scheduler/quota.h"
 
 namespace mle::scheduler {
-
-struct JobKey {
-  std::string project;
-  std::string job_id;
-  auto operator<=>(const JobKey&) const = default;
-};
 
 // A decision about one job, to be recorded durably by the service.
 struct JobUpdate {
@@ -81,6 +82,8 @@ class StateRecorder {
 struct SchedulerOptions {
   model::Inventory inventory;
   ResourceTable resources = ResourceTable::Defaults();
+  Quotas quotas;  // by default: no TPU pod cores, nothing else limited
+  Shares shares;  // by default: every project weighs 1
 };
 
 class Scheduler final : public executor::ExecutorEvents {
@@ -99,8 +102,19 @@ class Scheduler final : public executor::ExecutorEvents {
   void Stop();
 
   // Admission at submission time: OK, or FAILED_PRECONDITION saying why the
-  // job can never run here (and what the cluster has). Thread-safe, pure.
+  // job can never run here (what the cluster has), or never within its
+  // project's quota in its region (which quota, and the key that raises it).
+  // Thread-safe, pure.
   absl::Status Admit(const model::Job& job) const;
+
+  // The operator's quotas and shares, replaced at runtime (admin API): the
+  // spec is compiled here (INVALID_ARGUMENT naming the bad key, and nothing
+  // changes) and applies to submissions at once and to the queue from the
+  // next pass (posted). Jobs already running are never stopped for it.
+  absl::Status SetQuotas(QuotaSpec spec);
+  absl::Status SetShares(std::map<std::string, int64_t> weights);
+  QuotaSpec GetQuotas() const;
+  std::map<std::string, int64_t> GetShares() const;
 
   // Events.
   void Submit(const model::Job& job);  // a QUEUED job to place (queued at once: it has a position)
@@ -122,7 +136,8 @@ class Scheduler final : public executor::ExecutorEvents {
   // Processes every posted event now, on the calling thread (tests).
   void RunPending();
 
-  // 1-based place in the queue; nullopt when not queued.
+  // 1-based place in its project's queue (priority, then age; between
+  // projects fair share decides); nullopt when not queued.
   std::optional<int64_t> QueuePosition(const JobKey& key) const;
 
  private:
@@ -137,26 +152,28 @@ class Scheduler final : public executor::ExecutorEvents {
   // The job's PREPARING is durable (or could not be made so): launch it now.
   struct LaunchEvent { JobKey key; absl::Status recorded; };
   struct BarrierEvent { std::function<void()> reached; };
+  struct PolicyEvent { std::shared_ptr<const Quotas> quotas; std::shared_ptr<const Shares> shares; };
   using Event = std::variant<PlaceEvent, CancelEvent, AdoptEvent, TickEvent, StartedEvent, EndedEvent,
-                             WaitingEvent, PreparingEvent, LaunchEvent, BarrierEvent>;
+                             WaitingEvent, PreparingEvent, LaunchEvent, BarrierEvent, PolicyEvent>;
 
-  struct Queued {
+  // The planner's view of a waiting job, and what the scheduler keeps beside it.
+  struct Queued : QueuedJob {
     model::Job job;
-    model::JobDemand demand;
-    int32_t priority = 0;
     absl::Time enqueue_time;
     std::optional<absl::Duration> max_wait;
   };
   struct Active {
     model::Job job;
     model::JobDemand demand;
+    std::string region;
+    ResourceAmounts amounts;  // what it holds of its project's quota
     model::Placement placement;
     bool running = false;
     // Given to the executor (Launch, or found again by Recover). A placed
     // job is not until its PREPARING is durable.
     bool launched = false;
     absl::Time running_since;
-    std::optional<absl::Duration> max_running;
+    absl::Duration max_running;
     bool stop_requested = false;
     std::string stop_reason;
     model::JobState stop_state = model::JobState::kCancelled;
@@ -168,12 +185,18 @@ class Scheduler final : public executor::ExecutorEvents {
   };
 
   void Post(Event e);
+  void HandleBatch(const std::deque<Event>& batch);
   void Handle(const Event& e);
   void Loop();
   void Enqueue(const model::Job& job);
-  void RemoveQueued(const JobKey& key);
+  void RemoveQueued(const JobKey& key);  // with queue_mu_ held
+  int32_t ShapeOf(const model::JobDemand& demand);  // with queue_mu_ held
+  // Makes `a` active: its resources and quota are held until Release (the
+  // caller keeps active_keys_).
+  Active& Hold(const JobKey& key, Active a);
+  Active Release(std::map<JobKey, Active>::iterator it);
+  std::vector<HeldJob> HeldJobs() const;
   void TryPlace();
-  void HandOver();  // PlacesJobs executors: every queued job goes to the executor now
   void Stop(const JobKey& key, const std::string& reason);
   void OnEnded(const EndedEvent& e);
   void OnAdopt(const model::Job& job);
@@ -192,21 +215,27 @@ class Scheduler final : public executor::ExecutorEvents {
   bool stopping_ = false;
   std::thread thread_;
 
-  // The queue in order (priority desc, then oldest first) as an
-  // order-statistics tree, so a job's position is O(log n) for readers.
-  // Written only by the event-processing thread; guarded for readers.
-  using Order = std::tuple<int32_t, int64_t, JobKey>;  // (-priority, sequence, key)
-  using OrderTree = __gnu_pbds::tree<Order, __gnu_pbds::null_type, std::less<Order>,
-                                     __gnu_pbds::rb_tree_tag,
-                                     __gnu_pbds::tree_order_statistics_node_update>;
+  // The queue, per project in its order (plan.h). Enqueue writes it from
+  // any thread; the event-processing thread plans on it and removes jobs.
+  // All guarded by queue_mu_.
   mutable std::mutex queue_mu_;
-  OrderTree order_;
+  Queues queues_;
   std::map<JobKey, Queued> queued_;
   std::set<JobKey> active_keys_;  // keys of active_, for Submit on other threads
+  std::map<std::string, int32_t> shapes_;  // demands numbered for the planner (QueuedJob::shape)
+
+  // What Admit and the getters read (guarded by policy_mu_); the loop
+  // keeps its own copy below, replaced by a PolicyEvent.
+  mutable std::mutex policy_mu_;
+  std::shared_ptr<const Quotas> admitted_quotas_;
+  std::shared_ptr<const Shares> admitted_shares_;
 
   // Owned by the event-processing thread.
   std::map<JobKey, Active> active_;
   Usage usage_;
+  Holdings holdings_;  // what active_ holds, by project and region
+  std::shared_ptr<const Quotas> quotas_;
+  std::shared_ptr<const Shares> shares_;
 };
 
 }  // namespace mle::scheduler

@@ -194,6 +194,8 @@ absl::Status Server::Parts::Build() {
   scheduler::SchedulerOptions sched_options;
   sched_options.inventory = DetectLocalInventory(config);
   sched_options.resources.fallback = {config.replica_cpu_milli, 0};
+  sched_options.quotas = config.quotas;
+  sched_options.shares = config.shares;
 
   executor::Executor* executor = nullptr;
   if (options.executor == "local") {

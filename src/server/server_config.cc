@@ -37,6 +37,52 @@ absl::StatusOr<ServerConfig> LoadServerConfig(const std::string& path) {
   return config;
 }
 
+namespace {
+
+// A map of names to whole numbers (quotas, shares); `where` names it in errors.
+absl::StatusOr<std::map<std::string, int64_t>> AmountsByName(const YAML::Node& node, const std::string& where) {
+  if (!node.IsMap()) return absl::InvalidArgumentError(absl::StrCat(where, ": expected a map of names to numbers"));
+  std::map<std::string, int64_t> amounts;
+  for (const auto& kv : node) {
+    const std::string name = kv.first.as<std::string>();
+    int64_t amount = 0;
+    if (!kv.second.IsScalar() || !YAML::convert<int64_t>::decode(kv.second, amount)) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".", name, ": expected a whole number"));
+    }
+    amounts[name] = amount;
+  }
+  return amounts;
+}
+
+// `quotas:` as the operator wrote it; names and amounts are checked when compiled.
+absl::StatusOr<scheduler::QuotaSpec> ParseQuotaSpec(const YAML::Node& node) {
+  scheduler::QuotaSpec spec;
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>();
+    if (key == "defaults") {
+      auto defaults = AmountsByName(kv.second, "quotas.defaults");
+      if (!defaults.ok()) return defaults.status();
+      spec.defaults = *std::move(defaults);
+    } else if (key == "projects") {
+      for (const auto& project : kv.second) {
+        const std::string name = project.first.as<std::string>();
+        auto& regions = spec.projects[name];
+        for (const auto& region : project.second) {
+          const std::string region_name = region.first.as<std::string>();
+          auto amounts = AmountsByName(region.second, absl::StrCat("quotas.projects.", name, ".", region_name));
+          if (!amounts.ok()) return amounts.status();
+          regions[region_name] = *std::move(amounts);
+        }
+      }
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("quotas.", key, ": unknown key; known: defaults, projects"));
+    }
+  }
+  return spec;
+}
+
+}  // namespace
+
 absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const std::string& origin) {
   ServerConfig config;
   try {
@@ -94,6 +140,20 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
         for (const auto& kv : m) c.machines.machine_types[kv.first.as<std::string>()] = shape(kv.second);
       }
       c.max_poll_seconds = slurm["max_poll_seconds"].as<int>(c.max_poll_seconds);
+    }
+    if (auto quotas = root["quotas"]) {
+      auto spec = ParseQuotaSpec(quotas);
+      if (!spec.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", spec.status().message()));
+      auto compiled = scheduler::Quotas::Compile(*std::move(spec));
+      if (!compiled.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", compiled.status().message()));
+      config.quotas = *std::move(compiled);
+    }
+    if (auto shares = root["shares"]) {
+      auto weights = AmountsByName(shares, "shares");
+      if (!weights.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", weights.status().message()));
+      auto compiled = scheduler::Shares::Compile(*std::move(weights));
+      if (!compiled.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", compiled.status().message()));
+      config.shares = *std::move(compiled);
     }
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": ", e.what()));

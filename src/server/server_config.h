@@ -13,6 +13,8 @@
 #include "model/demand.h"
 #include "model/resources.h"
 #include "runtime/runtimes.h"
+#include "scheduler/fair_share.h"
+#include "scheduler/quota.h"
 
 namespace mle::server {
 
@@ -38,6 +40,8 @@ struct ServerConfig {
   std::map<std::string, std::vector<std::string>> gpu_types;  // enum type -> model substrings
   int cancel_grace_seconds = 10;
   SlurmConfig slurm;
+  scheduler::Quotas quotas;  // `quotas:` (defaults, projects.<p>.<region>)
+  scheduler::Shares shares;  // `shares:` (fair-share weight by project)
 };
 
 // Reads the file; an empty path gives the built-in defaults (the runtime

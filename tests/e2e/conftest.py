@@ -55,7 +55,7 @@ _counter = itertools.count()
 # Server configuration
 
 def config_yaml(*, cpu_oversubscription=None, replica_cpu_milli=None, gpu_types=None, tpu_v2_hosts=4,
-                cancel_grace_seconds=2):
+                cancel_grace_seconds=2, pod_quota=True):
     lines = [
         "runtimes:",
         f"  - name: {RUNTIME}",
@@ -79,6 +79,9 @@ def config_yaml(*, cpu_oversubscription=None, replica_cpu_milli=None, gpu_types=
         for k, v in gpu_types.items():
             lines.append(f"  {k}: [{', '.join(v)}]")
     lines.append(f"cancel_grace_seconds: {cancel_grace_seconds}")
+    if pod_quota:
+        # TPU pods are refused without quota (the TPU guide: ask for it first).
+        lines.append("quotas:\n  defaults: {TPU_V2_POD_CORES: 512, TPU_V3_POD_CORES: 256}")
     return "\n".join(lines) + "\n"
 
 

@@ -7,7 +7,7 @@ import tarfile
 import time
 import uuid
 
-from conftest import RUNTIME, TRAINERS
+from conftest import RUNTIME, TRAINERS, config_yaml, make_cli
 
 
 def test_failing_trainer_names_replica_status_and_log_tail(cli, names):
@@ -120,4 +120,28 @@ def test_tpu_pod_larger_than_cluster_is_refused(cli, names, tmp_path):
     assert "TPU_V2 host" in text, f"the refusal does not name the TPU hosts:\n{r}"
     assert re.search(r"\b16\b", text) and re.search(r"\b4\b", text), \
         f"the refusal should say 16 TPU_V2 hosts are needed and 4 exist:\n{r}"
+    assert cli("jobs", "describe", job).rc != 0, "a refused job was created"
+
+
+def test_tpu_pod_without_quota_is_refused_naming_the_quota(server_factory, tmp_path, names):
+    server = server_factory(config_yaml(pod_quota=False))
+    cli = make_cli(server, tmp_path, names)
+    config = tmp_path / "pod.yaml"
+    config.write_text(
+        "trainingInput:\n"
+        "  scaleTier: CUSTOM\n"
+        "  masterType: n1-highcpu-16\n"
+        "  workerType: cloud_tpu\n"
+        "  workerCount: 1\n"
+        "  workerConfig:\n"
+        "    acceleratorConfig:\n"
+        "      type: TPU_V2_POD\n"
+        "      count: 32\n")
+    job = names.job("pod")
+    r = cli.submit(job, f"--config={config}")
+    assert r.rc == 1, r
+    text = r.out + r.err
+    assert "FAILED_PRECONDITION" in text, r
+    assert "needs 32 TPU_V2_POD_CORES" in text and " is 0 " in text, f"the refusal does not name the quota:\n{r}"
+    assert "quotas.defaults.TPU_V2_POD_CORES" in text, f"the refusal does not say how to raise it:\n{r}"
     assert cli("jobs", "describe", job).rc != 0, "a refused job was created"

@@ -8,6 +8,7 @@ process is stopped (SIGTERM, then SIGKILL) at teardown.
 Fixtures:
   server          one server shared by the whole session; tests isolate
                   themselves by using their own project (see `project`).
+                  Its configuration is mlengined.yaml here (TPU pod quota).
   project         a project id unique to the test.
   fresh_server    a server of the test's own (for global state such as the
                   scheduler queue, or for restarts).
@@ -45,6 +46,8 @@ MLENGINED = os.environ.get("MLENGINED") or "/work/main/build/src/server/mlengine
 SOURCE_DIR = os.environ.get("MLE_SOURCE_DIR") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 DISCOVERY_DOC = os.path.join(SOURCE_DIR, "api", "ml.v1.json")
+# The shared server's configuration: TPU pod quota for every project.
+SUITE_CONFIG = os.path.join(SOURCE_DIR, "tests", "integration", "mlengined.yaml")
 
 STARTUP_TIMEOUT = 15.0
 STOP_TIMEOUT = 10.0
@@ -411,7 +414,7 @@ class Launcher:
 @pytest.fixture(scope="session")
 def server(tmp_root):
     assert os.access(MLENGINED, os.X_OK), "mlengined binary not found at %s (set MLENGINED)" % MLENGINED
-    s = Server(_new_dir(tmp_root, "shared"))
+    s = Server(_new_dir(tmp_root, "shared"), ["--config", SUITE_CONFIG])
     yield s
     alive = s.alive()
     rc = s.stop()

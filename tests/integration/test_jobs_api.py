@@ -588,7 +588,7 @@ def test_job_position_follows_priority_then_age(fresh_server):
     s.create_ok(p, job("old_high", 10))
     s.create_ok(p, job("young_high", "10"))  # int32 given as a string
     s.create_ok(p, job("low", 0))
-    s.create_ok(p + "-other", job("elsewhere", 5))  # the queue is shared by all projects
+    s.create_ok(p + "-other", job("elsewhere", 50))  # each project has its queue (fair share orders projects)
 
     def positions(project, names):
         out = {}
@@ -603,8 +603,8 @@ def test_job_position_follows_priority_then_age(fresh_server):
 
     names = ["old_default", "young_default", "old_high", "young_high", "low"]
     got = wait_for(lambda: positions(p, names), "all jobs to have a jobPosition")
-    assert got == {"old_high": 1, "young_high": 2, "old_default": 4, "young_default": 5, "low": 6}
-    assert wait_for(lambda: positions(p + "-other", ["elsewhere"]), "position") == {"elsewhere": 3}
+    assert got == {"old_high": 1, "young_high": 2, "old_default": 3, "young_default": 4, "low": 5}
+    assert wait_for(lambda: positions(p + "-other", ["elsewhere"]), "position") == {"elsewhere": 1}
     # The listing reports the same positions.
     listed = {j["jobId"]: int(j["jobPosition"]) for j in s.list(p)[1]["jobs"]}
     assert listed == got
@@ -613,7 +613,7 @@ def test_job_position_follows_priority_then_age(fresh_server):
     assert s.cancel(p, "old_high") == (200, {})
     s.wait_state(p, "old_high", "CANCELLED")
     assert "jobPosition" not in s.get(p, "old_high")[1]
-    expected = {"young_high": 1, "old_default": 3, "young_default": 4, "low": 5}
+    expected = {"young_high": 1, "old_default": 2, "young_default": 3, "low": 4}
     wait_for(lambda: positions(p, list(expected)) == expected, "positions after cancel %s" % expected)
 
 

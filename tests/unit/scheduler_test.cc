@@ -9,6 +9,9 @@
 
 #include <deque>
 #include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
 
 #include "model/job_state.h"
 
@@ -28,11 +31,16 @@ class Recorder final : public StateRecorder {
       if (model::CanTransition(state, update.state)) {
         state = update.state;
         history[key].push_back(update.state);
-        if (!update.error_message.empty()) messages[key] = update.error_message;
+        if (!update.error_message.empty() || update.replace_message) messages[key] = update.error_message;
       } else {
         s = absl::FailedPreconditionError("illegal");
         ++refused;
       }
+    } else if (update.replace_message) {
+      // Why a job still waits: the scheduler must only say it when it changed.
+      if (messages[key] == update.error_message) ++repeated_messages;
+      messages[key] = update.error_message;
+      ++message_updates[key];
     }
     pending.push_back({std::move(done), s});
   }
@@ -49,11 +57,14 @@ class Recorder final : public StateRecorder {
   std::map<JobKey, std::string> messages;
   std::deque<std::pair<Done, absl::Status>> pending;
   int refused = 0;
+  std::map<JobKey, int> message_updates;  // in the same state
+  int repeated_messages = 0;
 };
 
 class FakeExecutor final : public executor::Executor {
  public:
   absl::Status CheckRunnable(const model::Job&) const override { return absl::OkStatus(); }
+  bool PlacesJobs() const override { return places_jobs; }
   void Launch(const model::Job& job, const model::JobDemand&, const model::Placement&) override {
     launched.push_back(job.job_id);
   }
@@ -70,34 +81,67 @@ class FakeExecutor final : public executor::Executor {
   std::vector<std::string> launched, cancelled, recovered;
   std::map<std::string, std::string> cancel_reasons;
   std::map<std::string, model::Placement> runs;  // what Recover finds
+  bool places_jobs = false;  // like Slurm: the executor queues and places jobs
 };
 
 class SchedulerTest : public ::testing::Test {
  protected:
-  SchedulerTest() {
+  SchedulerTest() { Rebuild(Options(1)); }  // one job at a time
+
+  static SchedulerOptions Options(int cpus, int tpu_v2_hosts = 0) {
     SchedulerOptions options;
     model::Host host;
     host.name = "localhost";
-    host.cpu_milli = 1000;  // one job at a time
+    host.cpu_milli = cpus * 1000;
     options.inventory.hosts.push_back(host);
+    for (int i = 0; i < tpu_v2_hosts; ++i) {
+      model::Host tpu;
+      tpu.name = "v2-" + std::to_string(i);
+      tpu.tpu_type = "TPU_V2";
+      tpu.runs_replicas = false;
+      options.inventory.hosts.push_back(tpu);
+    }
     options.resources.machine_types.clear();
     options.resources.fallback = {1000, 0};
-    scheduler_ = std::make_unique<Scheduler>(clock_, recorder_, &executor_, options);
+    return options;
+  }
+  void Rebuild(SchedulerOptions options) {
+    scheduler_ = std::make_unique<Scheduler>(clock_, recorder_, &executor_, std::move(options));
   }
 
   model::Job Job(const std::string& id, int32_t priority = 0, std::string max_running = "",
                  JobState state = JobState::kQueued) {
+    return JobOf("p", id, 1, priority, std::move(max_running), state);
+  }
+  // A job of `project` in us-central1 with `replicas` processes of one CPU.
+  model::Job JobOf(const std::string& project, const std::string& id, int replicas, int32_t priority = 0,
+                   std::string max_running = "", JobState state = JobState::kQueued) {
     model::Job j;
-    j.project = "p";
+    j.project = project;
     j.job_id = id;
     j.sequence = ++sequence_;
     j.state = state;
     j.create_time = clock_.Now();
     model::TrainingInput t;
-    t.scale_tier = "BASIC";
+    t.scale_tier = replicas == 1 ? "BASIC" : "CUSTOM";
+    t.master_type = t.worker_type = "n1-standard-4";
+    t.worker_count = replicas - 1;
+    t.region = "us-central1";
     t.scheduling = model::Scheduling{std::move(max_running), "", priority};
     j.training_input = t;
-    recorder_.states[{"p", id}] = state;
+    recorder_.states[{project, id}] = state;
+    return j;
+  }
+  // A TPU_V2_POD slice of `cores` cores.
+  model::Job PodJob(const std::string& id, int64_t cores) {
+    model::Job j = JobOf("p", id, 1);
+    model::TrainingInput& t = *j.training_input;
+    t.scale_tier = "CUSTOM";
+    t.worker_type = "cloud_tpu";
+    t.worker_count = 1;
+    model::ReplicaConfig worker;
+    worker.accelerator_config = model::AcceleratorConfig{cores, "TPU_V2_POD"};
+    t.worker_config = worker;
     return j;
   }
   JobState State(const std::string& id) { return recorder_.states[{"p", id}]; }
@@ -234,6 +278,196 @@ TEST_F(SchedulerTest, AdoptOfACancellingJobFinishesTheCancel) {
   scheduler_->JobEnded({"p", "c"}, executor::Outcome::kStopped, "");
   Settle();
   EXPECT_EQ(State("c"), JobState::kCancelled);
+}
+
+TEST_F(SchedulerTest, PodsAreRefusedAtSubmissionUntilAQuotaAllowsThem) {
+  Rebuild(Options(4, 4));
+  absl::Status refused = scheduler_->Admit(PodJob("pod", 32));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused.message(),
+            "This job can never run: it needs 32 TPU_V2_POD_CORES but the quota of project p in region us-central1 "
+            "is 0 (TPU pod slices need a quota increase first). An operator raises it with "
+            "quotas.projects.p.us-central1.TPU_V2_POD_CORES (or quotas.defaults.TPU_V2_POD_CORES for every project "
+            "and region) in mlengined's configuration (quotas:).");
+
+  EXPECT_EQ(scheduler_->SetQuotas({{{"TPU_V2_PODS", 32}}, {}}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(scheduler_->Admit(PodJob("pod", 32)).ok()) << "a refused configuration changes nothing";
+  ASSERT_TRUE(scheduler_->SetQuotas({{{"TPU_V2_POD_CORES", 32}}, {}}).ok());
+  EXPECT_TRUE(scheduler_->Admit(PodJob("pod", 32)).ok()) << "submissions see new quotas at once";
+  EXPECT_EQ(scheduler_->GetQuotas().defaults, (std::map<std::string, int64_t>{{"TPU_V2_POD_CORES", 32}}));
+}
+
+TEST_F(SchedulerTest, AJobWaitingForItsQuotaSaysWhyOnceAndStartsWhenItFrees) {
+  SchedulerOptions options = Options(4);
+  options.quotas = *Quotas::Compile({{}, {{"p", {{"us-central1", {{"JOBS", 1}}}}}}});
+  Rebuild(std::move(options));
+  scheduler_->Submit(Job("a"));
+  scheduler_->Submit(Job("b"));
+  Settle();
+  EXPECT_EQ(executor_.launched, std::vector<std::string>{"a"}) << "three CPUs are free, but the quota is used";
+  EXPECT_EQ(State("b"), JobState::kQueued);
+  EXPECT_EQ(Message("b"), "project quota JOBS 1 in us-central1: 1 in use by job a; it needs 1");
+  for (int i = 0; i < 5; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    scheduler_->Tick();
+    Settle();
+  }
+  EXPECT_EQ(recorder_.message_updates[(JobKey{"p", "b"})], 1) << "the reason did not change: nothing more to record";
+  EXPECT_EQ(recorder_.repeated_messages, 0);
+  scheduler_->JobStarted({"p", "a"});
+  scheduler_->JobEnded({"p", "a"}, executor::Outcome::kSucceeded, "");
+  Settle();
+  EXPECT_EQ(executor_.launched, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(Message("b"), "") << "a started job no longer says why it waited";
+}
+
+TEST_F(SchedulerTest, AnExecutorThatPlacesJobsGetsThemOnlyWithinTheirQuota) {
+  executor_.places_jobs = true;
+  SchedulerOptions options = Options(1);
+  options.quotas = *Quotas::Compile({{}, {{"p", {{"us-central1", {{"JOBS", 1}}}}}}});
+  Rebuild(std::move(options));
+  scheduler_->Submit(Job("a"));
+  scheduler_->Submit(Job("b"));
+  scheduler_->Submit(JobOf("q", "c", 1));
+  Settle();
+  EXPECT_EQ(executor_.launched, (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(Message("b"), "project quota JOBS 1 in us-central1: 1 in use by job a; it needs 1");
+  scheduler_->JobWaiting({"p", "a"}, "Waiting in the Slurm queue: Resources");
+  Settle();
+  EXPECT_EQ(Message("a"), "Waiting in the Slurm queue: Resources") << "the cluster's own reasons pass through";
+  scheduler_->JobEnded({"p", "a"}, executor::Outcome::kSucceeded, "");
+  Settle();
+  EXPECT_EQ(executor_.launched, (std::vector<std::string>{"a", "c", "b"}));
+  EXPECT_EQ(Message("b"), "") << "handed over: the executor says why it waits now";
+}
+
+// Jobs of one shape and length that a project submits.
+struct Workload {
+  std::string project;
+  int replicas;
+  absl::Duration duration;
+};
+
+class FairShareSchedulerTest : public SchedulerTest {
+ protected:
+  // Runs the cluster in fake time, minute by minute: every job launched
+  // starts at once and ends its workload's duration later. Returns what each
+  // project held (CPU-minutes) while every project still had jobs waiting;
+  // each submits `jobs` jobs of its workload, interleaved.
+  std::map<std::string, int64_t> CpuMinutesWhileContested(const std::vector<Workload>& loads, int jobs) {
+    struct Info {
+      const Workload* load;
+      absl::Time end;
+    };
+    std::map<std::string, Info> info;  // by job id
+    std::map<std::string, int> waiting;
+    for (int i = 0; i < jobs; ++i) {
+      for (const auto& load : loads) {
+        const std::string id = absl::StrCat(load.project, "_", i);
+        info[id] = {&load, absl::InfinitePast()};
+        ++waiting[load.project];
+        const std::string max_running = absl::StrCat(absl::ToInt64Seconds(load.duration) + 60, "s");
+        scheduler_->Submit(JobOf(load.project, id, load.replicas, 0, max_running));
+      }
+    }
+    Settle();
+    std::map<std::string, int64_t> cpu_minutes;
+    std::set<std::string> running;
+    size_t seen = 0;
+    for (int minute = 0; minute < 100000; ++minute) {
+      for (; seen < executor_.launched.size(); ++seen) {
+        Info& job = info.at(executor_.launched[seen]);
+        scheduler_->JobStarted({job.load->project, executor_.launched[seen]});
+        job.end = clock_.Now() + job.load->duration;
+        running.insert(executor_.launched[seen]);
+        --waiting[job.load->project];
+      }
+      Settle();
+      for (const auto& [project, n] : waiting) {
+        if (n == 0) return cpu_minutes;
+      }
+      for (const auto& id : running) cpu_minutes[info.at(id).load->project] += info.at(id).load->replicas;
+      clock_.Advance(absl::Minutes(1));
+      for (auto it = running.begin(); it != running.end();) {
+        const Info& job = info.at(*it);
+        if (job.end > clock_.Now()) {
+          ++it;
+          continue;
+        }
+        scheduler_->JobEnded({job.load->project, *it}, executor::Outcome::kSucceeded, "");
+        it = running.erase(it);
+      }
+      scheduler_->Tick();
+      Settle();
+    }
+    ADD_FAILURE() << "the run did not end";
+    return cpu_minutes;
+  }
+};
+
+TEST_F(FairShareSchedulerTest, ProjectsGetTheClusterInProportionToTheirWeights) {
+  struct Row {
+    const char* name;
+    std::map<std::string, int64_t> shares;
+    double a_share;  // of the CPU-time
+  };
+  const Row rows[] = {{"equal", {}, 0.5}, {"two_to_one", {{"a", 2}}, 2.0 / 3}, {"one_to_three", {{"b", 3}}, 0.25}};
+  for (const auto& row : rows) {
+    Rebuild(Options(24));  // every row's shares come out in whole jobs
+    ASSERT_TRUE(scheduler_->SetShares(row.shares).ok());
+    executor_.launched.clear();
+    // Different shapes and lengths: a runs 1-CPU jobs of 10 minutes, b 2-CPU jobs of 25.
+    auto held = CpuMinutesWhileContested({{"a", 1, absl::Minutes(10)}, {"b", 2, absl::Minutes(25)}}, 300);
+    const double total = static_cast<double>(held["a"] + held["b"]);
+    ASSERT_GT(total, 24 * 60) << row.name << ": the run is too short to measure";
+    const double a = static_cast<double>(held["a"]) / total;
+    EXPECT_NEAR(a, row.a_share, 0.1 * row.a_share) << row.name << ": a " << held["a"] << ", b " << held["b"];
+    EXPECT_NEAR(1 - a, 1 - row.a_share, 0.1 * (1 - row.a_share)) << row.name;
+    EXPECT_EQ(recorder_.refused, 0);
+  }
+}
+
+TEST_F(SchedulerTest, ALargeJobIsNotStarvedByAStreamOfSmallOnes) {
+  Rebuild(Options(4));
+  // Four 1-CPU jobs that end at minutes 10, 20, 30 and 40 (they may run an hour).
+  for (int i = 0; i < 4; ++i) scheduler_->Submit(JobOf("p", "first_" + std::to_string(i), 1, 0, "3600s"));
+  Settle();
+  for (int i = 0; i < 4; ++i) scheduler_->JobStarted({"p", "first_" + std::to_string(i)});
+  scheduler_->Submit(JobOf("p", "big", 4, 0, "3600s"));
+  Settle();
+  EXPECT_NE(Message("big").find("reserved for it from"), std::string::npos) << Message("big");
+  // Then a stream of small jobs of 15 minutes, two every five minutes:
+  // without a reservation, each freed CPU would go to one of them.
+  std::map<std::string, absl::Time> ends;
+  for (int i = 0; i < 4; ++i) ends["first_" + std::to_string(i)] = clock_.Now() + absl::Minutes(10 * (i + 1));
+  size_t seen = executor_.launched.size();
+  std::optional<absl::Duration> big_waited;
+  const absl::Time submitted = clock_.Now();
+  for (int minute = 1; minute <= 180 && !big_waited; ++minute) {
+    clock_.Advance(absl::Minutes(1));
+    if (minute % 5 == 0) {
+      for (int k = 0; k < 2; ++k) scheduler_->Submit(JobOf("p", absl::StrCat("small_", minute, "_", k), 1, 0, "3600s"));
+    }
+    for (auto it = ends.begin(); it != ends.end();) {
+      if (it->second > clock_.Now()) {
+        ++it;
+        continue;
+      }
+      scheduler_->JobEnded({"p", it->first}, executor::Outcome::kSucceeded, "");
+      it = ends.erase(it);
+    }
+    scheduler_->Tick();
+    Settle();
+    for (; seen < executor_.launched.size(); ++seen) {
+      const std::string& id = executor_.launched[seen];
+      scheduler_->JobStarted({"p", id});
+      if (id == "big") big_waited = clock_.Now() - submitted;
+      ends[id] = clock_.Now() + absl::Minutes(15);
+    }
+    Settle();
+  }
+  ASSERT_TRUE(big_waited) << "the large job never started: " << Message("big");
+  EXPECT_EQ(*big_waited, absl::Minutes(40)) << "it starts when the last job it waited for ends";
 }
 
 }  // namespace

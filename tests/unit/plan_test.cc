@@ -1,0 +1,246 @@
+// PlanPass as data: each case is a cluster, what runs on it, a queue, and
+// what must start and why each other job waits (exact text).
+#include "scheduler/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+
+namespace mle::scheduler {
+namespace {
+
+// 2024-05-01 12:00 UTC: reasons print times of day.
+const absl::Time kNow = absl::FromCivil(absl::CivilMinute(2024, 5, 1, 12, 0), absl::UTCTimeZone());
+constexpr absl::Duration kWeek = absl::Hours(24 * 7);
+
+model::JobDemand Cpus(int n) {
+  model::JobDemand d;
+  for (int i = 0; i < n; ++i) d.replicas.push_back({i == 0 ? "master" : "worker", i == 0 ? 0 : i - 1, "", 1000, 0, "", 0});
+  return d;
+}
+
+model::JobDemand TpuV3(int hosts) {
+  model::JobDemand d = Cpus(1);
+  d.tpu_type = "TPU_V3";
+  d.tpu_hosts = hosts;
+  d.tpu_cores = 8 * hosts;
+  d.tpu_accelerator = hosts > 1 ? "TPU_V3_POD" : "TPU_V3";
+  return d;
+}
+
+class PlanTest : public ::testing::Test {
+ protected:
+  void Cluster(int cpus, int tpu_v3_hosts = 0) {
+    model::Host local;
+    local.name = "localhost";
+    local.cpu_milli = cpus * 1000;
+    inventory_.hosts.push_back(local);
+    for (int i = 0; i < tpu_v3_hosts; ++i) {
+      model::Host h;
+      h.name = "v3-" + std::to_string(i);
+      h.tpu_type = "TPU_V3";
+      h.runs_replicas = false;
+      inventory_.hosts.push_back(h);
+    }
+  }
+
+  void Queue(const std::string& project, const std::string& id, model::JobDemand demand, int32_t priority = 0,
+             absl::Duration max_running = kWeek, std::string reason = "") {
+    QueuedJob& j = jobs_.emplace_back();
+    j.key = {project, id};
+    j.region = "us-central1";
+    j.priority = priority;
+    j.sequence = static_cast<int64_t>(jobs_.size());
+    j.demand = std::move(demand);
+    j.amounts = AmountsOf(j.demand);
+    j.shape = shapes_.emplace(ShapeKey(j.demand), static_cast<int32_t>(shapes_.size())).first->second;
+    j.max_running = max_running;
+    j.reason = std::move(reason);
+    queues_[project].insert({{-priority, j.sequence, j.key}, &j});
+  }
+
+  // A job placed on the cluster that ends at the latest `until` from now.
+  void Running(const std::string& project, const std::string& id, model::JobDemand demand, absl::Duration until) {
+    auto placement = Place(demand, inventory_, usage_);
+    ASSERT_TRUE(placement) << id << " does not fit the test's cluster";
+    Held& h = held_.emplace_back(Held{{project, id}, "us-central1", std::move(demand), *placement, {}});
+    h.amounts = AmountsOf(h.demand);
+    usage_.Add(h.demand, h.placement);
+    holdings_[project].total.Add(h.amounts);
+    holdings_[project].by_region[h.region].Add(h.amounts);
+    held_jobs_.push_back({&h.key, &h.region, &h.demand, &h.placement, &h.amounts, kNow + until});
+  }
+
+  void Limit(QuotaSpec spec) {
+    auto q = Quotas::Compile(std::move(spec));
+    ASSERT_TRUE(q.ok()) << q.status();
+    quotas_ = *std::move(q);
+  }
+
+  // Runs the pass; `started` and `reasons` (job id -> why it waits) read it.
+  void Run(bool places_jobs = true) {
+    plan_ = PlanPass({.queues = queues_,
+                      .held = held_jobs_,
+                      .holdings = holdings_,
+                      .inventory = inventory_,
+                      .usage = usage_,
+                      .quotas = quotas_,
+                      .shares = shares_,
+                      .places_jobs = places_jobs,
+                      .now = kNow});
+    started.clear();
+    reasons.clear();
+    for (const auto& s : plan_.starts) started.push_back(s.job->key.job_id);
+    for (const auto& w : plan_.new_reasons) reasons[w.job->key.job_id] = *w.reason;
+  }
+
+  static std::string ShapeKey(const model::JobDemand& d) {
+    std::string key = d.tpu_type + std::to_string(d.tpu_hosts);
+    for (const auto& r : d.replicas) key += "|" + std::to_string(r.cpu_milli);
+    return key;
+  }
+
+  struct Held {
+    JobKey key;
+    std::string region;
+    model::JobDemand demand;
+    model::Placement placement;
+    ResourceAmounts amounts;
+  };
+
+  model::Inventory inventory_;
+  Usage usage_;
+  Quotas quotas_;
+  Shares shares_;
+  std::deque<QueuedJob> jobs_;
+  std::map<std::string, int32_t> shapes_;
+  Queues queues_;
+  std::deque<Held> held_;
+  std::vector<HeldJob> held_jobs_;
+  Holdings holdings_;
+  Plan plan_;
+  std::vector<std::string> started;
+  std::map<std::string, std::string> reasons;
+};
+
+TEST_F(PlanTest, OneProjectGoesByPriorityThenAge) {
+  Cluster(2);
+  Queue("p", "low_old", Cpus(1), 0);
+  Queue("p", "high", Cpus(1), 500);
+  Queue("p", "low_new", Cpus(1), 0);
+  Run();
+  EXPECT_EQ(started, (std::vector<std::string>{"high", "low_old"}));
+  EXPECT_EQ(reasons["low_new"],
+            "needs 1 CPU; 0 free: job high holds 1 until 2024-05-08 12:00 UTC, job low_old holds 1 until 2024-05-08 "
+            "12:00 UTC at the latest, by their maxRunningTime; reserved for it from 2024-05-08 12:00 UTC");
+}
+
+TEST_F(PlanTest, TheHeadWaitsForTheHoldersAndSaysUntilWhen) {
+  Cluster(8, 4);
+  Limit({{{"TPU_V3_POD_CORES", 64}}, {}});
+  Running("p", "pod_1", TpuV3(4), absl::Minutes(140));
+  Queue("p", "pod_2", TpuV3(4));
+  Queue("p", "pod_3", TpuV3(4));
+  Run();
+  EXPECT_TRUE(started.empty());
+  EXPECT_EQ(reasons["pod_2"],
+            "needs 4 TPU_V3 hosts; 0 free: job pod_1 holds 4 until it ends, at the latest 14:20 UTC by its "
+            "maxRunningTime; reserved for it from 14:20 UTC");
+  EXPECT_EQ(reasons["pod_3"], "needs 4 TPU_V3 hosts; 0 free") << "only the head has a reservation";
+  ASSERT_TRUE(plan_.reservation);
+  EXPECT_EQ(plan_.reservation->job->key.job_id, "pod_2");
+  EXPECT_EQ(plan_.reservation->from, kNow + absl::Minutes(140));
+}
+
+TEST_F(PlanTest, AProjectQuotaInUseMakesItsJobWait) {
+  Cluster(8, 8);
+  Limit({{}, {{"p", {{"us-central1", {{"TPU_V3_POD_CORES", 32}}}}}}});
+  Running("p", "pod_1", TpuV3(4), absl::Hours(1));
+  Queue("p", "pod_2", TpuV3(4));
+  Queue("q", "other", TpuV3(4));  // another project, not limited: 4 hosts are free
+  Run();
+  EXPECT_EQ(started, std::vector<std::string>{}) << "q has no pod quota: the default is 0";
+  EXPECT_EQ(reasons["pod_2"], "project quota TPU_V3_POD_CORES 32 in us-central1: 32 in use by job pod_1; it needs 32");
+  EXPECT_EQ(reasons["other"],
+            "project quota TPU_V3_POD_CORES in us-central1 is 0 but it needs 32: it waits until an operator raises "
+            "quotas.projects.q.us-central1.TPU_V3_POD_CORES (or quotas.defaults.TPU_V3_POD_CORES for every project "
+            "and region)");
+}
+
+TEST_F(PlanTest, BackfillNeverDelaysTheReservationOfTheHead) {
+  Cluster(6);
+  Running("p", "r1", Cpus(2), absl::Hours(1));
+  Running("p", "r2", Cpus(2), absl::Hours(2));
+  Queue("p", "big", Cpus(5));                              // head: 6 free at 14:00
+  Queue("p", "long_1", Cpus(1));                           // at 14:00, 5 are left for big: starts
+  Queue("p", "long_2", Cpus(1));                           // would leave big 4: waits
+  Queue("p", "short", Cpus(1), 0, absl::Minutes(30));      // ends before 14:00: starts
+  Run();
+  EXPECT_EQ(started, (std::vector<std::string>{"long_1", "short"}));
+  EXPECT_EQ(reasons["big"],
+            "needs 5 CPUs; 2 free: job r1 holds 2 until 13:00 UTC, job r2 holds 2 until 14:00 UTC at the latest, by "
+            "their maxRunningTime; reserved for it from 14:00 UTC");
+  EXPECT_EQ(reasons["long_2"],
+            "fits now, but would delay job big, first in line, which has what it needs reserved from 14:00 UTC; this "
+            "job's maxRunningTime ends later");
+}
+
+TEST_F(PlanTest, FairShareGivesFreedResourcesToTheProjectBelowItsShare) {
+  Cluster(4);
+  Running("a", "a1", Cpus(1), absl::Hours(1));
+  Running("a", "a2", Cpus(1), absl::Hours(2));
+  Running("a", "a3", Cpus(1), absl::Hours(3));
+  Queue("a", "a4", Cpus(1), 900);  // a's priority does not matter to b
+  Queue("b", "b1", Cpus(2));
+  Run();
+  EXPECT_TRUE(started.empty()) << "the free CPU is held for b, below its share";
+  EXPECT_EQ(reasons["b1"],
+            "needs 2 CPUs; 1 free: job a1 of project a holds 1 until it ends, at the latest 13:00 UTC by its "
+            "maxRunningTime; reserved for it from 13:00 UTC");
+  EXPECT_EQ(reasons["a4"],
+            "project a is above its fair share (it holds 75% of the cluster's CPUs; its share is 50%): waiting for "
+            "projects below theirs");
+}
+
+TEST_F(PlanTest, WeightsDecideWhoGetsTheFreedResources) {
+  Cluster(6);
+  auto shares = Shares::Compile({{"a", 2}});
+  ASSERT_TRUE(shares.ok());
+  shares_ = *shares;
+  for (int i = 0; i < 6; ++i) {
+    Queue("a", "a" + std::to_string(i), Cpus(1));
+    Queue("b", "b" + std::to_string(i), Cpus(1));
+  }
+  Run();
+  int a = 0, b = 0;
+  for (const auto& id : started) (id[0] == 'a' ? a : b)++;
+  EXPECT_EQ(a, 4);
+  EXPECT_EQ(b, 2);
+}
+
+TEST_F(PlanTest, OnlyReasonsThatChangedAreReturned) {
+  Cluster(1);
+  Running("p", "r", Cpus(1), absl::Hours(1));
+  Queue("p", "same", Cpus(1), 0, kWeek,
+        "needs 1 CPU; 0 free: job r holds 1 until it ends, at the latest 13:00 UTC by its maxRunningTime; reserved "
+        "for it from 13:00 UTC");
+  Queue("p", "changed", Cpus(1), 0, kWeek, "needs 1 CPU; 3 free");
+  Run();
+  EXPECT_EQ(plan_.waiting, 2);
+  EXPECT_EQ(reasons.count("same"), 0u) << reasons["same"];
+  EXPECT_EQ(reasons["changed"], "needs 1 CPU; 0 free");
+}
+
+TEST_F(PlanTest, AnExecutorThatPlacesJobsGetsEveryJobWithinQuota) {
+  Limit({{}, {{"p", {{"us-central1", {{"JOBS", 2}}}}}}});
+  Running("p", "j1", {}, absl::Hours(1));
+  Queue("p", "j2", Cpus(64));
+  Queue("p", "j3", Cpus(1));
+  Queue("q", "k1", Cpus(64));
+  Run(/*places_jobs=*/false);
+  EXPECT_EQ(started, (std::vector<std::string>{"j2", "k1"}));
+  EXPECT_EQ(reasons["j3"], "project quota JOBS 2 in us-central1: 2 in use by jobs j1, j2; it needs 1");
+}
+
+}  // namespace
+}  // namespace mle::scheduler
