@@ -24,10 +24,11 @@ std::string Plural(int64_t n, absl::string_view one, absl::string_view many) {
 
 std::string Cpus(int64_t milli) { return absl::StrCat(milli / 1000.0, milli == 1000 ? " CPU" : " CPUs"); }
 
-// "job a", or "job a of project q" for another project's job.
+// "job a"; another project's job is not named: a waiting job's reason is
+// read by callers who may hold no role on that project (docs/access.md).
 std::string NameOf(const JobKey& key, absl::string_view project) {
   if (key.project == project) return absl::StrCat("job ", key.job_id);
-  return absl::StrCat("job ", key.job_id, " of project ", key.project);
+  return "a job of another project";
 }
 
 // The first resource a job lacks now, as the user sees it: TPU hosts of a

@@ -195,7 +195,7 @@ TEST_F(PlanTest, FairShareGivesFreedResourcesToTheProjectBelowItsShare) {
   Run();
   EXPECT_TRUE(started.empty()) << "the free CPU is held for b, below its share";
   EXPECT_EQ(reasons["b1"],
-            "needs 2 CPUs; 1 free: job a1 of project a holds 1 until it ends, at the latest 13:00 UTC by its "
+            "needs 2 CPUs; 1 free: a job of another project holds 1 until it ends, at the latest 13:00 UTC by its "
             "maxRunningTime; reserved for it from 13:00 UTC");
   EXPECT_EQ(reasons["a4"],
             "project a is above its fair share (it holds 75% of the cluster's CPUs; its share is 50%): waiting for "
