@@ -15,6 +15,7 @@
 #include "iam/iam_service.h"
 #include "service/job_service.h"
 #include "service/log_service.h"
+#include "service/quota_service.h"
 
 namespace mle::api {
 
@@ -42,6 +43,7 @@ struct Services {
   service::JobService& jobs;
   service::LogService& logs;
   iam::IamService& iam;
+  service::QuotaService& quotas;
 };
 
 using HandlerFn = void (*)(const Services&, const Call&, Responder);
@@ -77,6 +79,10 @@ void CreateUser(const Services&, const Call&, Responder);
 void DeleteUser(const Services&, const Call&, Responder);
 void GenerateUserToken(const Services&, const Call&, Responder);
 void ReadAuditLog(const Services&, const Call&, Responder);
+void GetQuotas(const Services&, const Call&, Responder);
+void SetQuotas(const Services&, const Call&, Responder);
+void ResetQuotas(const Services&, const Call&, Responder);
+void GetProjectQuotas(const Services&, const Call&, Responder);  // a project's own, for its members
 }  // namespace iam_routes
 
 }  // namespace mle::api

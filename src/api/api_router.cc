@@ -296,6 +296,12 @@ const RouteTable<Route>& Routes() {
            {&DeleteUser, Access::kOperator, nullptr, kAudited}},
           {"GET", "mlengine/v1/projects/{project}/auditLog", "mlengine.projects.auditLog.list",
            {&ReadAuditLog, Access::kPermission, perm::kAuditLogList}},
+          {"GET", "mlengine/v1/projects/{project}/quotas", "mlengine.projects.quotas.get",
+           {&GetProjectQuotas, Access::kPermission, perm::kProjectsGetConfig}},
+          {"GET", "mlengine/v1/quotas", "mlengine.quotas.get", {&GetQuotas, Access::kOperator}},
+          {"PUT", "mlengine/v1/quotas", "mlengine.quotas.set", {&SetQuotas, Access::kOperator, nullptr, kAudited}},
+          {"DELETE", "mlengine/v1/quotas", "mlengine.quotas.reset",
+           {&ResetQuotas, Access::kOperator, nullptr, kAudited}},
       });
   return *routes;
 }
@@ -336,7 +342,7 @@ absl::Status CheckAccess(const Services& s, const Route& route, const Call& call
     case Access::kOperator:
       if (call.caller.IsOperator()) return absl::OkStatus();
       return absl::PermissionDeniedError(
-          "Only the operator (the token in mlengined's admin.token) may manage users and their tokens.");
+          "Only the operator (the token in mlengined's admin.token) may manage users, their tokens and quotas.");
     case Access::kPermission:
       break;
   }

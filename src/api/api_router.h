@@ -20,8 +20,9 @@ namespace mle::api {
 
 class ApiRouter {
  public:
-  ApiRouter(service::JobService& jobs, service::LogService& logs, iam::IamService& iam)
-      : services_{jobs, logs, iam}, gate_(iam) {}
+  ApiRouter(service::JobService& jobs, service::LogService& logs, iam::IamService& iam,
+            service::QuotaService& quotas)
+      : services_{jobs, logs, iam, quotas}, gate_(iam) {}
   void Handle(HttpRequest request, Responder respond) const;
 
   // The body of an error the HTTP layer produces itself (413, malformed).

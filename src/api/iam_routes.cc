@@ -312,4 +312,72 @@ void ReadAuditLog(const Services& s, const Call& call, Responder respond) {
   respond(Render(out, pretty));
 }
 
+// ---- quotas and fair-share weights (docs/scheduling.md) ----
+
+namespace {
+json QuotasJson(const service::QuotaService::Current& c) {
+  json out = service::EncodeQuotaSettings(c.settings);
+  out["source"] = c.from_file ? "configuration file" : "admin API";
+  return out;
+}
+}  // namespace
+
+void GetQuotas(const Services& s, const Call& call, Responder respond) {
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, call.pretty));
+  respond(Render(QuotasJson(s.quotas.Get()), call.pretty));
+}
+
+void SetQuotas(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  auto body = ParseJsonBody(call.body, false);
+  if (!body.ok()) return respond(Fail(body.status(), pretty));
+  auto settings = service::DecodeQuotaSettings(*body);
+  if (!settings.ok()) return respond(Fail(settings.status(), pretty));
+  s.quotas.Set(*std::move(settings), [&quotas = s.quotas, respond, pretty](absl::Status st) {
+    if (!st.ok()) return respond(Fail(st, pretty));
+    respond(Render(QuotasJson(quotas.Get()), pretty));
+  });
+}
+
+void ResetQuotas(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  s.quotas.Reset([&quotas = s.quotas, respond, pretty](absl::Status st) {
+    if (!st.ok()) return respond(Fail(st, pretty));
+    respond(Render(QuotasJson(quotas.Get()), pretty));
+  });
+}
+
+// What applies to one project: its limits in every region it has its own,
+// the limits of every other region, and its fair-share weight (1 unless set).
+// Unlimited resources are left out.
+void GetProjectQuotas(const Services& s, const Call& call, Responder respond) {
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, call.pretty));
+  const service::QuotaSettings settings = s.quotas.Get().settings;
+  auto quotas = scheduler::Quotas::Compile(settings.quotas);
+  if (!quotas.ok()) return respond(Fail(quotas.status(), call.pretty));  // applied settings compile
+  auto limits_json = [](const scheduler::QuotaLimits& limits) {
+    json out = json::object();
+    for (int i = 0; i < scheduler::kQuotaResourceCount; ++i) {
+      const auto r = static_cast<scheduler::QuotaResource>(i);
+      if (limits[i] == scheduler::kUnlimited) continue;
+      out[scheduler::QuotaResourceName(r)] =
+          r == scheduler::QuotaResource::kCpus ? json(limits[i] / 1000.0) : json(limits[i]);
+    }
+    return out;
+  };
+  const std::string& project = call.resource.project;
+  json regions = json::object();
+  if (auto it = settings.quotas.projects.find(project); it != settings.quotas.projects.end()) {
+    for (const auto& [region, amounts] : it->second) regions[region] = limits_json(quotas->For(project, region));
+  }
+  auto weight = settings.shares.find(project);
+  respond(Render({{"project", project},
+                  {"otherRegions", limits_json(quotas->For(project, ""))},
+                  {"regions", regions},
+                  {"share", weight == settings.shares.end() ? 1 : weight->second}},
+                 call.pretty));
+}
+
 }  // namespace mle::api::iam_routes

@@ -4,6 +4,7 @@
 //   mlengine iam service-accounts create|list|delete
 //   mlengine auth print-access-token [--impersonate-service-account=EMAIL]
 //   mlengine admin users create|list|delete|create-token   (the operator's)
+//   mlengine admin quotas describe|set FILE|reset; mlengine projects describe-quotas
 // Each is one or two REST calls; policy edits are read-modify-write with the
 // policy's etag, retried when another change came between (409 ABORTED).
 
@@ -12,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
+#include "cli/schema.h"
 
 namespace mle::cli {
 namespace {
@@ -28,6 +30,7 @@ struct IamArgs {
   std::string service;
   std::string impersonate;
   std::string lifetime;
+  std::string file;
 };
 
 // Runs `body` with a client, printing errors as mlengine.COMMAND.
@@ -126,6 +129,20 @@ void AddIamCommands(CLI::App& app, Context& ctx) {
       });
     });
   }
+
+  auto q_args = std::make_shared<IamArgs>();
+  CLI::App* describe_quotas =
+      projects->add_subcommand("describe-quotas", "Show the project's quotas and fair-share weight");
+  Usage(describe_quotas, "mlengine projects describe-quotas [PROJECT]");
+  describe_quotas->add_option("PROJECT", q_args->project, "The project (default: --project)");
+  describe_quotas->callback([&ctx, q_args] {
+    Run(ctx, "projects.describe-quotas", [&](Client& c, Format f) -> absl::Status {
+      auto q = c.Call("GET", absl::StrCat("/mlengine/v1/projects/", ProjectOf(*q_args, c), "/quotas"));
+      if (!q.ok()) return q.status();
+      PrintResource(*q, f);
+      return absl::OkStatus();
+    });
+  });
 
   // ---- services identity create ----
   CLI::App* services = app.add_subcommand("services", "Service identities (the TPU guide's service account)");
@@ -238,6 +255,60 @@ void AddIamCommands(CLI::App& app, Context& ctx) {
   // ---- admin users ----
   CLI::App* admin = app.add_subcommand("admin", "The operator's commands (with mlengined's admin token)");
   admin->require_subcommand(1);
+
+  // ---- admin quotas ----
+  CLI::App* quotas = admin->add_subcommand("quotas", "Quotas and fair-share weights of every project");
+  quotas->require_subcommand(1);
+  CLI::App* q_describe = quotas->add_subcommand("describe", "Show the quotas and weights in force, and their source");
+  q_describe->callback([&ctx] {
+    Run(ctx, "admin.quotas.describe", [&](Client& c, Format f) -> absl::Status {
+      auto q = c.Call("GET", "/mlengine/v1/quotas");
+      if (!q.ok()) return q.status();
+      PrintResource(*q, f);
+      return absl::OkStatus();
+    });
+  });
+  auto set_args = std::make_shared<IamArgs>();
+  CLI::App* q_set = quotas->add_subcommand(
+      "set", "Replace the quotas and weights with a file's (they replace the configuration file's until reset)");
+  Usage(q_set, "mlengine admin quotas set FILE");
+  MoreHelp(q_set,
+           "\nFILE is YAML (or JSON) with the keys of mlengined's configuration file, e.g.\n"
+           "  quotas:\n"
+           "    defaults: {TPU_V2_POD_CORES: 0, TPU_V3_POD_CORES: 0}\n"
+           "    projects:\n"
+           "      my-project:\n"
+           "        us-central1: {TPU_V3_POD_CORES: 32, NVIDIA_TESLA_T4: 4, CPUS: 64, JOBS: 10}\n"
+           "  shares:\n"
+           "    my-project: 2\n");
+  q_set->add_option("FILE", set_args->file, "The settings")->required()->check(CLI::ExistingFile);
+  q_set->callback([&ctx, set_args] {
+    Run(ctx, "admin.quotas.set", [&](Client& c, Format f) -> absl::Status {
+      json body;
+      try {
+        body = YamlToJson(YAML::LoadFile(set_args->file));
+      } catch (const YAML::Exception& e) {
+        return absl::InvalidArgumentError(absl::StrCat(set_args->file, ": ", e.what()));
+      }
+      if (!body.is_object()) return absl::InvalidArgumentError(absl::StrCat(set_args->file, ": expected a map"));
+      json settings = {{"quotas", body.value("quotas", json::object())}, {"shares", body.value("shares", json::object())}};
+      auto q = c.Call("PUT", "/mlengine/v1/quotas", {}, settings);
+      if (!q.ok()) return q.status();
+      std::cerr << "Updated quotas and fair-share weights.\n";
+      PrintResource(*q, f);
+      return absl::OkStatus();
+    });
+  });
+  CLI::App* q_reset = quotas->add_subcommand("reset", "Go back to the configuration file's quotas and weights");
+  q_reset->callback([&ctx] {
+    Run(ctx, "admin.quotas.reset", [&](Client& c, Format f) -> absl::Status {
+      auto q = c.Call("DELETE", "/mlengine/v1/quotas");
+      if (!q.ok()) return q.status();
+      PrintResource(*q, f);
+      return absl::OkStatus();
+    });
+  });
+
   CLI::App* users = admin->add_subcommand("users", "People who may call mlengined");
   users->require_subcommand(1);
   auto user_args = std::make_shared<IamArgs>();

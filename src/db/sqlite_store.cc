@@ -137,10 +137,12 @@ class SqliteStore final : public Store {
     return snap;
   }
 
-  absl::StatusOr<std::vector<Record>> LoadRecords() override {
+  absl::StatusOr<std::vector<Record>> LoadRecords(const std::string& kind_prefix) override {
     std::lock_guard<std::mutex> lock(db_mu_);
-    Statement st(db_, "SELECT kind, key, body FROM records ORDER BY kind, key");
+    Statement st(db_, "SELECT kind, key, body FROM records WHERE substr(kind, 1, ?) = ? ORDER BY kind, key");
     if (!st.ok()) return Error("prepare records query");
+    sqlite3_bind_int(st.get(), 1, static_cast<int>(kind_prefix.size()));
+    sqlite3_bind_text(st.get(), 2, kind_prefix.c_str(), -1, SQLITE_TRANSIENT);
     std::vector<Record> records;
     int rc;
     while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {

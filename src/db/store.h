@@ -85,8 +85,9 @@ class Store {
   virtual void Commit(std::vector<Mutation> mutations,
                       std::function<void(absl::Status)> done) = 0;
 
-  // Every Record, by kind then key (IamService loads them at start).
-  virtual absl::StatusOr<std::vector<Record>> LoadRecords() = 0;
+  // The Records whose kind starts with `kind_prefix` ("iam."), by kind then
+  // key: each owner loads its own at start.
+  virtual absl::StatusOr<std::vector<Record>> LoadRecords(const std::string& kind_prefix) = 0;
 
   // The audit lines of `query.project` with sequence < before_sequence,
   // newest first, at most `limit`.

@@ -85,7 +85,7 @@ IamService::IamService(db::Store& store, common::Clock& clock, std::string opera
 
 
 absl::Status IamService::Recover() {
-  auto records = store_.LoadRecords();
+  auto records = store_.LoadRecords("iam.");
   if (!records.ok()) return records.status();
   std::unique_lock lock(mu_);
   for (const db::Record& r : *records) {

@@ -30,6 +30,7 @@
 #include "scheduler/scheduler.h"
 #include "server/server_config.h"
 #include "service/job_service.h"
+#include "service/quota_service.h"
 #include "service/log_service.h"
 #include "validate/validate.h"
 
@@ -92,6 +93,7 @@ struct Server::Parts {
   std::unique_ptr<scheduler::Scheduler> scheduler;
   std::unique_ptr<iam::IamService> iam;
   std::unique_ptr<service::LogService> logs;
+  std::unique_ptr<service::QuotaService> quotas;
   std::unique_ptr<api::ApiRouter> router;
   std::unique_ptr<api::MetricsEndpoint> metrics;
   std::unique_ptr<buckets::BucketStore> bucket_store;
@@ -107,6 +109,7 @@ struct Server::Parts {
     metrics.reset();
     router.reset();
     logs.reset();
+    quotas.reset();
     scheduler.reset();
     jobs.reset();
     iam.reset();
@@ -237,6 +240,11 @@ absl::Status Server::Parts::Build() {
   jobs->AttachScheduler(scheduler.get());
   jobs->AttachIam(iam.get());
   iam->AttachProjects(jobs.get());
+  service::QuotaSettings file_quotas{config.quotas.spec(), {}};
+  for (const auto& [project, weight] : config.shares.weights()) file_quotas.shares[project] = weight;
+  quotas = std::make_unique<service::QuotaService>(*store, *scheduler, std::move(file_quotas));
+  // Before recovery: adopted and queued jobs meet the quotas in force.
+  if (auto s = quotas->Recover(); !s.ok()) return absl::Status(s.code(), absl::StrCat("cannot recover quotas: ", s.message()));
   if (slurm_executor) {
     obs::Log("server").info("Slurm cluster: {}", executor::slurm::DescribeNodes(slurm_executor->nodes()));
   } else {
@@ -247,7 +255,7 @@ absl::Status Server::Parts::Build() {
   scheduler->Drain();  // every unfinished job adopted or queued again before the first request
 
   logs = std::make_unique<service::LogService>(*jobs, logs::LogReader(runs.string()));
-  router = std::make_unique<api::ApiRouter>(*jobs, *logs, *iam);
+  router = std::make_unique<api::ApiRouter>(*jobs, *logs, *iam, *quotas);
   metrics = std::make_unique<api::MetricsEndpoint>(*jobs, *iam, options.metrics_access);
   http->Serve(api::Dispatch(*router, *storage, *metrics));
 

@@ -43,6 +43,7 @@
 #include "absl/strings/match.h"
 #include "api/api_router.h"
 #include "iam/iam_service.h"
+#include "service/quota_service.h"
 #include "api/dispatch.h"
 #include "api/metrics_endpoint.h"
 #include "api/storage_router.h"
@@ -84,7 +85,7 @@ class MemoryStore final : public mle::db::Store {
     for (const auto& [key, j] : jobs_) s.jobs.push_back(j);
     return s;
   }
-  absl::StatusOr<std::vector<mle::db::Record>> LoadRecords() override { return std::vector<mle::db::Record>{}; }
+  absl::StatusOr<std::vector<mle::db::Record>> LoadRecords(const std::string&) override { return std::vector<mle::db::Record>{}; }
   absl::StatusOr<std::vector<mle::db::AuditRecord>> ReadAudit(const mle::db::AuditQuery&) override {
     return std::vector<mle::db::AuditRecord>{};
   }
@@ -181,7 +182,8 @@ class Server {
         scheduler_(clock_, service_, nullptr),
         logs_(service_, mle::logs::LogReader((Root() / "runs").string())),
         iam_(store_, clock_, kToken),
-        api_(service_, logs_, iam_),
+        quotas_(store_, scheduler_, {}),
+        api_(service_, logs_, iam_, quotas_),
         metrics_(service_, iam_, mle::api::MetricsAccess::kLoopback) {
     std::error_code ec;
     fs::remove_all(Root() / "buckets", ec);
@@ -224,6 +226,7 @@ class Server {
   mle::scheduler::Scheduler scheduler_;
   mle::service::LogService logs_;
   mle::iam::IamService iam_;
+  mle::service::QuotaService quotas_;
   mle::api::ApiRouter api_;
   mle::api::MetricsEndpoint metrics_;
   std::unique_ptr<mle::buckets::BucketStore> buckets_;

@@ -1,0 +1,131 @@
+#include "service/quota_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+
+namespace mle::service {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kKind[] = "scheduler.quotas";
+constexpr char kKey[] = "current";
+
+absl::Status Bad(const std::string& field, const std::string& description) {
+  return common::InvalidArgumentWithViolations("Invalid quota settings.", {{field, description}});
+}
+
+absl::StatusOr<std::map<std::string, int64_t>> Amounts(const json& value, const std::string& field) {
+  if (!value.is_object()) return Bad(field, "must be a map of names to whole numbers");
+  std::map<std::string, int64_t> out;
+  for (const auto& [name, n] : value.items()) {
+    if (!n.is_number_integer()) return Bad(absl::StrCat(field, ".", name), "must be a whole number");
+    out[name] = n.get<int64_t>();
+  }
+  return out;
+}
+
+}  // namespace
+
+json EncodeQuotaSettings(const QuotaSettings& s) {
+  json projects = json::object();
+  for (const auto& [project, regions] : s.quotas.projects) {
+    for (const auto& [region, amounts] : regions) projects[project][region] = amounts;
+  }
+  return {{"quotas", {{"defaults", s.quotas.defaults}, {"projects", projects}}}, {"shares", s.shares}};
+}
+
+absl::StatusOr<QuotaSettings> DecodeQuotaSettings(const json& body) {
+  if (!body.is_object()) return Bad("", "the body must be an object with quotas and shares");
+  QuotaSettings s;
+  for (const auto& [key, value] : body.items()) {
+    if (key == "shares") {
+      auto shares = Amounts(value, "shares");
+      if (!shares.ok()) return shares.status();
+      s.shares = *std::move(shares);
+    } else if (key == "quotas") {
+      if (!value.is_object()) return Bad("quotas", "must be an object with defaults and projects");
+      for (const auto& [qkey, qvalue] : value.items()) {
+        if (qkey == "defaults") {
+          auto defaults = Amounts(qvalue, "quotas.defaults");
+          if (!defaults.ok()) return defaults.status();
+          s.quotas.defaults = *std::move(defaults);
+        } else if (qkey == "projects") {
+          if (!qvalue.is_object()) return Bad("quotas.projects", "must be a map of projects to regions");
+          for (const auto& [project, regions] : qvalue.items()) {
+            if (!regions.is_object()) {
+              return Bad("quotas.projects." + project, "must be a map of regions to quotas");
+            }
+            for (const auto& [region, amounts] : regions.items()) {
+              auto a = Amounts(amounts, absl::StrCat("quotas.projects.", project, ".", region));
+              if (!a.ok()) return a.status();
+              s.quotas.projects[project][region] = *std::move(a);
+            }
+          }
+        } else {
+          return Bad("quotas." + qkey, "unknown field; known: defaults, projects");
+        }
+      }
+    } else {
+      return Bad(key, "unknown field; known: quotas, shares");
+    }
+  }
+  return s;
+}
+
+QuotaService::QuotaService(db::Store& store, scheduler::Scheduler& scheduler, QuotaSettings from_file)
+    : store_(store), scheduler_(scheduler), from_file_(std::move(from_file)), current_{from_file_, true} {}
+
+absl::Status QuotaService::Apply(const QuotaSettings& settings) {
+  if (auto s = scheduler_.SetQuotas(settings.quotas); !s.ok()) return s;
+  return scheduler_.SetShares(settings.shares);
+}
+
+absl::Status QuotaService::Recover() {
+  auto records = store_.LoadRecords(kKind);
+  if (!records.ok()) return records.status();
+  if (records->empty()) return absl::OkStatus();
+  const json body = json::parse(records->front().body, nullptr, false);
+  auto settings = DecodeQuotaSettings(body);
+  if (!settings.ok()) {
+    return absl::DataLossError(absl::StrCat("the stored quota settings are unreadable: ", settings.status().message()));
+  }
+  if (auto s = Apply(*settings); !s.ok()) {
+    return absl::DataLossError(absl::StrCat("the stored quota settings are refused: ", s.message()));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  current_ = {*std::move(settings), false};
+  return absl::OkStatus();
+}
+
+QuotaService::Current QuotaService::Get() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return current_;
+}
+
+void QuotaService::Set(QuotaSettings settings, std::function<void(absl::Status)> done) {
+  if (auto q = scheduler::Quotas::Compile(settings.quotas); !q.ok()) return done(q.status());
+  if (auto w = scheduler::Shares::Compile(settings.shares); !w.ok()) return done(w.status());
+  db::Record record{kKind, kKey, EncodeQuotaSettings(settings).dump()};
+  store_.Commit({db::PutRecord{std::move(record)}}, [this, settings, done = std::move(done)](absl::Status s) {
+    if (s.ok()) s = Apply(settings);  // checked above: it applies
+    if (s.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      current_ = {settings, false};
+    }
+    done(s);
+  });
+}
+
+void QuotaService::Reset(std::function<void(absl::Status)> done) {
+  store_.Commit({db::DeleteRecord{kKind, kKey}}, [this, done = std::move(done)](absl::Status s) {
+    if (s.ok()) s = Apply(from_file_);
+    if (s.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      current_ = {from_file_, true};
+    }
+    done(s);
+  });
+}
+
+}  // namespace mle::service

@@ -1,0 +1,67 @@
+// QuotaService: the operator's quotas and fair-share weights while mlengined
+// runs. They come from the configuration file (`quotas:`, `shares:`) until an
+// operator sets others through the admin API; those are stored, survive
+// restarts and replace the file's until reset. Every setting is checked
+// whole (scheduler::Quotas::Compile, Shares::Compile) before it is stored,
+// and a refused one changes nothing.
+//
+// The settings' JSON form is the admin API's and the stored record's alike:
+//   {"quotas": {"defaults": {NAME: n}, "projects": {P: {REGION: {NAME: n}}}},
+//    "shares": {P: weight}}
+// (names and units as in config/mlengined.yaml).
+// Thread-safe.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "db/store.h"
+#include "scheduler/scheduler.h"
+
+namespace mle::service {
+
+struct QuotaSettings {
+  scheduler::QuotaSpec quotas;
+  std::map<std::string, int64_t> shares;
+  bool operator==(const QuotaSettings&) const = default;
+};
+
+nlohmann::json EncodeQuotaSettings(const QuotaSettings& settings);
+// INVALID_ARGUMENT naming the field for a body of another shape.
+absl::StatusOr<QuotaSettings> DecodeQuotaSettings(const nlohmann::json& body);
+
+class QuotaService {
+ public:
+  QuotaService(db::Store& store, scheduler::Scheduler& scheduler, QuotaSettings from_file);
+
+  // Applies the stored settings, if any (else the file's stay). Call once,
+  // before the scheduler adopts jobs.
+  absl::Status Recover();
+
+  struct Current {
+    QuotaSettings settings;
+    bool from_file = true;  // false: set through the admin API
+  };
+  Current Get() const;
+  // Checks, stores, then applies `settings`; `done` once durable (or refused).
+  void Set(QuotaSettings settings, std::function<void(absl::Status)> done);
+  // Back to the configuration file's settings.
+  void Reset(std::function<void(absl::Status)> done);
+
+ private:
+  absl::Status Apply(const QuotaSettings& settings);
+
+  db::Store& store_;
+  scheduler::Scheduler& scheduler_;
+  const QuotaSettings from_file_;
+  mutable std::mutex mu_;
+  Current current_;
+};
+
+}  // namespace mle::service
