@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "model/job.h"
 #include "model/resources.h"
 
@@ -38,6 +39,21 @@ class ExecutorEvents {
   virtual void JobPreparing(const JobRef& job) = 0;
   // The job's processes are all gone. Called exactly once per Launch/Recover.
   virtual void JobEnded(const JobRef& job, Outcome outcome, const std::string& message) = 0;
+};
+
+// Where a job's replicas get their credential: a token of the service
+// account the job runs as (its trainingInput.serviceAccount, or its
+// project's default account), and nothing more powerful. The token lives
+// while the job may run and is revoked when it ends.
+struct Credential {
+  std::string account;  // the service account's email
+  std::string token;
+};
+class CredentialIssuer {
+ public:
+  virtual ~CredentialIssuer() = default;
+  // Blocks until the token is durable; call from an executor's own thread.
+  virtual absl::StatusOr<Credential> IssueFor(const model::Job& job) = 0;
 };
 
 class Executor {

@@ -174,6 +174,16 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
   };
   auto env = PrepareJobEnvironment(job, runtimes_, cache_, options_.gcs_root);
   if (!env.ok()) return fail(Ending::kFailed, std::string(env.status().message()));
+  std::optional<Credential> credential;
+  if (options_.credentials != nullptr) {
+    auto issued = options_.credentials->IssueFor(job);
+    if (!issued.ok()) {
+      return fail(Ending::kFailed, absl::StrCat("mlengined could not issue the job's credential, so it was not "
+                                                "started: ",
+                                                issued.status().message()));
+    }
+    credential = *std::move(issued);
+  }
 
   std::unique_lock<std::mutex> lock(mu_);
   auto it = jobs_.find(key);
@@ -210,6 +220,11 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
   ctx.python = env->python;
   ctx.gcs_root = options_.gcs_root;
   ctx.python_path = options_.python_path;
+  if (credential) {
+    ctx.service_account = credential->account;
+    ctx.access_token = credential->token;
+    ctx.api_endpoint = options_.api_endpoint;
+  }
   size_t next = 0;
   for (const auto& r : demand.replicas) {
     ctx.hosts[r.TaskName()] = "localhost";

@@ -36,6 +36,10 @@ struct LocalExecutorOptions {
   absl::Duration cancel_grace = absl::Seconds(10);
   int first_port = 27200;       // ports for TF_CONFIG / MASTER_PORT come from here up
   int last_port = 29999;
+  // Gives each job's replicas a token of its account (null: none given);
+  // api_endpoint tells them where to use it.
+  CredentialIssuer* credentials = nullptr;
+  std::string api_endpoint;
 };
 
 class LocalExecutor final : public Executor {

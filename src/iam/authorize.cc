@@ -64,6 +64,9 @@ std::string DefaultAccountEmail(int64_t project_number) {
 std::string TpuAccountEmail(int64_t project_number) {
   return absl::StrCat("service-", project_number, kTpuAccountDomain);
 }
+std::string JobTokenPurpose(const std::string& project, const std::string& job_id) {
+  return absl::StrCat("job:", project, "/", job_id);
+}
 
 std::string Resource::Name() const {
   switch (kind) {

@@ -55,4 +55,8 @@ inline constexpr char kTpuAccountDomain[] = "@cloud-tpu.mlengine.iam.local";
 std::string DefaultAccountEmail(int64_t project_number);  // service-NUMBER@cloud-ml.mlengine.iam.local
 std::string TpuAccountEmail(int64_t project_number);      // service-NUMBER@cloud-tpu.mlengine.iam.local
 
+// What the token of a job's replicas is issued for ("job:p/j"): revoked
+// with IamService::RevokeTokens when the job ends.
+std::string JobTokenPurpose(const std::string& project, const std::string& job_id);
+
 }  // namespace mle::iam

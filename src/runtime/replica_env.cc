@@ -11,6 +11,15 @@
 namespace mle::runtime {
 namespace {
 
+// The job's credential and where to use it: a trainer reaching the API is
+// exactly as powerful as the account the job runs as.
+void SetCredentialEnv(const LaunchContext& context, std::map<std::string, std::string>* e) {
+  if (context.access_token.empty()) return;
+  (*e)["MLENGINE_SERVICE_ACCOUNT"] = context.service_account;
+  (*e)["MLENGINE_ACCESS_TOKEN"] = context.access_token;
+  if (!context.api_endpoint.empty()) (*e)["MLENGINE_API_ENDPOINT"] = context.api_endpoint;
+}
+
 using nlohmann::json;
 
 bool UsesChief(const model::TrainingInput& t) {
@@ -101,6 +110,7 @@ std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const mod
     e["MLENGINE_GCS_ROOT"] = context.gcs_root;
     e["PYTHONUNBUFFERED"] = "1";
     if (!context.python_path.empty()) e["PYTHONPATH"] = context.python_path;
+    SetCredentialEnv(context, &e);
 
     // torch.distributed over the master and the workers.
     if (r.role == "master" || r.role == "worker") {

@@ -34,6 +34,11 @@ struct LaunchContext {
   std::string zone = "us-central1-a";        // TPU_CONFIG zone
   std::string trial_id;                      // tuning trials only
   std::string hp_metric_file;                // CLOUD_ML_HP_METRIC_FILE
+  // The job's credential (MLENGINE_SERVICE_ACCOUNT, MLENGINE_ACCESS_TOKEN)
+  // and where the API is (MLENGINE_API_ENDPOINT); empty: none given.
+  std::string service_account;
+  std::string access_token;
+  std::string api_endpoint;
   // When set, each TPU host of the placement also runs a process of its own,
   // "tpu-replica-<i>" (role "tpu"), with this command: the Slurm executor
   // runs mlengine's simulated TPU worker there. Its port is

@@ -29,6 +29,7 @@
 #include "runtime/package_cache.h"
 #include "scheduler/scheduler.h"
 #include "server/server_config.h"
+#include "service/job_credentials.h"
 #include "service/job_service.h"
 #include "service/quota_service.h"
 #include "service/log_service.h"
@@ -90,6 +91,7 @@ struct Server::Parts {
   std::unique_ptr<executor::slurm::SubprocessCommandRunner> slurm_runner;
   std::unique_ptr<executor::slurm::SlurmExecutor> slurm_executor;
   std::unique_ptr<service::JobService> jobs;
+  std::unique_ptr<service::JobCredentials> credentials;
   std::unique_ptr<scheduler::Scheduler> scheduler;
   std::unique_ptr<iam::IamService> iam;
   std::unique_ptr<service::LogService> logs;
@@ -115,6 +117,7 @@ struct Server::Parts {
     iam.reset();
     slurm_executor.reset();
     local_executor.reset();
+    credentials.reset();
     store.reset();  // drains the writer: every acknowledged write is on disk
     if (lock_fd >= 0) ::close(lock_fd);
   }
@@ -200,6 +203,11 @@ absl::Status Server::Parts::Build() {
   sched_options.quotas = config.quotas;
   sched_options.shares = config.shares;
 
+  const std::string& host = options.listen_host;
+  endpoint = absl::StrCat("http://", host.find(':') != std::string::npos ? "[" + host + "]" : host, ":", http->port());
+  jobs = std::make_unique<service::JobService>(*store, clock, validation);
+  credentials = std::make_unique<service::JobCredentials>(*iam, *jobs);
+
   executor::Executor* executor = nullptr;
   if (options.executor == "local") {
     executor::LocalExecutorOptions o;
@@ -208,6 +216,8 @@ absl::Status Server::Parts::Build() {
     o.gcs_root = buckets.string();
     o.python_path = python_dir.string();
     o.cancel_grace = absl::Seconds(config.cancel_grace_seconds);
+    o.credentials = credentials.get();
+    o.api_endpoint = endpoint;
     local_executor = std::make_unique<executor::LocalExecutor>(o, config.runtimes, *packages);
     executor = local_executor.get();
   } else if (options.executor == "slurm") {
@@ -233,7 +243,6 @@ absl::Status Server::Parts::Build() {
     sched_options.resources = config.slurm.machines;
   }
 
-  jobs = std::make_unique<service::JobService>(*store, clock, validation);
   scheduler = std::make_unique<scheduler::Scheduler>(clock, *jobs, executor, sched_options);
   if (local_executor) local_executor->SetEvents(scheduler.get());
   if (slurm_executor) slurm_executor->SetEvents(scheduler.get());
@@ -259,8 +268,6 @@ absl::Status Server::Parts::Build() {
   metrics = std::make_unique<api::MetricsEndpoint>(*jobs, *iam, options.metrics_access);
   http->Serve(api::Dispatch(*router, *storage, *metrics));
 
-  const std::string& host = options.listen_host;
-  endpoint = absl::StrCat("http://", host.find(':') != std::string::npos ? "[" + host + "]" : host, ":", http->port());
   // Where clients (the mlengine CLI) find this server.
   const std::string server_json = absl::StrCat("{\"endpoint\": \"", endpoint, "\", \"token_file\": \"",
                                                (data_dir / "admin.token").string(), "\", \"pid\": ", ::getpid(), "}\n");

@@ -412,6 +412,13 @@ void JobService::Record(const Key& key, const scheduler::JobUpdate& update, Done
     if (!s.ok()) obs::Log("service").error("could not record {} -> {}: {}", name, state, s.ToString());
     if (done) done(std::move(s));
   });
+  // The replicas' credential dies with the job.
+  if (model::IsTerminal(update.state) && iam_ != nullptr) {
+    iam_->RevokeTokens(iam::JobTokenPurpose(key.project, key.job_id),
+                       [name = JobNameOf(key.project, key.job_id)](absl::Status s) {
+                         if (!s.ok()) obs::Log("service").error("could not revoke the token of {}: {}", name, s.ToString());
+                       });
+  }
 }
 
 }  // namespace mle::service

@@ -57,7 +57,8 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   // Connects access control: TPU jobs then need the project's TPU service
   // account set up, and a job's serviceAccount needs actAs. Without it
   // (tests of the service alone) neither is checked.
-  void AttachIam(const iam::IamService* iam) { iam_ = iam; }
+  // Its replicas' token is revoked when a job ends.
+  void AttachIam(iam::IamService* iam) { iam_ = iam; }
 
   // Loads projects and jobs from the store and hands unfinished jobs back to
   // the scheduler. Call once, before serving.
@@ -111,7 +112,7 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   common::Clock& clock_;
   const validate::Config validation_;
   scheduler::Scheduler* scheduler_ = nullptr;
-  const iam::IamService* iam_ = nullptr;
+  iam::IamService* iam_ = nullptr;
 
   mutable std::shared_mutex mu_;
   std::map<std::string, model::Project> projects_;

@@ -47,3 +47,43 @@ def test_service_account_and_impersonated_token(cli, names):
     cli.ok("iam", "service-accounts", "delete", email)
     r = cli("jobs", "list", env={"MLENGINE_TOKEN": token})
     assert r.rc != 0 and "UNAUTHENTICATED" in r.err, r
+
+
+def test_replicas_hold_a_token_of_the_account_they_run_as_and_only_while_they_run(cli, names, tmp_path):
+    """A job running as service account `reader` (ml.viewer on the project)
+    gets that account's token: it may list jobs but not cancel one; the
+    project's default account (no role) may not list; the token dies with
+    the job."""
+    cli.ok("iam", "service-accounts", "create", "reader")
+    reader = f"reader@{cli.project}.iam.mlengine.local"
+    cli.ok("projects", "add-iam-policy-binding", f"--member=serviceAccount:{reader}", "--role=roles/ml.viewer")
+    jobs = f"/v1/projects/{cli.project}/jobs"
+    gate = f"gs://{cli.bucket}/{names.job('gate')}"
+    job = names.job("reader")
+    cli.submit(job, "--service-account", reader, "--scale-tier", "basic",
+               args=["--print-env", "MLENGINE_SERVICE_ACCOUNT", "--call-api", f"GET {jobs}",
+                     "--call-api", f"POST {jobs}/{job}:cancel", "--print-env", "MLENGINE_ACCESS_TOKEN",
+                     "--wait-for", gate])
+    cli.wait_log(job, f"MLENGINE_SERVICE_ACCOUNT={reader}", timeout=120)
+    cli.wait_log(job, f"api GET {jobs} -> 200")
+    cli.wait_log(job, f"api POST {jobs}/{job}:cancel -> 403")
+    entries = cli.wait_log(job, "MLENGINE_ACCESS_TOKEN=")
+    token = next(e["message"].split("MLENGINE_ACCESS_TOKEN=", 1)[1].strip()
+                 for e in entries if "MLENGINE_ACCESS_TOKEN=" in e["message"])
+    assert token.startswith("mle1."), token
+    # While the job runs the token works; once it ends it is revoked.
+    assert cli("jobs", "list", env={"MLENGINE_TOKEN": token}).rc == 0
+    gate_file = tmp_path / "gate"
+    gate_file.write_text("open\n")
+    cli.ok("storage", "cp", str(gate_file), gate)
+    cli.wait_state(job, {"SUCCEEDED"})
+    r = cli("jobs", "list", env={"MLENGINE_TOKEN": token})
+    assert r.rc != 0 and "UNAUTHENTICATED" in r.err, r
+
+    # Without --service-account the job runs as the project's default account, which holds no role here.
+    job2 = names.job("default")
+    cli.submit(job2, "--scale-tier", "basic", args=["--print-env", "MLENGINE_SERVICE_ACCOUNT",
+                                                     "--call-api", f"GET {jobs}"])
+    cli.wait_state(job2, {"SUCCEEDED"})
+    cli.wait_log(job2, "@cloud-ml.mlengine.iam.local")
+    cli.wait_log(job2, f"api GET {jobs} -> 403")

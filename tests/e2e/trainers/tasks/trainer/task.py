@@ -1,6 +1,9 @@
 """The e2e suite's trainer: every flag is one behaviour, done in this order.
 
   --print-env VAR        print "VAR=<value>" (repeatable)
+  --call-api "M PATH"    call mlengined's API (MLENGINE_API_ENDPOINT) with the
+                         job's token (MLENGINE_ACCESS_TOKEN); print
+                         "api M PATH -> STATUS" (repeatable)
   --lines N              print N numbered lines to stdout and one to stderr
   --ignore-term          ignore SIGTERM (so only SIGKILL ends it)
   --child                start a child process that sleeps (600 s)
@@ -26,6 +29,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 from mlengine import gcs
 
@@ -101,6 +106,18 @@ def main(argv):
         f"rank={os.environ.get('RANK')} job={os.environ.get('CLOUD_ML_JOB_ID')}")
     for var in opts.get("print-env", []):
         log(f"{var}={os.environ.get(var, '<unset>')}")
+    for call in opts.get("call-api", []):
+        method, path = call.split(" ", 1)
+        req = urllib.request.Request(os.environ["MLENGINE_API_ENDPOINT"] + path, method=method,
+                                     data=b"{}" if method == "POST" else None,
+                                     headers={"Authorization": "Bearer " + os.environ["MLENGINE_ACCESS_TOKEN"],
+                                              "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                status = r.status
+        except urllib.error.HTTPError as e:
+            status = e.code
+        log(f"api {method} {path} -> {status}")
     for n in opts.get("lines", []):
         for i in range(int(n)):
             log(f"{task} line {i}")
