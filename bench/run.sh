@@ -9,6 +9,9 @@ echo
 echo "== control plane: jobs API throughput"
 bench/api_throughput.sh "$BUILD"
 echo
+echo "== access control: jobs.get as a user (token hashed, policy checked) against as the operator (at most 10% slower)"
+bench/authz_cost.sh "$BUILD"
+echo
 echo "== local execution: job start latency and 200 trivial jobs, against direct python3 -m"
 /usr/bin/python3 bench/job_latency.py "$BUILD"
 echo

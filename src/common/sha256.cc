@@ -42,11 +42,23 @@ absl::Status HashAll(Sha256& sha, ReadSome read_some, absl::string_view what) {
   }
 }
 
+// The SHA-256 implementation, fetched from OpenSSL's provider once: an
+// implicit fetch (EVP_sha256()) on every digest costs more than hashing a
+// token does.
+const EVP_MD* Sha256Md() {
+  static const EVP_MD* md = [] {
+    EVP_MD* fetched = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    CheckOpenSsl(fetched != nullptr, "EVP_MD_fetch");
+    return fetched;
+  }();
+  return md;
+}
+
 }  // namespace
 
 Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
   CheckOpenSsl(ctx_ != nullptr, "EVP_MD_CTX_new");
-  CheckOpenSsl(EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) == 1, "EVP_DigestInit_ex");
+  CheckOpenSsl(EVP_DigestInit_ex(ctx_, Sha256Md(), nullptr) == 1, "EVP_DigestInit_ex");
 }
 
 Sha256::~Sha256() { EVP_MD_CTX_free(ctx_); }
@@ -66,14 +78,15 @@ std::string Sha256::HexDigest() {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   CheckOpenSsl(EVP_DigestFinal_ex(ctx_, digest, &size) == 1, "EVP_DigestFinal_ex");
-  CheckOpenSsl(EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) == 1, "EVP_DigestInit_ex");
+  CheckOpenSsl(EVP_DigestInit_ex(ctx_, Sha256Md(), nullptr) == 1, "EVP_DigestInit_ex");
   return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), size));
 }
 
 std::string Sha256Hex(absl::string_view bytes) {
-  Sha256 sha;
-  sha.Update(bytes);
-  return sha.HexDigest();
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  CheckOpenSsl(EVP_Digest(bytes.data(), bytes.size(), md, &len, Sha256Md(), nullptr) == 1, "EVP_Digest");
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(md), len));
 }
 
 absl::StatusOr<std::string> Sha256HexOfFiles(const std::vector<std::filesystem::path>& files) {

@@ -3,9 +3,7 @@
 #include "absl/strings/str_cat.h"
 
 namespace mle::iam {
-namespace {
-
-bool Holds(const Principal& who, absl::string_view permission, const PolicyChain& chain) {
+bool Grants(const Principal& who, absl::string_view permission, const PolicyChain& chain) {
   if (who.IsOperator()) return true;
   const std::string member = who.Member();
   for (const Policy* p : chain) {
@@ -14,11 +12,9 @@ bool Holds(const Principal& who, absl::string_view permission, const PolicyChain
   return false;
 }
 
-}  // namespace
-
 absl::Status Authorize(const Principal& who, absl::string_view permission, absl::string_view resource,
                        const PolicyChain& chain) {
-  if (Holds(who, permission, chain)) return absl::OkStatus();
+  if (Grants(who, permission, chain)) return absl::OkStatus();
   return absl::PermissionDeniedError(
       absl::StrCat("Permission '", permission, "' denied on resource '", resource, "' (or it may not exist)."));
 }
@@ -27,7 +23,7 @@ std::vector<std::string> HeldPermissions(const Principal& who, const std::vector
                                          const PolicyChain& chain) {
   std::vector<std::string> held;
   for (const auto& p : permissions) {
-    if (Holds(who, p, chain)) held.push_back(p);
+    if (Grants(who, p, chain)) held.push_back(p);
   }
   return held;
 }
@@ -39,7 +35,7 @@ absl::Status CheckNoEscalation(const Principal& who, const Policy& before, const
     const Role* r = FindRole(role);
     if (r == nullptr) continue;  // NormalizePolicy refused it already
     for (const auto& p : r->permissions) {
-      if (Holds(who, p, chain)) continue;
+      if (Grants(who, p, chain)) continue;
       return absl::PermissionDeniedError(absl::StrCat(
           who.Member(), " cannot grant ", role, " to ", member, " on '", resource, "': the role includes '", p,
           "', which the caller does not hold there. Only a principal holding every permission of a role may grant "

@@ -20,6 +20,10 @@ namespace mle::iam {
 // absent: nobody set one).
 using PolicyChain = std::vector<const Policy*>;
 
+// Whether some policy of `chain` grants `permission` to `who` (the operator
+// holds every permission).
+bool Grants(const Principal& who, absl::string_view permission, const PolicyChain& chain);
+
 // OK when some policy of `chain` grants `permission` to `who` (the operator
 // holds every permission); PERMISSION_DENIED in Google's words otherwise:
 // "Permission 'ml.jobs.get' denied on resource 'projects/p/jobs/j' (or it

@@ -210,7 +210,9 @@ absl::Status IamService::Authorize(const Principal& who, absl::string_view permi
                                    const Resource& resource) const {
   if (who.IsOperator()) return absl::OkStatus();
   std::shared_lock lock(mu_);
-  return iam::Authorize(who, permission, resource.Name(), ChainOf(resource));
+  const PolicyChain chain = ChainOf(resource);
+  if (Grants(who, permission, chain)) return absl::OkStatus();  // the name is spelled only for a denial
+  return iam::Authorize(who, permission, resource.Name(), chain);
 }
 
 std::optional<std::string> IamService::DefaultAccountProject(const std::string& email) const {
