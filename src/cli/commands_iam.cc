@@ -2,14 +2,21 @@
 //   mlengine projects get-iam-policy|add-iam-policy-binding|remove-iam-policy-binding PROJECT
 //   mlengine services identity create --service=tpu.googleapis.com [--project=P]
 //   mlengine iam service-accounts create|list|delete
+//   mlengine auth activate-service-account|login|list|revoke
 //   mlengine auth print-access-token [--impersonate-service-account=EMAIL]
 //   mlengine admin users create|list|delete|create-token   (the operator's)
 //   mlengine admin quotas describe|set FILE|reset; mlengine projects describe-quotas
 // Each is one or two REST calls; policy edits are read-modify-write with the
 // policy's etag, retried when another change came between (409 ABORTED).
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
@@ -78,6 +85,26 @@ absl::StatusOr<json> EditBinding(Client& client, const std::string& project, con
                            json{{"policy", {{"bindings", kept}, {"etag", (*policy)["etag"]}}}});
     if (set.ok() || set.status().code() != absl::StatusCode::kAborted || attempt == 4) return set;
   }
+}
+
+// Writes `text` to `path` readable by its owner alone (a token): a temporary
+// file of mode 0600 renamed into place.
+absl::Status WritePrivateFile(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("cannot create the directory of ", path, ": ", ec.message()));
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot write ", tmp));
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  const int saved = errno;
+  ::close(fd);
+  if (!written || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = written ? errno : saved;
+    ::unlink(tmp.c_str());
+    return absl::ErrnoToStatus(err, absl::StrCat("cannot write ", path));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -225,9 +252,64 @@ void AddIamCommands(CLI::App& app, Context& ctx) {
     });
   });
 
-  // ---- auth print-access-token ----
-  CLI::App* auth = app.add_subcommand("auth", "Tokens");
+  // ---- auth: the credential this CLI sends ----
+  CLI::App* auth = app.add_subcommand("auth", "The credential this CLI sends, and tokens");
   auth->require_subcommand(1);
+  MoreHelp(auth,
+           "\nThe active credential (auth activate-service-account, auth login) is kept in\n"
+           "${XDG_CONFIG_HOME:-~/.config}/mlengine/credentials.json (mode 0600). --token,\n"
+           "--token-file and MLENGINE_TOKEN still win over it; it wins over MLENGINE_CONFIG's token.\n");
+  for (const bool service_account : {true, false}) {
+    auto a = std::make_shared<IamArgs>();
+    const std::string name = service_account ? "activate-service-account" : "login";
+    CLI::App* cmd = auth->add_subcommand(
+        name, service_account ? "Send a service account's token from now on (a file with the token)"
+                              : "Send a user's token from now on (a file with the token the operator gave)");
+    Usage(cmd, absl::StrCat("mlengine auth ", name, " ACCOUNT --", service_account ? "key-file" : "token-file",
+                            "=FILE"));
+    cmd->add_option("ACCOUNT", a->name, service_account ? "The service account's email" : "Your email")
+        ->required();
+    cmd->add_option(service_account ? "--key-file" : "--token-file", a->file,
+                    "A file holding the token (e.g. from auth print-access-token or admin users create-token)")
+        ->required()
+        ->check(CLI::ExistingFile);
+    cmd->callback([&ctx, a, name] {
+      const std::string command = "auth." + name;
+      auto status = [&]() -> absl::Status {
+        std::ifstream in(a->file);
+        std::string token;
+        std::getline(in, token);
+        token = std::string(absl::StripAsciiWhitespace(token));
+        if (token.empty()) return absl::InvalidArgumentError(absl::StrCat(a->file, " holds no token"));
+        const std::string path = CredentialsPath(ProcessEnv());
+        if (path.empty()) return absl::FailedPreconditionError("neither XDG_CONFIG_HOME nor HOME is set");
+        return WritePrivateFile(path, json{{"account", a->name}, {"token", token}}.dump(2) + "\n");
+      }();
+      if (!status.ok()) return void(ctx.exit_code = PrintError(command, status));
+      std::cerr << "Activated credentials for [" << a->name << "].\n";
+    });
+  }
+  CLI::App* list = auth->add_subcommand("list", "Show whose token this CLI sends");
+  list->callback([&ctx] {
+    auto client = ctx.GetClient();
+    if (!client.ok()) return void(ctx.exit_code = PrintError("auth.list", client.status()));
+    const Connection& c = (*client)->connection();
+    if (!c.account.empty()) {
+      std::cout << "active account: " << c.account << "\n";
+    } else {
+      std::cout << (c.token.empty() ? "no credential: requests go without a token\n"
+                                    : "a token from --token, MLENGINE_TOKEN or a config file (no account recorded)\n");
+    }
+  });
+  CLI::App* revoke = auth->add_subcommand("revoke", "Forget the active credential (the token itself stays valid)");
+  revoke->callback([&ctx] {
+    const std::string path = CredentialsPath(ProcessEnv());
+    std::error_code ec;
+    if (path.empty() || !std::filesystem::remove(path, ec)) {
+      return void(ctx.exit_code = PrintError("auth.revoke", ec ? ec.message() : "no credential is active"));
+    }
+    std::cerr << "Forgot the active credential.\n";
+  });
   auto tok_args = std::make_shared<IamArgs>();
   CLI::App* print = auth->add_subcommand("print-access-token", "Print the token this CLI sends, or one of a service account");
   Usage(print, "mlengine auth print-access-token [--impersonate-service-account=EMAIL] [--lifetime=3600s]");

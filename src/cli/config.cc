@@ -96,6 +96,25 @@ std::string DefaultConfigPath(const EnvLookup& env) {
   return "";
 }
 
+std::string CredentialsPath(const EnvLookup& env) {
+  const std::string config = DefaultConfigPath(env);
+  return config.empty() ? "" : (fs::path(config).parent_path() / "credentials.json").string();
+}
+
+absl::StatusOr<std::optional<ActiveCredential>> ReadActiveCredential(const std::string& path,
+                                                                     const FileReader& files) {
+  auto text = files(path);
+  if (!text) return std::optional<ActiveCredential>();
+  json doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("token") || !doc["token"].is_string() ||
+      !doc.value("account", json("")).is_string()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the active credential ", path, " is damaged: run mlengine auth activate-service-account (or auth login) "
+        "again, or mlengine auth revoke"));
+  }
+  return std::optional<ActiveCredential>(ActiveCredential{doc.value("account", ""), doc["token"].get<std::string>()});
+}
+
 absl::StatusOr<Connection> ResolveConnection(const GlobalFlags& flags, const EnvLookup& env,
                                              const FileReader& files) {
   std::vector<ConfigFile> configs;
@@ -155,6 +174,11 @@ absl::StatusOr<Connection> ResolveConnection(const GlobalFlags& flags, const Env
     out.token = *t;
   } else if (std::string t = env_value("MLENGINE_TOKEN"); !t.empty()) {
     out.token = t;
+  } else if (auto active = ReadActiveCredential(CredentialsPath(env), files); !active.ok()) {
+    return active.status();
+  } else if (active->has_value()) {
+    out.token = (*active)->token;
+    out.account = (*active)->account;
   } else {
     for (const auto& c : configs) {
       if (!c.token.empty()) {

@@ -4,6 +4,9 @@
 // wins):
 //   1. flags: --endpoint, --token / --token-file, --project
 //   2. environment: MLENGINE_API_ENDPOINT, MLENGINE_TOKEN, MLENGINE_PROJECT
+//   2a. the token only: the active credential, CONFIG_DIR/credentials.json
+//      ({"account": ..., "token": ...}, mode 0600), which
+//      `mlengine auth activate-service-account` / `auth login` write
 //   3. the JSON file named by MLENGINE_CONFIG
 //   4. ${XDG_CONFIG_HOME:-$HOME/.config}/mlengine/config.json
 //   5. defaults: endpoint http://127.0.0.1:8080, no token, project "default"
@@ -39,6 +42,7 @@ struct Connection {
   std::string token;     // empty: send no Authorization header
   std::string project;
   std::string endpoint_source;  // where the endpoint came from, for messages
+  std::string account;          // the active credential's account, when its token is sent
 };
 
 // Returns the value of an environment variable, or nullopt when unset.
@@ -52,6 +56,17 @@ FileReader RealFiles();
 // The default config file path, or "" when neither XDG_CONFIG_HOME nor HOME
 // is set.
 std::string DefaultConfigPath(const EnvLookup& env);
+// The active credential's file beside it ("" likewise).
+std::string CredentialsPath(const EnvLookup& env);
+
+// The active credential: whose token the CLI sends.
+struct ActiveCredential {
+  std::string account;
+  std::string token;
+};
+// nullopt when there is none; INVALID_ARGUMENT for a damaged file.
+absl::StatusOr<std::optional<ActiveCredential>> ReadActiveCredential(const std::string& path,
+                                                                     const FileReader& files);
 
 absl::StatusOr<Connection> ResolveConnection(const GlobalFlags& flags, const EnvLookup& env,
                                              const FileReader& files);

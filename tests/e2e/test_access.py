@@ -87,3 +87,19 @@ def test_replicas_hold_a_token_of_the_account_they_run_as_and_only_while_they_ru
     cli.wait_state(job2, {"SUCCEEDED"})
     cli.wait_log(job2, "@cloud-ml.mlengine.iam.local")
     cli.wait_log(job2, f"api GET {jobs} -> 403")
+
+
+def test_activated_credential_is_sent_until_revoked(cli, names, tmp_path):
+    """gcloud's way: activate a service account's token once; later commands
+    send it (over the operator's token in MLENGINE_CONFIG) until revoked."""
+    cli.ok("iam", "service-accounts", "create", "activated")
+    email = f"activated@{cli.project}.iam.mlengine.local"
+    key = tmp_path / "key.token"
+    key.write_text(cli.ok("auth", "print-access-token", f"--impersonate-service-account={email}").out)
+    cli.ok("auth", "activate-service-account", email, f"--key-file={key}")
+    assert oct((tmp_path / cli.env["HOME"] / ".config/mlengine/credentials.json").stat().st_mode & 0o777) == "0o600"
+    assert cli.ok("auth", "list").out.strip() == f"active account: {email}"
+    r = cli("jobs", "list")
+    assert r.rc != 0 and "PERMISSION_DENIED" in r.err, r  # the account holds no role
+    cli.ok("auth", "revoke")
+    cli.ok("jobs", "list")  # the operator's token again

@@ -73,6 +73,23 @@ TEST(ConfigResolutionTest, ThenEnvironment) {
   EXPECT_EQ(c->project, "env-project");
 }
 
+TEST(ConfigResolutionTest, ThenTheActiveCredentialForTheTokenAlone) {
+  World w = Everything();
+  w.env.erase("MLENGINE_TOKEN");
+  w.files["/home/u/.config/mlengine/credentials.json"] =
+      R"({"account": "trainer@p.iam.mlengine.local", "token": "active-token"})";
+  auto c = w.Resolve();
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->token, "active-token");  // before MLENGINE_CONFIG's admin token
+  EXPECT_EQ(c->account, "trainer@p.iam.mlengine.local");
+  EXPECT_EQ(c->endpoint, "http://env:1");
+  w.env["MLENGINE_TOKEN"] = "env-token";
+  EXPECT_EQ(w.Resolve()->token, "env-token");
+  w.env.erase("MLENGINE_TOKEN");
+  w.files["/home/u/.config/mlengine/credentials.json"] = "{damaged";
+  EXPECT_EQ(w.Resolve().status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ConfigResolutionTest, ThenTheFileNamedByMlengineConfig) {
   World w = Everything();
   w.env.erase("MLENGINE_API_ENDPOINT");
