@@ -77,7 +77,7 @@ absl::Status JobService::Recover() {
   std::vector<Job> unfinished;
   {
     std::unique_lock lock(mu_);
-    for (auto& p : snapshot->projects) projects_[p.id] = p;
+    for (auto& p : snapshot->projects) AddProject(p);
     for (auto& j : snapshot->jobs) {
       next_sequence_ = std::max(next_sequence_, j.sequence + 1);
       by_sequence_[j.project][j.sequence] = j.job_id;
@@ -105,7 +105,7 @@ void JobService::GetConfig(const std::string& project,
       return;
     }
     p = NewProject(project);
-    projects_[project] = p;
+    AddProject(p);
   }
   store_.Commit({db::PutProject{p}}, [p, done = std::move(done)](absl::Status s) {
     if (!s.ok()) return done(s);
@@ -122,10 +122,14 @@ std::optional<model::Project> JobService::FindProject(const std::string& id) con
 
 std::optional<model::Project> JobService::FindProjectByNumber(int64_t number) const {
   std::shared_lock lock(mu_);
-  for (const auto& [id, p] : projects_) {
-    if (p.number == number) return p;
-  }
-  return std::nullopt;
+  auto it = project_by_number_.find(number);
+  if (it == project_by_number_.end()) return std::nullopt;
+  return projects_.at(it->second);
+}
+
+void JobService::AddProject(const model::Project& p) {
+  projects_[p.id] = p;
+  project_by_number_[p.number] = p.id;
 }
 
 absl::Status JobService::CheckAccess(const std::string& project, const Job& job, const iam::Principal& caller) const {
@@ -193,7 +197,7 @@ void JobService::CreateJob(const std::string& project, Job job, JobCallback done
     }
     if (!projects_.count(project)) {
       model::Project p = NewProject(project);
-      projects_[project] = p;
+      AddProject(p);
       writes.push_back(db::PutProject{p});
     }
     job.sequence = next_sequence_++;

@@ -103,6 +103,7 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   using Key = scheduler::JobKey;
 
   model::Project NewProject(const std::string& id) const;
+  void AddProject(const model::Project& p);  // mu_ held (exclusive)
   // The job's TPU service account set up, and actAs on its serviceAccount.
   absl::Status CheckAccess(const std::string& project, const model::Job& job, const iam::Principal& caller) const;
   // Fills in derived, read-time fields (jobPosition).
@@ -116,6 +117,10 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
 
   mutable std::shared_mutex mu_;
   std::map<std::string, model::Project> projects_;
+  // Project numbers (getConfig's serviceAccountProject, the default account's
+  // email) to ids: looked up on each call that names a project by number and
+  // each authentication of a project's default account.
+  std::map<int64_t, std::string> project_by_number_;
   std::map<Key, model::Job> jobs_;
   // Newest first per project: sequence descending.
   std::map<std::string, std::map<int64_t, std::string, std::greater<>>> by_sequence_;
