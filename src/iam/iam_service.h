@@ -19,6 +19,8 @@
 //
 // Thread-safe: any method from any thread. Callbacks of changes run on the
 // store's thread (or the caller's, when refused at once); keep them short.
+// Lock order: IamService's lock, then the ProjectDirectory's (it is asked
+// while ours is held), so never call IamService holding the directory's.
 #pragma once
 
 #include <deque>

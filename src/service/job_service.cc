@@ -416,6 +416,7 @@ void JobService::Record(const Key& key, const scheduler::JobUpdate& update, Done
     if (!s.ok()) obs::Log("service").error("could not record {} -> {}: {}", name, state, s.ToString());
     if (done) done(std::move(s));
   });
+  lock.unlock();  // IamService may look projects up (mu_) while it holds its own lock
   // The replicas' credential dies with the job.
   if (model::IsTerminal(update.state) && iam_ != nullptr) {
     iam_->RevokeTokens(iam::JobTokenPurpose(key.project, key.job_id),
