@@ -100,7 +100,8 @@ def test_runtime_not_installed_is_refused(cli, names):
     assert cli("jobs", "describe", job).rc != 0, "a refused job was created"
 
 
-def test_tpu_pod_larger_than_cluster_is_refused(cli, names, tmp_path):
+def pod_config(tmp_path, cores):
+    """A config.yaml of the TPU guide's pod form: a master and a TPU_V2_POD of `cores`."""
     config = tmp_path / "pod.yaml"
     config.write_text(
         "trainingInput:\n"
@@ -111,7 +112,12 @@ def test_tpu_pod_larger_than_cluster_is_refused(cli, names, tmp_path):
         "  workerConfig:\n"
         "    acceleratorConfig:\n"
         "      type: TPU_V2_POD\n"
-        "      count: 128\n")
+        f"      count: {cores}\n")
+    return config
+
+
+def test_tpu_pod_larger_than_cluster_is_refused(cli, names, tmp_path):
+    config = pod_config(tmp_path, 128)
     job = names.job("pod")
     r = cli.submit(job, f"--config={config}")
     assert r.rc == 1, r
@@ -126,17 +132,7 @@ def test_tpu_pod_larger_than_cluster_is_refused(cli, names, tmp_path):
 def test_tpu_pod_without_quota_is_refused_naming_the_quota(server_factory, tmp_path, names):
     server = server_factory(config_yaml(pod_quota=False))
     cli = make_cli(server, tmp_path, names)
-    config = tmp_path / "pod.yaml"
-    config.write_text(
-        "trainingInput:\n"
-        "  scaleTier: CUSTOM\n"
-        "  masterType: n1-highcpu-16\n"
-        "  workerType: cloud_tpu\n"
-        "  workerCount: 1\n"
-        "  workerConfig:\n"
-        "    acceleratorConfig:\n"
-        "      type: TPU_V2_POD\n"
-        "      count: 32\n")
+    config = pod_config(tmp_path, 32)
     job = names.job("pod")
     r = cli.submit(job, f"--config={config}")
     assert r.rc == 1, r
