@@ -126,6 +126,11 @@ absl::Status IamService::Recover() {
   return absl::OkStatus();
 }
 
+IamService::~IamService() {
+  std::unique_lock<std::mutex> lock(write_mu_);
+  write_idle_.wait(lock, [this] { return !writing_; });  // the store outlives us: queued changes finish
+}
+
 void IamService::Write(Prepare prepare) {
   {
     std::lock_guard<std::mutex> lock(write_mu_);
@@ -143,6 +148,7 @@ void IamService::WriteNext() {
       std::lock_guard<std::mutex> lock(write_mu_);
       if (write_queue_.empty()) {
         writing_ = false;
+        write_idle_.notify_all();
         return;
       }
       prepare = std::move(write_queue_.front());

@@ -23,6 +23,7 @@
 // while ours is held), so never call IamService holding the directory's.
 #pragma once
 
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -67,6 +68,10 @@ class IamService {
 
   // `operator_token`: mlengined's admin token (compared in constant time).
   IamService(db::Store& store, common::Clock& clock, std::string operator_token);
+  // Waits for the changes queued and in flight to finish (a change's store
+  // callback still runs code of ours after answering its caller). The store
+  // must outlive the service.
+  ~IamService();
 
   void AttachProjects(const ProjectDirectory* projects) { projects_ = projects; }
 
@@ -187,7 +192,8 @@ class IamService {
   std::map<std::string, Policy> policies_;           // by resource name
   std::map<std::string, std::string> bucket_owner_;  // bucket -> project
 
-  std::mutex write_mu_;  // guards the two below
+  std::mutex write_mu_;  // guards the three below
+  std::condition_variable write_idle_;
   std::deque<Prepare> write_queue_;
   bool writing_ = false;  // a change is in flight
 };

@@ -208,9 +208,17 @@ class Server {
       scheduler_.RunPending();
     } while (store_.Drain());
     if (storage) {
-      std::unique_lock<std::mutex> lock(slot->mu);
-      if (!slot->cv.wait_for(lock, std::chrono::seconds(5), [&] { return slot->response.has_value(); })) {
-        Fail("the storage router did not answer " + slot->request + " within 5 s");
+      // A storage worker may commit (a bucket's owner, an audit line) before
+      // it answers: keep making commits durable while waiting.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      for (;;) {
+        while (store_.Drain()) {
+        }
+        std::unique_lock<std::mutex> lock(slot->mu);
+        if (slot->cv.wait_for(lock, std::chrono::milliseconds(5), [&] { return slot->response.has_value(); })) break;
+        if (std::chrono::steady_clock::now() > deadline) {
+          Fail("the storage router did not answer " + slot->request + " within 5 s");
+        }
       }
     }
   }
