@@ -537,7 +537,9 @@ void SlurmExecutor::PollOnce() {
     return;
   }
   last_poll_problem_.clear();
-  const TrackingOptions tracking{options_.settings.requeue, options_.requeue_wait};
+  TrackingOptions tracking;
+  tracking.requeue = options_.settings.requeue;
+  tracking.requeue_wait = options_.requeue_wait;
   const bool trace = std::getenv("MLENGINE_SLURM_TRACE") != nullptr;
   for (auto& [key, generation, t] : todo) {
     const SlurmView view = ViewOf(t, *views);
