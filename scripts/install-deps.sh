@@ -16,7 +16,7 @@ PKGS=(
   python3-googleapi python3-yaml
   python3-numpy python3-sklearn python3-torch
   procps curl wrk bc python3-pytest python3-prometheus-client
-  slurm-wlm munge
+  slurm-wlm munge slurmdbd mariadb-server
 )
 
 missing=()

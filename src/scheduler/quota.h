@@ -129,4 +129,13 @@ struct QuotaHolder {
 std::string DescribeQuotaWait(const Quotas& quotas, absl::string_view project, absl::string_view region,
                               QuotaResource r, int64_t in_use, int64_t needed, const std::vector<QuotaHolder>& holders);
 
+// Carries the quotas in force out somewhere else as well (the Slurm
+// executor: as its per-project accounts' limits). Told them at start and
+// whenever they change; an error says what could not be carried out.
+class QuotaMirror {
+ public:
+  virtual ~QuotaMirror() = default;
+  virtual absl::Status MirrorQuotas(const Quotas& quotas) = 0;
+};
+
 }  // namespace mle::scheduler

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <openssl/rand.h>
+#include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -60,6 +61,13 @@ absl::StatusOr<std::string> LoadOrCreateAdminToken(const fs::path& dir) {
   std::string token = absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(bytes), sizeof(bytes)));
   if (auto s = rundir::WriteFileAtomically(path.string(), token + "\n", 0600); !s.ok()) return s;
   return token;
+}
+
+// The user this process runs as (as Slurm knows it); its uid when it has no name.
+std::string CurrentUserName() {
+  const uid_t uid = ::geteuid();
+  if (const struct passwd* pw = ::getpwuid(uid); pw != nullptr && pw->pw_name != nullptr) return pw->pw_name;
+  return std::to_string(uid);
 }
 
 // Where mlengine's helper files are, relative to this executable: the build
@@ -233,6 +241,7 @@ absl::Status Server::Parts::Build() {
     so.shim = shim.string();
     so.gcs_root = buckets.string();
     so.python_path = python_dir.string();
+    so.user = CurrentUserName();
     so.settings = config.slurm.settings;
     so.resources = config.slurm.machines;
     so.max_poll = absl::Seconds(std::max(1, config.slurm.max_poll_seconds));
@@ -251,7 +260,7 @@ absl::Status Server::Parts::Build() {
   iam->AttachProjects(jobs.get());
   service::QuotaSettings file_quotas{config.quotas.spec(), {}};
   for (const auto& [project, weight] : config.shares.weights()) file_quotas.shares[project] = weight;
-  quotas = std::make_unique<service::QuotaService>(*store, *scheduler, std::move(file_quotas));
+  quotas = std::make_unique<service::QuotaService>(*store, *scheduler, std::move(file_quotas), slurm_executor.get());
   // Before recovery: adopted and queued jobs meet the quotas in force.
   if (auto s = quotas->Recover(); !s.ok()) return absl::Status(s.code(), absl::StrCat("cannot recover quotas: ", s.message()));
   if (slurm_executor) {

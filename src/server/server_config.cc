@@ -121,6 +121,19 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
       st.partition = slurm["partition"].as<std::string>("");
       st.account = slurm["account"].as<std::string>("");
       st.qos = slurm["qos"].as<std::string>("");
+      const std::string accounts = slurm["accounts"].as<std::string>("none");
+      if (accounts == "per_project") {
+        st.accounts = executor::slurm::AccountMode::kPerProject;
+      } else if (accounts != "none") {
+        return absl::InvalidArgumentError(
+            absl::StrCat(origin, ": slurm.accounts: \"", accounts, "\" is not one of none, per_project"));
+      }
+      if (st.accounts == executor::slurm::AccountMode::kPerProject && !st.account.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            origin, ": slurm.account and slurm.accounts: per_project exclude each other (every job runs under its "
+                    "project's account)"));
+      }
+      st.region = slurm["region"].as<std::string>(st.region);
       st.tpu_gres = slurm["tpu_gres"].as<std::string>(st.tpu_gres);
       st.tpu_type_constraint = slurm["tpu_type_constraint"].as<bool>(false);
       st.tpu_simulated = slurm["tpu_simulated"].as<bool>(false);

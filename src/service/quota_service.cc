@@ -73,8 +73,20 @@ absl::StatusOr<QuotaSettings> DecodeQuotaSettings(const json& body) {
   return s;
 }
 
-QuotaService::QuotaService(db::Store& store, scheduler::Scheduler& scheduler, QuotaSettings from_file)
-    : store_(store), scheduler_(scheduler), from_file_(std::move(from_file)), current_{from_file_, true} {}
+QuotaService::QuotaService(db::Store& store, scheduler::Scheduler& scheduler, QuotaSettings from_file,
+                           scheduler::QuotaMirror* mirror)
+    : store_(store), scheduler_(scheduler), from_file_(std::move(from_file)), mirror_(mirror),
+      current_{from_file_, true} {}
+
+absl::Status QuotaService::Mirror(const scheduler::QuotaSpec& spec) {
+  if (mirror_ == nullptr) return absl::OkStatus();
+  auto quotas = scheduler::Quotas::Compile(spec);
+  absl::Status s = quotas.ok() ? mirror_->MirrorQuotas(*quotas) : quotas.status();
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat("the quotas are in force in mlengined, but Slurm's account limits "
+                                             "could not all be set (set them again to retry): ",
+                                             s.message()));
+}
 
 absl::Status QuotaService::Apply(const QuotaSettings& settings) {
   if (auto s = scheduler_.SetQuotas(settings.quotas); !s.ok()) return s;
@@ -84,7 +96,7 @@ absl::Status QuotaService::Apply(const QuotaSettings& settings) {
 absl::Status QuotaService::Recover() {
   auto records = store_.LoadRecords(kKind);
   if (!records.ok()) return records.status();
-  if (records->empty()) return absl::OkStatus();
+  if (records->empty()) return Mirror(from_file_.quotas);
   const json body = json::parse(records->front().body, nullptr, false);
   auto settings = DecodeQuotaSettings(body);
   if (!settings.ok()) {
@@ -93,9 +105,11 @@ absl::Status QuotaService::Recover() {
   if (auto s = Apply(*settings); !s.ok()) {
     return absl::DataLossError(absl::StrCat("the stored quota settings are refused: ", s.message()));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  current_ = {*std::move(settings), false};
-  return absl::OkStatus();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    current_ = {*settings, false};
+  }
+  return Mirror(settings->quotas);
 }
 
 QuotaService::Current QuotaService::Get() const {
@@ -110,8 +124,11 @@ void QuotaService::Set(QuotaSettings settings, std::function<void(absl::Status)>
   store_.Commit({db::PutRecord{std::move(record)}}, [this, settings, done = std::move(done)](absl::Status s) {
     if (s.ok()) s = Apply(settings);  // checked above: it applies
     if (s.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      current_ = {settings, false};
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        current_ = {settings, false};
+      }
+      s = Mirror(settings.quotas);
     }
     done(s);
   });
@@ -121,8 +138,11 @@ void QuotaService::Reset(std::function<void(absl::Status)> done) {
   store_.Commit({db::DeleteRecord{kKind, kKey}}, [this, done = std::move(done)](absl::Status s) {
     if (s.ok()) s = Apply(from_file_);
     if (s.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      current_ = {from_file_, true};
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        current_ = {from_file_, true};
+      }
+      s = Mirror(from_file_.quotas);
     }
     done(s);
   });

@@ -38,10 +38,14 @@ absl::StatusOr<QuotaSettings> DecodeQuotaSettings(const nlohmann::json& body);
 
 class QuotaService {
  public:
-  QuotaService(db::Store& store, scheduler::Scheduler& scheduler, QuotaSettings from_file);
+  // `mirror` (may be null; must outlive the service) is told the quotas in
+  // force at Recover and after every change (the Slurm executor's accounts).
+  QuotaService(db::Store& store, scheduler::Scheduler& scheduler, QuotaSettings from_file,
+               scheduler::QuotaMirror* mirror = nullptr);
 
-  // Applies the stored settings, if any (else the file's stay). Call once,
-  // before the scheduler adopts jobs.
+  // Applies the stored settings, if any (else the file's stay), and tells
+  // the mirror the quotas in force. Call once, before the scheduler adopts
+  // jobs.
   absl::Status Recover();
 
   struct Current {
@@ -50,16 +54,21 @@ class QuotaService {
   };
   Current Get() const;
   // Checks, stores, then applies `settings`; `done` once durable (or refused).
+  // A mirror that fails does not undo the change (it is stored and in force
+  // in mlengined): `done` gets its error, saying so.
   void Set(QuotaSettings settings, std::function<void(absl::Status)> done);
   // Back to the configuration file's settings.
   void Reset(std::function<void(absl::Status)> done);
 
  private:
   absl::Status Apply(const QuotaSettings& settings);
+  // Tells the mirror, if any; an error says the change is in force all the same.
+  absl::Status Mirror(const scheduler::QuotaSpec& quotas);
 
   db::Store& store_;
   scheduler::Scheduler& scheduler_;
   const QuotaSettings from_file_;
+  scheduler::QuotaMirror* const mirror_;
   mutable std::mutex mu_;
   Current current_;
 };

@@ -266,6 +266,8 @@ def test_tpu_pod_slice_gets_four_hosts(cli, names, tmp_path):
     placement = placement_of(cli, job)
     assert [placement[f"tpu-replica-{i}"] for i in range(4)] == nodes, placement
     assert placement["master-replica-0"] == nodes[0], f"the master is not beside TPU worker 0: {placement}"
+    # The master may print later than the TPU workers did (it starts beside worker 0).
+    cli.wait_log(job, "TPU_ACCELERATOR_TYPE=", task="master-replica-0", timeout=30)
     master = task_log(cli, job, "master-replica-0")
     hostnames = [m.split("=", 1)[1] for m in master if m.startswith("TPU_WORKER_HOSTNAMES=")]
     assert hostnames and sorted(hostnames[0].split(",")) == NODES, "\n".join(master)
@@ -576,3 +578,66 @@ def placement_of_run(cli, job, restart, timeout=60):
         time.sleep(0.1)
     raise AssertionError(f"no launcher line for the requeued run in {path}:\n{explain(cli, job)}")
 
+
+
+# ---------------------------------------------------------------------------
+# Projects as Slurm accounts, quotas as their association limits
+
+def assoc_of(env, account):
+    """{user: (GrpJobs, GrpTRES)} of the account's associations ("" is the account's own)."""
+    out = slurm(env, "sacctmgr", "-nP", "show", "assoc", "where", f"account={account}",
+                "format=Account,User,GrpJobs,GrpTRES")
+    rows = [line.split("|") for line in out.splitlines() if line.strip()]
+    return {r[1]: (r[2], r[3]) for r in rows if r[0] == account}
+
+
+def test_per_project_accounts_carry_the_quotas_into_slurm(slurm_server_factory, slurm_cluster, names, tmp_path):
+    """slurm.accounts: per_project. The project's account exists from the
+    start with the project's quotas (JOBS 1, CPUS 2) as its GrpJobs/GrpTRES;
+    Slurm itself enforces them (a job sbatch'ed straight to the account takes
+    its one job, and mlengine's job, within mlengine's own count, then waits
+    in Slurm for AssocGrpJobsLimit, said in mlengine's words); the job runs
+    under the account; a quota removed at run time is a limit cleared."""
+    _, env = slurm_cluster
+    account = f"mle-{names.project}"
+    config = (ROOT_DIR / "config" / "mlengined-slurm.yaml").read_text()
+    assert "  tpu_gres: tpu" in config
+    config = config.replace("  tpu_gres: tpu", "  accounts: per_project\n  tpu_gres: tpu", 1)
+    defaults = "  defaults: {TPU_V2_POD_CORES: 32, TPU_V3_POD_CORES: 32}\n"
+    assert defaults in config
+    config = config.replace(defaults, defaults + f"  projects:\n    {names.project}:\n"
+                            f"      {e2e.REGION}: {{JOBS: 1, CPUS: 2}}\n", 1)
+    server = slurm_server_factory(config)
+    cli = e2e.make_cli(server, tmp_path, names)
+    assert assoc_of(env, account) == {"": ("1", "cpu=2"), "root": ("", "")}, slurm(env, "sacctmgr", "show", "assoc")
+
+    # Outside mlengine: a job of the account holds its one job.
+    foreign = int(slurm(env, "sbatch", "--parsable", f"--account={account}", "--output=/dev/null",
+                        "--wrap", "sleep 120").strip().split(";")[0])
+    try:
+        wait_for(lambda: [state_of(j) for j in slurm_components(env, foreign)] == ["RUNNING"],
+                 f"Slurm job {foreign} running", 30, lambda: slurm(env, "squeue"))
+        job = names.job("acct")
+        r = cli.submit(job, "--scale-tier", "basic", args=["--sleep", "1"])
+        assert r.rc == 0, r
+
+        def held_by_slurm():
+            d = cli.describe(job)
+            return d if d["state"] == "QUEUED" and "AssocGrpJobsLimit" in d.get("errorMessage", "") else None
+        desc = wait_for(held_by_slurm, f"{job} held by Slurm for the account's GrpJobs", 30, lambda: explain(cli, job))
+        assert desc["errorMessage"] == (f"Waiting in the Slurm queue: the project's Slurm account {account} is at its "
+                                        "limit of 1 running job (AssocGrpJobsLimit)"), desc
+        sid = slurm_id_of(cli, job)
+        comps = slurm_components(env, sid)
+        assert [(j["account"], state_of(j), j["state_reason"]) for j in comps] == \
+            [(account, "PENDING", "AssocGrpJobsLimit")], comps
+    finally:
+        slurm(env, "scancel", str(foreign))
+    cli.wait_state(job, {"SUCCEEDED"}, timeout=60)
+    assert f"#SBATCH --account={account}\n" in open(os.path.join(run_dir(cli, job), "batch.sh")).read()
+
+    # The project's quota removed at run time: its limits are cleared in Slurm.
+    settings = tmp_path / "quotas.yaml"
+    settings.write_text("quotas:\n  defaults: {TPU_V2_POD_CORES: 32, TPU_V3_POD_CORES: 32}\n")
+    cli.ok("admin", "quotas", "set", str(settings))
+    assert assoc_of(env, account) == {"": ("", ""), "root": ("", "")}

@@ -3,7 +3,9 @@
 // --json reports them in Slurm 22.05's shape, scancel cancels, a command can
 // fail as when slurmctld is down). Checks what the scheduler is told, that
 // polling is one squeue per round, that nothing is submitted twice after a
-// restart, and how endings are explained. Deterministic: the executor runs
+// restart, and how endings are explained. sacctmgr keeps associations
+// (accounts, their users, GrpJobs/GrpTRES) as slurmdbd would, or fails as
+// without accounting. Deterministic: the executor runs
 // no threads here, the test runs each poll round (PollOnce) and moves a
 // FakeClock; nothing sleeps or waits.
 #include "executor/slurm/slurm_executor.h"
@@ -20,6 +22,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/clock.h"
 #include "common/run_layout.h"
 #include "model/demand.h"
@@ -29,7 +33,9 @@ namespace mle::executor::slurm {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string ReadData(const std::string& name) {
   std::ifstream in(std::string(MLE_TEST_DATA) + "/slurm/" + name);
@@ -45,7 +51,10 @@ class FakeSlurm : public CommandRunner {
     std::string state = "PENDING";
     std::string reason = "None";
     std::string nodes;
+    std::string account;
   };
+  // What slurmdbd keeps: (account, user) -> limits; user "" is the account's own.
+  std::map<std::pair<std::string, std::string>, AccountLimits> assoc = {{{"root", ""}, {}}, {{"root", "root"}, {}}};
   absl::StatusOr<RunResult> Run(const std::vector<std::string>& argv) override {
     std::lock_guard<std::mutex> lock(mu_);
     calls[argv[0]]++;
@@ -67,6 +76,13 @@ class FakeSlurm : public CommandRunner {
       FakeJob j;
       auto at = script.find("--job-name=");
       j.name = script.substr(at + 11, script.find('\n', at) - at - 11);
+      if (auto a = script.find("--account="); a != std::string::npos) {
+        j.account = script.substr(a + 10, script.find('\n', a) - a - 10);
+        if (!assoc.count({j.account, ""})) {
+          return RunResult{1, "sbatch: error: Batch job submission failed: Invalid account or account/partition "
+                              "combination specified"};
+        }
+      }
       if (sbatch_times_out && !sbatch_queues_anyway) return absl::UnavailableError("sbatch timed out after 60 s");
       jobs[++last_id] = j;
       scripts[last_id] = script;
@@ -82,11 +98,60 @@ class FakeSlurm : public CommandRunner {
       for (const auto& [id, j] : jobs) {
         out["jobs"].push_back({{"job_id", id}, {"het_job_id", 0}, {"het_job_offset", 0}, {"name", j.name},
                                {"job_state", j.state}, {"state_reason", j.reason}, {"nodes", j.nodes},
-                               {"exit_code", 0}});
+                               {"exit_code", 0}, {"account", j.account}});
       }
       return RunResult{0, out.dump()};
     }
+    if (argv[0] == "sacctmgr") return Sacctmgr(argv);
     return RunResult{127, "unknown command"};
+  }
+  // The sacctmgr calls the executor makes: show assoc (-nP, format=Account,
+  // User,GrpJobs,GrpTRES), add account, add user, modify account ... set.
+  RunResult Sacctmgr(const std::vector<std::string>& argv) {
+    sacctmgr_calls.push_back(absl::StrJoin(argv, " "));
+    if (argv.size() >= 4 && argv[2] == "show" && argv[3] == "assoc") {
+      std::string out;
+      for (const auto& [key, l] : assoc) {
+        absl::StrAppend(&out, key.first, "|", key.second, "|", l.grp_jobs ? std::to_string(*l.grp_jobs) : "", "|",
+                        FormatTres(l.grp_tres), "\n");
+      }
+      return RunResult{0, out};
+    }
+    if (argv.size() >= 5 && argv[2] == "add" && argv[3] == "account") {
+      if (assoc.count({argv[4], ""})) return RunResult{1, " Nothing new added."};
+      assoc[{argv[4], ""}] = {};
+      return RunResult{0, " Adding Account(s)\n"};
+    }
+    if (argv.size() >= 6 && argv[2] == "add" && argv[3] == "user" && absl::StartsWith(argv[5], "Account=")) {
+      const std::string account = argv[5].substr(8);
+      if (!assoc.count({account, ""})) return RunResult{1, " The account doesn't exist."};
+      assoc[{account, argv[4]}];
+      return RunResult{0, " Associations =\n"};
+    }
+    if (argv.size() >= 8 && argv[2] == "modify" && argv[3] == "account" && argv[6] == "set") {
+      auto it = assoc.find({argv[5].substr(5), ""});  // name=<account>
+      if (it == assoc.end()) return RunResult{1, " Nothing modified"};
+      for (size_t i = 7; i < argv.size(); ++i) {
+        std::pair<std::string, std::string> kv = absl::StrSplit(argv[i], absl::MaxSplits('=', 1));
+        if (kv.first == "GrpJobs") {
+          const int64_t n = std::stoll(kv.second);
+          it->second.grp_jobs = n < 0 ? std::nullopt : std::optional<int64_t>(n);
+        } else if (kv.first == "GrpTRES") {
+          for (absl::string_view item : absl::StrSplit(kv.second, ',')) {
+            std::pair<std::string, std::string> t = absl::StrSplit(item, '=');
+            if (std::stoll(t.second) < 0) {
+              it->second.grp_tres.erase(t.first);
+            } else {
+              it->second.grp_tres[t.first] = std::stoll(t.second);
+            }
+          }
+        } else {
+          return RunResult{1, " Unknown option: " + argv[i]};
+        }
+      }
+      return RunResult{0, " Modified account associations...\n"};
+    }
+    return RunResult{1, "sacctmgr: unknown command"};
   }
   void Set(int64_t id, std::string state, std::string reason = "None", std::string nodes = "") {
     std::lock_guard<std::mutex> lock(mu_);
@@ -107,6 +172,7 @@ class FakeSlurm : public CommandRunner {
   std::map<int64_t, FakeJob> jobs;
   std::map<int64_t, std::string> scripts;
   std::map<std::string, int> calls;
+  std::vector<std::string> sacctmgr_calls;
   int64_t last_id = 100;
   bool refuse = false;
   bool sbatch_times_out = false;      // the runner gives up on sbatch ...
@@ -167,6 +233,8 @@ struct Fixture {
     o.shim = "/bin/shim";
     o.gcs_root = (root / "buckets").string();
     o.settings.requeue = requeue;
+    o.settings.accounts = accounts;
+    o.user = "mle";
     o.requeue_wait = absl::Seconds(20);
     o.background_threads = false;
     auto e = SlurmExecutor::Create(o, runtimes, *cache, slurm, clock);
@@ -193,6 +261,7 @@ struct Fixture {
 
   static inline int counter = 0;
   bool requeue = false;
+  AccountMode accounts = AccountMode::kNone;
   fs::path root;
   runtime::RuntimeCatalog runtimes;
   std::unique_ptr<runtime::PackageCache> cache;
@@ -500,6 +569,85 @@ TEST(SlurmExecutorTest, RefusalsReachTheUser) {
   model::Job missing = BasicJob("m");
   missing.training_input->runtime_version = "2.11";
   EXPECT_THAT(std::string(f.executor->CheckRunnable(missing).message()), HasSubstr("Runtime version 2.11 is not installed"));
+}
+
+scheduler::Quotas CompileQuotas(const std::string& project, std::map<std::string, int64_t> limits) {
+  scheduler::QuotaSpec spec;
+  if (!project.empty()) spec.projects[project]["us-central1"] = std::move(limits);
+  auto q = scheduler::Quotas::Compile(spec);
+  EXPECT_TRUE(q.ok()) << q.status();
+  return q.ok() ? *q : scheduler::Quotas();
+}
+
+TEST(SlurmExecutorTest, PerProjectAccountsCarryTheQuotasAndSlurmsLimitIsExplained) {
+  Fixture f;
+  f.accounts = AccountMode::kPerProject;
+  f.Start();
+  ASSERT_TRUE(f.executor->MirrorQuotas(CompileQuotas("p", {{"JOBS", 1}, {"CPUS", 2}})).ok());
+  using Key = std::pair<std::string, std::string>;
+  EXPECT_EQ(f.slurm.assoc.at(Key("mle-p", "")), (AccountLimits{1, {{"cpu", 2}}}));
+  EXPECT_TRUE(f.slurm.assoc.count(Key("mle-p", "mle")));
+
+  f.Launch(BasicJob("a"));
+  EXPECT_EQ(f.events.Take(), Reported{"waiting a: " + kSubmitted});
+  EXPECT_THAT(f.slurm.scripts[101], HasSubstr("#SBATCH --account=mle-p\n"));
+  f.slurm.Set(101, "PENDING", "AssocGrpJobsLimit");
+  EXPECT_EQ(f.Poll(), Reported{"waiting a: Waiting in the Slurm queue: the project's Slurm account mle-p is at its "
+                               "limit of 1 running job (AssocGrpJobsLimit)"});
+
+  // A project with no quota of its own gets its account (and no limits) at its first job, once.
+  model::Job other = BasicJob("b");
+  other.project = "Q.2";
+  f.Launch(other);
+  EXPECT_THAT(f.slurm.scripts[102], HasSubstr("#SBATCH --account=mle-q_2\n"));
+  EXPECT_EQ(f.slurm.assoc.at(Key("mle-q_2", "")), AccountLimits{});
+  EXPECT_TRUE(f.slurm.assoc.count(Key("mle-q_2", "mle")));
+  const size_t calls = f.slurm.sacctmgr_calls.size();
+  other.job_id = "c";
+  f.Launch(other);
+  EXPECT_EQ(f.slurm.sacctmgr_calls.size(), calls);
+
+  // Quotas removed: the limits are cleared; set again: back, for the accounts
+  // made at submission too.
+  ASSERT_TRUE(f.executor->MirrorQuotas(CompileQuotas("", {})).ok());
+  EXPECT_EQ(f.slurm.assoc.at(Key("mle-p", "")), AccountLimits{});
+  ASSERT_TRUE(f.executor->MirrorQuotas(CompileQuotas("Q.2", {{"CPUS", 4}})).ok());
+  EXPECT_EQ(f.slurm.assoc.at(Key("mle-q_2", "")), (AccountLimits{std::nullopt, {{"cpu", 4}}}));
+  EXPECT_EQ(f.slurm.assoc.at(Key("mle-p", "")), AccountLimits{});
+}
+
+TEST(SlurmExecutorTest, PerProjectAccountsNeedAccounting) {
+  Fixture f;
+  f.accounts = AccountMode::kPerProject;
+  f.slurm.fail.insert("sacctmgr");
+  SlurmExecutorOptions o;
+  o.runs_dir = (f.root / "runs").string();
+  o.settings.accounts = AccountMode::kPerProject;
+  o.background_threads = false;
+  auto e = SlurmExecutor::Create(o, f.runtimes, *f.cache, f.slurm, f.clock);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(e.status().message()), HasSubstr("per_project needs Slurm's accounting (slurmdbd"));
+}
+
+TEST(SlurmExecutorTest, AnAccountThatCannotBeMadeFailsTheJobSayingWhy) {
+  Fixture f;
+  f.accounts = AccountMode::kPerProject;
+  f.Start();
+  f.slurm.fail.insert("sacctmgr");
+  f.Launch(BasicJob("a"));
+  EXPECT_THAT(f.events.Take(),
+              ElementsAre(HasSubstr("ended a failed: the project's Slurm account mle-p is not ready: `sacctmgr -nP "
+                                    "show assoc format=Account,User,GrpJobs,GrpTRES` exited with 1")));
+  EXPECT_EQ(f.slurm.Calls("sbatch"), 0);
+}
+
+TEST(SlurmExecutorTest, WithoutPerProjectAccountsNoSacctmgr) {
+  Fixture f;
+  ASSERT_TRUE(f.executor->MirrorQuotas(CompileQuotas("p", {{"JOBS", 1}})).ok());
+  f.Launch(BasicJob("a"));
+  EXPECT_THAT(f.slurm.scripts[101], Not(HasSubstr("--account")));
+  EXPECT_EQ(f.slurm.Calls("sacctmgr"), 0);
 }
 
 }  // namespace

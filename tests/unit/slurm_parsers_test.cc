@@ -304,13 +304,87 @@ TEST(MapSlurmState, Table) {
 }
 
 TEST(MapSlurmState, EveryCapturedJobMaps) {
-  for (const char* file : {"squeue_all.json", "squeue_final.json"}) {
+  for (const char* file : {"squeue_all.json", "squeue_final.json", "squeue_assoc_jobs_limit.json",
+                           "squeue_assoc_cpu_limit.json", "squeue_assoc_gres_limit.json"}) {
     auto jobs = ParseJobsJson(ReadData(file));
     ASSERT_TRUE(jobs.ok());
     for (const auto& j : *jobs) {
       EXPECT_NE(MapSlurmState(j.state, j.state_reason).state, JobState::kUnspecified) << file << " " << j.job_id;
     }
   }
+}
+
+// ---- association limits (captured with AccountingStorageEnforce=limits) --------
+
+TEST(ParseAssociations, CapturedSacctmgrShowAssoc) {
+  auto got = ParseAssociations(ReadData("sacctmgr_assoc.txt"));
+  ASSERT_TRUE(got.ok()) << got.status();
+  AccountLimits limited{1, {{"cpu", 2}, {"gres/tpu", 8}}};
+  EXPECT_THAT(*got, ElementsAre(SlurmAssociation{"root", "", {}}, SlurmAssociation{"root", "root", {}},
+                                SlurmAssociation{"mle-p1", "", limited}, SlurmAssociation{"mle-p1", "root", {}}));
+  EXPECT_EQ(FormatTres(limited.grp_tres), "cpu=2,gres/tpu=8");
+}
+
+TEST(ParseAssociations, Malformed) {
+  EXPECT_FALSE(ParseAssociations("a|b|c\n").ok());
+  EXPECT_FALSE(ParseAssociations("a||x|\n").ok());
+  EXPECT_FALSE(ParseAssociations("a|||cpu\n").ok());
+  EXPECT_FALSE(ParseAssociations("a|||cpu=two\n").ok());
+  auto empty = ParseAssociations("");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
+}
+
+// Each file holds one job of account mle-p1 that Slurm holds for its
+// association limit (GrpJobs=1; GrpTRES=cpu=2; GrpTRES=gres/tpu=8) beside
+// the ones that run.
+TEST(MapSlurmState, AssociationLimitsOnCapturedJobs) {
+  // `with_limits`: the message when mlengined knows the account's limits; `without`: when it does not.
+  auto check = [](const std::string& file, int64_t job_id, const AccountLimits& limits, const std::string& with_limits,
+                  const std::string& without) {
+    auto jobs = ParseJobsJson(ReadData(file));
+    ASSERT_TRUE(jobs.ok()) << file;
+    bool found = false;
+    for (const auto& j : *jobs) {
+      EXPECT_EQ(j.account, "mle-p1") << file;
+      if (j.job_id != job_id) continue;
+      found = true;
+      ASSERT_EQ(j.state, "PENDING") << file;
+      MappedState known = MapSlurmState(j.state, j.state_reason, j.account, &limits);
+      EXPECT_EQ(known.state, JobState::kQueued);
+      EXPECT_EQ(known.message, with_limits);
+      EXPECT_EQ(MapSlurmState(j.state, j.state_reason, j.account, nullptr).message, without);
+    }
+    EXPECT_TRUE(found) << file;
+  };
+  AccountLimits jobs;
+  jobs.grp_jobs = 1;
+  check("squeue_assoc_jobs_limit.json", 2, jobs,
+        "Waiting in the Slurm queue: the project's Slurm account mle-p1 is at its limit of 1 running job "
+        "(AssocGrpJobsLimit)",
+        "Waiting in the Slurm queue: its Slurm account mle-p1 is at its limit of running jobs (AssocGrpJobsLimit)");
+  AccountLimits cpus;
+  cpus.grp_tres["cpu"] = 2;
+  check("squeue_assoc_cpu_limit.json", 3, cpus,
+        "Waiting in the Slurm queue: the project's Slurm account mle-p1 is at its limit of 2 CPUs (AssocGrpCpuLimit)",
+        "Waiting in the Slurm queue: its Slurm account mle-p1 is at its limit of CPUs (AssocGrpCpuLimit)");
+  AccountLimits tpus;
+  tpus.grp_tres["cpu"] = 4;
+  tpus.grp_tres["gres/tpu"] = 8;
+  check("squeue_assoc_gres_limit.json", 5, tpus,
+        "Waiting in the Slurm queue: the project's Slurm account mle-p1 is at its limit of gres/tpu=8 (AssocGrpGRES)",
+        "Waiting in the Slurm queue: its Slurm account mle-p1 is at its limit of GRES (AssocGrpGRES)");
+}
+
+TEST(DescribeAssociationLimit, OtherReasons) {
+  EXPECT_EQ(DescribeAssociationLimit("Resources", "a", nullptr), "");
+  EXPECT_EQ(DescribeAssociationLimit("AssocGrpBillingMinutes", "mle-p", nullptr),
+            "its Slurm account mle-p is at one of its limits (AssocGrpBillingMinutes)");
+  AccountLimits none;
+  EXPECT_EQ(DescribeAssociationLimit("AssocGrpCpuLimit", "mle-p", &none),
+            "the project's Slurm account mle-p is at its limit of CPUs (AssocGrpCpuLimit)");
+  EXPECT_EQ(DescribeAssociationLimit("AssocGrpCpuLimit", "", nullptr),
+            "its Slurm account is at its limit of CPUs (AssocGrpCpuLimit)");
 }
 
 // ---- the real CommandRunner ------------------------------------------------------

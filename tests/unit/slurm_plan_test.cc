@@ -193,6 +193,40 @@ TEST(BatchScriptTest, MachineShapesAndTpuConstraintFromTheOperatorsTable) {
   EXPECT_THAT(s, Not(HasSubstr("hetjob")));
 }
 
+TEST(BatchScriptTest, AccountPerComponent) {
+  const model::Job job = Custom("n1-standard-4", "n1-standard-4", 1);
+  struct Row {
+    std::string settings_account;
+    std::string input_account;  // the project's account (per-project accounts)
+    std::string want;           // in every component; "" none
+  };
+  for (const Row& row : std::vector<Row>{{"", "", ""},
+                                         {"ml", "", "ml"},
+                                         {"", "mle-p", "mle-p"},
+                                         {"ml", "mle-p", "mle-p"}}) {
+    SlurmSettings settings;
+    settings.account = row.settings_account;
+    BatchScriptInput in;
+    in.project = "p";
+    in.job_id = "j";
+    in.run_dir = "/r";
+    in.account = row.input_account;
+    in.launcher_argv = {"/bin/launch"};
+    const std::string s =
+        BuildBatchScript(in, PlanComponents(model::DemandOf(job, model::ResourceTable::Defaults()), settings), settings);
+    size_t count = 0;
+    for (size_t at = s.find("#SBATCH --account="); at != std::string::npos; at = s.find("#SBATCH --account=", at + 1)) {
+      ++count;
+    }
+    if (row.want.empty()) {
+      EXPECT_EQ(count, 0u) << s;
+    } else {
+      EXPECT_EQ(count, 2u) << s;  // master and worker components
+      EXPECT_THAT(s, HasSubstr("#SBATCH --account=" + row.want + "\n"));
+    }
+  }
+}
+
 TEST(PlacementFromAllocationTest, TaskIOnNodeIAndTheMasterBesideTpuWorkerZero) {
   model::Job job = Custom("n1-highcpu-16", "cloud_tpu", 1, "TPU_V3_POD", 32);
   const auto components = PlanComponents(model::DemandOf(job, model::ResourceTable::Defaults()), SlurmSettings{});

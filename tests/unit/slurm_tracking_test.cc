@@ -72,7 +72,13 @@ TrackedJob With(TrackedJob t, const std::function<void(TrackedJob&)>& change) {
   return t;
 }
 
-const TrackingOptions kRequeue{true, absl::Seconds(20), 3};
+const TrackingOptions kRequeue = [] {
+  TrackingOptions o;
+  o.requeue = true;
+  o.requeue_wait = absl::Seconds(20);
+  o.missing_polls_before_lost = 3;
+  return o;
+}();
 
 std::vector<Row> Rows() {
   const TrackedJob waiting = Job(TrackPhase::kWaiting);

@@ -3,10 +3,12 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/run_layout.h"
 #include "common/time_format.h"
 #include "executor/job_prep.h"
+#include "executor/slurm/slurm_accounts.h"
 #include "executor/slurm/slurm_parsers.h"
 #include "obs/log.h"
 #include "obs/metrics.h"
@@ -28,6 +30,15 @@ absl::StatusOr<std::unique_ptr<SlurmExecutor>> SlurmExecutor::Create(SlurmExecut
   auto nodes = ParseNodesJson(out->output);
   if (!nodes.ok()) return nodes.status();
   if (nodes->empty()) return absl::UnavailableError("the Slurm cluster has no nodes (`sinfo --json` lists none)");
+  if (options.settings.accounts == AccountMode::kPerProject) {
+    auto assoc = runner.Run(ShowAssociationsArgv());
+    if (!assoc.ok() || assoc->exit_code != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "slurm.accounts: per_project needs Slurm's accounting (slurmdbd, AccountingStorageType="
+          "accounting_storage/slurmdbd; see docs/operations.md), but `sacctmgr show assoc` failed: ",
+          assoc.ok() ? absl::StripAsciiWhitespace(assoc->output) : assoc.status().message()));
+    }
+  }
   return std::unique_ptr<SlurmExecutor>(
       new SlurmExecutor(std::move(options), std::move(runtimes), cache, runner, clock, *std::move(nodes)));
 }
@@ -181,7 +192,10 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
   if (auto s = rundir::WriteLaunchJob(t.dir, launch); !s.ok()) return s;
   if (auto s = rundir::WriteSlurmTasks(t.dir, t.tasks); !s.ok()) return s;
 
+  auto account = AccountFor(job.project);
+  if (!account.ok()) return account.status();
   BatchScriptInput in;
+  in.account = *account;
   in.project = job.project;
   in.job_id = job.job_id;
   in.run_dir = t.dir;
@@ -236,6 +250,52 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
         t.ref.project, t.ref.job_id, parsed->job_id, std::string(s.message()));
   }
   return parsed->job_id;
+}
+
+absl::Status SlurmExecutor::MirrorQuotas(const scheduler::Quotas& quotas) {
+  if (options_.settings.accounts != AccountMode::kPerProject) return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(accounts_mu_);
+  quotas_ = quotas;
+  for (const auto& [project, regions] : quotas.spec().projects) known_projects_.insert(project);
+  return PrepareAccounts();
+}
+
+absl::StatusOr<std::string> SlurmExecutor::AccountFor(const std::string& project) {
+  if (options_.settings.accounts != AccountMode::kPerProject) return std::string();
+  const std::string account = SlurmAccountOf(project);
+  std::lock_guard<std::mutex> lock(accounts_mu_);
+  if (known_projects_.count(project)) return account;
+  known_projects_.insert(project);
+  if (auto s = PrepareAccounts(); !s.ok()) {
+    known_projects_.erase(project);  // the next submission tries again
+    return absl::Status(s.code(), absl::StrCat("the project's Slurm account ", account, " is not ready: ", s.message()));
+  }
+  return account;
+}
+
+absl::Status SlurmExecutor::PrepareAccounts() {
+  auto run = [this](const std::vector<std::string>& argv) -> absl::StatusOr<std::string> {
+    auto out = runner_.Run(argv);
+    if (!out.ok()) return out.status();
+    if (out->exit_code != 0) {
+      return absl::FailedPreconditionError(absl::StrCat("`", absl::StrJoin(argv, " "), "` exited with ",
+                                                        out->exit_code, ": ", absl::StripAsciiWhitespace(out->output)));
+    }
+    return out->output;
+  };
+  auto shown = run(ShowAssociationsArgv());
+  if (!shown.ok()) return shown.status();
+  auto existing = ParseAssociations(*shown);
+  if (!existing.ok()) return existing.status();
+  AccountPlan plan = PlanAccounts(quotas_, options_.settings.region, known_projects_, options_.user, *existing,
+                                  options_.settings);
+  for (const auto& argv : plan.commands) {
+    if (auto done = run(argv); !done.ok()) return done.status();
+    obs::Log("slurm").info("{}", absl::StrJoin(argv, " "));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  account_limits_ = std::move(plan.limits);
+  return absl::OkStatus();
 }
 
 void SlurmExecutor::Cancel(const JobRef& ref, const std::string& reason) {
@@ -537,7 +597,13 @@ void SlurmExecutor::PollOnce() {
     return;
   }
   last_poll_problem_.clear();
-  const TrackingOptions tracking{options_.settings.requeue, options_.requeue_wait};
+  TrackingOptions tracking;
+  tracking.requeue = options_.settings.requeue;
+  tracking.requeue_wait = options_.requeue_wait;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tracking.account_limits = account_limits_;
+  }
   const bool trace = std::getenv("MLENGINE_SLURM_TRACE") != nullptr;
   for (auto& [key, generation, t] : todo) {
     const SlurmView view = ViewOf(t, *views);

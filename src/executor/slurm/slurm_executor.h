@@ -26,6 +26,13 @@
 // What each poll decides for a job is a pure function (slurm_tracking.h);
 // this class gathers its inputs and carries its steps out.
 //
+// Accounts (slurm.accounts: per_project): each job runs under its project's
+// account (slurm_accounts.h), which is created, with the user mlengined runs
+// as associated, before the project's first submission; the account's
+// limits carry out the project's quotas, set at start and whenever the
+// quotas change (MirrorQuotas). Create fails when Slurm has no accounting
+// (`sacctmgr show assoc` fails).
+//
 // Time comes from the injected Clock (requeue waits, poll cadence).
 //
 // Threads: a submission thread (packages, sbatch) and a poller thread
@@ -37,6 +44,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -52,6 +60,7 @@
 #include "model/resources.h"
 #include "runtime/package_cache.h"
 #include "runtime/runtimes.h"
+#include "scheduler/quota.h"
 
 namespace mle::executor::slurm {
 
@@ -61,6 +70,7 @@ struct SlurmExecutorOptions {
   std::string shim;            // path of mlengine-replica (same path on every node)
   std::string gcs_root;        // shared: bucket B is gcs_root/B on every node
   std::string python_path;     // mlengine's python/ (for PYTHONPATH)
+  std::string user;            // the user mlengined runs as: associated with the per-project accounts
   SlurmSettings settings;
   model::ResourceTable resources = model::ResourceTable::Defaults();  // machine type -> CPUs, memory
   absl::Duration min_poll = absl::Milliseconds(100);
@@ -74,10 +84,12 @@ struct SlurmExecutorOptions {
   bool background_threads = true;
 };
 
-class SlurmExecutor final : public Executor {
+class SlurmExecutor final : public Executor, public scheduler::QuotaMirror {
  public:
   // `runner` and `clock` must outlive the executor. Reads the cluster's
   // nodes (`sinfo --json`) once; UNAVAILABLE when Slurm does not answer.
+  // With per-project accounts, FAILED_PRECONDITION when Slurm has no
+  // accounting.
   static absl::StatusOr<std::unique_ptr<SlurmExecutor>> Create(SlurmExecutorOptions options,
                                                                runtime::RuntimeCatalog runtimes,
                                                                runtime::PackageCache& cache, CommandRunner& runner,
@@ -98,6 +110,12 @@ class SlurmExecutor final : public Executor {
   // included). The poller thread calls it; with background_threads off, tests
   // do. Not to be called concurrently with itself.
   void PollOnce();
+
+  // Per-project accounts: every project with quotas of its own and every
+  // project that submitted gets its account and its limits in
+  // settings.region; later submissions of new projects use these quotas.
+  // OK at once without per-project accounts. Thread-safe.
+  absl::Status MirrorQuotas(const scheduler::Quotas& quotas) override;
 
  private:
   SlurmExecutor(SlurmExecutorOptions options, runtime::RuntimeCatalog runtimes, runtime::PackageCache& cache,
@@ -153,6 +171,11 @@ class SlurmExecutor final : public Executor {
   // ExplainNodeFailure from a fresh `sinfo` and RUN/placement; `fallback` if unknown.
   std::string ExplainLostNodes(const TrackedJob& t, const std::vector<std::string>& nodes, const std::string& fallback);
   std::string Key(const JobRef& ref) const { return ref.project + "/" + ref.job_id; }
+  // The account `project`'s jobs run under (empty: the settings' account);
+  // per project, made ready (PrepareAccounts) before its first submission.
+  absl::StatusOr<std::string> AccountFor(const std::string& project);
+  // Brings every known project's account and limits to what quotas_ say.
+  absl::Status PrepareAccounts();  // holds accounts_mu_
 
   const SlurmExecutorOptions options_;
   const runtime::RuntimeCatalog runtimes_;
@@ -170,6 +193,11 @@ class SlurmExecutor final : public Executor {
   bool stopping_ = false;                // guarded by mu_
   std::string last_poll_problem_;        // poller thread only
   std::thread poller_;
+
+  std::mutex accounts_mu_;                  // held while Slurm's accounts are changed
+  scheduler::Quotas quotas_;               // guarded by accounts_mu_
+  std::set<std::string> known_projects_;   // guarded by accounts_mu_: accounts made ready
+  std::map<std::string, AccountLimits> account_limits_;  // guarded by mu_: what each account's limits are
 
   std::unique_ptr<common::SerialWorker> submitter_;  // packages and sbatch, in order (background_threads)
 };

@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
 namespace mle::executor::slurm {
@@ -228,6 +229,7 @@ absl::StatusOr<std::vector<SlurmJob>> ParseJobsJson(absl::string_view text) {
     job.het_job_id = Number(j, "het_job_id");
     job.het_job_offset = static_cast<int>(Number(j, "het_job_offset"));
     job.name = String(j, "name");
+    job.account = String(j, "account");
     job.state_reason = ReasonText(String(j, "state_reason"));
     job.comment = String(j, "comment");
     auto nodes = ExpandHostlist(String(j, "nodes"));
@@ -328,7 +330,90 @@ bool SlurmNode::Lost() const {
   return false;
 }
 
-MappedState MapSlurmState(absl::string_view state, absl::string_view reason) {
+absl::StatusOr<std::vector<SlurmAssociation>> ParseAssociations(absl::string_view output) {
+  std::vector<SlurmAssociation> out;
+  for (absl::string_view line : absl::StrSplit(output, '\n', absl::SkipWhitespace())) {
+    line = absl::StripTrailingAsciiWhitespace(line);
+    std::vector<absl::string_view> f = absl::StrSplit(line, '|');
+    if (f.size() != 4) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sacctmgr association line \"", line, "\" has not 4 fields (Account|User|GrpJobs|GrpTRES)"));
+    }
+    SlurmAssociation a{std::string(f[0]), std::string(f[1]), {}};
+    if (!f[2].empty()) {
+      int64_t n = 0;
+      if (!ParseInt64(f[2], &n)) {
+        return absl::InvalidArgumentError(absl::StrCat("sacctmgr association line \"", line, "\": GrpJobs \"", f[2],
+                                                       "\" is not a number"));
+      }
+      a.limits.grp_jobs = n;
+    }
+    for (absl::string_view kv : absl::StrSplit(f[3], ',', absl::SkipEmpty())) {
+      std::pair<absl::string_view, absl::string_view> p = absl::StrSplit(kv, absl::MaxSplits('=', 1));
+      int64_t n = 0;
+      if (p.first.empty() || !ParseInt64(p.second, &n)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("sacctmgr association line \"", line, "\": GrpTRES item \"", kv, "\" is not name=number"));
+      }
+      a.limits.grp_tres[std::string(p.first)] = n;
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+std::string FormatTres(const std::map<std::string, int64_t>& tres) {
+  std::vector<std::string> items;
+  for (const auto& [name, n] : tres) items.push_back(absl::StrCat(name, "=", n));
+  return absl::StrJoin(items, ",");
+}
+
+std::string DescribeAssociationLimit(absl::string_view reason, absl::string_view account,
+                                     const AccountLimits* limits) {
+  // Slurm's reason -> the limit's TRES ("" for GrpJobs) and what it counts.
+  struct Limit {
+    const char* tres;
+    const char* what;
+  };
+  static const std::map<std::string, Limit, std::less<>> kLimits = {
+      {"AssocGrpJobsLimit", {"", "running jobs"}},
+      {"AssocGrpCpuLimit", {"cpu", "CPUs"}},
+      {"AssocGrpMemLimit", {"mem", "MB of memory"}},
+      {"AssocGrpNodeLimit", {"node", "nodes"}},
+      {"AssocGrpGRES", {"gres/", "GRES"}},
+      {"AssocGrpSubmitJobsLimit", {"", "submitted jobs"}},
+  };
+  if (!absl::StartsWith(reason, "AssocGrp")) return "";
+  const std::string whose = account.empty()      ? std::string("its Slurm account")
+                            : limits != nullptr ? absl::StrCat("the project's Slurm account ", account)
+                                                : absl::StrCat("its Slurm account ", account);
+  auto it = kLimits.find(reason);
+  if (it == kLimits.end()) return absl::StrCat(whose, " is at one of its limits (", reason, ")");
+  const Limit& l = it->second;
+  std::string amount;
+  std::string what = l.what;
+  auto count = [&](int64_t n) {
+    amount = absl::StrCat(n, " ");
+    if (n == 1 && absl::EndsWith(what, "s")) what.pop_back();  // "1 running job", "1 CPU"
+  };
+  if (limits != nullptr) {
+    if (reason == "AssocGrpJobsLimit" && limits->grp_jobs) {
+      count(*limits->grp_jobs);
+    } else if (reason == "AssocGrpGRES") {
+      std::map<std::string, int64_t> gres;
+      for (const auto& [name, n] : limits->grp_tres) {
+        if (absl::StartsWith(name, "gres/")) gres[name] = n;
+      }
+      if (!gres.empty()) return absl::StrCat(whose, " is at its limit of ", FormatTres(gres), " (", reason, ")");
+    } else if (auto t = limits->grp_tres.find(l.tres); *l.tres != '\0' && t != limits->grp_tres.end()) {
+      count(t->second);
+    }
+  }
+  return absl::StrCat(whose, " is at its limit of ", amount, what, " (", reason, ")");
+}
+
+MappedState MapSlurmState(absl::string_view state, absl::string_view reason, absl::string_view account,
+                          const AccountLimits* limits) {
   using model::JobState;
   const std::string why = ReasonText(reason);
   auto with_reason = [&](absl::string_view text) {
@@ -351,6 +436,9 @@ MappedState MapSlurmState(absl::string_view state, absl::string_view reason) {
         {"QOSMaxJobsPerUserLimit", "its QOS allows no more jobs of this user now"},
     };
     if (why.empty()) return {JobState::kQueued, "Waiting in the Slurm queue"};
+    if (std::string limit = DescribeAssociationLimit(why, account, limits); !limit.empty()) {
+      return {JobState::kQueued, absl::StrCat("Waiting in the Slurm queue: ", limit)};
+    }
     std::string head = why.substr(0, why.find(','));
     auto it = kMeaning.find(head);
     return {JobState::kQueued, absl::StrCat("Waiting in the Slurm queue: ", why,

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,6 +38,7 @@ struct SlurmJob {
   int64_t het_job_id = 0;    // leader's id for a heterogeneous job component, else 0
   int het_job_offset = 0;    // component index within the heterogeneous job
   std::string name;
+  std::string account;       // the Slurm account it runs under
   std::string state;         // base state: PENDING, RUNNING, COMPLETED, ... (first of job_state)
   std::string state_reason;  // Resources, JobHeldUser, NonZeroExitCode, ...; "" for "None"
   std::vector<std::string> nodes;  // expanded host list; empty while pending
@@ -82,6 +84,28 @@ std::map<std::string, int64_t> ParseGres(absl::string_view gres);
 // hosts.
 absl::StatusOr<std::vector<std::string>> ExpandHostlist(absl::string_view hostlist);
 
+// An association's limits as sacctmgr shows them: GrpJobs and GrpTRES by
+// TRES name ("cpu", "gres/tpu", "gres/gpu:t4"). Absent: no limit.
+struct AccountLimits {
+  std::optional<int64_t> grp_jobs;
+  std::map<std::string, int64_t> grp_tres;
+  bool operator==(const AccountLimits&) const = default;
+};
+
+// One line of `sacctmgr -nP show assoc format=Account,User,GrpJobs,GrpTRES`;
+// `user` is empty for the account's own association.
+struct SlurmAssociation {
+  std::string account;
+  std::string user;
+  AccountLimits limits;
+  bool operator==(const SlurmAssociation&) const = default;
+};
+// INVALID_ARGUMENT for a line of another shape (a number that is not one).
+absl::StatusOr<std::vector<SlurmAssociation>> ParseAssociations(absl::string_view output);
+
+// "cpu=2,gres/tpu=8" for GrpTRES=.
+std::string FormatTres(const std::map<std::string, int64_t>& tres);
+
 // What a Slurm job state means for the `ml` v1 job.
 struct MappedState {
   model::JobState state = model::JobState::kUnspecified;
@@ -92,7 +116,19 @@ struct MappedState {
 // PREPARING; RUNNING/COMPLETING/STAGE_OUT/SIGNALING/RESIZING -> RUNNING;
 // COMPLETED -> SUCCEEDED; FAILED/TIMEOUT/NODE_FAIL/OUT_OF_MEMORY/PREEMPTED/
 // BOOT_FAIL/DEADLINE -> FAILED with a message; CANCELLED -> CANCELLED;
-// anything else -> kUnspecified with a message naming the state.
-MappedState MapSlurmState(absl::string_view state, absl::string_view reason);
+// anything else -> kUnspecified with a message naming the state. A job held
+// by an association limit is said in DescribeAssociationLimit's words, with
+// its `account` and that account's `limits` (may be null).
+MappedState MapSlurmState(absl::string_view state, absl::string_view reason, absl::string_view account = "",
+                          const AccountLimits* limits = nullptr);
+
+// The words for a job held by its account's association limit (reason
+// AssocGrp*, e.g. AssocGrpCpuLimit): "the project's Slurm account mle-p is
+// at its limit of 2 CPUs (AssocGrpCpuLimit)". `limits`: the account's limits
+// as mlengined set them (per-project accounts), null when unknown: then the
+// sentence names the account and what is limited, without the number.
+// Empty for any other reason.
+std::string DescribeAssociationLimit(absl::string_view reason, absl::string_view account,
+                                     const AccountLimits* limits);
 
 }  // namespace mle::executor::slurm

@@ -15,13 +15,6 @@
 namespace mle::executor::slurm {
 namespace {
 
-std::string GpuGresType(const std::string& type, const SlurmSettings& settings) {
-  if (auto it = settings.gpu_gres_types.find(type); it != settings.gpu_gres_types.end()) return it->second;
-  absl::string_view t = type;
-  if (!absl::ConsumePrefix(&t, "NVIDIA_TESLA_")) absl::ConsumePrefix(&t, "NVIDIA_");
-  return absl::AsciiStrToLower(t);
-}
-
 // Quotes a value for an #SBATCH line (sbatch splits on whitespace and
 // honours double quotes).
 std::string Quote(const std::string& v) {
@@ -46,6 +39,13 @@ std::string ShellQuote(const std::string& v) {
 }
 
 }  // namespace
+
+std::string GpuGresType(const std::string& type, const SlurmSettings& settings) {
+  if (auto it = settings.gpu_gres_types.find(type); it != settings.gpu_gres_types.end()) return it->second;
+  absl::string_view t = type;
+  if (!absl::ConsumePrefix(&t, "NVIDIA_TESLA_")) absl::ConsumePrefix(&t, "NVIDIA_");
+  return absl::AsciiStrToLower(t);
+}
 
 std::vector<Component> PlanComponents(const model::JobDemand& demand, const SlurmSettings& settings) {
   std::vector<Component> out;
@@ -136,7 +136,9 @@ std::string BuildBatchScript(const BatchScriptInput& in, const std::vector<Compo
       for (const auto& a : settings.extra_sbatch_args) absl::StrAppend(&s, "#SBATCH ", a, "\n");
     }
     if (!settings.partition.empty()) opt("partition", settings.partition);
-    if (!settings.account.empty()) opt("account", settings.account);
+    if (const std::string& account = in.account.empty() ? settings.account : in.account; !account.empty()) {
+      opt("account", account);
+    }
     if (!settings.qos.empty()) opt("qos", settings.qos);
     if (in.time_limit_minutes > 0) opt("time", std::to_string(in.time_limit_minutes));
     if (in.nice != 0) opt("nice", std::to_string(in.nice));

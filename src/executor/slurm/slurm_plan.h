@@ -30,10 +30,20 @@
 
 namespace mle::executor::slurm {
 
+// Which Slurm account a job runs under (slurm.accounts).
+enum class AccountMode {
+  kNone,        // `account` (or the user's default account): one for every project
+  kPerProject,  // its project's, "mle-<project>" (slurm_accounts.h), with the project's quotas as limits
+};
+
 // The operator's translation table (config: slurm:).
 struct SlurmSettings {
   std::string partition;   // --partition; empty: the cluster's default
-  std::string account;     // --account
+  std::string account;     // --account (kNone)
+  AccountMode accounts = AccountMode::kNone;
+  // The region whose quotas the per-project accounts' limits carry out (the
+  // cluster is one region).
+  std::string region = "us-central1";
   std::string qos;         // --qos
   std::string tpu_gres = "tpu";  // GRES of a TPU host's cores (8 per host)
   // Constrain TPU components to nodes with the feature "tpu_v2"/"tpu_v3"
@@ -46,6 +56,10 @@ struct SlurmSettings {
   bool requeue = false;    // --requeue: Slurm requeues after a node failure
   std::vector<std::string> extra_sbatch_args;  // added to the first component
 };
+
+// The GRES type of an AcceleratorConfig GPU type: `gpu_gres_types`, else the
+// name without "NVIDIA_TESLA_"/"NVIDIA_", lowercased ("NVIDIA_TESLA_T4" -> "t4").
+std::string GpuGresType(const std::string& type, const SlurmSettings& settings);
 
 struct Component {
   std::string role;                // master, worker, ps, evaluator, tpu
@@ -77,6 +91,7 @@ struct BatchScriptInput {
   std::string project;
   std::string job_id;
   std::string run_dir;      // shared by every node: logs, exit files, outcome
+  std::string account;      // --account; empty: SlurmSettings::account
   std::vector<std::string> launcher_argv;  // what the batch script execs
   int64_t time_limit_minutes = 0;  // 0: none
   int nice = 0;

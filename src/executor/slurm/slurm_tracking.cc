@@ -83,9 +83,11 @@ void EndUnobserved(const FilesSeen& files, Step* step) {
 }
 
 // Slurm listed the job in a state it can leave: where it stands now.
-void Follow(const SlurmView& slurm, const FilesSeen& files, Step* step) {
+void Follow(const SlurmView& slurm, const FilesSeen& files, const TrackingOptions& options, Step* step) {
   TrackedJob& t = step->next;
-  MappedState m = MapSlurmState(slurm.job.state, slurm.job.state_reason);
+  const auto limits = options.account_limits.find(slurm.job.account);
+  MappedState m = MapSlurmState(slurm.job.state, slurm.job.state_reason, slurm.job.account,
+                                limits == options.account_limits.end() ? nullptr : &limits->second);
   TrackPhase next = t.phase;
   if (m.state == model::JobState::kQueued) next = TrackPhase::kWaiting;
   if (m.state == model::JobState::kPreparing) next = TrackPhase::kPreparing;
@@ -227,7 +229,7 @@ Step NextStep(const TrackedJob& job, const SlurmView& slurm, const FilesSeen& fi
   if (IsFinal(state)) {
     EndFromSlurm(slurm, files, &step);
   } else {
-    Follow(slurm, files, &step);
+    Follow(slurm, files, options, &step);
   }
   return step;
 }

@@ -117,6 +117,9 @@ struct TrackingOptions {
   bool requeue = false;  // the cluster requeues after a node failure (slurm.requeue)
   absl::Duration requeue_wait = absl::Seconds(20);
   int missing_polls_before_lost = 3;
+  // The per-project accounts' limits as mlengined set them (slurm_accounts.h),
+  // by account: a job held by one is told the number.
+  std::map<std::string, AccountLimits> account_limits;
 };
 
 // One thing to tell the scheduler.

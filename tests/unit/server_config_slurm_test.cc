@@ -1,0 +1,45 @@
+// The `slurm:` keys of the server's configuration that choose Slurm accounts
+// (slurm.accounts, slurm.region): accepted rows and refused ones, naming the key.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "server/server_config.h"
+
+namespace mle::server {
+namespace {
+
+using executor::slurm::AccountMode;
+using ::testing::HasSubstr;
+
+TEST(ServerConfigSlurmAccounts, Table) {
+  struct Row {
+    std::string yaml;
+    AccountMode mode;
+    std::string region;
+    std::string error;  // part of the refusal; "" accepted
+  };
+  const std::vector<Row> rows = {
+      {"slurm: {}\n", AccountMode::kNone, "us-central1", ""},
+      {"slurm: {accounts: none, account: ml}\n", AccountMode::kNone, "us-central1", ""},
+      {"slurm: {accounts: per_project, region: europe-west4}\n", AccountMode::kPerProject, "europe-west4", ""},
+      {"slurm: {accounts: per_user}\n", AccountMode::kNone, "", "slurm.accounts: \"per_user\" is not one of none, per_project"},
+      {"slurm: {accounts: per_project, account: ml}\n", AccountMode::kNone, "",
+       "slurm.account and slurm.accounts: per_project exclude each other"},
+  };
+  for (const auto& row : rows) {
+    const std::string runtimes = "runtimes:\n  - {name: rt, python: /usr/bin/python3, python_version: '3.11'}\n";
+    auto config = ParseServerConfig(runtimes + row.yaml, "test.yaml");
+    if (!row.error.empty()) {
+      ASSERT_FALSE(config.ok()) << row.yaml;
+      EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(std::string(config.status().message()), HasSubstr("test.yaml: " + row.error));
+      continue;
+    }
+    ASSERT_TRUE(config.ok()) << row.yaml << config.status();
+    EXPECT_EQ(config->slurm.settings.accounts, row.mode) << row.yaml;
+    EXPECT_EQ(config->slurm.settings.region, row.region) << row.yaml;
+  }
+}
+
+}  // namespace
+}  // namespace mle::server
