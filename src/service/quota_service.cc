@@ -124,27 +124,27 @@ void QuotaService::Set(QuotaSettings settings, std::function<void(absl::Status)>
   store_.Commit({db::PutRecord{std::move(record)}}, [this, settings, done = std::move(done)](absl::Status s) {
     if (s.ok()) s = Apply(settings);  // checked above: it applies
     if (s.ok()) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        current_ = {settings, false};
-      }
-      s = Mirror(settings.quotas);
+      std::lock_guard<std::mutex> lock(mu_);
+      current_ = {settings, false};
     }
-    done(s);
+    Answer(std::move(s), settings.quotas, std::move(done));
   });
+}
+
+void QuotaService::Answer(absl::Status s, scheduler::QuotaSpec quotas, std::function<void(absl::Status)> done) {
+  if (!s.ok() || mirror_ == nullptr) return done(s);
+  // Off the store's thread: mirroring runs cluster commands (sacctmgr).
+  mirror_worker_.Post([this, quotas = std::move(quotas), done = std::move(done)] { done(Mirror(quotas)); });
 }
 
 void QuotaService::Reset(std::function<void(absl::Status)> done) {
   store_.Commit({db::DeleteRecord{kKind, kKey}}, [this, done = std::move(done)](absl::Status s) {
     if (s.ok()) s = Apply(from_file_);
     if (s.ok()) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        current_ = {from_file_, true};
-      }
-      s = Mirror(from_file_.quotas);
+      std::lock_guard<std::mutex> lock(mu_);
+      current_ = {from_file_, true};
     }
-    done(s);
+    Answer(std::move(s), from_file_.quotas, std::move(done));
   });
 }
 

@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/worker_pool.h"
 #include "db/store.h"
 #include "scheduler/scheduler.h"
 
@@ -64,6 +65,8 @@ class QuotaService {
   absl::Status Apply(const QuotaSettings& settings);
   // Tells the mirror, if any; an error says the change is in force all the same.
   absl::Status Mirror(const scheduler::QuotaSpec& quotas);
+  // Set/Reset answer through here: after the mirror, on its own thread.
+  void Answer(absl::Status s, scheduler::QuotaSpec quotas, std::function<void(absl::Status)> done);
 
   db::Store& store_;
   scheduler::Scheduler& scheduler_;
@@ -71,6 +74,7 @@ class QuotaService {
   scheduler::QuotaMirror* const mirror_;
   mutable std::mutex mu_;
   Current current_;
+  common::SerialWorker mirror_worker_;  // mirrors changes in the order stored; last: stops first
 };
 
 }  // namespace mle::service
