@@ -90,7 +90,8 @@ class ShimTest : public ::testing::TestWithParam<std::tuple<Escape, bool>> {
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
     const std::string env_ready = "READY=" + fifo_;
-    std::vector<std::string> env = {env_ready, "PATH=/usr/bin:/bin"};
+    const std::string env_go = "GO=" + (dir_ / "go").string();
+    std::vector<std::string> env = {env_ready, env_go, "PATH=/usr/bin:/bin"};
     std::vector<char*> envp;
     for (auto& e : env) envp.push_back(e.data());
     envp.push_back(nullptr);
@@ -124,13 +125,17 @@ TEST_P(ShimTest, NothingOutlivesTheReplica) {
   std::string spawn = escape.spawn;
   for (size_t at; (at = spawn.find("MARKER")) != std::string::npos;) spawn.replace(at, 6, marker_);
   // The helper is started, then the program says it is ready and either ends
-  // (exit 0) or keeps running until the shim is stopped.
-  const std::string script = spawn + "\nsleep 0.2; echo ready > \"$READY\"\n" + (stop_the_shim ? "sleep 600\n" : "exit 0\n");
+  // (exit 0, once the test has seen the helper: until then the shim has no
+  // reason to end anything) or keeps running until the shim is stopped.
+  const std::string script = spawn + "\nsleep 0.2; echo ready > \"$READY\"\n" +
+                             (stop_the_shim ? "sleep 600\n" : "while [ ! -e \"$GO\" ]; do sleep 0.02; done; exit 0\n");
   const pid_t shim = StartShim(script);
   ASSERT_EQ(WaitReady(), "ready");
   ASSERT_FALSE(ProcessesWith(marker_).empty()) << "the helper should be running: " << escape.name;
   if (stop_the_shim) {
     ASSERT_EQ(::kill(shim, SIGTERM), 0);
+  } else {
+    std::ofstream((dir_ / "go").string()) << "go\n";
   }
   const int status = WaitExit(shim);
   EXPECT_TRUE(WIFEXITED(status));
