@@ -106,11 +106,16 @@ std::string EncodeLaunchJob(const LaunchJob& job) {
               {"jobId", job.job_id},
               {"trainingInput", EncodeJob(wire).value("trainingInput", json::object())},
               {"components", std::move(components)}};
+  if (!job.access_token.empty()) {
+    doc["credential"] = {{"serviceAccount", job.service_account},
+                         {"accessToken", job.access_token},
+                         {"apiEndpoint", job.api_endpoint}};
+  }
   return doc.dump(2) + "\n";
 }
 
 absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
-  auto doc = ParseDocument(text, kLaunchJobFormat, {"project", "jobId", "trainingInput", "components"});
+  auto doc = ParseDocument(text, kLaunchJobFormat, {"project", "jobId", "trainingInput", "components", "credential"});
   if (!doc.ok()) return doc.status();
   LaunchJob out;
   auto project = String(*doc, "project", true);
@@ -139,6 +144,15 @@ absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
     auto c = DecodeComponent((*components)[k], k);
     if (!c.ok()) return c.status();
     out.components.push_back(*std::move(c));
+  }
+  if (auto cred = doc->find("credential"); cred != doc->end()) {
+    if (!cred->is_object()) return Malformed("has a \"credential\" that is not an object");
+    for (auto [key, field] : {std::pair{"serviceAccount", &out.service_account},
+                              std::pair{"accessToken", &out.access_token}, std::pair{"apiEndpoint", &out.api_endpoint}}) {
+      auto v = String(*cred, key, true);
+      if (!v.ok()) return v.status();
+      *field = *std::move(v);
+    }
   }
   return out;
 }

@@ -39,6 +39,11 @@ struct LaunchJob {
   std::string job_id;
   model::TrainingInput training_input;
   std::vector<LaunchComponent> components;  // at least one
+  // The replicas' credential (see executor::CredentialIssuer): the account,
+  // its token, and where the API is; empty when none is given.
+  std::string service_account;
+  std::string access_token;
+  std::string api_endpoint;
 };
 
 std::string EncodeLaunchJob(const LaunchJob& job);

@@ -242,6 +242,8 @@ absl::Status Server::Parts::Build() {
     so.gcs_root = buckets.string();
     so.python_path = python_dir.string();
     so.user = CurrentUserName();
+    so.credentials = credentials.get();
+    so.api_endpoint = endpoint;
     so.settings = config.slurm.settings;
     so.resources = config.slurm.machines;
     so.max_poll = absl::Seconds(std::max(1, config.slurm.max_poll_seconds));

@@ -410,6 +410,25 @@ def test_server_restart_mid_job(slurm_server_factory, slurm_cluster, names, tmp_
 # ---------------------------------------------------------------------------
 # maxRunningTime: mlengine's limit acts (Slurm's --time is a minute later)
 
+def test_replicas_hold_a_token_of_their_account(cli, names, slurm_cluster):
+    """On Slurm too, a job's replicas get a token of the account it runs as
+    (here the project's default account, which holds no role: the API
+    answers it 403), and the token dies with the job."""
+    jobs = f"/v1/projects/{cli.project}/jobs"
+    job = names.job("token")
+    r = cli.submit(job, "--scale-tier", "basic",
+                   args=["--print-env", "MLENGINE_SERVICE_ACCOUNT", "--print-env", "MLENGINE_ACCESS_TOKEN",
+                         "--call-api", f"GET {jobs}"])
+    assert r.rc == 0, r
+    cli.wait_state(job, {"SUCCEEDED"}, timeout=90)
+    cli.wait_log(job, "MLENGINE_SERVICE_ACCOUNT=service-", timeout=10)
+    entries = cli.wait_log(job, f"api GET {jobs} -> 403", timeout=10)
+    token = next(e["message"].split("MLENGINE_ACCESS_TOKEN=", 1)[1].strip()
+                 for e in entries if "MLENGINE_ACCESS_TOKEN=" in e["message"])
+    r = cli("jobs", "list", env={"MLENGINE_TOKEN": token})
+    assert r.rc != 0 and "UNAUTHENTICATED" in r.err, r
+
+
 def test_max_running_time_cancels_the_slurm_job(cli, names, slurm_cluster, tmp_path):
     _, env = slurm_cluster
     config = tmp_path / "sched.yaml"

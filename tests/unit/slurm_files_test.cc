@@ -86,6 +86,17 @@ TEST_F(SlurmFilesTest, LaunchJobRoundTrips) {
   EXPECT_EQ(out->components[1].first_node_task, "");
   // The file says what it is.
   EXPECT_THAT(*ReadFile(LaunchJobPath(dir_)), HasSubstr("\"format\": \"mlengine.launch/v1\""));
+  EXPECT_EQ(out->access_token, "");  // no credential given: none written
+
+  in.service_account = "trainer@proj.iam.mlengine.local";
+  in.access_token = "mle1.token";
+  in.api_endpoint = "http://head:8080";
+  ASSERT_TRUE(WriteLaunchJob(dir_, in).ok());
+  out = ReadLaunchJob(dir_);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->service_account, in.service_account);
+  EXPECT_EQ(out->access_token, in.access_token);
+  EXPECT_EQ(out->api_endpoint, in.api_endpoint);
 }
 
 TEST_F(SlurmFilesTest, LaunchJobRefusesOtherFormatsAndMalformedDocuments) {

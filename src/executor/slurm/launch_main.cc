@@ -85,6 +85,7 @@ struct Loaded {
   model::Job job;  // project, job_id and training_input: what the replicas' environment is built from
   model::JobDemand demand;
   std::vector<Component> components;
+  std::string service_account, access_token, api_endpoint;  // the replicas' credential, if given
 };
 
 absl::StatusOr<Loaded> Load(const Flags& f) {
@@ -96,6 +97,9 @@ absl::StatusOr<Loaded> Load(const Flags& f) {
   l.job.training_input = std::move(launch->training_input);
   l.demand = model::DemandOf(l.job, model::ResourceTable::Defaults());
   l.components = FromLaunchComponents(launch->components);
+  l.service_account = launch->service_account;
+  l.access_token = launch->access_token;
+  l.api_endpoint = launch->api_endpoint;
   return l;
 }
 
@@ -206,6 +210,9 @@ int RunBatch(const Flags& f, const Loaded& l) {
   ctx.python = f.python;
   ctx.gcs_root = f.gcs_root;
   ctx.python_path = f.python_path;
+  ctx.service_account = l.service_account;
+  ctx.access_token = l.access_token;
+  ctx.api_endpoint = l.api_endpoint;
   for (const auto& [task, rp] : placement->replicas) ctx.hosts[task] = addr(rp.host);
   for (size_t i = 0; i < placement->tpu_hosts.size(); ++i) {
     ctx.hosts[runtime::TpuTaskName(static_cast<int>(i))] = addr(placement->tpu_hosts[i]);

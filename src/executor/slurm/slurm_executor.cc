@@ -187,8 +187,21 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
 
   const auto components = PlanComponents(demand, options_.settings);
   if (auto s = rundir::ClearRunDirectory(t.dir); !s.ok()) return s;
-  codec::LaunchJob launch{job.project, job.job_id, job.training_input.value_or(model::TrainingInput{}),
-                          ToLaunchComponents(components)};
+  codec::LaunchJob launch;
+  launch.project = job.project;
+  launch.job_id = job.job_id;
+  launch.training_input = job.training_input.value_or(model::TrainingInput{});
+  launch.components = ToLaunchComponents(components);
+  if (options_.credentials != nullptr) {
+    auto credential = options_.credentials->IssueFor(job);
+    if (!credential.ok()) {
+      return absl::Status(credential.status().code(),
+                          absl::StrCat("mlengined could not issue the job's credential: ", credential.status().message()));
+    }
+    launch.service_account = credential->account;
+    launch.access_token = credential->token;
+    launch.api_endpoint = options_.api_endpoint;
+  }
   if (auto s = rundir::WriteLaunchJob(t.dir, launch); !s.ok()) return s;
   if (auto s = rundir::WriteSlurmTasks(t.dir, t.tasks); !s.ok()) return s;
 

@@ -71,6 +71,10 @@ struct SlurmExecutorOptions {
   std::string gcs_root;        // shared: bucket B is gcs_root/B on every node
   std::string python_path;     // mlengine's python/ (for PYTHONPATH)
   std::string user;            // the user mlengined runs as: associated with the per-project accounts
+  // Gives each job's replicas a token of its account (null: none given);
+  // api_endpoint tells them where to use it (it must be reachable from the nodes).
+  CredentialIssuer* credentials = nullptr;
+  std::string api_endpoint;
   SlurmSettings settings;
   model::ResourceTable resources = model::ResourceTable::Defaults();  // machine type -> CPUs, memory
   absl::Duration min_poll = absl::Milliseconds(100);
