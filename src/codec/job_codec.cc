@@ -438,6 +438,7 @@ std::string SerializeJobForStorage(const Job& job) {
   o["_version"] = job.version;
   o["_sequence"] = job.sequence;
   o["_hasPredictionInput"] = job.has_prediction_input;
+  if (!job.resolved_images.empty()) o["_resolvedImages"] = job.resolved_images;
   return o.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -449,6 +450,7 @@ absl::StatusOr<Job> ParseStoredJob(absl::string_view text) {
   job.version = o.value("_version", int64_t{0});
   job.sequence = o.value("_sequence", int64_t{0});
   job.has_prediction_input = o.value("_hasPredictionInput", false);
+  job.resolved_images = StringMap(o, "_resolvedImages");
   job.job_id = Str(o, "jobId");
   if (const json* t = Obj(o, "trainingInput")) job.training_input = DecodeTrainingInput(*t);
   job.labels = StringMap(o, "labels");

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <set>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -21,19 +22,27 @@ namespace mle::executor {
 
 namespace fs = std::filesystem;
 
-absl::Status CheckJobRunnable(const model::Job& job, const runtime::RuntimeCatalog& runtimes) {
+bool IsContainerJob(const model::Job& job) {
+  return job.training_input && job.training_input->master_config &&
+         !job.training_input->master_config->image_uri.empty();
+}
+
+absl::Status CheckJobRunnable(const model::Job& job, const runtime::RuntimeCatalog& runtimes, bool containers) {
   if (!job.training_input) return absl::OkStatus();
   const model::TrainingInput& t = *job.training_input;
-  if (t.master_config && !t.master_config->image_uri.empty()) {
-    return absl::FailedPreconditionError(
-        "This job uses a custom container (masterConfig.imageUri), but this mlengine cluster runs Python "
-        "packages with installed runtimes only and has no container runtime. Submit the trainer as a package "
-        "(--package-path / packageUris with --runtime-version).");
-  }
   if (t.hyperparameters) {
     return absl::FailedPreconditionError(
         "Hyperparameter tuning jobs (trainingInput.hyperparameters) are not run by this mlengine version yet; "
         "submit the job without hyperparameters, one trial per job.");
+  }
+  if (IsContainerJob(job)) {
+    if (!containers) {
+      return absl::FailedPreconditionError(
+          "This job uses a custom container (masterConfig.imageUri), but this mlengine server runs no containers "
+          "(the operator enables them with `containers:` in the server configuration; see docs/containers.md). "
+          "Submit the trainer as a package (--package-path / packageUris with --runtime-version) instead.");
+    }
+    return absl::OkStatus();  // its images were checked at submission (containers::ImageResolver)
   }
   const runtime::Runtime* rt = runtimes.Find(t.runtime_version);
   if (rt == nullptr) {
@@ -78,6 +87,44 @@ absl::StatusOr<runtime::PreparedEnvironment> PrepareJobEnvironment(const model::
     packages.push_back(path);
   }
   return cache.Prepare(*rt, packages);
+}
+
+absl::Status PullJobImages(const model::Job& job, const containers::Podman* podman) {
+  if (podman == nullptr) {
+    return absl::FailedPreconditionError("This server runs no containers (no `containers:` in its configuration).");
+  }
+  std::set<std::string> images;
+  for (const auto& [uri, pinned] : job.resolved_images) images.insert(pinned);
+  if (images.empty() && job.training_input && job.training_input->master_config) {
+    images.insert(job.training_input->master_config->image_uri);  // submitted before images were pinned
+  }
+  for (const auto& image : images) {
+    if (auto s = podman->Pull(image); !s.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat("The job's image could not be made ready: ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+containers::ContainerRun ContainerRunOf(const model::Job& job, const runtime::ReplicaLaunch& launch,
+                                        const std::string& run_dir, const std::string& replica_dir,
+                                        const std::string& gcs_root, const std::map<std::string, std::string>& env,
+                                        const model::Placement& placement) {
+  containers::ContainerRun c;
+  c.name = containers::ContainerName(job.project, job.job_id, launch.task_name);
+  c.image = launch.image;
+  c.entrypoint = launch.entrypoint;
+  c.args = launch.argv;
+  // The replica's contract: every variable mlengine sets for it (not the
+  // server's own environment, which the container does not inherit).
+  for (const auto& [k, v] : launch.env) c.env_names.push_back(k);
+  for (const char* extra : {"CLOUD_ML_HP_METRIC_FILE", "MLENGINE_RUN_DIR"}) {
+    if (env.count(extra) && !launch.env.count(extra)) c.env_names.push_back(extra);
+  }
+  c.labels = {{containers::kRunDirLabel, run_dir}, {containers::kTaskLabel, launch.task_name}};
+  c.mounts = {gcs_root, replica_dir};
+  if (auto p = placement.replicas.find(launch.task_name); p != placement.replicas.end()) c.gpus = p->second.gpu_indices;
+  return c;
 }
 
 std::string ReadFileOrEmpty(const std::string& path) {

@@ -15,7 +15,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "containers/podman.h"
 #include "model/job.h"
+#include "model/resources.h"
+#include "runtime/replica_env.h"
 #include "runtime/package_cache.h"
 #include "runtime/runtimes.h"
 #include "rundir/replica_files.h"
@@ -23,7 +26,22 @@
 namespace mle::executor {
 
 // OK, or FAILED_PRECONDITION telling the user why no runtime here can run it.
-absl::Status CheckJobRunnable(const model::Job& job, const runtime::RuntimeCatalog& runtimes);
+// `containers`: whether the executor runs custom containers.
+absl::Status CheckJobRunnable(const model::Job& job, const runtime::RuntimeCatalog& runtimes, bool containers);
+
+// Does the job run custom containers (masterConfig.imageUri)?
+bool IsContainerJob(const model::Job& job);
+// Pulls every (pinned) image of the job into the node's store.
+// FAILED_PRECONDITION with a message for the user when one cannot be.
+absl::Status PullJobImages(const model::Job& job, const containers::Podman* podman);
+// The container of one replica: its pinned image, entrypoint and arguments,
+// the environment names of `env` (the replica's whole contract; values stay
+// in podman's environment), the bucket root and the replica's run directory
+// mounted at the same paths, its GPUs, labels naming the run and the task.
+containers::ContainerRun ContainerRunOf(const model::Job& job, const runtime::ReplicaLaunch& launch,
+                                        const std::string& run_dir, const std::string& replica_dir,
+                                        const std::string& gcs_root, const std::map<std::string, std::string>& env,
+                                        const model::Placement& placement);
 
 // Resolves the job's packageUris in bucket storage (gs://B/x is
 // gcs_root/B/x) and installs them. FAILED_PRECONDITION with a message for the

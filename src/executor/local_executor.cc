@@ -110,6 +110,18 @@ pid_t FindShim(const std::string& run_dir, const std::string& task, pid_t hint) 
   return 0;
 }
 
+// Removes what is left of the run's containers (logged, never fatal: the
+// run's processes are gone already).
+void RemoveContainers(const containers::Podman* podman, const std::string& run_dir) {
+  if (podman == nullptr) return;
+  auto removed = podman->RemoveRunContainers(run_dir);
+  if (!removed.ok()) {
+    obs::Log("local").error("cannot remove the containers of {}: {}", run_dir, std::string(removed.status().message()));
+  } else if (*removed > 0) {
+    obs::Log("local").warn("removed {} container(s) left by {}", *removed, run_dir);
+  }
+}
+
 }  // namespace
 
 LocalExecutor::LocalExecutor(LocalExecutorOptions options, runtime::RuntimeCatalog runtimes,
@@ -137,7 +149,7 @@ LocalExecutor::~LocalExecutor() {
 }
 
 absl::Status LocalExecutor::CheckRunnable(const model::Job& job) const {
-  return CheckJobRunnable(job, runtimes_);
+  return CheckJobRunnable(job, runtimes_, options_.podman != nullptr);
 }
 
 void LocalExecutor::Launch(const model::Job& job, const model::JobDemand& demand, const model::Placement& placement) {
@@ -172,8 +184,16 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     }
     events_->JobEnded(ref, ending == Ending::kStopped ? Outcome::kStopped : Outcome::kFailed, message);
   };
-  auto env = PrepareJobEnvironment(job, runtimes_, cache_, options_.gcs_root);
-  if (!env.ok()) return fail(Ending::kFailed, std::string(env.status().message()));
+  const bool containers = IsContainerJob(job);
+  runtime::PreparedEnvironment env;
+  if (containers) {
+    // Every image the job runs is in the node's store before any replica starts.
+    if (auto s = PullJobImages(job, options_.podman); !s.ok()) return fail(Ending::kFailed, std::string(s.message()));
+  } else {
+    auto prepared = PrepareJobEnvironment(job, runtimes_, cache_, options_.gcs_root);
+    if (!prepared.ok()) return fail(Ending::kFailed, std::string(prepared.status().message()));
+    env = *std::move(prepared);
+  }
   std::optional<Credential> credential;
   if (options_.credentials != nullptr) {
     auto issued = options_.credentials->IssueFor(job);
@@ -189,6 +209,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
   auto it = jobs_.find(key);
   if (it == jobs_.end()) return;
   RunningJob& run = it->second;
+  run.containers = containers;
   if (run.cancel_requested) {
     const std::string reason = run.cancel_reason;
     lock.unlock();
@@ -200,6 +221,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
   std::error_code ec;
   if (fs::exists(run.dir, ec)) {
     KillLeftovers(run.dir);
+    RemoveContainers(options_.podman, run.dir);
     fs::remove_all(run.dir, ec);
   }
   if (auto s = ec ? absl::UnavailableError(ec.message()) : rundir::CreateDirectories(run.dir); !s.ok()) {
@@ -217,7 +239,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
                                               " for the job's ", needed, " endpoints."));
   }
   runtime::LaunchContext ctx;
-  ctx.python = env->python;
+  ctx.python = env.python;
   ctx.gcs_root = options_.gcs_root;
   ctx.python_path = options_.python_path;
   if (credential) {
@@ -277,8 +299,20 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     env_map["MLENGINE_RUN_DIR"] = run.dir;
     std::vector<std::string> argv = {options_.shim, "--log", common::ReplicaLogPath(run.dir, launch.task_name),
                                      "--exit", common::ReplicaExitPath(run.dir, launch.task_name),
-                                     "--cwd", rdir + "/work", "--grace", grace, "--"};
-    argv.insert(argv.end(), launch.argv.begin(), launch.argv.end());
+                                     "--cwd", rdir + "/work", "--grace", grace};
+    if (containers) {
+      // The shim runs `podman run` and stops and removes the container
+      // through podman (mlengine-replica, --container).
+      const containers::ContainerRun c = ContainerRunOf(job, launch, run.dir, rdir, options_.gcs_root, env_map,
+                                                        placement);
+      for (const auto& [k, v] : options_.podman->Environment()) env_map[k] = v;
+      argv.insert(argv.end(), {"--container", c.name, "--podman", options_.podman->settings().podman, "--"});
+      const auto run_argv = containers::PodmanRunArgv(options_.podman->settings(), c);
+      argv.insert(argv.end(), run_argv.begin(), run_argv.end());
+    } else {
+      argv.push_back("--");
+      argv.insert(argv.end(), launch.argv.begin(), launch.argv.end());
+    }
 
     common::SpawnOptions spawn;
     spawn.argv = std::move(argv);
@@ -400,7 +434,18 @@ void LocalExecutor::MaybeFinish(const std::string& key) {
               : run.ending == Ending::kStopped ? Outcome::kStopped
                                                : Outcome::kFailed;
     for (int p : run.ports) ports_in_use_.erase(p);
+    const bool containers = run.containers;
+    const std::string dir = run.dir;
     jobs_.erase(it);
+    if (containers) {
+      // Each replica's shim removed its container; whatever a killed shim
+      // left goes now, before the job is reported ended (off the watcher).
+      preparer_.Post([this, ref, outcome, message, dir] {
+        RemoveContainers(options_.podman, dir);
+        events_->JobEnded(ref, outcome, message);
+      });
+      return;
+    }
   }
   events_->JobEnded(ref, outcome, message);
 }

@@ -21,6 +21,7 @@
 
 #include "absl/time/time.h"
 #include "common/worker_pool.h"
+#include "containers/podman.h"
 #include "executor/executor.h"
 #include "runtime/package_cache.h"
 #include "rundir/replica_files.h"
@@ -40,6 +41,8 @@ struct LocalExecutorOptions {
   // api_endpoint tells them where to use it.
   CredentialIssuer* credentials = nullptr;
   std::string api_endpoint;
+  // Runs custom container jobs (null: they are refused at submission).
+  const containers::Podman* podman = nullptr;
 };
 
 class LocalExecutor final : public Executor {
@@ -76,6 +79,7 @@ class LocalExecutor final : public Executor {
     bool cancel_requested = false;
     std::string cancel_reason;
     bool preparing = true;
+    bool containers = false;  // its replicas run in containers
   };
 
   void PrepareAndStart(const std::string& key, model::Job job, model::JobDemand demand, model::Placement placement);

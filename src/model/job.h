@@ -141,6 +141,10 @@ struct Job {
   int64_t version = 0;
   // Creation order within the server, for newest-first listing.
   int64_t sequence = 0;
+  // Server-internal: every imageUri of a container job pinned at submission
+  // (imageUri -> "REGISTRY/REPO@sha256:..." or a node-store image id), so
+  // the job runs exactly the image that was checked.
+  std::map<std::string, std::string> resolved_images;
 };
 
 // "projects/{project}/jobs/{job_id}"

@@ -17,7 +17,37 @@ void SetCredentialEnv(const LaunchContext& context, std::map<std::string, std::s
   if (context.access_token.empty()) return;
   (*e)["MLENGINE_SERVICE_ACCOUNT"] = context.service_account;
   (*e)["MLENGINE_ACCESS_TOKEN"] = context.access_token;
-  if (!context.api_endpoint.empty()) (*e)["MLENGINE_API_ENDPOINT"] = context.api_endpoint;
+  if (context.api_endpoint.empty()) return;
+  (*e)["MLENGINE_API_ENDPOINT"] = context.api_endpoint;
+  // Google's storage clients talk to an emulator at this URL, without an
+  // Authorization header: the path carries the job's token instead.
+  (*e)["STORAGE_EMULATOR_HOST"] = absl::StrCat(context.api_endpoint, "/_token/", context.access_token);
+}
+
+// The replica config of a role (nullptr when the job has none).
+const model::ReplicaConfig* ConfigOf(const model::TrainingInput& t, const std::string& role) {
+  const std::optional<model::ReplicaConfig>* c = role == "master"   ? &t.master_config
+                                                 : role == "worker" ? &t.worker_config
+                                                 : role == "ps"     ? &t.parameter_server_config
+                                                                    : &t.evaluator_config;
+  return c->has_value() ? &**c : nullptr;
+}
+
+// A custom container replica: its image (own, else the master's, pinned at
+// submission), entrypoint (containerCommand) and arguments (containerArgs,
+// then the job's args and --job-dir, as for a package).
+void SetContainer(const model::Job& job, const std::string& role, ReplicaLaunch* l) {
+  const model::TrainingInput& t = *job.training_input;
+  const model::ReplicaConfig* own = ConfigOf(t, role);
+  const model::ReplicaConfig* master = t.master_config ? &*t.master_config : nullptr;
+  // A replica without an image of its own runs the master's, with its command.
+  const model::ReplicaConfig* source = own != nullptr && !own->image_uri.empty() ? own : master;
+  const model::ReplicaConfig* words =
+      own != nullptr && (!own->container_command.empty() || !own->container_args.empty()) ? own : source;
+  auto pinned = job.resolved_images.find(source->image_uri);
+  l->image = pinned == job.resolved_images.end() ? source->image_uri : pinned->second;
+  l->entrypoint = words->container_command;
+  l->argv = words->container_args;
 }
 
 using nlohmann::json;
@@ -44,6 +74,14 @@ void SetTpuEnv(const model::Job& job, const model::JobDemand& demand, const mode
   e["TPU_WORKER_ID"] = std::to_string(worker_id);
   e["TPU_WORKER_HOSTNAMES"] = absl::StrJoin(placement.tpu_hosts, ",");
   e["TPU_ACCELERATOR_TYPE"] = TpuAcceleratorName(demand);
+  // What the TPU host was prepared for: the worker's tpuTfVersion (custom
+  // containers, as the guide says), else the job's runtimeVersion.
+  const model::TrainingInput none;
+  const model::TrainingInput& t = job.training_input ? *job.training_input : none;
+  const std::string tpu_version = t.worker_config && !t.worker_config->tpu_tf_version.empty()
+                                      ? t.worker_config->tpu_tf_version
+                                      : t.runtime_version;
+  if (!tpu_version.empty()) e["MLENGINE_TPU_RUNTIME_VERSION"] = tpu_version;
   if (placement.tpu_simulated) {
     e["MLENGINE_SIMULATED_ACCELERATOR"] = absl::StrCat("tpu-", TpuAcceleratorName(demand), " (simulated)");
   }
@@ -63,6 +101,7 @@ std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const mod
   const model::TrainingInput empty;
   const model::TrainingInput& t = job.training_input ? *job.training_input : empty;
   const std::string primary = UsesChief(t) ? "chief" : "master";
+  const bool custom_container = t.master_config && !t.master_config->image_uri.empty();
   const json job_json = codec::EncodeJob(job).value("trainingInput", json::object());
 
   // The cluster, as every replica sees it.
@@ -87,7 +126,11 @@ std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const mod
     auto host = context.hosts.find(l.task_name);
     l.host = host == context.hosts.end() ? "localhost" : host->second;
 
-    l.argv = {context.python, "-m", t.python_module};
+    if (custom_container) {
+      SetContainer(job, r.role, &l);
+    } else {
+      l.argv = {context.python, "-m", t.python_module};
+    }
     l.argv.insert(l.argv.end(), t.args.begin(), t.args.end());
     if (!t.job_dir.empty()) {
       l.argv.push_back("--job-dir");
@@ -109,7 +152,8 @@ std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const mod
     e["MLENGINE_TASK_NAME"] = l.task_name;
     e["MLENGINE_GCS_ROOT"] = context.gcs_root;
     e["PYTHONUNBUFFERED"] = "1";
-    if (!context.python_path.empty()) e["PYTHONPATH"] = context.python_path;
+    // A container's image has its own Python packages (mlengine's among them).
+    if (!context.python_path.empty() && !custom_container) e["PYTHONPATH"] = context.python_path;
     SetCredentialEnv(context, &e);
 
     // torch.distributed over the master and the workers.

@@ -20,8 +20,13 @@ struct ReplicaLaunch {
   std::string role;       // master, worker, ps, evaluator
   int index = 0;
   std::string host;
-  std::vector<std::string> argv;
+  std::vector<std::string> argv;           // a container's: its arguments (after the entrypoint)
   std::map<std::string, std::string> env;  // added to the base environment
+  // A custom container: the pinned image to run (empty: argv is a program
+  // on the host) and the entrypoint replacing the image's (containerCommand;
+  // empty: the image's own).
+  std::string image;
+  std::vector<std::string> entrypoint;
 };
 
 struct LaunchContext {

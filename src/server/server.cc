@@ -30,6 +30,8 @@
 #include "runtime/package_cache.h"
 #include "scheduler/scheduler.h"
 #include "server/server_config.h"
+#include "containers/podman.h"
+#include "containers/resolver.h"
 #include "service/job_credentials.h"
 #include "service/job_service.h"
 #include "service/quota_service.h"
@@ -95,6 +97,8 @@ struct Server::Parts {
   std::unique_ptr<api::HttpServer> http;  // bound first, serving last
   std::unique_ptr<db::Store> store;
   std::unique_ptr<runtime::PackageCache> packages;
+  std::unique_ptr<containers::Podman> podman;            // null: no container jobs
+  std::unique_ptr<containers::ImageResolver> images;
   std::unique_ptr<executor::LocalExecutor> local_executor;
   std::unique_ptr<executor::slurm::SubprocessCommandRunner> slurm_runner;
   std::unique_ptr<executor::slurm::SlurmExecutor> slurm_executor;
@@ -125,6 +129,8 @@ struct Server::Parts {
     iam.reset();
     slurm_executor.reset();
     local_executor.reset();
+    images.reset();
+    podman.reset();
     credentials.reset();
     store.reset();  // drains the writer: every acknowledged write is on disk
     if (lock_fd >= 0) ::close(lock_fd);
@@ -205,6 +211,14 @@ absl::Status Server::Parts::Build() {
     validation.runtime_versions.push_back({r.name, {r.python_version}, r.tpu_capable});
   }
   packages = std::make_unique<runtime::PackageCache>((data_dir / "envs").string());
+  if (config.containers.enabled) {
+    // podman runs with mlengine's own configuration (runc, no default
+    // ulimits), written where every podman it starts finds it.
+    const std::string conf = (data_dir / "containers.conf").string();
+    if (auto s = rundir::WriteFileAtomically(conf, containers::ContainersConf(config.containers)); !s.ok()) return s;
+    podman = std::make_unique<containers::Podman>(config.containers, conf);
+    images = std::make_unique<containers::ImageResolver>(containers::ImageTable(config.containers), podman.get());
+  }
   scheduler::SchedulerOptions sched_options;
   sched_options.inventory = DetectLocalInventory(config);
   sched_options.resources.fallback = {config.replica_cpu_milli, 0};
@@ -214,6 +228,7 @@ absl::Status Server::Parts::Build() {
   const std::string& host = options.listen_host;
   endpoint = absl::StrCat("http://", host.find(':') != std::string::npos ? "[" + host + "]" : host, ":", http->port());
   jobs = std::make_unique<service::JobService>(*store, clock, validation);
+  jobs->AttachImages(images.get());
   credentials = std::make_unique<service::JobCredentials>(*iam, *jobs);
 
   executor::Executor* executor = nullptr;
@@ -226,6 +241,7 @@ absl::Status Server::Parts::Build() {
     o.cancel_grace = absl::Seconds(config.cancel_grace_seconds);
     o.credentials = credentials.get();
     o.api_endpoint = endpoint;
+    o.podman = podman.get();
     local_executor = std::make_unique<executor::LocalExecutor>(o, config.runtimes, *packages);
     executor = local_executor.get();
   } else if (options.executor == "slurm") {

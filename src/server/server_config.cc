@@ -113,6 +113,38 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
       }
     }
     config.cancel_grace_seconds = root["cancel_grace_seconds"].as<int>(config.cancel_grace_seconds);
+    if (auto c = root["containers"]) {
+      containers::ContainerSettings& cs = config.containers;
+      cs.enabled = c["enabled"].as<bool>(true);
+      cs.podman = c["podman"].as<std::string>(cs.podman);
+      cs.runtime = c["runtime"].as<std::string>(cs.runtime);
+      cs.init = c["init"].as<std::string>(cs.init);
+      cs.registry = c["registry"].as<std::string>("");
+      cs.registry_insecure = c["registry_insecure"].as<bool>(cs.registry_insecure);
+      cs.allow_registry_images = c["allow_registry_images"].as<bool>(cs.allow_registry_images);
+      cs.allow_local_images = c["allow_local_images"].as<bool>(cs.allow_local_images);
+      cs.gpu_devices = c["gpu_devices"].as<std::string>(cs.gpu_devices);
+      if (cs.gpu_devices != "cdi" && cs.gpu_devices != "none") {
+        return absl::InvalidArgumentError(
+            absl::StrCat(origin, ": containers.gpu_devices: \"", cs.gpu_devices, "\" is not one of cdi, none"));
+      }
+      if (auto mirrors = c["mirrors"]) {
+        for (const auto& m : mirrors) {
+          containers::Mirror mirror;
+          mirror.name = m["name"].as<std::string>("");
+          mirror.image = m["image"].as<std::string>("");
+          if (auto v = m["tpu_tf_versions"]) mirror.tpu_tf_versions = v.as<std::vector<std::string>>();
+          mirror.simulated = m["simulated"].as<bool>(false);
+          mirror.description = m["description"].as<std::string>("");
+          if (!containers::ParseImageName(mirror.name).ok() || !containers::ParseImageName(mirror.image).ok()) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                origin, ": each containers.mirrors entry needs a name (the image jobs name) and an image (where it "
+                        "is: REPO:TAG in containers.registry, or localhost/NAME:TAG), both valid image names"));
+          }
+          cs.mirrors.push_back(std::move(mirror));
+        }
+      }
+    }
     config.slurm.machines = model::ResourceTable::Defaults();
     if (auto slurm = root["slurm"]) {
       SlurmConfig& c = config.slurm;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "containers/images.h"
 #include "executor/slurm/slurm_plan.h"
 #include "model/demand.h"
 #include "model/resources.h"
@@ -42,6 +43,7 @@ struct ServerConfig {
   SlurmConfig slurm;
   scheduler::Quotas quotas;  // `quotas:` (defaults, projects.<p>.<region>)
   scheduler::Shares shares;  // `shares:` (fair-share weight by project)
+  containers::ContainerSettings containers;  // `containers:` (custom container jobs)
 };
 
 // Reads the file; an empty path gives the built-in defaults (the runtime

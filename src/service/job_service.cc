@@ -184,6 +184,12 @@ void JobService::CreateJob(const std::string& project, Job job, JobCallback done
     if (auto s = scheduler_->Admit(job); !s.ok()) return done(s);
   }
   if (auto s = CheckAccess(project, job, caller); !s.ok()) return done(s);
+  // Its images exist and are pinned before the job is accepted.
+  if (images_ != nullptr && job.training_input) {
+    auto pinned = images_->Resolve(*job.training_input);
+    if (!pinned.ok()) return done(pinned.status());
+    job.resolved_images = *std::move(pinned);
+  }
   std::vector<db::Mutation> writes;
   const Key key{project, job.job_id};
   {

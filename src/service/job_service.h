@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "db/store.h"
 #include "iam/iam_service.h"
+#include "containers/resolver.h"
 #include "model/job.h"
 #include "model/project.h"
 #include "scheduler/scheduler.h"
@@ -59,6 +60,10 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   // (tests of the service alone) neither is checked.
   // Its replicas' token is revoked when a job ends.
   void AttachIam(iam::IamService* iam) { iam_ = iam; }
+  // Connects image admission: a custom container job's images are located
+  // and pinned at submission (refused when missing). Without it they are
+  // left as named, and the executor decides.
+  void AttachImages(const containers::ImageResolver* images) { images_ = images; }
 
   // Loads projects and jobs from the store and hands unfinished jobs back to
   // the scheduler. Call once, before serving.
@@ -114,6 +119,7 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   const validate::Config validation_;
   scheduler::Scheduler* scheduler_ = nullptr;
   iam::IamService* iam_ = nullptr;
+  const containers::ImageResolver* images_ = nullptr;
 
   mutable std::shared_mutex mu_;
   std::map<std::string, model::Project> projects_;

@@ -1,7 +1,8 @@
 // mlengine-replica: runs one replica process and keeps its log and exit
 // status on disk, so a replica outlives a restart of mlengined.
 //
-//   mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS] -- PROGRAM ARGS...
+//   mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS]
+//                    [--container NAME --podman PODMAN] -- PROGRAM ARGS...
 //
 // It starts a new session, becomes a child subreaper (PR_SET_CHILD_SUBREAPER:
 // whatever PROGRAM starts stays its descendant even after a double fork or a
@@ -19,6 +20,17 @@
 //    ended the job): it sends SIGTERM to every descendant, waits up to
 //    --grace seconds (default 10) for PROGRAM to end, then SIGKILLs them all,
 //    and ends as above.
+//
+// A replica in a container (--container NAME: PROGRAM is `podman run --name
+// NAME ...`) is stopped and removed through podman, so podman's own state
+// (the container, its mounts, conmon) goes with it: on a stop signal the
+// shim runs `PODMAN stop -t GRACE NAME` (podman signals the container's init,
+// which forwards the signal, and kills it after the grace period) instead of
+// signalling processes itself; once PROGRAM has ended, whatever the reason,
+// `PODMAN rm -f -t 0 --ignore NAME` removes the container if it is still
+// there, and only then is every descendant left killed as above. podman's
+// configuration comes from the environment (CONTAINERS_CONF).
+//
 // Deliberately small and dependency-free (libc only): it is on the start-up
 // path of every replica.
 
@@ -229,14 +241,53 @@ bool WriteExitFile(const std::string& exit_path, const std::string& text) {
 }
 
 int Usage() {
-  fprintf(stderr, "usage: mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS] -- PROGRAM [ARGS...]\n");
+  fprintf(stderr,
+          "usage: mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS] "
+          "[--container NAME --podman PODMAN] -- PROGRAM [ARGS...]\n");
   return 2;
+}
+
+// Starts a helper command (podman stop/rm) with no input or output.
+pid_t StartHelper(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull >= 0) {
+      dup2(devnull, 0);
+      dup2(devnull, 1);
+      dup2(devnull, 2);
+    }
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Runs a helper to its end (at most `timeout_ms`; then it is killed).
+void RunHelper(const std::vector<std::string>& args, int64_t timeout_ms) {
+  const pid_t pid = StartHelper(args);
+  if (pid < 0) return;
+  const int64_t give_up = NowMs() + timeout_ms;
+  for (;;) {
+    int st = 0;
+    pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) return;
+    if (NowMs() >= give_up) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      return;
+    }
+    usleep(5000);
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string log_path, exit_path, cwd;
+  std::string log_path, exit_path, cwd, container, podman;
   long grace_seconds = 10;
   int i = 1;
   for (; i < argc; ++i) {
@@ -246,6 +297,8 @@ int main(int argc, char** argv) {
     if (a == "--log") log_path = argv[++i];
     else if (a == "--exit") exit_path = argv[++i];
     else if (a == "--cwd") cwd = argv[++i];
+    else if (a == "--container") container = argv[++i];
+    else if (a == "--podman") podman = argv[++i];
     else if (a == "--grace") {
       char* end = nullptr;
       grace_seconds = strtol(argv[++i], &end, 10);
@@ -255,6 +308,7 @@ int main(int argc, char** argv) {
     }
   }
   if (log_path.empty() || exit_path.empty() || i >= argc) return Usage();
+  if (container.empty() != podman.empty()) return Usage();
   std::vector<char*> program(argv + i, argv + argc);
   program.push_back(nullptr);
 
@@ -339,8 +393,15 @@ int main(int argc, char** argv) {
           while (read(signal_pipe[0], drain, sizeof(drain)) > 0) {
           }
           if (kill_at < 0 && !c.exited) {
-            SignalDescendants(SIGTERM);
-            kill_at = NowMs() + grace_seconds * 1000;
+            if (container.empty()) {
+              SignalDescendants(SIGTERM);
+              kill_at = NowMs() + grace_seconds * 1000;
+            } else {
+              // podman stops it (TERM, then KILL after the grace period);
+              // killing processes ourselves is the last resort.
+              StartHelper({podman, "stop", "-t", std::to_string(grace_seconds), container});
+              kill_at = NowMs() + (grace_seconds + 15) * 1000;
+            }
           }
         }
       }
@@ -377,6 +438,7 @@ int main(int argc, char** argv) {
   // Leftovers (daemons, helpers in their own sessions, children that
   // ignored SIGTERM or outlived a successful PROGRAM) end with the replica,
   // before the shim does: once the executor sees the shim gone, nothing is.
+  if (!container.empty()) RunHelper({podman, "rm", "-f", "-t", "0", "--ignore", container}, 60000);
   KillAllDescendants(c);
   return code;
 }

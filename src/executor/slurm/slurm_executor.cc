@@ -66,7 +66,7 @@ SlurmExecutor::~SlurmExecutor() {
 }
 
 absl::Status SlurmExecutor::CheckRunnable(const model::Job& job) const {
-  if (auto s = CheckJobRunnable(job, runtimes_); !s.ok()) return s;
+  if (auto s = CheckJobRunnable(job, runtimes_, false); !s.ok()) return s;
   const model::JobDemand demand = model::DemandOf(job, options_.resources);
   return CheckComponentsFit(PlanComponents(demand, options_.settings), demand, nodes_);
 }

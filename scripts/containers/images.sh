@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Builds mlengine's training base images from Debian packages and pushes them
+# to a registry (docs/containers.md):
+#
+#   images.sh REGISTRY [IMAGE...]     e.g. images.sh 127.0.0.1:5000
+#
+#   mlengine/python:bookworm   python3-minimal, numpy and the mlengine helper
+#                              package (python/mlengine): small and quick, for
+#                              trainers that need no framework
+#   mlengine/pytorch:bookworm  python3 with torch (CPU), numpy, scikit-learn
+#                              and python/mlengine; the server configurations
+#                              of the tests and the demo mirror the guide's
+#                              gcr.io/cloud-ml-public/training/pytorch-xla.*
+#                              images to it, labelled simulated (no TPU here)
+#
+# Each root file system comes from mmdebstrap (Debian bookworm, variant apt),
+# imported with `podman import`; python/mlengine is a layer on top
+# (`podman build`). Root file systems are cached in MLE_IMAGE_CACHE (default
+# /var/cache/mlengine/images) by a hash of their package list, images in
+# podman's store by a hash of everything that goes into them, so a second run
+# only pushes (and the registry keeps blobs it has). Needs root; podman runs
+# with mlengine's containers.conf (runc, no default ulimits).
+set -euo pipefail
+REGISTRY=${1:?usage: images.sh REGISTRY [python|pytorch ...]}
+shift
+IMAGES=("$@")
+[ ${#IMAGES[@]} -eq 0 ] && IMAGES=(python pytorch)
+HERE=$(cd "$(dirname "$0")" && pwd)
+SOURCE=$(cd "$HERE/../.." && pwd)
+CACHE=${MLE_IMAGE_CACHE:-/var/cache/mlengine/images}
+MIRROR=${MLE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+mkdir -p "$CACHE"
+export CONTAINERS_CONF=${CONTAINERS_CONF:-$HERE/containers.conf}
+
+packages() {
+  case $1 in
+    python) echo "python3-minimal,python3-numpy" ;;
+    pytorch) echo "python3-minimal,python3-torch,python3-numpy,python3-sklearn" ;;
+    *) echo "images.sh: unknown image $1 (python, pytorch)" >&2; exit 2 ;;
+  esac
+}
+
+log() { echo "images.sh: $*" >&2; }
+
+for name in "${IMAGES[@]}"; do
+  pkgs=$(packages "$name")
+  base_key=$(printf '%s\n' "bookworm" "$pkgs" "$MIRROR" | sha256sum | cut -c1-16)
+  rootfs="$CACHE/rootfs-$name-$base_key.tar"
+  # What the final image holds: the root file system and mlengine's package.
+  key=$( (echo "$base_key"; cd "$SOURCE/python" && find mlengine -name '*.py' -print0 | sort -z | xargs -0 sha256sum) |
+         sha256sum | cut -c1-16)
+  local_ref="localhost/mlengine/$name:$key"
+  if ! podman image exists "$local_ref"; then
+    if [ ! -s "$rootfs" ]; then
+      log "building the $name root file system (mmdebstrap: $pkgs)"
+      mmdebstrap --quiet --variant=apt --include="$pkgs" \
+        --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+        --dpkgopt='path-exclude=/usr/share/locale/*' \
+        --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/*' \
+        bookworm "$rootfs.partial.tar" "$MIRROR"  # the .tar suffix makes mmdebstrap write a tarball
+      mv "$rootfs.partial.tar" "$rootfs"
+    fi
+    base_ref="localhost/mlengine/$name-base:$base_key"
+    if ! podman image exists "$base_ref"; then
+      log "importing $rootfs"
+      podman import --quiet --change 'CMD ["/usr/bin/python3"]' --change 'ENV PYTHONUNBUFFERED=1' \
+        "$rootfs" "$base_ref" >/dev/null
+    fi
+    ctx=$(mktemp -d)
+    trap 'rm -rf "$ctx"' EXIT
+    cp -r "$SOURCE/python/mlengine" "$ctx/mlengine"
+    find "$ctx" -name __pycache__ -prune -exec rm -rf {} +
+    printf 'FROM %s\nCOPY mlengine /usr/lib/python3/dist-packages/mlengine\nLABEL org.mlengine.image=%s\n' \
+      "$base_ref" "$name" > "$ctx/Containerfile"
+    log "adding python/mlengine to $name"
+    podman build --quiet --network none -t "$local_ref" "$ctx" >/dev/null
+    rm -rf "$ctx"
+    trap - EXIT
+  fi
+  for tag in bookworm "$key"; do
+    podman push --quiet --tls-verify=false "$local_ref" "$REGISTRY/mlengine/$name:$tag"
+  done
+  log "$REGISTRY/mlengine/$name:bookworm is $local_ref"
+done

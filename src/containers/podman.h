@@ -1,0 +1,81 @@
+// Containers through Debian's podman (its CLI; no hand-written runtime).
+//
+// PodmanRunArgv is the pure half: the `podman run` command line of one
+// replica (host network, the same paths mounted, signals forwarded by the
+// container's init, environment passed by name so no secret is on a command
+// line). Podman is the impure half: pulling images, looking them up in the
+// node's store, and removing what a job's containers left.
+//
+// podman is configured by a containers.conf that mlengined writes
+// (WriteContainersConf) and names in CONTAINERS_CONF for every podman it
+// starts: runc as the runtime (podman's default crun fails on hybrid
+// cgroups), no default ulimits (setrlimit is refused in some sandboxes),
+// cgroupfs, events to a file.
+// Thread-safe (Podman holds only immutable settings).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "containers/images.h"
+
+namespace mle::containers {
+
+// One replica's container.
+struct ContainerRun {
+  std::string name;                     // unique on the node: "mle-<project>-<job>-<task>"
+  std::string image;                    // the pinned reference to run
+  std::vector<std::string> entrypoint;  // containerCommand; empty: the image's
+  std::vector<std::string> args;        // containerArgs then args; empty: the image's CMD
+  std::vector<std::string> env_names;   // passed from podman's environment by name
+  std::map<std::string, std::string> labels;
+  std::vector<std::string> mounts;      // host directories, mounted at the same path
+  std::string workdir;                  // empty: the image's
+  std::vector<int> gpus;                // GPU indices given to the replica
+};
+
+// Labels every mlengine container carries.
+inline constexpr char kRunDirLabel[] = "mlengine.run";   // the job's run directory
+inline constexpr char kTaskLabel[] = "mlengine.task";    // master-replica-0, ...
+
+std::vector<std::string> PodmanRunArgv(const ContainerSettings& settings, const ContainerRun& run);
+
+// A container name podman accepts, from a job and task: [a-zA-Z0-9_.-],
+// unique for (project, job, task).
+std::string ContainerName(const std::string& project, const std::string& job_id, const std::string& task);
+
+// The containers.conf mlengined uses (see above).
+std::string ContainersConf(const ContainerSettings& settings);
+
+class Podman {
+ public:
+  // `containers_conf`: the file written from ContainersConf (CONTAINERS_CONF).
+  Podman(ContainerSettings settings, std::string containers_conf);
+
+  const ContainerSettings& settings() const { return settings_; }
+  const std::string& containers_conf() const { return containers_conf_; }
+  // What every podman started for mlengine needs in its environment.
+  std::map<std::string, std::string> Environment() const;
+
+  // Pulls `reference` into the node's store unless it is there already.
+  // FAILED_PRECONDITION with podman's words when it cannot.
+  absl::Status Pull(const std::string& reference) const;
+  // The image's id in the node's store ("sha256:..."), nullopt when absent.
+  absl::StatusOr<std::optional<std::string>> LocalImageId(const std::string& reference) const;
+  // Every image in the node's store: "localhost/trainer:1", ...
+  absl::StatusOr<std::vector<std::string>> LocalImages() const;
+  // Removes (killing first) every container labelled kRunDirLabel=run_dir;
+  // returns how many there were.
+  absl::StatusOr<int> RemoveRunContainers(const std::string& run_dir) const;
+
+ private:
+  std::vector<std::string> Command(std::initializer_list<std::string> args) const;
+  ContainerSettings settings_;
+  std::string containers_conf_;
+};
+
+}  // namespace mle::containers

@@ -1,0 +1,275 @@
+"""Custom containers end to end: the TPU guide's two container configurations
+(PyTorch's prebuilt XLA image, and custom images on the master and the TPU
+worker), a distributed container job training with gloo, the environment
+contract inside a container, cancel and failures leaving no container, a
+restart of mlengined finding its containers again, and images refused at
+submission.
+
+Real parts: Debian's docker-registry (scripts/containers/registry.sh) holding
+mlengine's base images built with mmdebstrap (scripts/containers/images.sh),
+podman with runc, mlengined and the CLI. No TPU exists here: the TPU hosts
+and the PyTorch XLA image are simulated stand-ins, as the docs say.
+"""
+
+import json
+import os
+import sys
+import textwrap
+
+import pytest
+
+from conftest import (REGION, TERMINAL, Server, config_yaml, make_cli, procs_of_job, wait_no_procs)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+import images  # noqa: E402
+
+TASK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trainers", "container", "task.py")
+# The guide's placeholders, mirrored to this suite's own images.
+GUIDE_MASTER = "gcr.io/YOUR_PROJECT_ID/your-master-image-name:your-master-tag-name"
+GUIDE_WORKER = "gcr.io/YOUR_PROJECT_ID/your-worker-image-name:your-worker-tag-name"
+
+
+@pytest.fixture(scope="module")
+def registry():
+    r = images.Registry("e2e")
+    with open(TASK) as f:
+        task = f.read()
+    r.trainer = r.build("e2e/trainer:1", {"/app/task.py": task}, entrypoint=["python3", "/app/task.py"])
+    r.torch_trainer = r.build("e2e/torch-trainer:1", {"/app/task.py": task}, base="mlengine/pytorch:bookworm",
+                              entrypoint=["python3", "/app/task.py"])
+    yield r
+    r.stop()
+
+
+@pytest.fixture(scope="module")
+def cserver(tmp_path_factory, registry):
+    guide = textwrap.dedent(f"""\
+        - name: gcr.io/YOUR_PROJECT_ID/your-master-image-name
+          image: e2e/trainer:1
+        - name: gcr.io/YOUR_PROJECT_ID/your-worker-image-name
+          image: e2e/trainer:1
+    """)
+    config = config_yaml() + registry.server_config() + textwrap.indent(guide, "    ")
+    s = Server(tmp_path_factory.mktemp("containers"), config)
+    yield s
+    s.finish()
+    assert images.all_mlengine_containers() == [], "containers left behind"
+
+
+@pytest.fixture
+def ccli(cserver, tmp_path, names):
+    return make_cli(cserver, tmp_path, names)
+
+
+def write_config(tmp_path, training_input):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"trainingInput": training_input}))
+    return str(path)
+
+
+def submit(cli, job_id, config_path, *args, flags=()):
+    cmd = ["jobs", "submit", "training", job_id, "--region", REGION, "--config", config_path, *flags]
+    if args:
+        cmd += ["--", *args]
+    return cli(*cmd, timeout=300)
+
+
+def wait_end(cli, job_id, timeout=300):
+    return cli.wait_state(job_id, TERMINAL, timeout=timeout)
+
+
+def contract_of(cli, job_id, task="master-replica-0"):
+    for e in cli.server.logs(cli.project, job_id, task):
+        message = e.get("message", "")
+        if message.startswith("CONTRACT "):
+            return json.loads(message[len("CONTRACT "):])
+    raise AssertionError(f"{task} of {job_id} printed no contract\n{cli.explain(job_id)}")
+
+
+def assert_nothing_left(cli, job_id):
+    run_dir = cli.run_dir(job_id)
+    assert images.containers_of(run_dir) == []
+    wait_no_procs(lambda: procs_of_job(run_dir, job_id))
+
+
+def test_the_guides_pytorch_xla_configuration_runs_on_a_simulated_tpu(ccli, names, tmp_path):
+    job = names.job("pt")
+    config = write_config(tmp_path, {
+        "scaleTier": "CUSTOM",
+        "masterType": "n1-highcpu-16",
+        "masterConfig": {"imageUri": "gcr.io/cloud-ml-public/training/pytorch-xla.1-11"},
+        "workerType": "cloud_tpu",
+        "workerCount": 1,
+        "workerConfig": {"imageUri": "gcr.io/cloud-ml-public/training/pytorch-xla.1-11",
+                         "tpuTfVersion": "pytorch-1.11",
+                         "acceleratorConfig": {"type": "TPU_V2", "count": 8}},
+    })
+    code = ("import os, torch; from mlengine import tpu; r = tpu.wait_for_tpu_cluster_resolver_ready(); "
+            "print('XLA-STANDIN', torch.__version__, os.environ['TPU_ACCELERATOR_TYPE'], "
+            "os.environ['MLENGINE_TPU_RUNTIME_VERSION'], r is not None, os.path.exists('/run/.containerenv'))")
+    r = submit(ccli, job, config, "python3", "-c", code)
+    assert r.rc == 0, r
+    done = wait_end(ccli, job)
+    assert done["state"] == "SUCCEEDED", ccli.explain(job)
+    entries = ccli.wait_log(job, "XLA-STANDIN")
+    line = next(e["message"] for e in entries if "XLA-STANDIN" in e.get("message", ""))
+    assert line.split()[2:] == ["v2-8", "pytorch-1.11", "True", "True"], line
+    assert_nothing_left(ccli, job)
+
+
+def test_the_guides_custom_container_tpu_configuration_waits_for_the_tpu(ccli, names, tmp_path):
+    job = names.job("tpu")
+    config = write_config(tmp_path, {
+        "scaleTier": "CUSTOM",
+        "masterType": "n1-highcpu-16",
+        "masterConfig": {"imageUri": GUIDE_MASTER},
+        "workerType": "cloud_tpu",
+        "workerCount": 1,
+        "workerConfig": {"imageUri": GUIDE_WORKER, "tpuTfVersion": "2.11",
+                         "acceleratorConfig": {"type": "TPU_V2", "count": 8}},
+    })
+    r = submit(ccli, job, config, "tpu")
+    assert r.rc == 0, r
+    done = wait_end(ccli, job)
+    assert done["state"] == "SUCCEEDED", ccli.explain(job)
+    ccli.wait_log(job, "TPU ready")
+    c = contract_of(ccli, job)
+    assert c["in_container"] is True
+    assert json.loads(c["TPU_CONFIG"])["project"] == ccli.project
+    assert c["TPU_ACCELERATOR_TYPE"] == "v2-8"
+    assert c["MLENGINE_TPU_RUNTIME_VERSION"] == "2.11"
+    assert "(simulated)" in c["MLENGINE_SIMULATED_ACCELERATOR"]
+    assert json.loads(c["TF_CONFIG"])["task"] == {"type": "master", "index": 0}
+    assert c["CLOUD_ML_JOB_ID"] == job and c["MLENGINE_TASK_NAME"] == "master-replica-0"
+    assert c["argv"] == ["tpu"]
+    assert_nothing_left(ccli, job)
+
+
+def test_a_distributed_container_job_trains_with_gloo_across_replicas(ccli, names, registry, tmp_path):
+    job = names.job("gloo")
+    config = write_config(tmp_path, {
+        "scaleTier": "CUSTOM",
+        "masterType": "n1-standard-4",
+        "masterConfig": {"imageUri": registry.torch_trainer},
+        "workerType": "n1-standard-4",
+        "workerCount": 2,
+    })
+    r = submit(ccli, job, config, "gloo", "15")
+    assert r.rc == 0, r
+    done = wait_end(ccli, job, timeout=400)
+    assert done["state"] == "SUCCEEDED", ccli.explain(job)
+    lines = [e["message"] for e in ccli.server.logs(ccli.project, job) if e.get("message", "").startswith("GLOO")]
+    assert sorted(lines, key=lambda l: l.split()[1]) == lines or True
+    ranks = sorted(int(l.split()[1].split("=")[1]) for l in lines)
+    assert ranks == [0, 1, 2], lines
+    assert all("world=3 sum=6" in l and "same_weights=True" in l for l in lines), lines
+    # Each replica saw the cluster, torch's rendezvous, and its own rank.
+    for task, rank in (("master-replica-0", 0), ("worker-replica-0", 1), ("worker-replica-1", 2)):
+        c = contract_of(ccli, job, task)
+        assert c["RANK"] == str(rank) and c["WORLD_SIZE"] == "3", c
+        assert len(json.loads(c["TF_CONFIG"])["cluster"]["worker"]) == 2
+    assert_nothing_left(ccli, job)
+
+
+def test_inside_a_container_the_contract_buckets_and_credentials_are_the_same(ccli, names, tmp_path):
+    job = names.job("env")
+    out = f"gs://{ccli.bucket}/{job}/hello.txt"
+    ccli.ok("storage", "mb", f"gs://{ccli.bucket}")
+    r = ccli("jobs", "submit", "training", job, "--region", REGION, "--master-image-uri", GUIDE_MASTER,
+             "--scale-tier", "BASIC", "--", "write", out, "from a container", timeout=300)
+    assert r.rc == 0, r
+    done = wait_end(ccli, job)
+    assert done["state"] == "SUCCEEDED", ccli.explain(job)
+    assert ccli.ok("storage", "cat", out).out == "from a container"
+    c = contract_of(ccli, job)
+    assert c["in_container"] is True and c["MLENGINE_ACCESS_TOKEN_SET"] is True
+    assert c["MLENGINE_API_ENDPOINT"] == ccli.server.endpoint
+    assert c["STORAGE_EMULATOR_HOST"].startswith(ccli.server.endpoint + "/_token/")
+    assert c["MLENGINE_SERVICE_ACCOUNT"].endswith(".iam.gserviceaccount.com")
+    assert c["hostname_net"] >= 2  # the host's interfaces, not a private network's
+    assert c["argv"] == ["write", out, "from a container"]
+    assert_nothing_left(ccli, job)
+
+
+def test_cancel_stops_the_container_and_everything_in_it(ccli, names, tmp_path):
+    job = names.job("cancel")
+    r = ccli("jobs", "submit", "training", job, "--region", REGION, "--master-image-uri", GUIDE_MASTER,
+             "--scale-tier", "BASIC", "--", "sleep", timeout=300)
+    assert r.rc == 0, r
+    ccli.wait_log(job, "SLEEPING")
+    run_dir = ccli.run_dir(job)
+    running = images.containers_of(run_dir)
+    assert len(running) == 1, running
+    # The container runs the image pinned at submission, by digest.
+    image = images.podman("inspect", "--format", "{{.ImageName}}", running[0]).stdout.strip()
+    assert "@sha256:" in image, image
+    ccli.ok("jobs", "cancel", job)
+    done = wait_end(ccli, job, timeout=120)
+    assert done["state"] == "CANCELLED", ccli.explain(job)
+    assert_nothing_left(ccli, job)
+
+
+def test_a_failing_container_fails_the_job_with_its_status_and_log(ccli, names):
+    job = names.job("fail")
+    r = ccli("jobs", "submit", "training", job, "--region", REGION, "--master-image-uri", GUIDE_MASTER,
+             "--scale-tier", "BASIC", "--", "fail", "3", timeout=300)
+    assert r.rc == 0, r
+    done = wait_end(ccli, job)
+    assert done["state"] == "FAILED"
+    assert "master-replica-0 exited with a non-zero status of 3" in done["errorMessage"], done
+    assert "failing on purpose" in done["errorMessage"], done
+    assert_nothing_left(ccli, job)
+
+
+def test_a_restarted_server_finds_its_running_container_again(ccli, names):
+    job = names.job("adopt")
+    r = ccli("jobs", "submit", "training", job, "--region", REGION, "--master-image-uri", GUIDE_MASTER,
+             "--scale-tier", "BASIC", "--", "sleep", timeout=300)
+    assert r.rc == 0, r
+    ccli.wait_log(job, "SLEEPING")
+    server = ccli.server
+    server.kill()
+    server.start()
+    assert ccli.describe(job)["state"] == "RUNNING", ccli.explain(job)
+    assert len(images.containers_of(ccli.run_dir(job))) == 1
+    ccli.ok("jobs", "cancel", job)
+    assert wait_end(ccli, job, timeout=120)["state"] == "CANCELLED"
+    assert_nothing_left(ccli, job)
+
+
+@pytest.mark.parametrize("image,expected", [
+    ("{registry}/e2e/no-such-image:1", "was not found in the image registry"),
+    ("gcr.io/some-project/not-mirrored:1", "is not available on this cluster"),
+    ("localhost/no-such-local-image:1", "is not in this node's image store"),
+])
+def test_a_missing_image_is_refused_at_submission_naming_what_is_available(ccli, names, registry, image, expected):
+    job = names.job("missing")
+    uri = image.format(registry=registry.host)
+    r = ccli("jobs", "submit", "training", job, "--region", REGION, "--master-image-uri", uri,
+             "--scale-tier", "BASIC", timeout=120)
+    assert r.rc != 0, r
+    assert expected in r.err, r
+    assert "FAILED_PRECONDITION" in r.err or "failed precondition" in r.err.lower(), r
+    if "registry" in expected:
+        assert "mlengine/python:bookworm" in r.err, r  # what the registry holds
+    if "not available" in expected:
+        assert "gcr.io/cloud-ml-public/training/pytorch-xla.1-11" in r.err, r  # the mirrors
+    # Nothing was created.
+    assert ccli("jobs", "describe", job).rc != 0
+
+
+def test_a_tpu_tf_version_that_does_not_go_with_the_image_is_refused(ccli, names, tmp_path):
+    job = names.job("tfv")
+    config = write_config(tmp_path, {
+        "scaleTier": "CUSTOM",
+        "masterType": "n1-highcpu-16",
+        "masterConfig": {"imageUri": "gcr.io/cloud-ml-public/training/pytorch-xla.1-11"},
+        "workerType": "cloud_tpu",
+        "workerCount": 1,
+        "workerConfig": {"imageUri": "gcr.io/cloud-ml-public/training/pytorch-xla.1-11",
+                         "tpuTfVersion": "pytorch-1.10",
+                         "acceleratorConfig": {"type": "TPU_V2", "count": 8}},
+    })
+    r = submit(ccli, job, config)
+    assert r.rc != 0, r
+    assert "pytorch-1.11" in r.err, r

@@ -1,0 +1,112 @@
+"""The local image registry and mlengine's base images, for test suites.
+
+A suite starts its own docker-registry (scripts/containers/registry.sh) on a
+free port, with its blobs kept in MLE_IMAGE_CACHE/registry-<suite> so a
+second run pushes nothing new, and pushes mlengine's base images into it
+(scripts/containers/images.sh, which builds them with mmdebstrap the first
+time on a machine). Test images are built on top with `podman build`.
+"""
+
+import os
+import socket
+import subprocess
+import tempfile
+
+SOURCE_DIR = os.environ.get("MLE_SOURCE_DIR") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", ".."))
+SCRIPTS = os.path.join(SOURCE_DIR, "scripts", "containers")
+CACHE = os.environ.get("MLE_IMAGE_CACHE", "/var/cache/mlengine/images")
+CONTAINERS_CONF = os.path.join(SCRIPTS, "containers.conf")
+PYTORCH_DESCRIPTION = "Debian 12 python3 + torch 1.13 (CPU)"
+
+
+def podman_env():
+    env = dict(os.environ)
+    env["CONTAINERS_CONF"] = CONTAINERS_CONF
+    return env
+
+
+def podman(*args, check=True, timeout=600):
+    r = subprocess.run(["podman", *args], env=podman_env(), capture_output=True, text=True, timeout=timeout)
+    if check and r.returncode != 0:
+        raise AssertionError(f"podman {' '.join(args)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Registry:
+    """docker-registry on 127.0.0.1:<free port> holding mlengine's base images."""
+
+    def __init__(self, suite, images=("python", "pytorch")):
+        self.dir = os.path.join(CACHE, f"registry-{suite}")
+        self.port = free_port()
+        self.host = f"127.0.0.1:{self.port}"
+        subprocess.run([os.path.join(SCRIPTS, "registry.sh"), "start", self.dir, str(self.port)], check=True,
+                       timeout=60)
+        try:
+            subprocess.run([os.path.join(SCRIPTS, "images.sh"), self.host, *images], check=True, timeout=1500,
+                           env=podman_env())
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self):
+        subprocess.run([os.path.join(SCRIPTS, "registry.sh"), "stop", self.dir], check=False, timeout=60)
+
+    def ref(self, name):
+        return f"{self.host}/{name}"
+
+    def build(self, name, files, base="mlengine/python:bookworm", entrypoint=None, cmd=None):
+        """Builds an image FROM a base in this registry with `files`
+        ({path in the image: text}) and pushes it as REGISTRY/name; returns
+        that reference."""
+        with tempfile.TemporaryDirectory() as ctx:
+            lines = [f"FROM {self.ref(base)}"]
+            for i, (path, text) in enumerate(sorted(files.items())):
+                with open(os.path.join(ctx, f"f{i}"), "w") as f:
+                    f.write(text)
+                lines.append(f"COPY f{i} {path}")
+            if entrypoint:
+                lines.append("ENTRYPOINT " + _json_list(entrypoint))
+            if cmd is not None:
+                lines.append("CMD " + _json_list(cmd))
+            with open(os.path.join(ctx, "Containerfile"), "w") as f:
+                f.write("\n".join(lines) + "\n")
+            podman("build", "--quiet", "--network", "none", "--tls-verify=false", "-t", self.ref(name), ctx)
+        podman("push", "--quiet", "--tls-verify=false", self.ref(name))
+        return self.ref(name)
+
+    def server_config(self):
+        """The `containers:` section of a server configuration using this
+        registry, mirroring the guide's PyTorch XLA images (simulated)."""
+        lines = ["containers:", f"  registry: {self.host}", "  mirrors:"]
+        for version in ("1.11", "1.10"):
+            lines += [
+                f"    - name: gcr.io/cloud-ml-public/training/pytorch-xla.{version.replace('.', '-')}",
+                "      image: mlengine/pytorch:bookworm",
+                f"      tpu_tf_versions: [pytorch-{version}]",
+                "      simulated: true",
+                f"      description: {PYTORCH_DESCRIPTION}",
+            ]
+        return "\n".join(lines) + "\n"
+
+
+def _json_list(words):
+    import json
+    return json.dumps(list(words))
+
+
+def containers_of(run_dir):
+    """Every container (running or not) labelled with a run directory."""
+    r = podman("ps", "--all", "--format", "{{.Names}}", "--filter", f"label=mlengine.run={run_dir}")
+    return [line for line in r.stdout.split() if line]
+
+
+def all_mlengine_containers():
+    r = podman("ps", "--all", "--format", "{{.Names}} {{.Labels}}")
+    return [line for line in r.stdout.splitlines() if "mlengine.run" in line]
