@@ -111,11 +111,18 @@ std::string EncodeLaunchJob(const LaunchJob& job) {
                          {"accessToken", job.access_token},
                          {"apiEndpoint", job.api_endpoint}};
   }
+  if (job.containers) {
+    const LaunchContainers& c = *job.containers;
+    doc["containers"] = {{"images", c.images},       {"podman", c.podman},
+                         {"init", c.init},           {"runtime", c.runtime},
+                         {"gpuDevices", c.gpu_devices}, {"registryInsecure", c.registry_insecure},
+                         {"containersConf", c.containers_conf}};
+  }
   return doc.dump(2) + "\n";
 }
 
 absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
-  auto doc = ParseDocument(text, kLaunchJobFormat, {"project", "jobId", "trainingInput", "components", "credential"});
+  auto doc = ParseDocument(text, kLaunchJobFormat, {"project", "jobId", "trainingInput", "components", "credential", "containers"});
   if (!doc.ok()) return doc.status();
   LaunchJob out;
   auto project = String(*doc, "project", true);
@@ -154,21 +161,54 @@ absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
       *field = *std::move(v);
     }
   }
+  if (auto c = doc->find("containers"); c != doc->end()) {
+    if (!c->is_object()) return Malformed("has a \"containers\" that is not an object");
+    LaunchContainers lc;
+    for (auto [key, field] : {std::pair{"podman", &lc.podman}, std::pair{"init", &lc.init},
+                              std::pair{"runtime", &lc.runtime}, std::pair{"gpuDevices", &lc.gpu_devices},
+                              std::pair{"containersConf", &lc.containers_conf}}) {
+      auto v = String(*c, key, true);
+      if (!v.ok()) return v.status();
+      *field = *std::move(v);
+    }
+    auto insecure = c->find("registryInsecure");
+    if (insecure == c->end() || !insecure->is_boolean()) return Malformed("has no boolean containers.registryInsecure");
+    lc.registry_insecure = insecure->get<bool>();
+    auto images = c->find("images");
+    if (images == c->end() || !images->is_object()) return Malformed("has no containers.images object");
+    for (const auto& [uri, ref] : images->items()) {
+      if (!ref.is_string()) return Malformed(absl::StrCat("has a containers.images value that is not a string: ", uri));
+      lc.images[uri] = ref.get<std::string>();
+    }
+    out.containers = std::move(lc);
+  }
   return out;
 }
 
 std::string EncodeTaskLaunch(const TaskLaunch& launch) {
   json doc = {{"format", kTaskLaunchFormat}, {"argv", launch.argv}, {"env", launch.env}, {"host", launch.host}};
+  if (!launch.image.empty()) {
+    doc["image"] = launch.image;
+    doc["entrypoint"] = launch.entrypoint;
+  }
   return doc.dump() + "\n";
 }
 
 absl::StatusOr<TaskLaunch> DecodeTaskLaunch(absl::string_view text) {
-  auto doc = ParseDocument(text, kTaskLaunchFormat, {"argv", "env", "host"});
+  auto doc = ParseDocument(text, kTaskLaunchFormat, {"argv", "env", "host", "image", "entrypoint"});
   if (!doc.ok()) return doc.status();
   TaskLaunch out;
+  auto image = String(*doc, "image", false);
+  if (!image.ok()) return image.status();
+  out.image = *std::move(image);
+  if (!out.image.empty()) {
+    auto entrypoint = Strings(*doc, "entrypoint");
+    if (!entrypoint.ok()) return entrypoint.status();
+    out.entrypoint = *std::move(entrypoint);
+  }
   auto argv = Strings(*doc, "argv");
   if (!argv.ok()) return argv.status();
-  if (argv->empty()) return Malformed("has an empty \"argv\"");
+  if (argv->empty() && out.image.empty()) return Malformed("has an empty \"argv\"");
   out.argv = *std::move(argv);
   auto env = doc->find("env");
   if (env == doc->end() || !env->is_object()) return Malformed("has no \"env\" object");

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,19 @@ struct LaunchComponent {
   std::string first_node_task;     // also on node 0 (the master of a TPU job); empty: none
 };
 
+// How the nodes run a custom container job (containers::ContainerSettings,
+// as far as a node needs it).
+struct LaunchContainers {
+  std::map<std::string, std::string> images;  // imageUri -> pinned reference
+  std::string podman;
+  std::string init;
+  std::string runtime;
+  std::string gpu_devices;
+  bool registry_insecure = true;
+  std::string containers_conf;  // the containers.conf podman uses (in the run directory)
+  bool operator==(const LaunchContainers&) const = default;
+};
+
 struct LaunchJob {
   std::string project;
   std::string job_id;
@@ -44,6 +58,7 @@ struct LaunchJob {
   std::string service_account;
   std::string access_token;
   std::string api_endpoint;
+  std::optional<LaunchContainers> containers;  // a custom container job
 };
 
 std::string EncodeLaunchJob(const LaunchJob& job);
@@ -56,6 +71,10 @@ struct TaskLaunch {
   std::vector<std::string> argv;           // the replica's command line
   std::map<std::string, std::string> env;  // added to the task's environment
   std::string host;                        // the address other replicas use for it
+  // A custom container: the pinned image (empty: argv is a host program)
+  // and the entrypoint replacing the image's (empty: its own).
+  std::string image;
+  std::vector<std::string> entrypoint;
 };
 
 std::string EncodeTaskLaunch(const TaskLaunch& launch);

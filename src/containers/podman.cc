@@ -106,7 +106,20 @@ std::string Trimmed(const std::string& s) { return std::string(absl::StripAsciiW
 }  // namespace
 
 absl::Status Podman::Pull(const std::string& reference) const {
-  if (auto id = LocalImageId(reference); id.ok() && id->has_value()) return absl::OkStatus();
+  const bool pinned = absl::StrContains(reference, "@sha256:") || absl::StartsWith(reference, "sha256:");
+  if (pinned) {
+    absl::MutexLock lock(&mu_);
+    if (present_.count(reference)) return absl::OkStatus();
+  }
+  auto remember = [&] {
+    if (!pinned) return;
+    absl::MutexLock lock(&mu_);
+    present_.insert(reference);
+  };
+  if (auto id = LocalImageId(reference); id.ok() && id->has_value()) {
+    remember();
+    return absl::OkStatus();
+  }
   std::vector<std::string> argv = {settings_.podman, "pull", "--quiet"};
   if (settings_.registry_insecure) argv.push_back("--tls-verify=false");
   argv.push_back(reference);
@@ -116,6 +129,7 @@ absl::Status Podman::Pull(const std::string& reference) const {
     return absl::FailedPreconditionError(
         absl::StrCat("podman could not pull ", reference, ": ", Trimmed(r->output)));
   }
+  remember();
   return absl::OkStatus();
 }
 

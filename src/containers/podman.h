@@ -16,11 +16,13 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "containers/images.h"
 
 namespace mle::containers {
@@ -62,7 +64,9 @@ class Podman {
   std::map<std::string, std::string> Environment() const;
 
   // Pulls `reference` into the node's store unless it is there already.
-  // FAILED_PRECONDITION with podman's words when it cannot.
+  // FAILED_PRECONDITION with podman's words when it cannot. A reference
+  // pinned by digest or id names the same bytes forever: once present it is
+  // remembered, and later calls ask podman nothing.
   absl::Status Pull(const std::string& reference) const;
   // The image's id in the node's store ("sha256:..."), nullopt when absent.
   absl::StatusOr<std::optional<std::string>> LocalImageId(const std::string& reference) const;
@@ -76,6 +80,8 @@ class Podman {
   std::vector<std::string> Command(std::initializer_list<std::string> args) const;
   ContainerSettings settings_;
   std::string containers_conf_;
+  mutable absl::Mutex mu_;
+  mutable std::set<std::string> present_ ABSL_GUARDED_BY(mu_);  // pinned references known pulled
 };
 
 }  // namespace mle::containers

@@ -127,6 +127,16 @@ containers::ContainerRun ContainerRunOf(const model::Job& job, const runtime::Re
   return c;
 }
 
+void SetContainerEnvironment(const containers::Podman& podman, const containers::ContainerRun& run,
+                             std::map<std::string, std::string>* env) {
+  for (const auto& [k, v] : podman.Environment()) (*env)[k] = v;
+  if (podman.settings().gpu_devices == "cdi" && !run.gpus.empty()) {
+    std::vector<std::string> inside;
+    for (size_t i = 0; i < run.gpus.size(); ++i) inside.push_back(std::to_string(i));
+    (*env)["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(inside, ",");
+  }
+}
+
 std::string ReadFileOrEmpty(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;

@@ -42,6 +42,11 @@ containers::ContainerRun ContainerRunOf(const model::Job& job, const runtime::Re
                                         const std::string& run_dir, const std::string& replica_dir,
                                         const std::string& gcs_root, const std::map<std::string, std::string>& env,
                                         const model::Placement& placement);
+// The environment `podman run` of `run` needs (CONTAINERS_CONF), and the
+// contract as the container sees it: GPUs given through CDI are numbered
+// from 0 inside, so CUDA_VISIBLE_DEVICES says 0..n-1 there.
+void SetContainerEnvironment(const containers::Podman& podman, const containers::ContainerRun& run,
+                             std::map<std::string, std::string>* env);
 
 // Resolves the job's packageUris in bucket storage (gs://B/x is
 // gcs_root/B/x) and installs them. FAILED_PRECONDITION with a message for the

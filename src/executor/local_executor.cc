@@ -305,7 +305,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
       // through podman (mlengine-replica, --container).
       const containers::ContainerRun c = ContainerRunOf(job, launch, run.dir, rdir, options_.gcs_root, env_map,
                                                         placement);
-      for (const auto& [k, v] : options_.podman->Environment()) env_map[k] = v;
+      SetContainerEnvironment(*options_.podman, c, &env_map);
       argv.insert(argv.end(), {"--container", c.name, "--podman", options_.podman->settings().podman, "--"});
       const auto run_argv = containers::PodmanRunArgv(options_.podman->settings(), c);
       argv.insert(argv.end(), run_argv.begin(), run_argv.end());

@@ -1,5 +1,9 @@
 #include "rundir/replica_files.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
 #include <algorithm>
 
 #include "absl/strings/match.h"
@@ -8,6 +12,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "rundir/file_io.h"
 
 namespace mle::rundir {
@@ -158,6 +164,22 @@ absl::StatusOr<std::optional<ReplicaExit>> ReadExit(const std::string& exit_path
   auto e = ParseExit(*text);
   if (!e.ok()) return absl::DataLossError(absl::StrCat(exit_path, ": ", e.status().message()));
   return std::optional<ReplicaExit>(*e);
+}
+
+absl::Status WriteExit(const std::string& exit_path, const ReplicaExit& exit) {
+  return WriteFileAtomically(exit_path, FormatExit(exit));
+}
+
+absl::Status AppendLogLine(const std::string& log_path, bool is_stderr, absl::string_view text) {
+  std::string line = absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::Now(), absl::UTCTimeZone()), "\t",
+                                  is_stderr ? "E" : "O", "\t");
+  for (char c : text) line.push_back(c == '\n' || c == '\r' ? ' ' : c);
+  line.push_back('\n');
+  FILE* f = std::fopen(log_path.c_str(), "a");
+  if (f == nullptr) return absl::UnavailableError(absl::StrCat("cannot open ", log_path, ": ", std::strerror(errno)));
+  const bool ok = std::fwrite(line.data(), 1, line.size(), f) == line.size();
+  if (std::fclose(f) != 0 || !ok) return absl::UnavailableError(absl::StrCat("cannot write ", log_path));
+  return absl::OkStatus();
 }
 
 LogLine ParseLogLine(absl::string_view line) {

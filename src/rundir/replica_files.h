@@ -63,6 +63,9 @@ struct ReplicaExit {
   auto operator<=>(const ReplicaExit&) const = default;
 };
 std::string FormatExit(const ReplicaExit& exit);  // "exit 3\n"
+// Records how a replica ended when mlengine-replica never ran it (e.g. its
+// image could not be pulled on the node): atomically, durably.
+absl::Status WriteExit(const std::string& exit_path, const ReplicaExit& exit);
 absl::StatusOr<ReplicaExit> ParseExit(absl::string_view text);
 // nullopt while the replica has not recorded an end.
 absl::StatusOr<std::optional<ReplicaExit>> ReadExit(const std::string& exit_path);
@@ -76,5 +79,8 @@ struct LogLine {
   std::string text;
 };
 LogLine ParseLogLine(absl::string_view line);
+// Appends one line (stamped now) to a replica log, as mlengine-replica writes
+// them: for what mlengine itself has to tell about a replica.
+absl::Status AppendLogLine(const std::string& log_path, bool is_stderr, absl::string_view text);
 
 }  // namespace mle::rundir

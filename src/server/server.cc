@@ -260,6 +260,7 @@ absl::Status Server::Parts::Build() {
     so.user = CurrentUserName();
     so.credentials = credentials.get();
     so.api_endpoint = endpoint;
+    so.podman = podman.get();
     so.settings = config.slurm.settings;
     so.resources = config.slurm.machines;
     so.max_poll = absl::Seconds(std::max(1, config.slurm.max_poll_seconds));

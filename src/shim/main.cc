@@ -27,8 +27,8 @@
 // shim runs `PODMAN stop -t GRACE NAME` (podman signals the container's init,
 // which forwards the signal, and kills it after the grace period) instead of
 // signalling processes itself; once PROGRAM has ended, whatever the reason,
-// `PODMAN rm -f -t 0 --ignore NAME` removes the container if it is still
-// there, and only then is every descendant left killed as above. podman's
+// `PODMAN rm -f -t 0 --ignore NAME` removes the container if it may still be
+// there (podman run --rm removes it itself when it ends on its own), and only then is every descendant left killed as above. podman's
 // configuration comes from the environment (CONTAINERS_CONF).
 //
 // Deliberately small and dependency-free (libc only): it is on the start-up
@@ -438,7 +438,13 @@ int main(int argc, char** argv) {
   // Leftovers (daemons, helpers in their own sessions, children that
   // ignored SIGTERM or outlived a successful PROGRAM) end with the replica,
   // before the shim does: once the executor sees the shim gone, nothing is.
-  if (!container.empty()) RunHelper({podman, "rm", "-f", "-t", "0", "--ignore", container}, 60000);
+  // `podman run --rm` removed its container if it ended by itself (125: a
+  // podman error, after which a created container may remain); otherwise
+  // (stopped, killed) make sure it is gone.
+  const bool client_removed = !WIFSIGNALED(c.status) && WEXITSTATUS(c.status) != 125 && kill_at < 0;
+  if (!container.empty() && !client_removed) {
+    RunHelper({podman, "rm", "-f", "-t", "0", "--ignore", container}, 60000);
+  }
   KillAllDescendants(c);
   return code;
 }

@@ -97,6 +97,17 @@ TEST_F(SlurmFilesTest, LaunchJobRoundTrips) {
   EXPECT_EQ(out->service_account, in.service_account);
   EXPECT_EQ(out->access_token, in.access_token);
   EXPECT_EQ(out->api_endpoint, in.api_endpoint);
+  EXPECT_FALSE(out->containers.has_value());
+
+  // A custom container job: its pinned images and how nodes run podman.
+  in.containers = codec::LaunchContainers{{{"gcr.io/p/t:1", "r:5000/p/t@sha256:" + std::string(64, 'c')}},
+                                          "podman", "/usr/bin/catatonit", "/usr/sbin/runc", "cdi", true,
+                                          "/data/runs/p/j/containers.conf"};
+  ASSERT_TRUE(WriteLaunchJob(dir_, in).ok());
+  out = ReadLaunchJob(dir_);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_TRUE(out->containers.has_value());
+  EXPECT_EQ(*out->containers, *in.containers);
 }
 
 TEST_F(SlurmFilesTest, LaunchJobRefusesOtherFormatsAndMalformedDocuments) {
@@ -158,7 +169,9 @@ TEST_F(SlurmFilesTest, LaunchJobRefusesOtherFormatsAndMalformedDocuments) {
 TEST_F(SlurmFilesTest, TaskLaunchRoundTripsAndIsVersioned) {
   codec::TaskLaunch in{{"/usr/bin/python3", "-m", "trainer.task", "--x=1"},
                        {{"TF_CONFIG", "{\"cluster\": {}}"}, {"RANK", "0"}},
-                       "tpuhost1"};
+                       "tpuhost1",
+                       "",
+                       {}};
   ASSERT_TRUE(WriteTaskLaunch(dir_, "master-replica-0", in).ok());
   EXPECT_TRUE(fs::exists(dir_ + "/master-replica-0/launch"));
   auto out = ReadTaskLaunch(dir_, "master-replica-0");
@@ -166,6 +179,16 @@ TEST_F(SlurmFilesTest, TaskLaunchRoundTripsAndIsVersioned) {
   EXPECT_EQ(out->argv, in.argv);
   EXPECT_EQ(out->env, in.env);
   EXPECT_EQ(out->host, "tpuhost1");
+  EXPECT_EQ(out->image, "");
+
+  // A container replica: its image and entrypoint; its arguments may be none.
+  codec::TaskLaunch c{{}, {{"RANK", "0"}}, "tpuhost1", "r:5000/p/t@sha256:" + std::string(64, 'd'), {"python3", "/app/t.py"}};
+  ASSERT_TRUE(WriteTaskLaunch(dir_, "worker-replica-0", c).ok());
+  auto cout = ReadTaskLaunch(dir_, "worker-replica-0");
+  ASSERT_TRUE(cout.ok()) << cout.status();
+  EXPECT_EQ(cout->image, c.image);
+  EXPECT_EQ(cout->entrypoint, c.entrypoint);
+  EXPECT_TRUE(cout->argv.empty());
 
   const std::vector<std::pair<std::string, std::string>> bad = {
       {R"({"argv": ["a"], "env": {}, "host": "h"})", "has no \"format\" field"},

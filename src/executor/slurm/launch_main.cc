@@ -21,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "codec/launch_codec.h"
+#include "containers/podman.h"
 #include "common/run_layout.h"
 #include "common/subprocess.h"
 #include "executor/job_prep.h"
@@ -86,6 +89,7 @@ struct Loaded {
   model::JobDemand demand;
   std::vector<Component> components;
   std::string service_account, access_token, api_endpoint;  // the replicas' credential, if given
+  std::optional<codec::LaunchContainers> containers;        // a custom container job
 };
 
 absl::StatusOr<Loaded> Load(const Flags& f) {
@@ -100,6 +104,8 @@ absl::StatusOr<Loaded> Load(const Flags& f) {
   l.service_account = launch->service_account;
   l.access_token = launch->access_token;
   l.api_endpoint = launch->api_endpoint;
+  l.containers = launch->containers;
+  if (l.containers) l.job.resolved_images = l.containers->images;
   return l;
 }
 
@@ -137,8 +143,51 @@ int RunTask(const Flags& f, const Loaded& l) {
   if (auto s = rundir::CreateDirectories(rdir + "/work"); !s.ok()) return Die(std::string(s.message()));
 
   std::vector<std::string> argv = {f.shim, "--log", common::ReplicaLogPath(f.run_dir, task), "--exit",
-                                   common::ReplicaExitPath(f.run_dir, task), "--cwd", rdir + "/work", "--"};
-  argv.insert(argv.end(), launch->argv.begin(), launch->argv.end());
+                                   common::ReplicaExitPath(f.run_dir, task), "--cwd", rdir + "/work"};
+  if (!launch->image.empty()) {
+    // A custom container: this node pulls the pinned image from the
+    // registry, and the shim runs it with podman (stopping and removing it
+    // through podman when the replica ends).
+    if (!l.containers) return Die(absl::StrCat(task, " names an image, but the job has no containers section"));
+    const codec::LaunchContainers& lc = *l.containers;
+    containers::ContainerSettings settings;
+    settings.enabled = true;
+    settings.podman = lc.podman;
+    settings.init = lc.init;
+    settings.runtime = lc.runtime;
+    settings.gpu_devices = lc.gpu_devices;
+    settings.registry_insecure = lc.registry_insecure;
+    const containers::Podman podman(settings, lc.containers_conf);
+    if (auto s = podman.Pull(launch->image); !s.ok()) {
+      // Recorded as the replica's end, so the job's errorMessage says it.
+      const std::string log = common::ReplicaLogPath(f.run_dir, task);
+      (void)rundir::AppendLogLine(log, true, std::string(s.message()));
+      (void)rundir::WriteExit(common::ReplicaExitPath(f.run_dir, task), {false, 125});
+      return Die(std::string(s.message()));
+    }
+    runtime::ReplicaLaunch rl;
+    rl.task_name = task;
+    rl.image = launch->image;
+    rl.entrypoint = launch->entrypoint;
+    rl.argv = launch->argv;
+    rl.env = launch->env;
+    std::vector<int> gpus;
+    for (absl::string_view g : absl::StrSplit(env["CUDA_VISIBLE_DEVICES"], ',', absl::SkipEmpty())) {
+      int index = 0;
+      if (absl::SimpleAtoi(g, &index)) gpus.push_back(index);
+    }
+    model::Placement placement;
+    placement.replicas[task].gpu_indices = gpus;
+    const containers::ContainerRun run =
+        ContainerRunOf(l.job, rl, f.run_dir, rdir, f.gcs_root, env, placement);
+    SetContainerEnvironment(podman, run, &env);
+    argv.insert(argv.end(), {"--container", run.name, "--podman", settings.podman, "--"});
+    const auto podman_argv = containers::PodmanRunArgv(settings, run);
+    argv.insert(argv.end(), podman_argv.begin(), podman_argv.end());
+  } else {
+    argv.push_back("--");
+    argv.insert(argv.end(), launch->argv.begin(), launch->argv.end());
+  }
   common::SpawnOptions exec;
   exec.argv = std::move(argv);
   exec.env = std::move(env);
@@ -223,7 +272,8 @@ int RunBatch(const Flags& f, const Loaded& l) {
 
   std::map<std::string, std::string> host_of;
   for (const auto& launch : runtime::BuildReplicaLaunches(l.job, l.demand, *placement, ctx)) {
-    if (auto s = rundir::WriteTaskLaunch(f.run_dir, launch.task_name, {launch.argv, launch.env, launch.host});
+    if (auto s = rundir::WriteTaskLaunch(f.run_dir, launch.task_name,
+                                         {launch.argv, launch.env, launch.host, launch.image, launch.entrypoint});
         !s.ok()) {
       return Conclude(f, false, absl::StrCat("Could not prepare the replica ", launch.task_name, ": ", s.message()));
     }

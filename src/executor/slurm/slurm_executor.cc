@@ -66,7 +66,7 @@ SlurmExecutor::~SlurmExecutor() {
 }
 
 absl::Status SlurmExecutor::CheckRunnable(const model::Job& job) const {
-  if (auto s = CheckJobRunnable(job, runtimes_, false); !s.ok()) return s;
+  if (auto s = CheckJobRunnable(job, runtimes_, options_.podman != nullptr); !s.ok()) return s;
   const model::JobDemand demand = model::DemandOf(job, options_.resources);
   return CheckComponentsFit(PlanComponents(demand, options_.settings), demand, nodes_);
 }
@@ -182,8 +182,15 @@ SlurmExecutor::EarlierSubmission SlurmExecutor::FindEarlierSubmission(const std:
 
 absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const model::Job& job,
                                                      const model::JobDemand& demand) {
-  auto env = PrepareJobEnvironment(job, runtimes_, cache_, options_.gcs_root);
-  if (!env.ok()) return env.status();
+  // A container job brings its own environment; the launcher's Python then
+  // only runs mlengine's own helpers (the simulated TPU worker).
+  const bool containers = IsContainerJob(job);
+  std::string python = runtimes_.runtimes().empty() ? "/usr/bin/python3" : runtimes_.runtimes().front().python;
+  if (!containers) {
+    auto env = PrepareJobEnvironment(job, runtimes_, cache_, options_.gcs_root);
+    if (!env.ok()) return env.status();
+    python = env->python;
+  }
 
   const auto components = PlanComponents(demand, options_.settings);
   if (auto s = rundir::ClearRunDirectory(t.dir); !s.ok()) return s;
@@ -202,6 +209,17 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
     launch.access_token = credential->token;
     launch.api_endpoint = options_.api_endpoint;
   }
+  if (containers) {
+    if (options_.podman == nullptr) {
+      return absl::FailedPreconditionError("This server runs no containers (no `containers:` in its configuration).");
+    }
+    // The nodes run podman with mlengine's configuration, kept with the run.
+    const containers::ContainerSettings& cs = options_.podman->settings();
+    codec::LaunchContainers lc{job.resolved_images, cs.podman,           cs.init, cs.runtime, cs.gpu_devices,
+                               cs.registry_insecure, t.dir + "/containers.conf"};
+    if (auto s = rundir::WriteFileAtomically(lc.containers_conf, containers::ContainersConf(cs)); !s.ok()) return s;
+    launch.containers = std::move(lc);
+  }
   if (auto s = rundir::WriteLaunchJob(t.dir, launch); !s.ok()) return s;
   if (auto s = rundir::WriteSlurmTasks(t.dir, t.tasks); !s.ok()) return s;
 
@@ -214,7 +232,7 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
   in.run_dir = t.dir;
   in.labels = job.labels;
   in.launcher_argv = {options_.launcher,  "--run-dir",  t.dir,
-                      "--python",         env->python,  "--shim",
+                      "--python",         python,       "--shim",
                       options_.shim,      "--gcs-root", options_.gcs_root,
                       "--python-path",    options_.python_path};
   if (options_.settings.tpu_simulated) in.launcher_argv.push_back("--tpu-simulated");

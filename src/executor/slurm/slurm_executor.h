@@ -52,6 +52,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/worker_pool.h"
+#include "containers/podman.h"
 #include "executor/executor.h"
 #include "executor/slurm/slurm_commands.h"
 #include "executor/slurm/slurm_plan.h"
@@ -75,6 +76,9 @@ struct SlurmExecutorOptions {
   // api_endpoint tells them where to use it (it must be reachable from the nodes).
   CredentialIssuer* credentials = nullptr;
   std::string api_endpoint;
+  // Runs custom container jobs (null: they are refused at submission); the
+  // nodes need podman and reach containers.registry.
+  const containers::Podman* podman = nullptr;
   SlurmSettings settings;
   model::ResourceTable resources = model::ResourceTable::Defaults();  // machine type -> CPUs, memory
   absl::Duration min_poll = absl::Milliseconds(100);
