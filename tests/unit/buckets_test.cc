@@ -17,13 +17,15 @@
 #include <set>
 #include <thread>
 
-#include "common/sha256.h"
+#include "common/checksums.h"
 
 namespace mle::buckets {
 namespace {
 
 namespace fs = std::filesystem;
-using common::Sha256Hex;
+// The MD5 the store knows of an object (base64; "" when unknown), and of bytes.
+std::string Sum(const ObjectInfo& o) { return o.checksums ? common::Md5Base64(*o.checksums) : ""; }
+std::string SumOf(absl::string_view data) { return common::Md5Base64(common::ChecksumsOf(data)); }
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
@@ -212,7 +214,7 @@ TEST_F(BucketStoreTest, PutGetStatDeleteRoundTrip) {
   auto put = store_->Put("bkt", "dir/sub/hello.txt", "abc");
   ASSERT_TRUE(put.ok()) << put.status();
   EXPECT_EQ(put->size, 3);
-  EXPECT_EQ(put->sha256, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Sum(*put), "kAFQmDzST7DWlj99KOF/cg==");  // MD5 of "abc"
   EXPECT_EQ(put->bucket, "bkt");
   EXPECT_EQ(put->name, "dir/sub/hello.txt");
 
@@ -235,14 +237,14 @@ TEST_F(BucketStoreTest, PutGetStatDeleteRoundTrip) {
   EXPECT_EQ(*read, "abc");
   auto stat = store_->Stat("bkt", "dir/sub/hello.txt", false);
   ASSERT_TRUE(stat.ok());
-  EXPECT_EQ(stat->sha256, put->sha256);
+  EXPECT_EQ(Sum(*stat), Sum(*put));
   EXPECT_EQ(stat->size, 3);
   EXPECT_LT(absl::AbsDuration(stat->updated - absl::Now()), absl::Minutes(1));
 
   // Replace.
   PutOk("dir/sub/hello.txt", "hello world");
   EXPECT_EQ(*store_->Read("bkt", "dir/sub/hello.txt"), "hello world");
-  EXPECT_EQ(store_->Stat("bkt", "dir/sub/hello.txt", false)->sha256, Sha256Hex("hello world"));
+  EXPECT_EQ(Sum(*store_->Stat("bkt", "dir/sub/hello.txt", false)), SumOf("hello world"));
 
   ASSERT_TRUE(store_->Delete("bkt", "dir/sub/hello.txt").ok());
   EXPECT_EQ(store_->Read("bkt", "dir/sub/hello.txt").status().code(), absl::StatusCode::kNotFound);
@@ -257,7 +259,7 @@ TEST_F(BucketStoreTest, EmptyObject) {
   auto put = store_->Put("bkt", "empty", "");
   ASSERT_TRUE(put.ok());
   EXPECT_EQ(put->size, 0);
-  EXPECT_EQ(put->sha256, Sha256Hex(""));
+  EXPECT_EQ(Sum(*put), SumOf(""));
   EXPECT_EQ(*store_->Read("bkt", "empty"), "");
 }
 
@@ -473,23 +475,23 @@ TEST_F(BucketStoreTest, FilesWrittenByTrainers) {
   ASSERT_TRUE(listed.ok());
   ASSERT_EQ(listed->items.size(), 1u);
   EXPECT_EQ(listed->items[0].size, 7);
-  EXPECT_EQ(listed->items[0].sha256, "");  // not computed for listings
+  EXPECT_EQ(Sum(listed->items[0]), "");  // not computed for listings
 
   auto stat = store_->Stat("bkt", "out/model.bin", false);
   ASSERT_TRUE(stat.ok());
-  EXPECT_EQ(stat->sha256, "");
+  EXPECT_EQ(Sum(*stat), "");
   stat = store_->Stat("bkt", "out/model.bin", true);
   ASSERT_TRUE(stat.ok());
-  EXPECT_EQ(stat->sha256, Sha256Hex("weights"));
+  EXPECT_EQ(Sum(*stat), SumOf("weights"));
   // Remembered from now on.
-  EXPECT_EQ(store_->List("bkt", {})->items[0].sha256, Sha256Hex("weights"));
+  EXPECT_EQ(Sum(store_->List("bkt", {})->items[0]), SumOf("weights"));
   EXPECT_EQ(*store_->Read("bkt", "out/model.bin"), "weights");
 
   // A trainer overwriting an uploaded object: the old metadata is not believed.
   PutOk("ckpt", "version one");
   WriteFile(root_ / "bkt" / "ckpt", "version two!");
-  EXPECT_EQ(store_->Stat("bkt", "ckpt", false)->sha256, "");
-  EXPECT_EQ(store_->Stat("bkt", "ckpt", true)->sha256, Sha256Hex("version two!"));
+  EXPECT_EQ(Sum(*store_->Stat("bkt", "ckpt", false)), "");
+  EXPECT_EQ(Sum(*store_->Stat("bkt", "ckpt", true)), SumOf("version two!"));
   EXPECT_EQ(store_->Stat("bkt", "ckpt", false)->size, 12);
 }
 
@@ -498,16 +500,16 @@ TEST_F(BucketStoreTest, PutFileMovesTheFile) {
   WriteFile(src, "streamed bytes");
   auto put = store_->PutFile("bkt", "up/loaded", src);
   ASSERT_TRUE(put.ok()) << put.status();
-  EXPECT_EQ(put->sha256, Sha256Hex("streamed bytes"));
+  EXPECT_EQ(Sum(*put), SumOf("streamed bytes"));
   EXPECT_EQ(put->size, 14);
   EXPECT_FALSE(fs::exists(src));
   EXPECT_EQ(*store_->Read("bkt", "up/loaded"), "streamed bytes");
 
   // With the hash given by the caller (the HTTP server hashes while receiving).
   WriteFile(src, "abc");
-  put = store_->PutFile("bkt", "given", src, Sha256Hex("abc"));
+  put = store_->PutFile("bkt", "given", src, {}, common::ChecksumsOf("abc"));
   ASSERT_TRUE(put.ok());
-  EXPECT_EQ(store_->Stat("bkt", "given", false)->sha256, Sha256Hex("abc"));
+  EXPECT_EQ(Sum(*store_->Stat("bkt", "given", false)), SumOf("abc"));
 
   // From another directory (possibly another file system): copied, then removed.
   const fs::path elsewhere = dir_ / "elsewhere.bin";
@@ -540,7 +542,7 @@ TEST_F(BucketStoreTest, CrashLeftoversAreNeverListedAndAreCleanedAtOpen) {
   Reopen();
   EXPECT_TRUE(fs::is_empty(root_ / ".tmp"));
   EXPECT_EQ(*store_->Read("bkt", "real"), "data");
-  EXPECT_EQ(store_->Stat("bkt", "real", false)->sha256, Sha256Hex("data"));
+  EXPECT_EQ(Sum(*store_->Stat("bkt", "real", false)), SumOf("data"));
   EXPECT_THAT(ListAll({}, 1000).first, ElementsAre("real"));
 }
 
