@@ -297,17 +297,25 @@ class Session : public std::enable_shared_from_this<Session> {
   // Strips a "/_token/TOKEN" prefix before "/storage/" or "/upload/" from
   // the target; returns TOKEN (percent-decoding is not needed: tokens are
   // URL-safe), or "".
+  // Also serves "/b..." as "/storage/v1/b...": the Node.js client in
+  // emulator mode sends its JSON API calls to STORAGE_EMULATOR_HOST itself.
   template <class Header>
   static std::string TakePathToken(Header& head) {
     constexpr absl::string_view kPrefix = "/_token/";
-    const std::string target(head.target());
-    if (!absl::StartsWith(target, kPrefix)) return "";
-    const size_t end = target.find('/', kPrefix.size());
-    if (end == std::string::npos) return "";
-    const std::string rest = target.substr(end);
-    if (!absl::StartsWith(rest, "/storage/") && !absl::StartsWith(rest, "/upload/")) return "";
-    std::string token = target.substr(kPrefix.size(), end - kPrefix.size());
-    head.target(rest);
+    std::string target(head.target());
+    std::string token;
+    if (absl::StartsWith(target, kPrefix)) {
+      const size_t end = target.find('/', kPrefix.size());
+      if (end != std::string::npos) {
+        token = target.substr(kPrefix.size(), end - kPrefix.size());
+        target = target.substr(end);
+      }
+    }
+    const bool bare_json_api =
+        target == "/b" || absl::StartsWith(target, "/b/") || absl::StartsWith(target, "/b?");
+    if (bare_json_api) target = "/storage/v1" + target;
+    if (!absl::StartsWith(target, "/storage/") && !absl::StartsWith(target, "/upload/")) return "";
+    if (!token.empty() || bare_json_api) head.target(target);
     return token;
   }
 

@@ -15,7 +15,9 @@
 // A target "/_token/TOKEN/storage/..." or "/_token/TOKEN/upload/..." (the
 // form Cloud Storage clients in emulator mode can carry a credential in) is
 // served as "/storage/..." / "/upload/...", with TOKEN in
-// HttpRequest::path_token; the token is never logged.
+// HttpRequest::path_token; the token is never logged. "/b/..." (with or
+// without that prefix) is served as "/storage/v1/b/...", the form the
+// Node.js client sends in emulator mode.
 //
 // Every request gets an id (the client's X-Request-Id when acceptable, else
 // a fresh one: obs/request_id.h), current while its handler runs and

@@ -458,8 +458,9 @@ HttpResponse Incomplete(int64_t received) {
 }
 
 // A resumable PUT's Content-Range: "bytes A-B/TOTAL", "bytes A-B/*",
-// "bytes */TOTAL" (status, or the end of an upload whose bytes all arrived)
-// or "bytes */*" (status).
+// "bytes A-*/*" (the rest of the object in this body), "bytes */TOTAL"
+// (status, or the end of an upload whose bytes all arrived) or "bytes */*"
+// (status).
 struct ContentRange {
   bool has_bytes = false;
   int64_t first = 0;
@@ -491,7 +492,16 @@ absl::StatusOr<ContentRange> ParseContentRange(absl::string_view header, uint64_
     if (!absl::SimpleAtoi(total, &t) || t < 0) return bad("has a malformed total");
     r.total = t;
   }
-  if (range != "*") {
+  if (absl::EndsWith(range, "-*")) {
+    // "bytes FIRST-*/...": the body is the rest of the object, however long
+    // (a stream of unknown size sent in one request); it ends the upload.
+    if (!absl::SimpleAtoi(range.substr(0, range.size() - 2), &r.first) || r.first < 0) {
+      return bad("has a malformed range");
+    }
+    r.has_bytes = body_size > 0;
+    r.last = r.first + static_cast<int64_t>(body_size) - 1;
+    if (!r.total) r.total = r.first + static_cast<int64_t>(body_size);
+  } else if (range != "*") {
     const size_t dash = range.find('-');
     if (dash == absl::string_view::npos || !absl::SimpleAtoi(range.substr(0, dash), &r.first) ||
         !absl::SimpleAtoi(range.substr(dash + 1), &r.last) || r.first < 0 || r.last < r.first) {
