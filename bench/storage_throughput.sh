@@ -32,7 +32,7 @@ token=$(head -1 "$work/data/admin.token")
 head -c $((SIZE_MIB * 1024 * 1024)) /dev/urandom >"$work/src.bin"
 sync
 
-seconds() { /usr/bin/time -f %e "$@" 2>&1 >/dev/null | tail -1; }
+seconds() { /usr/bin/time -f %e "$@" 2>&1 >/dev/null | tail -1 || { echo "failed: $*" >&2; exit 1; }; }
 mbps() { echo "scale=1; $SIZE_MIB * 1048576 / 1000000 / $1" | bc; }
 
 cp_s=$(seconds cp "$work/src.bin" "$work/copy.bin")
@@ -41,7 +41,7 @@ rm -f "$work/copy.bin"
 cpsync_s=$(seconds sh -c 'cp "$1" "$2" && sync "$2"' sh "$work/src.bin" "$work/copy.bin")
 rm -f "$work/copy.bin"
 up_s=$(seconds curl -sf -o /dev/null -X POST -H "Authorization: Bearer $token" \
-  -H "Content-Type: application/octet-stream" --data-binary "@$work/src.bin" \
+  -H "Content-Type: application/octet-stream" -T "$work/src.bin" \
   "$url/upload/storage/v1/b/bench/o?uploadType=media&name=big.bin")
 down_s=$(seconds curl -sf -o "$work/down.bin" -H "Authorization: Bearer $token" \
   "$url/storage/v1/b/bench/o/big.bin?alt=media")
