@@ -19,6 +19,7 @@ build: deps $(BUILD)/build.ninja
 
 # Every test: unit, integration over real HTTP, the real Google client.
 test: build
+	./scripts/install-node-deps.sh
 	./scripts/run-tests.sh $(BUILD)
 
 demo: build

@@ -12,6 +12,9 @@ echo
 echo "== access control: jobs.get as a user (token hashed, policy checked) against as the operator (at most 10% slower)"
 bench/authz_cost.sh "$BUILD"
 echo
+echo "== object store: 1 GiB upload and download through the Cloud Storage API against cp (at least 0.5x)"
+bench/storage_throughput.sh "$BUILD"
+echo
 echo "== local execution: job start latency and 200 trivial jobs, against direct python3 -m"
 /usr/bin/python3 bench/job_latency.py "$BUILD"
 echo

@@ -9,13 +9,14 @@ PKGS=(
   libboost-dev libboost-system-dev libboost-program-options-dev
   nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev sqlite3
   libabsl-dev libcli11-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
-  libcurl4-openssl-dev libarchive-dev libssl-dev
+  libcurl4-openssl-dev libarchive-dev libssl-dev libisal-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   python3 python3-venv python3-pip python3-setuptools
   python3-googleapi python3-yaml
   python3-numpy python3-sklearn python3-torch
   procps curl wrk bc python3-pytest python3-prometheus-client
+  nodejs npm
   slurm-wlm munge slurmdbd mariadb-server
 )
 
@@ -27,7 +28,7 @@ for p in "${PKGS[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+  exec "$(dirname "$0")/install-node-deps.sh"
 fi
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -40,3 +41,4 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+"$(dirname "$0")/install-node-deps.sh"

@@ -18,7 +18,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/sha256.h"
+#include "common/checksums.h"
 #include "obs/log.h"
 #include "obs/metrics.h"
 #include "obs/request_id.h"
@@ -40,13 +40,13 @@ constexpr auto kLingerTimeout = std::chrono::seconds(5);
 constexpr uint64_t kMaxLingerBytes = uint64_t{64} << 20;
 constexpr absl::string_view kUploadPrefix = "/upload/";
 
-// A request body streamed to an open file and hashed (SHA-256) on the way,
+// A request body streamed to an open file and checksummed on the way,
 // so an upload is never held in memory nor read twice.
 struct UploadBody {
   struct value_type {
     int fd = -1;  // not owned
     uint64_t size = 0;
-    std::shared_ptr<common::Sha256> sha;
+    std::shared_ptr<common::Checksummer> sums;
   };
 
   class reader {
@@ -64,7 +64,7 @@ struct UploadBody {
         asio::const_buffer buffer = *it;
         const char* p = static_cast<const char*>(buffer.data());
         std::size_t n = buffer.size();
-        body_.sha->Update(p, n);
+        body_.sums->Update(p, n);
         while (n > 0) {
           ssize_t w = ::write(body_.fd, p, n);
           if (w < 0) {
@@ -94,7 +94,8 @@ struct UploadBody {
 struct FileBody {
   struct value_type {
     std::shared_ptr<const int> fd;
-    uint64_t size = 0;
+    uint64_t offset = 0;  // of the first byte to send
+    uint64_t size = 0;    // bytes to send
   };
 
   static std::uint64_t size(const value_type& body) { return body.size; }
@@ -117,7 +118,7 @@ struct FileBody {
       const std::size_t want = static_cast<std::size_t>(std::min<uint64_t>(buffer_.size(), body_.size - offset_));
       ssize_t n;
       do {
-        n = ::pread(*body_.fd, buffer_.data(), want, static_cast<off_t>(offset_));
+        n = ::pread(*body_.fd, buffer_.data(), want, static_cast<off_t>(body_.offset + offset_));
       } while (n < 0 && errno == EINTR);
       if (n < 0) {
         ec.assign(errno, beast::system_category());
@@ -196,11 +197,14 @@ class Session : public std::enable_shared_from_this<Session> {
       return WriteError(400, "INVALID_ARGUMENT", absl::StrCat("Malformed HTTP request: ", ec.message()));
     }
 
-    const auto& head = header_parser_->get();
+    auto& head = header_parser_->get();
     request_id_ = obs::AcceptRequestId(std::string(head[kRequestIdHeader]));
     method_ = std::string(head.method_string());
+    path_token_ = TakePathToken(head);
     const auto full_target = head.target();
-    path_ = std::string(full_target.substr(0, full_target.find('?')));  // the query may hold an access_token
+    // Neither the query (it may hold an access_token) nor a path token is logged.
+    path_ = (path_token_.empty() ? std::string() : std::string("/_token/<redacted>")) +
+            std::string(full_target.substr(0, full_target.find('?')));
     obs::ScopedRequestId scope(request_id_);
     keep_alive_ = head.keep_alive();
     head_request_ = head.method() == http::verb::head;
@@ -223,7 +227,7 @@ class Session : public std::enable_shared_from_this<Session> {
       upload_parser_->body_limit(limit_);
       auto& body = upload_parser_->get().body();
       body.fd = upload_fd_;
-      body.sha = sha_;
+      body.sums = sums_;
     } else {
       string_parser_.emplace(std::move(*header_parser_));
       string_parser_->body_limit(limit_);
@@ -274,7 +278,7 @@ class Session : public std::enable_shared_from_this<Session> {
       r = HeadOf(req);
       r.body_file = upload_path_;
       r.body_size = req.body().size;
-      r.body_sha256 = sha_->HexDigest();
+      r.body_checksums = sums_->Finish();
       ::close(upload_fd_);
       upload_fd_ = -1;
     } else {
@@ -290,6 +294,31 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
+  // Strips a "/_token/TOKEN" prefix before "/storage/" or "/upload/" from
+  // the target; returns TOKEN (percent-decoding is not needed: tokens are
+  // URL-safe), or "".
+  // Also serves "/b..." as "/storage/v1/b...": the Node.js client in
+  // emulator mode sends its JSON API calls to STORAGE_EMULATOR_HOST itself.
+  template <class Header>
+  static std::string TakePathToken(Header& head) {
+    constexpr absl::string_view kPrefix = "/_token/";
+    std::string target(head.target());
+    std::string token;
+    if (absl::StartsWith(target, kPrefix)) {
+      const size_t end = target.find('/', kPrefix.size());
+      if (end != std::string::npos) {
+        token = target.substr(kPrefix.size(), end - kPrefix.size());
+        target = target.substr(end);
+      }
+    }
+    const bool bare_json_api =
+        target == "/b" || absl::StartsWith(target, "/b/") || absl::StartsWith(target, "/b?");
+    if (bare_json_api) target = "/storage/v1" + target;
+    if (!absl::StartsWith(target, "/storage/") && !absl::StartsWith(target, "/upload/")) return "";
+    if (!token.empty() || bare_json_api) head.target(target);
+    return token;
+  }
+
   template <class Fields>
   HttpRequest HeadOf(const http::request_header<Fields>& head) const {
     HttpRequest r;
@@ -297,6 +326,13 @@ class Session : public std::enable_shared_from_this<Session> {
     r.target = std::string(head.target());
     r.authorization = std::string(head[http::field::authorization]);
     r.content_type = std::string(head[http::field::content_type]);
+    r.host = std::string(head[http::field::host]);
+    r.path_token = path_token_;
+    for (const auto& field : head) {
+      std::string name(field.name_string());
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      r.headers.emplace_back(std::move(name), std::string(field.value()));
+    }
     r.request_id = request_id_;
     r.remote_address = remote_address_;
     r.from_loopback = from_loopback_;
@@ -316,7 +352,7 @@ class Session : public std::enable_shared_from_this<Session> {
     upload_path_ = std::move(path);
     upload_dev_ = st.st_dev;
     upload_ino_ = st.st_ino;
-    sha_ = std::make_shared<common::Sha256>();
+    sums_ = std::make_shared<common::Checksummer>();
     return "";
   }
 
@@ -368,9 +404,12 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   template <class Response>
-  void SetCommonHeaders(Response& res) const {
+  void SetCommonHeaders(Response& res, const HttpResponse* from = nullptr) const {
     res.set(http::field::server, "mlengined");
     res.set(kRequestIdHeader, request_id_);
+    if (from != nullptr) {
+      for (const auto& [name, value] : from->headers) res.set(name, value);
+    }
     res.keep_alive(keep_alive_);
   }
 
@@ -378,10 +417,10 @@ class Session : public std::enable_shared_from_this<Session> {
     RemoveUpload();  // the handler has answered: it is done with the file
     Answered(response.status, response.route);
     if (response.body_fd || !response.file_path.empty()) return WriteFile(std::move(response));
-    if (head_request_) return WriteHeadersOnly(response.status, response.content_type, response.body.size());
+    if (head_request_) return WriteHeadersOnly(response, response.body.size());
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(response.status), 11);
-    SetCommonHeaders(*res);
+    SetCommonHeaders(*res, &response);
     res->set(http::field::content_type, response.content_type);
     res->body() = std::move(response.body);
     res->prepare_payload();
@@ -394,10 +433,10 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   // The answer to HEAD (RFC 9110 9.3.2): the headers a GET would have, never a body.
-  void WriteHeadersOnly(int status, const std::string& content_type, uint64_t length) {
-    auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(status), 11);
-    SetCommonHeaders(*res);
-    res->set(http::field::content_type, content_type);
+  void WriteHeadersOnly(const HttpResponse& response, uint64_t length) {
+    auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(response.status), 11);
+    SetCommonHeaders(*res, &response);
+    res->set(http::field::content_type, response.content_type);
     res->content_length(length);
     stream_.expires_after(kIdleTimeout);
     http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, std::size_t) {
@@ -420,12 +459,18 @@ class Session : public std::enable_shared_from_this<Session> {
     if (::fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
       return WriteError(500, "INTERNAL", "Cannot send the file: it is not a regular file.");
     }
-    if (head_request_) return WriteHeadersOnly(response.status, response.content_type, st.st_size);
+    const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+    const uint64_t offset = std::min(response.body_offset, file_size);
+    const uint64_t length = response.body_length < 0
+                                ? file_size - offset
+                                : std::min(static_cast<uint64_t>(response.body_length), file_size - offset);
+    if (head_request_) return WriteHeadersOnly(response, length);
     auto res = std::make_shared<http::response<FileBody>>(static_cast<http::status>(response.status), 11);
-    SetCommonHeaders(*res);
+    SetCommonHeaders(*res, &response);
     res->set(http::field::content_type, response.content_type);
     res->body().fd = std::move(fd);
-    res->body().size = static_cast<uint64_t>(st.st_size);
+    res->body().offset = offset;
+    res->body().size = length;
     res->prepare_payload();
     auto serializer = std::make_shared<http::response_serializer<FileBody>>(*res);
     WriteFileSome(std::move(res), std::move(serializer));
@@ -493,10 +538,18 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string upload_path_;
   dev_t upload_dev_ = 0;
   ino_t upload_ino_ = 0;
-  std::shared_ptr<common::Sha256> sha_;
+  std::shared_ptr<common::Checksummer> sums_;
+  std::string path_token_;  // the current request's (never logged)
 };
 
 }  // namespace
+
+std::string HttpRequest::Header(std::string_view name) const {
+  for (const auto& [k, v] : headers) {
+    if (k == name) return v;
+  }
+  return "";
+}
 
 std::shared_ptr<const int> OwnBodyFd(int fd) {
   return std::shared_ptr<const int>(new int(fd), [](const int* p) {

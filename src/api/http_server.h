@@ -5,12 +5,19 @@
 //
 // Large bodies never sit in memory: requests whose target starts with
 // "/upload/" (when options.upload_dir is set) are streamed to a temporary
-// file there (hashed with SHA-256 on the way) and handed over as
+// file there (MD5 and CRC32C computed on the way) and handed over as
 // HttpRequest::body_file; responses may name an open file to send
 // (HttpResponse::body_fd / file_path), streamed in pieces. Both directions
 // time out only when idle, never because a big transfer takes long.
 // "Expect: 100-continue" is answered once the headers are accepted. HEAD
 // requests get the headers of the response and never a body.
+//
+// A target "/_token/TOKEN/storage/..." or "/_token/TOKEN/upload/..." (the
+// form Cloud Storage clients in emulator mode can carry a credential in) is
+// served as "/storage/..." / "/upload/...", with TOKEN in
+// HttpRequest::path_token; the token is never logged. "/b/..." (with or
+// without that prefix) is served as "/storage/v1/b/...", the form the
+// Node.js client sends in emulator mode.
 //
 // Every request gets an id (the client's X-Request-Id when acceptable, else
 // a fresh one: obs/request_id.h), current while its handler runs and
@@ -31,7 +38,11 @@
 #include <thread>
 #include <vector>
 
+#include <string_view>
+#include <utility>
+
 #include "absl/status/statusor.h"
+#include "common/checksums.h"
 
 namespace mle::api {
 
@@ -43,13 +54,21 @@ struct HttpRequest {
   std::string request_id;      // this request's id (see above)
   std::string remote_address;  // the peer's IP address
   bool from_loopback = false;  // the peer is on this machine (127.0.0.0/8, ::1)
+  std::string host;           // the Host header
+  std::string path_token;     // from a "/_token/TOKEN" prefix (see above), else ""
+  // Every header as sent (names lowercase), for the few routes that need
+  // more than the fields above.
+  std::vector<std::pair<std::string, std::string>> headers;
   std::string body;  // empty when streamed to body_file
   // Streamed uploads only: the temporary file holding the body, its size and
-  // lowercase hex SHA-256. The handler may move the file away (rename); the
-  // server removes it, if still there, once the handler has responded.
+  // checksums. The handler may move the file away (rename); the server
+  // removes it, if still there, once the handler has responded.
   std::string body_file;
   uint64_t body_size = 0;
-  std::string body_sha256;
+  common::Checksums body_checksums;
+
+  // The first value of header `name` (lowercase), or "".
+  std::string Header(std::string_view name) const;
 };
 
 struct HttpResponse {
@@ -62,6 +81,12 @@ struct HttpResponse {
   // callers that must not follow symlinks pass a descriptor).
   std::shared_ptr<const int> body_fd;
   std::string file_path;
+  // Only this part of the file: from body_offset, body_length bytes (-1: to
+  // the end).
+  uint64_t body_offset = 0;
+  int64_t body_length = -1;
+  // More headers to send (Location, Range, x-goog-hash, ...).
+  std::vector<std::pair<std::string, std::string>> headers;
   // The route that answered (e.g. "ml.projects.jobs.get"), for the access
   // log and the request metrics; "" when none did.
   std::string route;

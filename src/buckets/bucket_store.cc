@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <openssl/rand.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,7 +32,7 @@ constexpr size_t kCopyBufferBytes = 1 << 20;
 constexpr int kMaxListResults = 1000;
 constexpr absl::string_view kTmpDir = ".tmp";
 constexpr absl::string_view kMetaDir = ".meta";
-constexpr absl::string_view kMetaMagic = "mle-object-meta-v1";
+constexpr absl::string_view kUploadsDir = ".uploads";
 
 // Keeps errno-based failures short and canonical. The server's own disk
 // failing is never the caller's fault, so most map to INTERNAL.
@@ -291,7 +292,7 @@ absl::StatusOr<std::unique_ptr<BucketStore>> BucketStore::Open(const std::string
   if (ec) return absl::UnavailableError(absl::StrCat("cannot resolve the bucket root ", root, ": ", ec.message()));
   ScopedFd root_fd(::open(canonical.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!root_fd.valid()) return IoError(absl::StrCat("cannot open the bucket root ", canonical.string()), errno);
-  for (absl::string_view dir : {kTmpDir, kMetaDir}) {
+  for (absl::string_view dir : {kTmpDir, kMetaDir, kUploadsDir}) {
     if (::mkdirat(root_fd.get(), std::string(dir).c_str(), 0700) != 0 && errno != EEXIST) {
       return IoError(absl::StrCat("cannot create ", canonical.string(), "/", dir), errno);
     }
@@ -308,8 +309,16 @@ absl::StatusOr<std::unique_ptr<BucketStore>> BucketStore::Open(const std::string
   }
   struct stat st;
   if (::fstat(tmp_fd.get(), &st) != 0) return IoError("fstat", errno);
-  return std::unique_ptr<BucketStore>(
+  ScopedFd uploads_fd = OpenDirAt(root_fd.get(), std::string(kUploadsDir));
+  if (!uploads_fd.valid()) {
+    return IoError(absl::StrCat("cannot open ", canonical.string(), "/", kUploadsDir, " (it must be a directory)"),
+                   errno);
+  }
+  auto store = std::unique_ptr<BucketStore>(
       new BucketStore(canonical.string(), std::move(root_fd), std::move(tmp_fd), st.st_dev));
+  store->uploads_fd_ = std::move(uploads_fd);
+  store->RemoveExpiredUploads();
+  return store;
 }
 
 // -- buckets --
@@ -431,6 +440,28 @@ absl::StatusOr<int> BucketStore::OpenParentDir(int bucket_fd, absl::string_view 
 }
 
 
+ObjectInfo BucketStore::Describe(absl::string_view bucket, absl::string_view name, const struct stat& st) const {
+  ObjectInfo info;
+  info.bucket = std::string(bucket);
+  info.name = std::string(name);
+  info.size = st.st_size;
+  info.updated = MtimeOf(st);
+  if (auto meta = ReadMeta(bucket, name, st)) {
+    info.generation = meta->generation;
+    info.metageneration = meta->metageneration;
+    info.created = absl::FromUnixMicros(meta->created_us);
+    info.attrs = std::move(meta->attrs);
+    info.checksums = std::move(meta->checksums);
+  } else {
+    // Written by a trainer: its mtime stands for its generation (a rewrite
+    // changes both).
+    info.generation = MtimeNs(st) / 1000;
+    info.metageneration = 1;
+    info.created = info.updated;
+  }
+  return info;
+}
+
 absl::StatusOr<ObjectInfo> BucketStore::StatOpen(absl::string_view bucket, absl::string_view name,
                                                  ScopedFd* fd_out) const {
   if (auto s = ValidateObjectName(name); !s.ok()) return s;
@@ -453,43 +484,66 @@ absl::StatusOr<ObjectInfo> BucketStore::StatOpen(absl::string_view bucket, absl:
   if (!S_ISREG(st.st_mode)) return NoSuchObject(bucket, name);  // a directory is a prefix, not an object
   // Back to blocking reads.
   ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
-  ObjectInfo info;
-  info.bucket = std::string(bucket);
-  info.name = std::string(name);
-  info.size = st.st_size;
-  info.updated = MtimeOf(st);
-  if (auto sha = ReadMeta(bucket, name, st)) info.sha256 = *sha;
+  ObjectInfo info = Describe(bucket, name, st);
   if (fd_out != nullptr) *fd_out = std::move(fd);
   return info;
 }
 
-absl::StatusOr<ObjectInfo> BucketStore::Stat(absl::string_view bucket, absl::string_view name,
-                                             bool compute_sha256) const {
-  ScopedFd fd;
-  auto info = StatOpen(bucket, name, &fd);
-  if (!info.ok() || !compute_sha256 || !info->sha256.empty()) return info;
+absl::Status BucketStore::FillChecksums(ObjectInfo& info, int fd) const {
+  if (info.checksums) return absl::OkStatus();
   struct stat before;
-  if (::fstat(fd.get(), &before) != 0) return IoError("fstat", errno);
-  auto sha = common::Sha256HexOfFd(fd.get());
-  if (!sha.ok()) return sha.status();
+  if (::fstat(fd, &before) != 0) return IoError("fstat", errno);
+  auto sums = common::ChecksumsOfFd(fd);
+  if (!sums.ok()) return sums.status();
   struct stat after;
-  if (::fstat(fd.get(), &after) != 0) return IoError("fstat", errno);
-  info->sha256 = *sha;
+  if (::fstat(fd, &after) != 0) return IoError("fstat", errno);
+  info.checksums = *sums;
   if (after.st_size == before.st_size && MtimeNs(after) == MtimeNs(before)) {
-    // Remember it; a cache, so failing to write it is no error.
-    (void)WriteMeta(bucket, name, after, *sha);
+    // Remember them (with the generation and attributes already described);
+    // a cache, so failing to write it is no error.
+    ObjectMeta meta;
+    meta.size = after.st_size;
+    meta.mtime_ns = MtimeNs(after);
+    meta.ino = static_cast<uint64_t>(after.st_ino);
+    meta.generation = info.generation;
+    meta.metageneration = info.metageneration;
+    meta.created_us = absl::ToUnixMicros(info.created);
+    meta.attrs = info.attrs;
+    meta.checksums = info.checksums;
+    absl::MutexLock lock(&namespace_mu_);
+    // Only while the object is still this file (a writer may have replaced it).
+    if (auto current = OpenObjectDir(info.bucket, info.name, false); current.ok()) {
+      struct stat now;
+      if (::fstatat(current->parent, current->leaf.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+          now.st_ino == after.st_ino && now.st_dev == after.st_dev) {
+        (void)WriteMeta(info.bucket, info.name, meta);
+      }
+    }
   } else {
     // Changed while we read it: report what we read, remember nothing.
-    info->size = after.st_size;
-    info->updated = MtimeOf(after);
+    info.size = after.st_size;
+    info.updated = MtimeOf(after);
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ObjectInfo> BucketStore::Stat(absl::string_view bucket, absl::string_view name,
+                                             bool compute_checksums) const {
+  ScopedFd fd;
+  auto info = StatOpen(bucket, name, &fd);
+  if (!info.ok() || !compute_checksums) return info;
+  if (auto s = FillChecksums(*info, fd.get()); !s.ok()) return s;
   return info;
 }
 
-absl::StatusOr<OpenedObject> BucketStore::OpenObject(absl::string_view bucket, absl::string_view name) const {
+absl::StatusOr<OpenedObject> BucketStore::OpenObject(absl::string_view bucket, absl::string_view name,
+                                                     bool compute_checksums) const {
   OpenedObject out;
   auto info = StatOpen(bucket, name, &out.fd);
   if (!info.ok()) return info.status();
+  if (compute_checksums) {
+    if (auto s = FillChecksums(*info, out.fd.get()); !s.ok()) return s;
+  }
   out.info = *std::move(info);
   return out;
 }
@@ -522,16 +576,34 @@ MetaLocation MetaFor(absl::string_view name) {
   std::string h = common::Sha256Hex(name);
   return {h.substr(0, 2), h};
 }
+
+// A file's content, if it is a regular file of at most `limit` bytes.
+std::optional<std::string> ReadSmallFile(int dir_fd, const std::string& name, size_t limit) {
+  ScopedFd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid()) return std::nullopt;
+  std::string out(limit + 1, '\0');
+  size_t got = 0;
+  while (got < out.size()) {
+    ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (got > limit) return std::nullopt;
+  out.resize(got);
+  return out;
+}
+
+constexpr size_t kMaxMetaFileBytes = 64 * 1024;
 }  // namespace
 
-absl::Status BucketStore::WriteMeta(absl::string_view bucket, absl::string_view name, const struct stat& st,
-                                    const std::string& sha256) const {
+absl::Status BucketStore::WriteMeta(absl::string_view bucket, absl::string_view name, const ObjectMeta& meta) const {
   const MetaLocation loc = MetaFor(name);
   std::string tmp_name;
   auto tmp = MakeTemp("meta", &tmp_name);
   if (!tmp.ok()) return tmp.status();
-  const std::string content = absl::StrCat(kMetaMagic, " ", st.st_size, " ", MtimeNs(st), " ",
-                                           static_cast<uint64_t>(st.st_ino), " ", sha256, "\n");
+  const std::string content = EncodeObjectMeta(meta);
   absl::Status s = WriteAll(tmp->get(), content.data(), content.size());
   if (s.ok() && ::fsync(tmp->get()) != 0) s = IoError("fsync", errno);
   ScopedFd dir;
@@ -564,8 +636,8 @@ absl::Status BucketStore::WriteMeta(absl::string_view bucket, absl::string_view 
   return absl::OkStatus();
 }
 
-std::optional<std::string> BucketStore::ReadMeta(absl::string_view bucket, absl::string_view name,
-                                                 const struct stat& st) const {
+std::optional<ObjectMeta> BucketStore::ReadMeta(absl::string_view bucket, absl::string_view name,
+                                                const struct stat& st) const {
   const MetaLocation loc = MetaFor(name);
   int current = root_fd_.get();
   std::vector<ScopedFd> keep;
@@ -575,22 +647,15 @@ std::optional<std::string> BucketStore::ReadMeta(absl::string_view bucket, absl:
     current = next.get();
     keep.push_back(std::move(next));
   }
-  ScopedFd fd(::openat(current, loc.file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  if (!fd.valid()) return std::nullopt;
-  char buf[256];
-  ssize_t n = ::read(fd.get(), buf, sizeof(buf) - 1);
-  if (n <= 0) return std::nullopt;
-  std::vector<absl::string_view> fields =
-      absl::StrSplit(absl::StripAsciiWhitespace(absl::string_view(buf, static_cast<size_t>(n))), ' ');
-  int64_t size = 0, mtime = 0;
-  uint64_t ino = 0;
-  if (fields.size() != 5 || fields[0] != kMetaMagic || !absl::SimpleAtoi(fields[1], &size) ||
-      !absl::SimpleAtoi(fields[2], &mtime) || !absl::SimpleAtoi(fields[3], &ino) || !common::IsSha256Hex(fields[4])) {
+  auto text = ReadSmallFile(current, loc.file, kMaxMetaFileBytes);
+  if (!text) return std::nullopt;
+  auto meta = DecodeObjectMeta(*text);
+  // Only while it still describes this very file.
+  if (!meta || meta->size != st.st_size || meta->mtime_ns != MtimeNs(st) ||
+      meta->ino != static_cast<uint64_t>(st.st_ino)) {
     return std::nullopt;
   }
-  // Only while it still describes this very file.
-  if (size != st.st_size || mtime != MtimeNs(st) || ino != static_cast<uint64_t>(st.st_ino)) return std::nullopt;
-  return std::string(fields[4]);
+  return meta;
 }
 
 void BucketStore::RemoveMeta(absl::string_view bucket, absl::string_view name) const {
@@ -616,9 +681,31 @@ absl::StatusOr<ScopedFd> BucketStore::MakeTemp(const std::string& tag, std::stri
   return absl::InternalError("cannot create a temporary file: too many name clashes");
 }
 
+absl::StatusOr<std::optional<ObjectInfo>> BucketStore::CurrentAt(absl::string_view bucket, absl::string_view name,
+                                                                 int dir, const std::string& leaf) const {
+  struct stat existing;
+  if (::fstatat(dir, leaf.c_str(), &existing, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return std::optional<ObjectInfo>();
+    return IoError(absl::StrCat("cannot stat gs://", bucket, "/", name), errno);
+  }
+  if (S_ISLNK(existing.st_mode)) return SymlinkRefused(bucket, name);
+  if (S_ISDIR(existing.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Cannot write gs://", bucket, "/", name, ": objects exist under the prefix ", name,
+                     "/, and buckets are directories, so an object cannot also be a prefix of other objects."));
+  }
+  if (!S_ISREG(existing.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Cannot write gs://", bucket, "/", name, ": a special file (not a regular file) is there."));
+  }
+  return std::optional<ObjectInfo>(Describe(bucket, name, existing));
+}
+
 absl::StatusOr<ObjectInfo> BucketStore::Install(absl::string_view bucket, absl::string_view name, int fd,
                                                 int source_dir, const std::string& source,
-                                                const std::string& sha256) {
+                                                const WriteOptions& options, const common::Checksums& sums) {
+  if (auto s = ValidateAttrs(options.attrs); !s.ok()) return s;
+  if (auto s = VerifyChecksums(options, sums); !s.ok()) return s;
   // Objects are ordinary readable files for the replicas.
   if (::fchmod(fd, 0644) != 0) return IoError("fchmod", errno);
   if (::fsync(fd) != 0) return IoError(absl::StrCat("cannot write gs://", bucket, "/", name), errno);
@@ -629,22 +716,25 @@ absl::StatusOr<ObjectInfo> BucketStore::Install(absl::string_view bucket, absl::
   auto dir = OpenObjectDir(bucket, name, true);
   if (!dir.ok()) return dir.status();
   const std::string& leaf = dir->leaf;
-  struct stat existing;
-  if (::fstatat(dir->parent, leaf.c_str(), &existing, AT_SYMLINK_NOFOLLOW) == 0) {
-    if (S_ISLNK(existing.st_mode)) return SymlinkRefused(bucket, name);
-    if (S_ISDIR(existing.st_mode)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("Cannot write gs://", bucket, "/", name, ": objects exist under the prefix ", name,
-                       "/, and buckets are directories, so an object cannot also be a prefix of other objects."));
-    }
-    if (!S_ISREG(existing.st_mode)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("Cannot write gs://", bucket, "/", name, ": a special file (not a regular file) is there."));
-    }
+  auto current = CurrentAt(bucket, name, dir->parent, leaf);
+  if (!current.ok()) return current.status();
+  const ObjectInfo* now = current->has_value() ? &**current : nullptr;
+  if (auto s = CheckPreconditions(options.preconditions, now, absl::StrCat("gs://", bucket, "/", name)); !s.ok()) {
+    return s;
   }
+  ObjectMeta meta;
+  meta.size = st.st_size;
+  meta.mtime_ns = MtimeNs(st);
+  meta.ino = static_cast<uint64_t>(st.st_ino);
+  const int64_t now_us = absl::ToUnixMicros(absl::Now());
+  meta.generation = std::max(now_us, now ? now->generation + 1 : 0);
+  meta.metageneration = 1;
+  meta.created_us = now_us;
+  meta.attrs = options.attrs;
+  meta.checksums = sums;
   // Metadata first: if we crash before the rename, it describes a file that
   // is not there (and is ignored, its inode differing from any later file).
-  if (auto s = WriteMeta(bucket, name, st, sha256); !s.ok()) return s;
+  if (auto s = WriteMeta(bucket, name, meta); !s.ok()) return s;
   if (::renameat(source_dir, source.c_str(), dir->parent, leaf.c_str()) != 0) {
     const int err = errno;
     RemoveMeta(bucket, name);
@@ -655,13 +745,17 @@ absl::StatusOr<ObjectInfo> BucketStore::Install(absl::string_view bucket, absl::
   info.bucket = std::string(bucket);
   info.name = std::string(name);
   info.size = st.st_size;
+  info.generation = meta.generation;
+  info.metageneration = meta.metageneration;
+  info.created = absl::FromUnixMicros(meta.created_us);
   info.updated = MtimeOf(st);
-  info.sha256 = sha256;
+  info.attrs = options.attrs;
+  info.checksums = sums;
   return info;
 }
 
 absl::StatusOr<ObjectInfo> BucketStore::Put(absl::string_view bucket, absl::string_view name,
-                                            absl::string_view content) {
+                                            absl::string_view content, const WriteOptions& options) {
   if (auto s = ValidateObjectName(name); !s.ok()) return s;
   if (auto b = OpenBucketDir(bucket); !b.ok()) return b.status();
   std::string tmp_name;
@@ -672,18 +766,16 @@ absl::StatusOr<ObjectInfo> BucketStore::Put(absl::string_view bucket, absl::stri
     ::unlinkat(tmp_fd_.get(), tmp_name.c_str(), 0);
     return s;
   }
-  auto info = Install(bucket, name, fd->get(), tmp_fd_.get(), tmp_name, common::Sha256Hex(content));
+  auto info = Install(bucket, name, fd->get(), tmp_fd_.get(), tmp_name, options, common::ChecksumsOf(content));
   if (!info.ok()) ::unlinkat(tmp_fd_.get(), tmp_name.c_str(), 0);
   return info;
 }
 
 absl::StatusOr<ObjectInfo> BucketStore::PutFile(absl::string_view bucket, absl::string_view name,
-                                                const std::string& source, std::optional<std::string> sha256_hex) {
+                                                const std::string& source, const WriteOptions& options,
+                                                std::optional<common::Checksums> known) {
   if (auto s = ValidateObjectName(name); !s.ok()) return s;
   if (auto b = OpenBucketDir(bucket); !b.ok()) return b.status();
-  if (sha256_hex && !common::IsSha256Hex(*sha256_hex)) {
-    return absl::InternalError("PutFile: the given sha256 is not 64 lowercase hex digits");
-  }
   ScopedFd fd(::open(source.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid()) return IoError(absl::StrCat("cannot open the uploaded file ", source), errno);
   struct stat st;
@@ -691,51 +783,153 @@ absl::StatusOr<ObjectInfo> BucketStore::PutFile(absl::string_view bucket, absl::
   if (!S_ISREG(st.st_mode)) return absl::InternalError(absl::StrCat(source, " is not a regular file"));
 
   if (st.st_dev == dev_) {
-    std::string sha;
-    if (sha256_hex) {
-      sha = *sha256_hex;
-    } else {
-      auto h = common::Sha256HexOfFd(fd.get());
-      if (!h.ok()) return h.status();
-      sha = *h;
+    if (!known) {
+      auto sums = common::ChecksumsOfFd(fd.get());
+      if (!sums.ok()) return sums.status();
+      known = *sums;
     }
-    return Install(bucket, name, fd.get(), AT_FDCWD, source, sha);
+    return Install(bucket, name, fd.get(), AT_FDCWD, source, options, *known);
   }
+  // Another file system: copy into ROOT/.tmp (checksumming on the way), then install.
+  auto info = InstallCopy(bucket, name, {{fd.get(), 0, -1}}, options);
+  if (info.ok()) ::unlink(source.c_str());
+  return info;
+}
 
-  // Another file system: copy into ROOT/.tmp (hashing on the way), then install.
+absl::StatusOr<ObjectInfo> BucketStore::PutRange(absl::string_view bucket, absl::string_view name, int source_fd,
+                                                 int64_t offset, int64_t length, const WriteOptions& options) {
+  if (auto s = ValidateObjectName(name); !s.ok()) return s;
+  if (auto b = OpenBucketDir(bucket); !b.ok()) return b.status();
+  return InstallCopy(bucket, name, {{source_fd, offset, length}}, options);
+}
+
+absl::StatusOr<ObjectInfo> BucketStore::InstallCopy(absl::string_view bucket, absl::string_view name,
+                                                    const std::vector<Piece>& pieces, const WriteOptions& options) {
+  if (auto s = ValidateAttrs(options.attrs); !s.ok()) return s;
   std::string tmp_name;
   auto copy = MakeTemp("copy", &tmp_name);
   if (!copy.ok()) return copy.status();
-  common::Sha256 sha;
+  common::Checksummer sums;
   std::vector<char> buf(kCopyBufferBytes);
   absl::Status s;
-  while (s.ok()) {
-    ssize_t r = ::read(fd.get(), buf.data(), buf.size());
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      s = IoError("read", errno);
-      break;
+  for (const Piece& piece : pieces) {
+    int64_t at = piece.offset;
+    int64_t left = piece.length;
+    while (s.ok() && (piece.length < 0 || left > 0)) {
+      const size_t want = piece.length < 0 ? buf.size() : static_cast<size_t>(std::min<int64_t>(left, buf.size()));
+      ssize_t r = ::pread(piece.fd, buf.data(), want, at);
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        s = IoError("read", errno);
+        break;
+      }
+      if (r == 0) {
+        if (piece.length >= 0) s = absl::InternalError("a source shrank while it was being copied");
+        break;
+      }
+      sums.Update(buf.data(), static_cast<size_t>(r));
+      s = WriteAll(copy->get(), buf.data(), static_cast<size_t>(r));
+      at += r;
+      left -= r;
     }
-    if (r == 0) break;
-    sha.Update(buf.data(), static_cast<size_t>(r));
-    s = WriteAll(copy->get(), buf.data(), static_cast<size_t>(r));
+    if (!s.ok()) break;
   }
   if (!s.ok()) {
     ::unlinkat(tmp_fd_.get(), tmp_name.c_str(), 0);
     return s;
   }
-  auto info = Install(bucket, name, copy->get(), tmp_fd_.get(), tmp_name, sha.HexDigest());
-  if (!info.ok()) {
-    ::unlinkat(tmp_fd_.get(), tmp_name.c_str(), 0);
-    return info;
+  auto info = Install(bucket, name, copy->get(), tmp_fd_.get(), tmp_name, options, sums.Finish());
+  if (!info.ok()) ::unlinkat(tmp_fd_.get(), tmp_name.c_str(), 0);
+  return info;
+}
+
+absl::StatusOr<ObjectInfo> BucketStore::Compose(absl::string_view bucket, absl::string_view name,
+                                                const std::vector<ComposeSource>& sources,
+                                                const WriteOptions& options) {
+  if (auto s = ValidateObjectName(name); !s.ok()) return s;
+  if (sources.empty() || sources.size() > static_cast<size_t>(kMaxComposeSources)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("A composition takes 1 to ", kMaxComposeSources, " source objects, not ", sources.size(), "."));
   }
-  ::unlink(source.c_str());
+  std::vector<ScopedFd> fds;
+  std::vector<Piece> pieces;
+  for (const ComposeSource& source : sources) {
+    ScopedFd fd;
+    auto info = StatOpen(bucket, source.name, &fd);
+    if (!info.ok()) return info.status();
+    Preconditions p;
+    p.generation_match = source.if_generation_match;
+    if (auto s = CheckPreconditions(p, &*info, absl::StrCat("source gs://", bucket, "/", source.name)); !s.ok()) {
+      return s;
+    }
+    pieces.push_back({fd.get(), 0, info->size});
+    fds.push_back(std::move(fd));
+  }
+  return InstallCopy(bucket, name, pieces, options);
+}
+
+absl::StatusOr<ObjectInfo> BucketStore::Copy(absl::string_view source_bucket, absl::string_view source_name,
+                                             const Preconditions& source_preconditions, absl::string_view bucket,
+                                             absl::string_view name,
+                                             const std::function<absl::Status(ObjectAttrs&)>& change,
+                                             const Preconditions& preconditions) {
+  if (auto s = ValidateObjectName(name); !s.ok()) return s;
+  if (auto b = OpenBucketDir(bucket); !b.ok()) return b.status();
+  ScopedFd fd;
+  auto source = StatOpen(source_bucket, source_name, &fd);
+  if (!source.ok()) return source.status();
+  if (auto s = CheckPreconditions(source_preconditions, &*source,
+                                  absl::StrCat("source gs://", source_bucket, "/", source_name));
+      !s.ok()) {
+    return s;
+  }
+  WriteOptions options;
+  options.attrs = source->attrs;
+  if (change) {
+    if (auto s = change(options.attrs); !s.ok()) return s;
+  }
+  options.preconditions = preconditions;
+  // The copy must be what the source's checksums say (when known).
+  if (source->checksums) {
+    options.expected_md5 = source->checksums->md5;
+    options.expected_crc32c = source->checksums->crc32c;
+  }
+  return InstallCopy(bucket, name, {{fd.get(), 0, source->size}}, options);
+}
+
+absl::StatusOr<ObjectInfo> BucketStore::UpdateAttrs(absl::string_view bucket, absl::string_view name,
+                                                    const Preconditions& preconditions,
+                                                    const std::function<absl::Status(ObjectAttrs&)>& change) {
+  if (auto s = ValidateObjectName(name); !s.ok()) return s;
+  absl::MutexLock lock(&namespace_mu_);
+  auto dir = OpenObjectDir(bucket, name, false);
+  if (!dir.ok()) return dir.status();
+  struct stat st;
+  if (::fstatat(dir->parent, dir->leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return NoSuchObject(bucket, name);
+  if (S_ISLNK(st.st_mode)) return SymlinkRefused(bucket, name);
+  if (!S_ISREG(st.st_mode)) return NoSuchObject(bucket, name);
+  ObjectInfo info = Describe(bucket, name, st);
+  if (auto s = CheckPreconditions(preconditions, &info, absl::StrCat("gs://", bucket, "/", name)); !s.ok()) return s;
+  if (auto s = change(info.attrs); !s.ok()) return s;
+  if (auto s = ValidateAttrs(info.attrs); !s.ok()) return s;
+  ++info.metageneration;
+  ObjectMeta meta;
+  meta.size = st.st_size;
+  meta.mtime_ns = MtimeNs(st);
+  meta.ino = static_cast<uint64_t>(st.st_ino);
+  meta.generation = info.generation;
+  meta.metageneration = info.metageneration;
+  meta.created_us = absl::ToUnixMicros(info.created);
+  meta.attrs = info.attrs;
+  meta.checksums = info.checksums;
+  if (auto s = WriteMeta(bucket, name, meta); !s.ok()) return s;
   return info;
 }
 
 // -- deleting --
 
-absl::Status BucketStore::Delete(absl::string_view bucket, absl::string_view name) {
+absl::Status BucketStore::Delete(absl::string_view bucket, absl::string_view name,
+                                 const Preconditions& preconditions) {
   if (auto s = ValidateObjectName(name); !s.ok()) return s;
   absl::MutexLock lock(&namespace_mu_);
   auto dir = OpenObjectDir(bucket, name, false);
@@ -748,6 +942,10 @@ absl::Status BucketStore::Delete(absl::string_view bucket, absl::string_view nam
   }
   if (S_ISLNK(st.st_mode)) return SymlinkRefused(bucket, name);
   if (!S_ISREG(st.st_mode)) return NoSuchObject(bucket, name);
+  const ObjectInfo current = Describe(bucket, name, st);
+  if (auto s = CheckPreconditions(preconditions, &current, absl::StrCat("gs://", bucket, "/", name)); !s.ok()) {
+    return s;
+  }
   if (::unlinkat(dir->parent, leaf.c_str(), 0) != 0) {
     return IoError(absl::StrCat("cannot delete gs://", bucket, "/", name), errno);
   }
@@ -762,6 +960,218 @@ absl::Status BucketStore::Delete(absl::string_view bucket, absl::string_view nam
   return absl::OkStatus();
 }
 
+absl::Status BucketStore::DeleteBucket(absl::string_view bucket) {
+  absl::MutexLock lock(&namespace_mu_);
+  auto fd = OpenBucketDir(bucket);
+  if (!fd.ok()) return fd.status();
+  auto entries = ReadDir(fd->get());
+  if (!entries.ok()) return entries.status();
+  if (!entries->empty()) {
+    return WithReason(absl::FailedPreconditionError(absl::StrCat(
+                          "The bucket you tried to delete is not empty: gs://", bucket,
+                          " still holds objects (or files a trainer wrote there). Delete them first.")),
+                      "conflict", 409);
+  }
+  if (::unlinkat(root_fd_.get(), std::string(bucket).c_str(), AT_REMOVEDIR) != 0) {
+    if (errno == ENOTEMPTY || errno == EEXIST) {
+      return WithReason(absl::FailedPreconditionError(absl::StrCat(
+                            "The bucket you tried to delete is not empty: gs://", bucket, " gained an object.")),
+                        "conflict", 409);
+    }
+    return IoError(absl::StrCat("cannot delete bucket ", bucket), errno);
+  }
+  ::fsync(root_fd_.get());
+  // Its metadata (a cache of nothing now).
+  std::error_code ec;
+  std::filesystem::remove_all(absl::StrCat(root_, "/", kMetaDir, "/", bucket), ec);
+  return absl::OkStatus();
+}
+
+// -- resumable uploads --
+
+void BucketStore::RemoveExpiredUploads() {
+  auto entries = ReadDir(uploads_fd_.get());
+  if (!entries.ok()) return;
+  for (const auto& e : *entries) {
+    if (!absl::EndsWith(e.name, ".session")) continue;
+    const std::string id = e.name.substr(0, e.name.size() - 8);
+    if (!GetUpload(id).ok()) CancelUpload(id).IgnoreError();  // expired or unreadable
+  }
+  // Data files whose session record never got written (a crash in between).
+  for (const auto& e : *entries) {
+    if (!absl::EndsWith(e.name, ".data")) continue;
+    const std::string id = e.name.substr(0, e.name.size() - 5);
+    struct stat st;
+    if (::fstatat(uploads_fd_.get(), UploadFile(id, ".session").c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      ::unlinkat(uploads_fd_.get(), e.name.c_str(), 0);
+    }
+  }
+}
+
+namespace {
+bool IsSessionId(absl::string_view id) {
+  return id.size() == 64 && std::all_of(id.begin(), id.end(), [](char c) {
+           return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f');
+         });
+}
+
+absl::Status NoSuchUpload() {
+  return absl::NotFoundError(
+      "No such upload session: it never existed, was cancelled or completed, or expired (sessions last a week).");
+}
+}  // namespace
+
+std::string BucketStore::UploadFile(absl::string_view id, absl::string_view suffix) const {
+  return absl::StrCat(id, suffix);
+}
+
+absl::Status BucketStore::WriteSession(absl::string_view id, const SessionRecord& record) const {
+  std::string tmp_name;
+  auto tmp = MakeTemp("session", &tmp_name);
+  if (!tmp.ok()) return tmp.status();
+  const std::string content = EncodeSession(record);
+  absl::Status s = WriteAll(tmp->get(), content.data(), content.size());
+  if (s.ok() && ::fsync(tmp->get()) != 0) s = IoError("fsync", errno);
+  if (s.ok() && ::renameat(tmp_fd_.get(), tmp_name.c_str(), uploads_fd_.get(),
+                           UploadFile(id, ".session").c_str()) != 0) {
+    s = IoError("cannot store the upload session", errno);
+  }
+  if (!s.ok()) {
+    ::unlinkat(tmp_fd_.get(), tmp_name.c_str(), 0);
+    return s;
+  }
+  ::fsync(uploads_fd_.get());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<UploadSession> BucketStore::CreateUpload(SessionRecord record) {
+  if (auto s = ValidateObjectName(record.name); !s.ok()) return s;
+  if (auto s = ValidateAttrs(record.options.attrs); !s.ok()) return s;
+  if (auto b = OpenBucketDir(record.bucket); !b.ok()) return b.status();
+  UploadSession session;
+  std::string raw(32, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(raw.size())) != 1) {
+    return absl::InternalError("cannot draw a random upload session id");
+  }
+  session.id = absl::BytesToHexString(raw);
+  record.created_us = absl::ToUnixMicros(absl::Now());
+  // The data file first: a session record always has one.
+  ScopedFd data(::openat(uploads_fd_.get(), UploadFile(session.id, ".data").c_str(),
+                         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!data.valid()) return IoError("cannot create an upload session", errno);
+  if (auto s = WriteSession(session.id, record); !s.ok()) {
+    ::unlinkat(uploads_fd_.get(), UploadFile(session.id, ".data").c_str(), 0);
+    return s;
+  }
+  session.record = std::move(record);
+  return session;
+}
+
+absl::StatusOr<UploadSession> BucketStore::GetUpload(absl::string_view id) const {
+  if (!IsSessionId(id)) return NoSuchUpload();
+  auto text = ReadSmallFile(uploads_fd_.get(), UploadFile(id, ".session"), kMaxMetaFileBytes);
+  if (!text) return NoSuchUpload();
+  auto record = DecodeSession(*text);
+  if (!record) return absl::InternalError(absl::StrCat("The upload session ", id, " is unreadable."));
+  if (absl::FromUnixMicros(record->created_us) + kUploadSessionLifetime < absl::Now()) return NoSuchUpload();
+  struct stat st;
+  if (::fstatat(uploads_fd_.get(), UploadFile(id, ".data").c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return NoSuchUpload();
+  }
+  UploadSession out;
+  out.id = std::string(id);
+  out.record = *std::move(record);
+  out.received = st.st_size;
+  return out;
+}
+
+absl::StatusOr<int64_t> BucketStore::AppendUpload(absl::string_view id, int64_t offset, const std::string& source) {
+  auto session = GetUpload(id);
+  if (!session.ok()) return session.status();
+  ScopedFd data(::openat(uploads_fd_.get(), UploadFile(id, ".data").c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!data.valid()) return NoSuchUpload();
+  if (::flock(data.get(), LOCK_EX | LOCK_NB) != 0) {
+    return absl::AbortedError("Another request is writing to this upload session; retry after it ends.");
+  }
+  struct stat st;
+  if (::fstat(data.get(), &st) != 0) return IoError("fstat", errno);
+  const int64_t received = st.st_size;
+  if (offset > received) {
+    return absl::InvalidArgumentError(absl::StrCat("This piece starts at byte ", offset, " but only ", received,
+                                                   " bytes were received: ask for the upload's status "
+                                                   "(Content-Range: bytes */*) and resume from there."));
+  }
+  ScopedFd in(::open(source.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!in.valid()) return IoError("cannot open the uploaded piece", errno);
+  struct stat in_st;
+  if (::fstat(in.get(), &in_st) != 0) return IoError("fstat", errno);
+  const int64_t skip = received - offset;
+  if (in_st.st_size <= skip) return received;  // nothing new
+  loff_t in_off = skip;
+  loff_t out_off = received;
+  int64_t left = in_st.st_size - skip;
+  while (left > 0) {
+    ssize_t n = ::copy_file_range(in.get(), &in_off, data.get(), &out_off, static_cast<size_t>(left), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL)) {
+      // Fall back to read/write.
+      std::vector<char> buf(kCopyBufferBytes);
+      while (left > 0) {
+        ssize_t r = ::pread(in.get(), buf.data(), std::min<int64_t>(left, buf.size()), in_off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return IoError("cannot read the uploaded piece", r < 0 ? errno : EIO);
+        ssize_t w = ::pwrite(data.get(), buf.data(), static_cast<size_t>(r), out_off);
+        if (w != r) return IoError("cannot store the uploaded piece", w < 0 ? errno : EIO);
+        in_off += r;
+        out_off += r;
+        left -= r;
+      }
+      break;
+    }
+    if (n <= 0) return IoError("cannot store the uploaded piece", n < 0 ? errno : EIO);
+    left -= n;
+  }
+  if (::fdatasync(data.get()) != 0) return IoError("cannot store the uploaded piece", errno);
+  return static_cast<int64_t>(out_off);
+}
+
+absl::StatusOr<ObjectInfo> BucketStore::FinishUpload(absl::string_view id, const WriteOptions* final_expected) {
+  auto session = GetUpload(id);
+  if (!session.ok()) return session.status();
+  const std::string data_name = UploadFile(id, ".data");
+  ScopedFd data(::openat(uploads_fd_.get(), data_name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!data.valid()) return NoSuchUpload();
+  if (::flock(data.get(), LOCK_EX | LOCK_NB) != 0) {
+    return absl::AbortedError("Another request is writing to this upload session; retry after it ends.");
+  }
+  auto sums = common::ChecksumsOfFd(data.get());
+  if (!sums.ok()) return sums.status();
+  WriteOptions options = session->record.options;
+  if (final_expected != nullptr) {
+    if (final_expected->expected_md5) options.expected_md5 = final_expected->expected_md5;
+    if (final_expected->expected_crc32c) options.expected_crc32c = final_expected->expected_crc32c;
+  }
+  if (auto s = ValidateObjectName(session->record.name); !s.ok()) return s;
+  auto info = Install(session->record.bucket, session->record.name, data.get(), uploads_fd_.get(), data_name,
+                      options, *sums);
+  // A checksum mismatch or failed precondition ends the session too (as
+  // Cloud Storage does): what was received cannot become the object.
+  if (info.ok() || info.status().code() == absl::StatusCode::kInvalidArgument ||
+      info.status().code() == absl::StatusCode::kFailedPrecondition) {
+    ::unlinkat(uploads_fd_.get(), data_name.c_str(), 0);
+    ::unlinkat(uploads_fd_.get(), UploadFile(id, ".session").c_str(), 0);
+  }
+  return info;
+}
+
+absl::Status BucketStore::CancelUpload(absl::string_view id) {
+  if (!IsSessionId(id)) return NoSuchUpload();
+  const int a = ::unlinkat(uploads_fd_.get(), UploadFile(id, ".session").c_str(), 0);
+  const int b = ::unlinkat(uploads_fd_.get(), UploadFile(id, ".data").c_str(), 0);
+  if (a != 0 && b != 0) return NoSuchUpload();
+  return absl::OkStatus();
+}
+
 // -- listing --
 
 namespace {
@@ -773,13 +1183,15 @@ namespace {
 class Lister {
  public:
   Lister(absl::string_view bucket, const ListObjectsRequest& req, std::string after,
-         std::function<std::optional<std::string>(absl::string_view, const struct stat&)> read_meta)
+         std::function<ObjectInfo(const std::string&, const struct stat&)> describe)
       : bucket_(bucket),
         prefix_(req.prefix),
         delimiter_(req.delimiter),
         after_(std::move(after)),
         limit_(std::clamp(req.max_results, 1, kMaxListResults)),
-        read_meta_(std::move(read_meta)) {}
+        start_(req.start_offset),
+        end_(req.end_offset),
+        describe_(std::move(describe)) {}
 
   // False once the page is full (and there is more).
   absl::StatusOr<bool> Visit(int dir_fd, const std::string& dir_prefix) {
@@ -796,13 +1208,16 @@ class Lister {
       const std::string full = dir_prefix + key;
       if (entry->kind == EntryKind::kDir) {
         if (!absl::StartsWith(full, prefix_) && !absl::StartsWith(prefix_, full)) continue;
+        // Wholly before startOffset, or wholly at or after endOffset.
+        if (!start_.empty() && full < start_ && !absl::StartsWith(start_, full)) continue;
+        if (!end_.empty() && full >= end_) continue;
         // Everything below sorts before the page token.
         if (!after_.empty() && full < after_ && !absl::StartsWith(after_, full)) continue;
         ScopedFd sub = OpenDirAt(dir_fd, entry->name);
         if (!sub.valid()) continue;  // vanished, or replaced by a symlink
         if (auto group = GroupOf(full)) {
           // The whole directory collapses into one prefix.
-          if (Skips(*group) || !HasObject(sub.get(), full)) continue;
+          if (Skips(*group) || !InRange(*group) || !HasObject(sub.get(), full)) continue;
           if (!Emit(*group, nullptr)) return false;
           continue;
         }
@@ -811,18 +1226,15 @@ class Lister {
         continue;
       }
       if (!absl::StartsWith(full, prefix_) || !ValidateObjectName(full).ok()) continue;
+      if (!InRange(full)) continue;
       if (auto group = GroupOf(full)) {
+        if (!InRange(*group)) continue;
         if (!Emit(*group, nullptr)) return false;
         continue;
       }
       struct stat st;
       if (::fstatat(dir_fd, entry->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
-      ObjectInfo info;
-      info.bucket = std::string(bucket_);
-      info.name = full;
-      info.size = st.st_size;
-      info.updated = MtimeOf(st);
-      if (auto sha = read_meta_(full, st)) info.sha256 = *sha;
+      ObjectInfo info = describe_(full, st);
       if (!Emit(full, &info)) return false;
     }
     return true;
@@ -857,6 +1269,8 @@ class Lister {
     return false;
   }
 
+  bool InRange(const std::string& key) const { return key >= start_ && (end_.empty() || key < end_); }
+
   // Already returned: on an earlier page, or (a prefix) just now.
   bool Skips(const std::string& key) const {
     return (!after_.empty() && key <= after_) || (count_ > 0 && key == last_);
@@ -885,7 +1299,9 @@ class Lister {
   const std::string delimiter_;
   const std::string after_;
   const int limit_;
-  std::function<std::optional<std::string>(absl::string_view, const struct stat&)> read_meta_;
+  const std::string start_;
+  const std::string end_;
+  std::function<ObjectInfo(const std::string&, const struct stat&)> describe_;
   ListObjectsResult result_;
   int count_ = 0;
   bool more_ = false;
@@ -903,7 +1319,7 @@ absl::StatusOr<ListObjectsResult> BucketStore::List(absl::string_view bucket,
   auto bucket_fd = OpenBucketDir(bucket);
   if (!bucket_fd.ok()) return bucket_fd.status();
   Lister lister(bucket, request, std::move(after),
-                [this, bucket](absl::string_view name, const struct stat& st) { return ReadMeta(bucket, name, st); });
+                [this, bucket](const std::string& name, const struct stat& st) { return Describe(bucket, name, st); });
   auto walked = lister.Visit(bucket_fd->get(), "");
   if (!walked.ok()) return walked.status();
   return lister.Finish();

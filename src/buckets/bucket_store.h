@@ -5,22 +5,34 @@
 //   ROOT/BUCKET/<object name>   the object's bytes, a plain file; '/' in a
 //                               name is a directory. This directory IS what
 //                               replicas see, so nothing else lives in it.
-//   ROOT/.meta/BUCKET/xx/<h>    per-object metadata (size, mtime, inode,
-//                               sha256), h = hex SHA-256 of the object name,
-//                               xx its first two digits. A cache: it is only
-//                               believed while size, mtime and inode still
-//                               match the file, so files written by trainers
-//                               (no metadata) or rewritten by them are served
-//                               with size/updated from stat and their sha256
-//                               computed on demand.
+//   ROOT/.meta/BUCKET/xx/<h>    per-object metadata (object_meta.h: size,
+//                               mtime, inode, generation, metageneration,
+//                               MD5/CRC32C, content type, user metadata),
+//                               h = hex SHA-256 of the object name, xx its
+//                               first two digits. Only believed while size,
+//                               mtime and inode still match the file, so
+//                               files written by trainers (no metadata) or
+//                               rewritten by them are served with generation
+//                               and updated from their mtime and checksums
+//                               computed on demand (and then remembered).
 //   ROOT/.tmp/                  temporary files (uploads in flight); emptied
 //                               at Open, never listed.
-// Bucket names cannot start with '.', so they never collide with .meta/.tmp.
+//   ROOT/.uploads/<id>.session  resumable upload sessions (object_meta.h)
+//   ROOT/.uploads/<id>.data     and the bytes received so far; they survive
+//                               a restart and are removed a week after they
+//                               began (as Cloud Storage's sessions expire).
+// Bucket names cannot start with '.', so they never collide with these.
 //
-// Crash safety: an object is written to ROOT/.tmp, fsynced, its metadata
-// written (temp file, fsync, rename), then renamed into place and its
-// directory fsynced. A crash leaves either the old object or the new one,
-// plus at worst a temporary file that Open removes.
+// Crash safety: an object is written to ROOT/.tmp (or .uploads), fsynced,
+// its metadata written (temp file, fsync, rename), then renamed into place
+// and its directory fsynced. A crash leaves either the old object or the
+// new one, plus at worst a temporary file that Open removes.
+//
+// Generations: an object installed here gets generation max(now in
+// microseconds, previous generation + 1) and metageneration 1; changing its
+// metadata (UpdateAttrs) increments the metageneration. Preconditions
+// (Preconditions) are checked under the namespace lock together with the
+// rename that installs, so two writers with ifGenerationMatch cannot both win.
 //
 // Symbolic links are never followed below ROOT: every path is walked one
 // component at a time with openat(O_NOFOLLOW); a symlink met on the way (or
@@ -46,6 +58,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +70,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "buckets/object_meta.h"
+#include "common/checksums.h"
 
 namespace mle::buckets {
 
@@ -96,14 +111,6 @@ struct GcsUri {
 };
 absl::StatusOr<GcsUri> ParseGcsUri(absl::string_view uri);
 
-struct ObjectInfo {
-  std::string bucket;
-  std::string name;
-  int64_t size = 0;
-  absl::Time updated;  // the file's mtime
-  std::string sha256;  // lowercase hex; empty when not known (see Stat)
-};
-
 struct BucketInfo {
   std::string name;
   absl::Time created;  // the directory's birth time (its mtime where unknown)
@@ -120,6 +127,12 @@ struct ListObjectsRequest {
   std::string delimiter;   // "" = no grouping
   std::string page_token;  // from a previous ListObjectsResult
   int max_results = 1000;  // items + prefixes per page, clamped to [1, 1000]
+  // Only names in [start_offset, end_offset) (end "" = no end).
+  std::string start_offset;
+  std::string end_offset;
+  // With a delimiter: an object named exactly like a prefix ("d/" for
+  // delimiter "/") is listed too. Never true here: such names cannot exist.
+  bool include_trailing_delimiter = false;
 };
 
 struct ListObjectsResult {
@@ -127,6 +140,21 @@ struct ListObjectsResult {
   std::vector<std::string> prefixes;  // by name, byte order
   std::string next_page_token;        // empty on the last page
 };
+
+// One source of Compose: the object, and optionally the generation it must have.
+struct ComposeSource {
+  std::string name;
+  std::optional<int64_t> if_generation_match;
+};
+inline constexpr int kMaxComposeSources = 32;
+
+// A resumable upload in progress (see CreateUpload).
+struct UploadSession {
+  std::string id;  // 64 hex digits from a CSPRNG: the session's only name
+  SessionRecord record;
+  int64_t received = 0;  // bytes stored so far (the prefix 0..received-1)
+};
+inline constexpr absl::Duration kUploadSessionLifetime = absl::Hours(24 * 7);
 
 class BucketStore {
  public:
@@ -149,27 +177,77 @@ class BucketStore {
   // Every bucket (directories under ROOT with a valid bucket name), by name.
   absl::StatusOr<std::vector<BucketInfo>> ListBuckets() const;
 
-  // Writes `content` as the object (replacing it). The bucket must exist.
-  absl::StatusOr<ObjectInfo> Put(absl::string_view bucket, absl::string_view name, absl::string_view content);
-  // Moves the file at `source` (a temporary file the caller owns; if it is on
-  // another file system it is copied) into place as the object. `sha256_hex`
-  // when the caller already hashed the bytes, else it is computed here. On
-  // failure `source` is left where it was.
-  absl::StatusOr<ObjectInfo> PutFile(absl::string_view bucket, absl::string_view name, const std::string& source,
-                                     std::optional<std::string> sha256_hex = std::nullopt);
+  // Removes an empty bucket (and its metadata); FAILED_PRECONDITION with
+  // reason "conflict" (StorageErrorReason) when it holds anything.
+  absl::Status DeleteBucket(absl::string_view bucket);
 
-  // The object's metadata. With `compute_sha256`, a sha256 not known from
-  // metadata is computed (reading the whole file) and remembered.
-  absl::StatusOr<ObjectInfo> Stat(absl::string_view bucket, absl::string_view name, bool compute_sha256) const;
-  // The object opened for reading (info.sha256 only when known).
-  absl::StatusOr<OpenedObject> OpenObject(absl::string_view bucket, absl::string_view name) const;
+  // Writes `content` as the object (replacing it). The bucket must exist.
+  // Every write below checks options.preconditions atomically with the
+  // install and options' expected checksums before it (INVALID_ARGUMENT on
+  // a mismatch; nothing is installed).
+  absl::StatusOr<ObjectInfo> Put(absl::string_view bucket, absl::string_view name, absl::string_view content,
+                                 const WriteOptions& options = {});
+  // Moves the file at `source` (a temporary file the caller owns; if it is on
+  // another file system it is copied) into place as the object. `known`
+  // when the caller already checksummed the bytes, else they are computed
+  // here. On failure `source` is left where it was.
+  absl::StatusOr<ObjectInfo> PutFile(absl::string_view bucket, absl::string_view name, const std::string& source,
+                                     const WriteOptions& options = {},
+                                     std::optional<common::Checksums> known = std::nullopt);
+  // Copies `length` bytes of `source_fd` from `offset` (e.g. the media part
+  // of a multipart upload) into place as the object.
+  absl::StatusOr<ObjectInfo> PutRange(absl::string_view bucket, absl::string_view name, int source_fd,
+                                      int64_t offset, int64_t length, const WriteOptions& options = {});
+  // The concatenation of `sources` (objects of `bucket`, at most
+  // kMaxComposeSources) as `name`; options.attrs are the new object's.
+  absl::StatusOr<ObjectInfo> Compose(absl::string_view bucket, absl::string_view name,
+                                     const std::vector<ComposeSource>& sources, const WriteOptions& options);
+  // A copy of an object (checked against `source_preconditions`), with the
+  // source's attributes as `change` (if any) changes them.
+  absl::StatusOr<ObjectInfo> Copy(absl::string_view source_bucket, absl::string_view source_name,
+                                  const Preconditions& source_preconditions, absl::string_view bucket,
+                                  absl::string_view name, const std::function<absl::Status(ObjectAttrs&)>& change,
+                                  const Preconditions& preconditions);
+  // Changes the object's attributes with `change` (which may refuse),
+  // metageneration + 1. The bytes are untouched.
+  absl::StatusOr<ObjectInfo> UpdateAttrs(absl::string_view bucket, absl::string_view name,
+                                         const Preconditions& preconditions,
+                                         const std::function<absl::Status(ObjectAttrs&)>& change);
+
+  // The object's metadata. With `compute_checksums`, checksums not known
+  // from metadata are computed (reading the whole file) and remembered.
+  absl::StatusOr<ObjectInfo> Stat(absl::string_view bucket, absl::string_view name, bool compute_checksums) const;
+  // The object opened for reading; with `compute_checksums` as Stat, for
+  // the descriptor returned (so the checksums describe what is read).
+  absl::StatusOr<OpenedObject> OpenObject(absl::string_view bucket, absl::string_view name,
+                                          bool compute_checksums = false) const;
   // The whole content (for small objects and tests).
   absl::StatusOr<std::string> Read(absl::string_view bucket, absl::string_view name) const;
 
   absl::StatusOr<ListObjectsResult> List(absl::string_view bucket, const ListObjectsRequest& request) const;
 
   // NOT_FOUND when absent. Empty directories left behind are removed.
-  absl::Status Delete(absl::string_view bucket, absl::string_view name);
+  absl::Status Delete(absl::string_view bucket, absl::string_view name, const Preconditions& preconditions = {});
+
+  // ---- resumable uploads ----
+  // A new session for writing `record.name` in `record.bucket` (which must
+  // exist, checked now and again when it completes).
+  absl::StatusOr<UploadSession> CreateUpload(SessionRecord record);
+  // NOT_FOUND for an unknown, cancelled, completed or expired session.
+  absl::StatusOr<UploadSession> GetUpload(absl::string_view id) const;
+  // Stores bytes [offset, offset + size of `source`) of the upload: bytes
+  // before `received` are skipped (a client resending what was stored),
+  // offset > received is INVALID_ARGUMENT. Moves or copies `source` (a
+  // temporary file on this file system, which the caller owns). The new
+  // received count is durable when this returns. ABORTED when another
+  // request is writing the same session.
+  absl::StatusOr<int64_t> AppendUpload(absl::string_view id, int64_t offset, const std::string& source);
+  // Installs the bytes received as the object (checking the session's
+  // preconditions and expected checksums, and `final_expected` ones sent
+  // with the last piece) and ends the session.
+  absl::StatusOr<ObjectInfo> FinishUpload(absl::string_view id, const WriteOptions* final_expected = nullptr);
+  // Ends the session and removes what it stored. NOT_FOUND when unknown.
+  absl::Status CancelUpload(absl::string_view id);
 
   // ROOT/BUCKET/PATH, the file a replica sees (path as in GcsUri: may be
   // empty or end with '/'). Names are validated; nothing is created.
@@ -197,20 +275,41 @@ class BucketStore {
                                     std::vector<ScopedFd>* chain) const;
   // A new empty file in ROOT/.tmp; its name there in *name.
   absl::StatusOr<ScopedFd> MakeTemp(const std::string& tag, std::string* name) const;
-  // fsyncs `fd` (the file at source_dir/source), writes its metadata and
-  // renames it into place.
+  // Verifies `sums` against the options' expected checksums, fsyncs `fd`
+  // (the file at source_dir/source), checks the preconditions against the
+  // current object, writes the metadata and renames the file into place.
   absl::StatusOr<ObjectInfo> Install(absl::string_view bucket, absl::string_view name, int fd, int source_dir,
-                                     const std::string& source, const std::string& sha256)
-      ABSL_LOCKS_EXCLUDED(namespace_mu_);
-  absl::Status WriteMeta(absl::string_view bucket, absl::string_view name, const struct stat& st,
-                         const std::string& sha256) const;
-  std::optional<std::string> ReadMeta(absl::string_view bucket, absl::string_view name, const struct stat& st) const;
+                                     const std::string& source, const WriteOptions& options,
+                                     const common::Checksums& sums) ABSL_LOCKS_EXCLUDED(namespace_mu_);
+  // Copies `length` bytes (or to the end, length < 0) of each source into
+  // a temporary file, checksumming them, and installs it.
+  struct Piece {
+    int fd;
+    int64_t offset;
+    int64_t length;
+  };
+  absl::StatusOr<ObjectInfo> InstallCopy(absl::string_view bucket, absl::string_view name,
+                                         const std::vector<Piece>& pieces, const WriteOptions& options);
+  absl::Status WriteMeta(absl::string_view bucket, absl::string_view name, const ObjectMeta& meta) const;
+  std::optional<ObjectMeta> ReadMeta(absl::string_view bucket, absl::string_view name, const struct stat& st) const;
   void RemoveMeta(absl::string_view bucket, absl::string_view name) const;
+  // The object as the store describes it: from its metadata when that still
+  // matches `st`, else from `st` alone.
+  ObjectInfo Describe(absl::string_view bucket, absl::string_view name, const struct stat& st) const;
   absl::StatusOr<ObjectInfo> StatOpen(absl::string_view bucket, absl::string_view name, ScopedFd* fd_out) const;
+  // Computes and remembers the checksums of the file open as `fd`.
+  absl::Status FillChecksums(ObjectInfo& info, int fd) const;
+  // The current object at dir/leaf (nullopt when there is none), under the lock.
+  absl::StatusOr<std::optional<ObjectInfo>> CurrentAt(absl::string_view bucket, absl::string_view name, int dir,
+                                                      const std::string& leaf) const;
+  std::string UploadFile(absl::string_view id, absl::string_view suffix) const;
+  absl::Status WriteSession(absl::string_view id, const SessionRecord& record) const;
+  void RemoveExpiredUploads();
 
   const std::string root_;
   const ScopedFd root_fd_;  // ROOT
   const ScopedFd tmp_fd_;   // ROOT/.tmp
+  ScopedFd uploads_fd_;     // ROOT/.uploads
   const dev_t dev_;         // ROOT's file system
   mutable absl::Mutex namespace_mu_;
 };

@@ -712,6 +712,12 @@ void IamService::SetBucketProject(const std::string& bucket, const std::string& 
   });
 }
 
+void IamService::ClearBucketProject(const std::string& bucket, StatusCallback done) {
+  Write([this, bucket, done = std::move(done)]() -> std::optional<Change> {
+    return Change{{Delete(kBucketKind, bucket)}, [this, bucket] { bucket_owner_.erase(bucket); }, done};
+  });
+}
+
 std::optional<std::string> IamService::BucketProject(const std::string& bucket) const {
   std::shared_lock lock(mu_);
   auto it = bucket_owner_.find(bucket);

@@ -139,6 +139,9 @@ class IamService {
 
   // ---- buckets belong to projects ----
   void SetBucketProject(const std::string& bucket, const std::string& project, StatusCallback done);
+  // Forgets the bucket's owner (the bucket was deleted), so a bucket of the
+  // same name created later starts unowned.
+  void ClearBucketProject(const std::string& bucket, StatusCallback done);
   // The project that owns the bucket; nullopt for one created before
   // buckets had owners (only the operator reaches those).
   std::optional<std::string> BucketProject(const std::string& bucket) const;

@@ -17,8 +17,8 @@ std::vector<std::string> Union(std::initializer_list<std::vector<std::string>> p
 const std::vector<std::string> kMlRead = {kJobsGet, kJobsList, kJobsGetIamPolicy, kProjectsGetConfig, kProjectsGet};
 const std::vector<std::string> kMlWrite = {kJobsCreate, kJobsCancel, kJobsUpdate};
 const std::vector<std::string> kStorageObjectsRead = {kObjectsGet, kObjectsList};
-const std::vector<std::string> kStorageObjectsWrite = {kObjectsCreate, kObjectsDelete};
-const std::vector<std::string> kStorageBuckets = {kBucketsCreate, kBucketsGet, kBucketsList};
+const std::vector<std::string> kStorageObjectsWrite = {kObjectsCreate, kObjectsDelete, kObjectsUpdate};
+const std::vector<std::string> kStorageBuckets = {kBucketsCreate, kBucketsDelete, kBucketsGet, kBucketsList};
 
 const std::vector<std::string> kViewer = Union({kMlRead,
                                                 kStorageObjectsRead,

@@ -44,10 +44,12 @@ inline constexpr char kServicesEnable[] = "serviceusage.services.enable";
 inline constexpr char kBucketsCreate[] = "storage.buckets.create";
 inline constexpr char kBucketsGet[] = "storage.buckets.get";
 inline constexpr char kBucketsList[] = "storage.buckets.list";
+inline constexpr char kBucketsDelete[] = "storage.buckets.delete";
 inline constexpr char kObjectsCreate[] = "storage.objects.create";
 inline constexpr char kObjectsGet[] = "storage.objects.get";
 inline constexpr char kObjectsList[] = "storage.objects.list";
 inline constexpr char kObjectsDelete[] = "storage.objects.delete";
+inline constexpr char kObjectsUpdate[] = "storage.objects.update";
 
 // Reading the project's audit log (Google keeps it as private log entries).
 inline constexpr char kAuditLogList[] = "logging.privateLogEntries.list";

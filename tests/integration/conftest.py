@@ -346,7 +346,7 @@ def assert_error(status, body, http_status, code_name):
     assert err.get("code") == http_status, body
     assert err.get("status") == code_name, body
     assert isinstance(err.get("message"), str) and err["message"], body
-    assert set(err) <= {"code", "message", "status", "details"}, body
+    assert set(err) <= {"code", "message", "status", "details", "errors"}, body
     return err
 
 

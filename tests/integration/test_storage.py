@@ -4,6 +4,7 @@ streamed uploads and downloads, metadata, listing with prefixes, delimiters
 and pages, deletion, name rules (traversal refused with fieldViolations),
 symlinks, files written directly by trainers, and authentication."""
 
+import base64
 import hashlib
 import http.client
 import json
@@ -128,7 +129,8 @@ def assert_object_resource(resource, bucket, name, data=None):
     assert RFC3339_RE.match(resource["updated"]), resource
     if data is not None:
         assert resource["size"] == str(len(data))
-        assert resource["metadata"]["sha256"] == hashlib.sha256(data).hexdigest()
+        assert resource["md5Hash"] == base64.b64encode(hashlib.md5(data).digest()).decode()
+        assert int(resource["generation"]) > 0 and resource["metageneration"] == "1"
 
 
 # ---- uploads and downloads ----
@@ -393,7 +395,9 @@ def test_raw_traversal_in_the_path_is_refused(server, bucket):
 
 
 def test_bad_upload_requests(server, bucket):
-    assert_invalid(*upload(server, bucket, "x", b"x", query={"uploadType": "resumable"}), "uploadType")
+    assert_invalid(*upload(server, bucket, "x", b"x", query={"uploadType": "chunked"}), "uploadType")
+    # A resumable session's metadata must be JSON.
+    assert_invalid(*upload(server, bucket, "x", b"x", query={"uploadType": "resumable"}), "(body)")
     path = "/upload/storage/v1/b/%s/o?uploadType=media" % bucket
     r = server.request("POST", path, body=b"x")
     assert_invalid(r.status, r.json, "name")

@@ -15,15 +15,18 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <atomic>
 #include <thread>
 
-#include "common/sha256.h"
+#include "common/checksums.h"
 
 namespace mle::buckets {
 namespace {
 
 namespace fs = std::filesystem;
-using common::Sha256Hex;
+// The MD5 the store knows of an object (base64; "" when unknown), and of bytes.
+std::string Sum(const ObjectInfo& o) { return o.checksums ? common::Md5Base64(*o.checksums) : ""; }
+std::string SumOf(absl::string_view data) { return common::Md5Base64(common::ChecksumsOf(data)); }
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
@@ -212,7 +215,7 @@ TEST_F(BucketStoreTest, PutGetStatDeleteRoundTrip) {
   auto put = store_->Put("bkt", "dir/sub/hello.txt", "abc");
   ASSERT_TRUE(put.ok()) << put.status();
   EXPECT_EQ(put->size, 3);
-  EXPECT_EQ(put->sha256, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Sum(*put), "kAFQmDzST7DWlj99KOF/cg==");  // MD5 of "abc"
   EXPECT_EQ(put->bucket, "bkt");
   EXPECT_EQ(put->name, "dir/sub/hello.txt");
 
@@ -235,14 +238,14 @@ TEST_F(BucketStoreTest, PutGetStatDeleteRoundTrip) {
   EXPECT_EQ(*read, "abc");
   auto stat = store_->Stat("bkt", "dir/sub/hello.txt", false);
   ASSERT_TRUE(stat.ok());
-  EXPECT_EQ(stat->sha256, put->sha256);
+  EXPECT_EQ(Sum(*stat), Sum(*put));
   EXPECT_EQ(stat->size, 3);
   EXPECT_LT(absl::AbsDuration(stat->updated - absl::Now()), absl::Minutes(1));
 
   // Replace.
   PutOk("dir/sub/hello.txt", "hello world");
   EXPECT_EQ(*store_->Read("bkt", "dir/sub/hello.txt"), "hello world");
-  EXPECT_EQ(store_->Stat("bkt", "dir/sub/hello.txt", false)->sha256, Sha256Hex("hello world"));
+  EXPECT_EQ(Sum(*store_->Stat("bkt", "dir/sub/hello.txt", false)), SumOf("hello world"));
 
   ASSERT_TRUE(store_->Delete("bkt", "dir/sub/hello.txt").ok());
   EXPECT_EQ(store_->Read("bkt", "dir/sub/hello.txt").status().code(), absl::StatusCode::kNotFound);
@@ -257,7 +260,7 @@ TEST_F(BucketStoreTest, EmptyObject) {
   auto put = store_->Put("bkt", "empty", "");
   ASSERT_TRUE(put.ok());
   EXPECT_EQ(put->size, 0);
-  EXPECT_EQ(put->sha256, Sha256Hex(""));
+  EXPECT_EQ(Sum(*put), SumOf(""));
   EXPECT_EQ(*store_->Read("bkt", "empty"), "");
 }
 
@@ -473,23 +476,23 @@ TEST_F(BucketStoreTest, FilesWrittenByTrainers) {
   ASSERT_TRUE(listed.ok());
   ASSERT_EQ(listed->items.size(), 1u);
   EXPECT_EQ(listed->items[0].size, 7);
-  EXPECT_EQ(listed->items[0].sha256, "");  // not computed for listings
+  EXPECT_EQ(Sum(listed->items[0]), "");  // not computed for listings
 
   auto stat = store_->Stat("bkt", "out/model.bin", false);
   ASSERT_TRUE(stat.ok());
-  EXPECT_EQ(stat->sha256, "");
+  EXPECT_EQ(Sum(*stat), "");
   stat = store_->Stat("bkt", "out/model.bin", true);
   ASSERT_TRUE(stat.ok());
-  EXPECT_EQ(stat->sha256, Sha256Hex("weights"));
+  EXPECT_EQ(Sum(*stat), SumOf("weights"));
   // Remembered from now on.
-  EXPECT_EQ(store_->List("bkt", {})->items[0].sha256, Sha256Hex("weights"));
+  EXPECT_EQ(Sum(store_->List("bkt", {})->items[0]), SumOf("weights"));
   EXPECT_EQ(*store_->Read("bkt", "out/model.bin"), "weights");
 
   // A trainer overwriting an uploaded object: the old metadata is not believed.
   PutOk("ckpt", "version one");
   WriteFile(root_ / "bkt" / "ckpt", "version two!");
-  EXPECT_EQ(store_->Stat("bkt", "ckpt", false)->sha256, "");
-  EXPECT_EQ(store_->Stat("bkt", "ckpt", true)->sha256, Sha256Hex("version two!"));
+  EXPECT_EQ(Sum(*store_->Stat("bkt", "ckpt", false)), "");
+  EXPECT_EQ(Sum(*store_->Stat("bkt", "ckpt", true)), SumOf("version two!"));
   EXPECT_EQ(store_->Stat("bkt", "ckpt", false)->size, 12);
 }
 
@@ -498,16 +501,16 @@ TEST_F(BucketStoreTest, PutFileMovesTheFile) {
   WriteFile(src, "streamed bytes");
   auto put = store_->PutFile("bkt", "up/loaded", src);
   ASSERT_TRUE(put.ok()) << put.status();
-  EXPECT_EQ(put->sha256, Sha256Hex("streamed bytes"));
+  EXPECT_EQ(Sum(*put), SumOf("streamed bytes"));
   EXPECT_EQ(put->size, 14);
   EXPECT_FALSE(fs::exists(src));
   EXPECT_EQ(*store_->Read("bkt", "up/loaded"), "streamed bytes");
 
   // With the hash given by the caller (the HTTP server hashes while receiving).
   WriteFile(src, "abc");
-  put = store_->PutFile("bkt", "given", src, Sha256Hex("abc"));
+  put = store_->PutFile("bkt", "given", src, {}, common::ChecksumsOf("abc"));
   ASSERT_TRUE(put.ok());
-  EXPECT_EQ(store_->Stat("bkt", "given", false)->sha256, Sha256Hex("abc"));
+  EXPECT_EQ(Sum(*store_->Stat("bkt", "given", false)), SumOf("abc"));
 
   // From another directory (possibly another file system): copied, then removed.
   const fs::path elsewhere = dir_ / "elsewhere.bin";
@@ -540,7 +543,7 @@ TEST_F(BucketStoreTest, CrashLeftoversAreNeverListedAndAreCleanedAtOpen) {
   Reopen();
   EXPECT_TRUE(fs::is_empty(root_ / ".tmp"));
   EXPECT_EQ(*store_->Read("bkt", "real"), "data");
-  EXPECT_EQ(store_->Stat("bkt", "real", false)->sha256, Sha256Hex("data"));
+  EXPECT_EQ(Sum(*store_->Stat("bkt", "real", false)), SumOf("data"));
   EXPECT_THAT(ListAll({}, 1000).first, ElementsAre("real"));
 }
 
@@ -583,6 +586,220 @@ TEST_F(BucketStoreTest, LocalPaths) {
   EXPECT_EQ(*store_->LocalPath("bkt", ""), root + "/bkt");
   EXPECT_FALSE(store_->LocalPath("bkt", "../x").ok());
   EXPECT_FALSE(store_->LocalPath("..", "x").ok());
+}
+
+}  // namespace
+}  // namespace mle::buckets
+
+namespace mle::buckets {
+namespace {
+
+// ---- generations, preconditions, compose, copies, sessions ----
+
+TEST(PreconditionsTable, Rules) {
+  ObjectInfo live;
+  live.generation = 100;
+  live.metageneration = 3;
+  struct Row {
+    Preconditions p;
+    bool exists;
+    bool ok;
+  };
+  auto gm = [](int64_t g) { Preconditions p; p.generation_match = g; return p; };
+  auto gnm = [](int64_t g) { Preconditions p; p.generation_not_match = g; return p; };
+  auto mm = [](int64_t g) { Preconditions p; p.metageneration_match = g; return p; };
+  auto mnm = [](int64_t g) { Preconditions p; p.metageneration_not_match = g; return p; };
+  const Row rows[] = {
+      {{}, false, true},       {{}, true, true},         {gm(0), false, true},   {gm(0), true, false},
+      {gm(100), true, true},   {gm(99), true, false},    {gm(100), false, false}, {gnm(100), true, false},
+      {gnm(99), true, true},   {gnm(100), false, true},  {mm(3), true, true},    {mm(2), true, false},
+      {mm(3), false, false},   {mnm(3), true, false},    {mnm(2), true, true},
+  };
+  for (size_t i = 0; i < std::size(rows); ++i) {
+    SCOPED_TRACE(i);
+    absl::Status s = CheckPreconditions(rows[i].p, rows[i].exists ? &live : nullptr, "gs://b/o");
+    EXPECT_EQ(s.ok(), rows[i].ok) << s;
+    if (!s.ok()) {
+      auto reason = ReasonOf(s);
+      ASSERT_TRUE(reason.has_value());
+      EXPECT_EQ(reason->http_status, 412);
+      EXPECT_EQ(reason->reason, "conditionNotMet");
+    }
+  }
+}
+
+TEST(ObjectMetaFormat, RoundTripsAndRefusesGarbage) {
+  ObjectMeta m;
+  m.size = 5;
+  m.mtime_ns = 123456789012345;
+  m.ino = 77;
+  m.generation = 1700000000000001;
+  m.metageneration = 4;
+  m.created_us = 1700000000000000;
+  m.attrs.content_type = "text/plain; charset=utf-8";
+  m.attrs.metadata = {{"tab\tkey", "line\nvalue"}, {"k", ""}};
+  m.checksums = common::ChecksumsOf("hello");
+  auto back = DecodeObjectMeta(EncodeObjectMeta(m));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->generation, m.generation);
+  EXPECT_EQ(back->metageneration, 4);
+  EXPECT_EQ(back->attrs.metadata, m.attrs.metadata);
+  EXPECT_EQ(back->attrs.content_type, m.attrs.content_type);
+  EXPECT_EQ(back->checksums->md5, m.checksums->md5);
+  for (const char* bad : {"", "mle-object-meta-v1 1 2 3 x", "mle-object-meta-v2\nsize\tx\n", "mle-object-meta-v2\n"}) {
+    EXPECT_FALSE(DecodeObjectMeta(bad).has_value()) << bad;
+  }
+}
+
+TEST(ObjectAttrsRules, CustomMetadataLimit) {
+  ObjectAttrs attrs;
+  attrs.metadata["k"] = std::string(kMaxCustomMetadataBytes - 1, 'v');
+  EXPECT_TRUE(ValidateAttrs(attrs).ok());
+  attrs.metadata["k2"] = "x";
+  EXPECT_EQ(ValidateAttrs(attrs).code(), absl::StatusCode::kInvalidArgument);
+}
+
+class StoreOpsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("store-ops-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    auto s = BucketStore::Open((dir_ / "root").string());
+    ASSERT_TRUE(s.ok()) << s.status();
+    store_ = *std::move(s);
+    ASSERT_TRUE(store_->CreateBucket("bkt").ok());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path dir_;
+  std::unique_ptr<BucketStore> store_;
+};
+
+TEST_F(StoreOpsTest, GenerationsGrowAndPreconditionsGuardWrites) {
+  auto v1 = store_->Put("bkt", "o", "one");
+  ASSERT_TRUE(v1.ok());
+  WriteOptions must_not_exist;
+  must_not_exist.preconditions.generation_match = 0;
+  EXPECT_EQ(store_->Put("bkt", "o", "two", must_not_exist).status().code(), absl::StatusCode::kFailedPrecondition);
+  WriteOptions at_v1;
+  at_v1.preconditions.generation_match = v1->generation;
+  auto v2 = store_->Put("bkt", "o", "two", at_v1);
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  EXPECT_GT(v2->generation, v1->generation);
+  EXPECT_EQ(store_->Put("bkt", "o", "three", at_v1).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(*store_->Read("bkt", "o"), "two");
+  // Metadata changes bump the metageneration, not the generation.
+  auto patched = store_->UpdateAttrs("bkt", "o", {}, [](ObjectAttrs& a) {
+    a.metadata["k"] = "v";
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(patched.ok());
+  EXPECT_EQ(patched->generation, v2->generation);
+  EXPECT_EQ(patched->metageneration, 2);
+  EXPECT_EQ(store_->Stat("bkt", "o", false)->attrs.metadata.at("k"), "v");
+  Preconditions stale;
+  stale.metageneration_match = 1;
+  EXPECT_EQ(store_->Delete("bkt", "o", stale).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(store_->Delete("bkt", "o").ok());
+}
+
+TEST_F(StoreOpsTest, ConcurrentCreatesWithIfGenerationMatchZeroHaveOneWinner) {
+  for (int round = 0; round < 20; ++round) {
+    const std::string name = "race/" + std::to_string(round);
+    std::atomic<int> won{0}, refused{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+      threads.emplace_back([&, t] {
+        WriteOptions o;
+        o.preconditions.generation_match = 0;
+        auto r = store_->Put("bkt", name, "writer " + std::to_string(t), o);
+        if (r.ok()) ++won;
+        if (r.status().code() == absl::StatusCode::kFailedPrecondition) ++refused;
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(won.load(), 1) << name;
+    EXPECT_EQ(refused.load(), 7) << name;
+  }
+}
+
+TEST_F(StoreOpsTest, ComposeCopyAndChecksumsOfDirectWrites) {
+  ASSERT_TRUE(store_->Put("bkt", "a", "hello ").ok());
+  ASSERT_TRUE(store_->Put("bkt", "b", "world").ok());
+  auto joined = store_->Compose("bkt", "ab", {{"a", std::nullopt}, {"b", std::nullopt}, {"a", std::nullopt}}, {});
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  EXPECT_EQ(*store_->Read("bkt", "ab"), "hello worldhello ");
+  EXPECT_EQ(joined->checksums->crc32c, common::Crc32c("hello worldhello "));
+  EXPECT_EQ(store_->Compose("bkt", "x", {{"a", 12345}}, {}).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->Compose("bkt", "x", std::vector<ComposeSource>(33, {"a", std::nullopt}), {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto copy = store_->Copy("bkt", "ab", {}, "bkt", "copy/ab", nullptr, {});
+  ASSERT_TRUE(copy.ok());
+  EXPECT_EQ(copy->checksums->md5, joined->checksums->md5);
+
+  // A trainer's file: generation from its mtime, checksums computed once.
+  const fs::path direct = dir_ / "root" / "bkt" / "direct.bin";
+  { std::ofstream(direct) << "trainer bytes"; }
+  auto before = store_->Stat("bkt", "direct.bin", false);
+  ASSERT_TRUE(before.ok());
+  EXPECT_FALSE(before->checksums.has_value());
+  auto computed = store_->Stat("bkt", "direct.bin", true);
+  EXPECT_EQ(computed->checksums->md5, common::ChecksumsOf("trainer bytes").md5);
+  EXPECT_EQ(computed->generation, before->generation);
+  // Rewritten by the trainer: the remembered sums are no longer believed.
+  { std::ofstream(direct) << "other bytes, longer"; }
+  EXPECT_FALSE(store_->Stat("bkt", "direct.bin", false)->checksums.has_value());
+  EXPECT_EQ(store_->Stat("bkt", "direct.bin", true)->checksums->md5, common::ChecksumsOf("other bytes, longer").md5);
+}
+
+TEST_F(StoreOpsTest, ChecksumMismatchInstallsNothing) {
+  WriteOptions o;
+  o.expected_md5 = common::ChecksumsOf("something else").md5;
+  EXPECT_EQ(store_->Put("bkt", "bad", "bytes", o).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->Stat("bkt", "bad", false).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(fs::is_empty(dir_ / "root" / ".tmp"));
+}
+
+TEST_F(StoreOpsTest, ResumableSessionsSurviveReopenAndLeaveNoPartialObject) {
+  SessionRecord record;
+  record.bucket = "bkt";
+  record.name = "big";
+  record.owner = "user:a@example.com";
+  auto session = store_->CreateUpload(record);
+  ASSERT_TRUE(session.ok()) << session.status();
+  EXPECT_EQ(session->id.size(), 64u);
+  const std::string piece = (dir_ / "root" / ".tmp" / "piece").string();
+  { std::ofstream(piece) << "0123456789"; }
+  EXPECT_EQ(*store_->AppendUpload(session->id, 0, piece), 10);
+  // Resent overlap is skipped; a gap is refused.
+  { std::ofstream(piece) << "89abc"; }
+  EXPECT_EQ(*store_->AppendUpload(session->id, 8, piece), 13);
+  EXPECT_EQ(store_->AppendUpload(session->id, 20, piece).status().code(), absl::StatusCode::kInvalidArgument);
+  // A crash now (Reopen): no object is visible, the session goes on.
+  store_.reset();
+  auto reopened = BucketStore::Open((dir_ / "root").string());
+  ASSERT_TRUE(reopened.ok());
+  store_ = *std::move(reopened);
+  EXPECT_EQ(store_->Stat("bkt", "big", false).status().code(), absl::StatusCode::kNotFound);
+  auto again = store_->GetUpload(session->id);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->received, 13);
+  EXPECT_EQ(again->record.owner, "user:a@example.com");
+  auto done = store_->FinishUpload(session->id);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(*store_->Read("bkt", "big"), "0123456789abc");
+  EXPECT_EQ(store_->GetUpload(session->id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->GetUpload("../../etc/passwd").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(StoreOpsTest, DeleteBucketOnlyWhenEmpty) {
+  ASSERT_TRUE(store_->Put("bkt", "x/y", "1").ok());
+  auto refused = store_->DeleteBucket("bkt");
+  EXPECT_EQ(ReasonOf(refused)->http_status, 409);
+  ASSERT_TRUE(store_->Delete("bkt", "x/y").ok());
+  EXPECT_TRUE(store_->DeleteBucket("bkt").ok());
+  EXPECT_EQ(store_->GetBucket("bkt").status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace
