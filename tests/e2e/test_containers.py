@@ -175,6 +175,11 @@ def test_inside_a_container_the_contract_buckets_and_credentials_are_the_same(cc
     job = names.job("env")
     out = f"gs://{ccli.bucket}/{job}/hello.txt"
     ccli.ok("storage", "mb", f"gs://{ccli.bucket}")
+    # The job runs as the project's default account, which may use the
+    # project's buckets once an owner grants it a storage role.
+    account = ccli.server.get_json(f"/v1/projects/{ccli.project}:getConfig")["serviceAccount"]
+    ccli.ok("projects", "add-iam-policy-binding", f"--member=serviceAccount:{account}",
+            "--role=roles/storage.objectAdmin")
     r = ccli("jobs", "submit", "training", job, "--region", REGION, "--master-image-uri", GUIDE_MASTER,
              "--scale-tier", "BASIC", "--", "write", out, "from a container", timeout=300)
     assert r.rc == 0, r
@@ -185,7 +190,8 @@ def test_inside_a_container_the_contract_buckets_and_credentials_are_the_same(cc
     assert c["in_container"] is True and c["MLENGINE_ACCESS_TOKEN_SET"] is True
     assert c["MLENGINE_API_ENDPOINT"] == ccli.server.endpoint
     assert c["STORAGE_EMULATOR_HOST"].startswith(ccli.server.endpoint + "/_token/")
-    assert c["MLENGINE_SERVICE_ACCOUNT"].endswith(".iam.gserviceaccount.com")
+    assert c["MLENGINE_SERVICE_ACCOUNT"] == account
+    ccli.wait_log(job, f'LISTED ["{job}/hello.txt"]')
     assert c["hostname_net"] >= 2  # the host's interfaces, not a private network's
     assert c["argv"] == ["write", out, "from a container"]
     assert_nothing_left(ccli, job)

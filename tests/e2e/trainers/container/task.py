@@ -10,7 +10,8 @@ test can check what a container sees.
   gloo STEPS       torch.distributed over every master/worker replica (gloo,
                    env://): DDP on a linear model, then an all_reduce check
   write PATH TEXT  write TEXT to the job's bucket path (gs://...) through the
-                   mounted bucket root
+                   mounted bucket root, then list it through the Cloud
+                   Storage API at STORAGE_EMULATOR_HOST, as the job's account
   sleep            start a daemon that ignores SIGTERM, then sleep (cancel)
   fail CODE        exit with CODE
 """
@@ -87,7 +88,17 @@ def main(argv):
         with open(path, "w") as f:
             f.write(argv[2])
         print("WROTE %s" % argv[1], flush=True)
-        return 0
+        # The API, the way Google's clients find an emulator (no header: the
+        # URL carries the job's token).
+        import urllib.parse
+        import urllib.request
+        bucket, _, name = argv[1][len("gs://"):].partition("/")
+        url = "%s/storage/v1/b/%s/o?prefix=%s" % (os.environ["STORAGE_EMULATOR_HOST"], bucket,
+                                                  urllib.parse.quote(name, safe=""))
+        with urllib.request.urlopen(url, timeout=30) as r:
+            listed = [o["name"] for o in json.load(r).get("items", [])]
+        print("LISTED %s" % json.dumps(listed), flush=True)
+        return 0 if listed == [name] else 3
     if mode == "sleep":
         if os.fork() == 0:
             os.setsid()
