@@ -17,8 +17,14 @@ $(BUILD)/build.ninja: CMakeLists.txt
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Every test: unit, integration over real HTTP, the real Google client.
-test: build
+# Every test: unit, integration over real HTTP, the real Google clients,
+# containers, Slurm. mlengine's container base images
+# (scripts/containers/images.sh) are built while the code compiles: the first
+# time on a machine they take minutes.
+test: deps $(BUILD)/build.ninja
+	@./scripts/containers/images.sh build > $(BUILD)/images.log 2>&1 & images=$$!; \
+	  cmake --build $(BUILD) -j $(JOBS) || { kill $$images; exit 1; }; \
+	  wait $$images || { echo "images.sh failed:"; cat $(BUILD)/images.log; exit 1; }
 	./scripts/install-node-deps.sh
 	./scripts/run-tests.sh $(BUILD)
 

@@ -16,8 +16,8 @@ PKGS=(
   python3-googleapi python3-yaml
   python3-numpy python3-sklearn python3-torch
   procps curl wrk bc python3-pytest python3-prometheus-client
-  nodejs npm
   slurm-wlm munge slurmdbd mariadb-server
+  podman runc catatonit docker-registry mmdebstrap
 )
 
 missing=()
@@ -26,6 +26,11 @@ for p in "${PKGS[@]}"; do
     missing+=("$p")
   fi
 done
+# Node.js and npm (the storage client suite): any installation will do (a
+# nodejs that bundles npm conflicts with Debian's npm package).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  missing+=(nodejs npm)
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   exec "$(dirname "$0")/install-node-deps.sh"

@@ -2,7 +2,9 @@
 # Builds mlengine's training base images from Debian packages and pushes them
 # to a registry (docs/containers.md):
 #
-#   images.sh REGISTRY [IMAGE...]     e.g. images.sh 127.0.0.1:5000
+#   images.sh build [IMAGE...]            into podman's image store
+#   images.sh push REGISTRY [IMAGE...]    build if needed, then push, e.g.
+#                                         images.sh push 127.0.0.1:5000
 #
 #   mlengine/python:bookworm   python3-minimal, numpy and the mlengine helper
 #                              package (python/mlengine): small and quick, for
@@ -21,8 +23,15 @@
 # only pushes (and the registry keeps blobs it has). Needs root; podman runs
 # with mlengine's containers.conf (runc, no default ulimits).
 set -euo pipefail
-REGISTRY=${1:?usage: images.sh REGISTRY [python|pytorch ...]}
+usage="usage: images.sh build [python|pytorch ...] | images.sh push REGISTRY [python|pytorch ...]"
+CMD=${1:?$usage}
 shift
+REGISTRY=
+case $CMD in
+  build) ;;
+  push) REGISTRY=${1:?$usage}; shift ;;
+  *) echo "$usage" >&2; exit 2 ;;
+esac
 IMAGES=("$@")
 [ ${#IMAGES[@]} -eq 0 ] && IMAGES=(python pytorch)
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -77,8 +86,13 @@ for name in "${IMAGES[@]}"; do
     rm -rf "$ctx"
     trap - EXIT
   fi
-  for tag in bookworm "$key"; do
-    podman push --quiet --tls-verify=false "$local_ref" "$REGISTRY/mlengine/$name:$tag"
-  done
-  log "$REGISTRY/mlengine/$name:bookworm is $local_ref"
+  podman tag "$local_ref" "localhost/mlengine/$name:bookworm"
+  if [ -n "$REGISTRY" ]; then
+    for tag in bookworm "$key"; do
+      podman push --quiet --tls-verify=false "$local_ref" "$REGISTRY/mlengine/$name:$tag"
+    done
+    log "$REGISTRY/mlengine/$name:bookworm is $local_ref"
+  else
+    log "localhost/mlengine/$name:bookworm is $local_ref"
+  fi
 done

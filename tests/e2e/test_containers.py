@@ -31,7 +31,7 @@ GUIDE_WORKER = "gcr.io/YOUR_PROJECT_ID/your-worker-image-name:your-worker-tag-na
 
 @pytest.fixture(scope="module")
 def registry():
-    r = images.Registry("e2e")
+    r = images.Registry()
     with open(TASK) as f:
         task = f.read()
     r.trainer = r.build("e2e/trainer:1", {"/app/task.py": task}, entrypoint=["python3", "/app/task.py"])

@@ -1,8 +1,10 @@
 """The local image registry and mlengine's base images, for test suites.
 
 A suite starts its own docker-registry (scripts/containers/registry.sh) on a
-free port, with its blobs kept in MLE_IMAGE_CACHE/registry-<suite> so a
-second run pushes nothing new, and pushes mlengine's base images into it
+free port, with its blobs kept in MLE_IMAGE_CACHE/registry so a second run
+(or the next suite: the suites that use it never run at the same time, the
+Slurm one being RUN_SERIAL) pushes nothing new, and pushes mlengine's base
+images into it
 (scripts/containers/images.sh, which builds them with mmdebstrap the first
 time on a machine). Test images are built on top with `podman build`.
 """
@@ -42,14 +44,14 @@ def free_port():
 class Registry:
     """docker-registry on 127.0.0.1:<free port> holding mlengine's base images."""
 
-    def __init__(self, suite, images=("python", "pytorch")):
-        self.dir = os.path.join(CACHE, f"registry-{suite}")
+    def __init__(self, images=("python", "pytorch")):
+        self.dir = os.path.join(CACHE, "registry")
         self.port = free_port()
         self.host = f"127.0.0.1:{self.port}"
         subprocess.run([os.path.join(SCRIPTS, "registry.sh"), "start", self.dir, str(self.port)], check=True,
                        timeout=60)
         try:
-            subprocess.run([os.path.join(SCRIPTS, "images.sh"), self.host, *images], check=True, timeout=1500,
+            subprocess.run([os.path.join(SCRIPTS, "images.sh"), "push", self.host, *images], check=True, timeout=1500,
                            env=podman_env())
         except BaseException:
             self.stop()

@@ -301,7 +301,7 @@ int RunBatch(const Flags& f, const Loaded& l) {
     if (het) argv.push_back(absl::StrCat("--het-group=", k));
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.insert(argv.end(), {"--overlap", "--kill-on-bad-exit=0", "--ntasks-per-node=1", "--quiet", self,
-                             "--run-dir", f.run_dir, "--shim", f.shim});
+                             "--run-dir", f.run_dir, "--shim", f.shim, "--gcs-root", f.gcs_root});
     argv.insert(argv.end(), tail.begin(), tail.end());
     auto pid = Spawn(argv);
     if (!pid.ok()) {
