@@ -18,6 +18,13 @@ echo
 echo "== local execution: job start latency and 200 trivial jobs, against direct python3 -m"
 /usr/bin/python3 bench/job_latency.py "$BUILD"
 echo
+echo "== custom containers: a container job, create to SUCCEEDED, against a bare podman run of the same image (under 1.2x)"
+if command -v podman >/dev/null && [ "$(id -u)" -eq 0 ]; then
+  /usr/bin/python3 bench/container_start.py "$BUILD"
+else
+  echo "skipped: needs podman (scripts/install-deps.sh installs it) and root"
+fi
+echo
 echo "== Slurm execution: mlengined --executor slurm against direct sbatch (starts its own test cluster; root)"
 if command -v sbatch >/dev/null && [ "$(id -u)" -eq 0 ]; then
   /usr/bin/python3 bench/slurm_jobs.py "$BUILD"

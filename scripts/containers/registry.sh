@@ -27,8 +27,9 @@ http:
   addr: 127.0.0.1:$PORT
 YAML
     if [ -f "$DIR/pid" ] && kill -0 "$(cat "$DIR/pid")" 2>/dev/null; then
-      echo "registry.sh: already running (pid $(cat "$DIR/pid"))" >&2
-      exit 1
+      # One registry per directory: one left by an interrupted run goes.
+      echo "registry.sh: stopping the registry left running on $DIR (pid $(cat "$DIR/pid"))" >&2
+      "$0" stop "$DIR"
     fi
     setsid docker-registry serve "$DIR/config.yml" > "$DIR/registry.log" 2>&1 < /dev/null &
     echo $! > "$DIR/pid"

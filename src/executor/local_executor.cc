@@ -434,12 +434,14 @@ void LocalExecutor::MaybeFinish(const std::string& key) {
               : run.ending == Ending::kStopped ? Outcome::kStopped
                                                : Outcome::kFailed;
     for (int p : run.ports) ports_in_use_.erase(p);
-    const bool containers = run.containers;
+    // Each replica's shim removed its container when it recorded how the
+    // replica ended; a shim that was killed may have left one, which goes
+    // now, before the job is reported ended (off the watcher thread).
+    bool sweep = run.containers && run.force_killed;
+    for (const auto& [task, r] : run.replicas) sweep = sweep || (run.containers && !r.exit.has_value());
     const std::string dir = run.dir;
     jobs_.erase(it);
-    if (containers) {
-      // Each replica's shim removed its container; whatever a killed shim
-      // left goes now, before the job is reported ended (off the watcher).
+    if (sweep) {
       preparer_.Post([this, ref, outcome, message, dir] {
         RemoveContainers(options_.podman, dir);
         events_->JobEnded(ref, outcome, message);
@@ -463,6 +465,7 @@ void LocalExecutor::Watch() {
         if (now >= run.kill_at) {
           obs::Log("local").warn("a replica of {} did not stop within its grace period; killing it", key);
           Signal(run, SIGKILL);
+          run.force_killed = true;
           run.kill_at = now + absl::Seconds(1);  // and again, for stragglers
         }
         timeout_ms = std::min<int>(timeout_ms, std::max<int64_t>(1, absl::ToInt64Milliseconds(run.kill_at - now)));

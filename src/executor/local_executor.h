@@ -80,6 +80,7 @@ class LocalExecutor final : public Executor {
     std::string cancel_reason;
     bool preparing = true;
     bool containers = false;  // its replicas run in containers
+    bool force_killed = false;  // a shim had to be SIGKILLed (it could not remove its container)
   };
 
   void PrepareAndStart(const std::string& key, model::Job job, model::JobDemand demand, model::Placement placement);
