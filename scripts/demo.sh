@@ -3,8 +3,10 @@
 # Starts the embedded mlengined (SQLite, a directory for buckets, child
 # processes for replicas, simulated TPU hosts), stages the data, submits the
 # walkthrough's job with gcloud's flags, streams its logs until it SUCCEEDS,
-# shows the model in the bucket, then runs the CUSTOM cloud_tpu variant and
-# the distributed variant (master + 2 workers).
+# shows the model in the bucket, then runs the CUSTOM cloud_tpu variant, the
+# same trainer as a custom container (the guide's container configuration:
+# mlengine's PyTorch base image, built once with mmdebstrap, in a local
+# docker-registry), and the distributed variant (master + 2 workers).
 #
 # MLENGINE_DEMO_EXECUTOR=slurm (`make demo-slurm`): the same, with
 # `mlengined --executor slurm` on the local four-node Slurm test cluster
@@ -31,6 +33,37 @@ if [ "$EXECUTOR" = slurm ]; then
   CLEANUP="\"$ROOT/scripts/slurm/cluster.sh\" stop >/dev/null 2>&1 || true;"
   SERVER_ARGS=(--config "$ROOT/config/mlengined-slurm.yaml" --executor slurm)
 fi
+
+say "A local image registry with mlengine's base images (the first time on a machine: minutes of mmdebstrap)"
+export CONTAINERS_CONF="$ROOT/scripts/containers/containers.conf"
+REGISTRY_DIR=${MLE_IMAGE_CACHE:-/var/cache/mlengine/images}/registry
+REGISTRY_PORT=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+REGISTRY="127.0.0.1:$REGISTRY_PORT"
+scripts/containers/registry.sh start "$REGISTRY_DIR" "$REGISTRY_PORT"
+CLEANUP="\"$ROOT/scripts/containers/registry.sh\" stop \"$REGISTRY_DIR\"; $CLEANUP"
+trap "$CLEANUP" EXIT
+scripts/containers/images.sh push "$REGISTRY" pytorch
+podman build --quiet --tls-verify=false --build-arg REGISTRY="$REGISTRY" -t "$REGISTRY/demo/mnist-trainer:1" \
+  examples/mnist > /dev/null
+podman push --quiet --tls-verify=false "$REGISTRY/demo/mnist-trainer:1"
+echo "pushed $REGISTRY/demo/mnist-trainer:1 (examples/mnist/Containerfile)"
+# The server's configuration, with containers: this registry, and the guide's
+# image names mirrored to it.
+CONFIG="$DATA/mlengined.yaml"
+cat "${SERVER_ARGS[1]}" - > "$CONFIG" <<YAML
+
+containers:
+  registry: $REGISTRY
+  mirrors:
+    - name: gcr.io/YOUR_PROJECT_ID/mnist-trainer
+      image: demo/mnist-trainer
+    - name: gcr.io/cloud-ml-public/training/pytorch-xla.1-11
+      image: mlengine/pytorch:bookworm
+      tpu_tf_versions: [pytorch-1.11]
+      simulated: true
+      description: Debian 12 python3 + torch 1.13 (CPU)
+YAML
+SERVER_ARGS[1]="$CONFIG"
 
 say "Starting mlengined (executor: $EXECUTOR; data in $DATA)"
 "$MLENGINED" --listen 127.0.0.1:0 --data-dir "$DATA" "${SERVER_ARGS[@]}" \
@@ -87,6 +120,17 @@ say "The guide's third way to a TPU: CUSTOM, n1-highcpu-16 master + cloud_tpu wo
   --epochs=3 \
   --data_dir="$BUCKET/datasets/digits" \
   --model_dir="$BUCKET/tpu_mnist_custom_1_output" | grep -E "TPU|final test accuracy|state:"
+
+say "The guide's custom containers on the master and the TPU worker (image pinned by digest at submission)"
+"$MLENGINE_BIN" jobs submit training tpu_mnist_container_1 \
+  --region=us-central1 \
+  --config=config_tpu_container.yaml \
+  --stream-logs \
+  -- \
+  --distribution_strategy=tpu \
+  --epochs=3 \
+  --data_dir="$BUCKET/datasets/digits" \
+  --model_dir="$BUCKET/tpu_mnist_container_1_output" | grep -E "TPU|final test accuracy|state:"
 
 say "The distributed variant: CUSTOM, master + 2 workers, torch.distributed (gloo)"
 "$MLENGINE_BIN" jobs submit training mnist_distributed_1 \

@@ -184,4 +184,89 @@ TEST(ShimLogTest, LinesAreWrittenInTheFormatRundirReads) {
   fs::remove_all(dir);
 }
 
+// Container replicas (--container NAME --podman PODMAN): the shim stops and
+// removes the container through podman. A behavioural fake podman records
+// its calls; its `stop` ends the "container" (the program) with SIGTERM, as
+// podman's does through the container's init.
+class ShimContainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("mle_shim_container_" + std::to_string(::getpid()) + "_" +
+                                        std::to_string(counter_++));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "work");
+    podman_ = (dir_ / "podman").string();
+    std::ofstream(podman_) << "#!/bin/sh\n"
+                              "echo \"$*\" >> " << (dir_ / "calls").string() << "\n"
+                              "if [ \"$1\" = stop ]; then kill -TERM \"$(cat " << (dir_ / "pid").string() << ")\"; fi\n";
+    fs::permissions(podman_, fs::perms::owner_all);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs the shim with `script` as the "podman run" program; `stop`: SIGTERM
+  // the shim once the program has started. Returns podman's recorded calls.
+  std::vector<std::string> Run(const std::string& script, bool stop) {
+    const std::string pid_file = (dir_ / "pid").string();
+    const std::string fifo = (dir_ / "ready").string();
+    EXPECT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    // The program records its pid (for the fake's stop), says it runs, then
+    // does what `script` says.
+    std::vector<std::string> argv = {MLE_SHIM, "--log", (dir_ / "log").string(), "--exit", (dir_ / "exit").string(),
+                                     "--cwd", (dir_ / "work").string(), "--grace", "1", "--container", "mle-c1",
+                                     "--podman", podman_, "--", "/bin/sh", "-c",
+                                     "echo $$ > " + pid_file + "; echo ready > " + fifo + "; " + script};
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    pid_t pid = 0;
+    EXPECT_EQ(::posix_spawn(&pid, MLE_SHIM, nullptr, nullptr, args.data(), environ), 0);
+    {
+      std::ifstream ready(fifo);  // blocks until the program runs
+      std::string line;
+      std::getline(ready, line);
+      EXPECT_EQ(line, "ready");
+    }
+    if (stop) ::kill(pid, SIGTERM);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    std::vector<std::string> calls;
+    std::ifstream in(dir_ / "calls");
+    for (std::string line; std::getline(in, line);) calls.push_back(line);
+    return calls;
+  }
+
+  static int counter_;
+  fs::path dir_;
+  std::string podman_;
+};
+int ShimContainerTest::counter_ = 0;
+
+TEST_F(ShimContainerTest, AStopGoesThroughPodmanAndTheContainerIsRemoved) {
+  EXPECT_EQ(Run("exec sleep 600", /*stop=*/true),
+            (std::vector<std::string>{"stop -t 1 mle-c1", "rm -f -t 0 --ignore mle-c1"}));
+  EXPECT_TRUE(mle::rundir::ReadExit((dir_ / "exit").string())->value().signaled);
+}
+
+TEST_F(ShimContainerTest, PodmanRunThatEndsByItselfRemovedItsOwnContainer) {
+  EXPECT_EQ(Run("exit 3", /*stop=*/false), std::vector<std::string>{});
+  EXPECT_EQ(mle::rundir::ReadExit((dir_ / "exit").string())->value(), (mle::rundir::ReplicaExit{false, 3}));
+}
+
+TEST_F(ShimContainerTest, APodmanErrorMayLeaveAContainerSoItIsRemoved) {
+  EXPECT_EQ(Run("exit 125", /*stop=*/false), std::vector<std::string>{"rm -f -t 0 --ignore mle-c1"});
+}
+
+TEST_F(ShimContainerTest, ContainerAndPodmanGoTogether) {
+  std::vector<std::string> argv = {MLE_SHIM, "--log", (dir_ / "log").string(), "--exit", (dir_ / "exit").string(),
+                                   "--container", "x", "--", "/bin/true"};
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  ASSERT_EQ(::posix_spawn(&pid, MLE_SHIM, nullptr, nullptr, args.data(), environ), 0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 2);  // usage
+}
+
 }  // namespace
