@@ -116,7 +116,7 @@ std::string EncodeLaunchJob(const LaunchJob& job) {
     doc["containers"] = {{"images", c.images},       {"podman", c.podman},
                          {"init", c.init},           {"runtime", c.runtime},
                          {"gpuDevices", c.gpu_devices}, {"registryInsecure", c.registry_insecure},
-                         {"containersConf", c.containers_conf}};
+                         {"containersConf", c.containers_conf}, {"simulated", c.simulated}};
   }
   return doc.dump(2) + "\n";
 }
@@ -179,6 +179,13 @@ absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
     for (const auto& [uri, ref] : images->items()) {
       if (!ref.is_string()) return Malformed(absl::StrCat("has a containers.images value that is not a string: ", uri));
       lc.images[uri] = ref.get<std::string>();
+    }
+    if (auto sim = c->find("simulated"); sim != c->end()) {
+      if (!sim->is_object()) return Malformed("has a containers.simulated that is not an object");
+      for (const auto& [uri, note] : sim->items()) {
+        if (!note.is_string()) return Malformed(absl::StrCat("has a containers.simulated value that is not a string: ", uri));
+        lc.simulated[uri] = note.get<std::string>();
+      }
     }
     out.containers = std::move(lc);
   }

@@ -45,6 +45,7 @@ struct LaunchContainers {
   std::string gpu_devices;
   bool registry_insecure = true;
   std::string containers_conf;  // the containers.conf podman uses (in the run directory)
+  std::map<std::string, std::string> simulated;  // imageUri -> note, for simulated stand-ins
   bool operator==(const LaunchContainers&) const = default;
 };
 

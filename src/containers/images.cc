@@ -142,6 +142,14 @@ absl::Status ImageTable::CheckTpuTfVersion(const std::string& uri, const std::st
                                                     ": set workerConfig.tpuTfVersion to match the image."));
 }
 
+std::string SimulatedImageNote(const ContainerSettings& settings, const std::string& uri) {
+  const ImageTable table(settings);
+  auto src = table.Locate(uri);
+  if (!src.ok() || src->mirror == nullptr || !src->mirror->simulated) return "";
+  return absl::StrCat(uri, " (simulated here by ", src->mirror->image,
+                      src->mirror->description.empty() ? "" : absl::StrCat(": ", src->mirror->description), ")");
+}
+
 std::string ImageTable::DescribeMirrors() const {
   std::vector<std::string> parts;
   for (const auto& m : settings_.mirrors) {

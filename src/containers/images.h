@@ -80,6 +80,11 @@ class ImageTable {
   ContainerSettings settings_;
 };
 
+// For an image that stands in for one that cannot run here (a mirror marked
+// simulated): "gcr.io/.../pytorch-xla.1-11 (simulated here by Debian 12 ...)";
+// "" for any other image. Replicas see it as MLENGINE_SIMULATED_IMAGE.
+std::string SimulatedImageNote(const ContainerSettings& settings, const std::string& uri);
+
 // "NAME[:TAG][@DIGEST]" split; a ':' after the last '/' is a tag (a ':' before
 // it is a registry port). INVALID_ARGUMENT for names podman would refuse.
 struct ImageName {

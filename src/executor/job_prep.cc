@@ -127,9 +127,27 @@ containers::ContainerRun ContainerRunOf(const model::Job& job, const runtime::Re
   return c;
 }
 
-void SetContainerEnvironment(const containers::Podman& podman, const containers::ContainerRun& run,
+std::map<std::string, std::string> SimulatedImageNotes(const containers::ContainerSettings& settings,
+                                                       const model::Job& job) {
+  std::map<std::string, std::string> out;
+  for (const auto& [uri, pinned] : job.resolved_images) {
+    if (std::string note = containers::SimulatedImageNote(settings, uri); !note.empty()) out[uri] = std::move(note);
+  }
+  return out;
+}
+
+void SetContainerEnvironment(const containers::Podman& podman, const model::Job& job,
+                             const std::map<std::string, std::string>& simulated, containers::ContainerRun& run,
                              std::map<std::string, std::string>* env) {
   for (const auto& [k, v] : podman.Environment()) (*env)[k] = v;
+  std::string uri = run.image;  // the imageUri the pinned image was resolved from
+  for (const auto& [named, pinned] : job.resolved_images) {
+    if (pinned == run.image) uri = named;
+  }
+  if (auto note = simulated.find(uri); note != simulated.end()) {
+    (*env)["MLENGINE_SIMULATED_IMAGE"] = note->second;
+    run.env_names.push_back("MLENGINE_SIMULATED_IMAGE");
+  }
   if (podman.settings().gpu_devices == "cdi" && !run.gpus.empty()) {
     std::vector<std::string> inside;
     for (size_t i = 0; i < run.gpus.size(); ++i) inside.push_back(std::to_string(i));

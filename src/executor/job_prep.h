@@ -42,11 +42,19 @@ containers::ContainerRun ContainerRunOf(const model::Job& job, const runtime::Re
                                         const std::string& run_dir, const std::string& replica_dir,
                                         const std::string& gcs_root, const std::map<std::string, std::string>& env,
                                         const model::Placement& placement);
-// The environment `podman run` of `run` needs (CONTAINERS_CONF), and the
+// The environment `podman run` of `run` needs (CONTAINERS_CONF), whether its
+// image is a simulated stand-in (MLENGINE_SIMULATED_IMAGE), and the
 // contract as the container sees it: GPUs given through CDI are numbered
 // from 0 inside, so CUDA_VISIBLE_DEVICES says 0..n-1 there.
-void SetContainerEnvironment(const containers::Podman& podman, const containers::ContainerRun& run,
+// `simulated`: imageUri -> note, for the job's simulated stand-ins
+// (SimulatedImageNotes).
+void SetContainerEnvironment(const containers::Podman& podman, const model::Job& job,
+                             const std::map<std::string, std::string>& simulated, containers::ContainerRun& run,
                              std::map<std::string, std::string>* env);
+// imageUri -> containers::SimulatedImageNote, for every image of the job
+// that is a simulated stand-in.
+std::map<std::string, std::string> SimulatedImageNotes(const containers::ContainerSettings& settings,
+                                                       const model::Job& job);
 
 // Resolves the job's packageUris in bucket storage (gs://B/x is
 // gcs_root/B/x) and installs them. FAILED_PRECONDITION with a message for the

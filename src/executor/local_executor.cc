@@ -303,9 +303,9 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     if (containers) {
       // The shim runs `podman run` and stops and removes the container
       // through podman (mlengine-replica, --container).
-      const containers::ContainerRun c = ContainerRunOf(job, launch, run.dir, rdir, options_.gcs_root, env_map,
-                                                        placement);
-      SetContainerEnvironment(*options_.podman, c, &env_map);
+      containers::ContainerRun c = ContainerRunOf(job, launch, run.dir, rdir, options_.gcs_root, env_map, placement);
+      SetContainerEnvironment(*options_.podman, job, SimulatedImageNotes(options_.podman->settings(), job), c,
+                              &env_map);
       argv.insert(argv.end(), {"--container", c.name, "--podman", options_.podman->settings().podman, "--"});
       const auto run_argv = containers::PodmanRunArgv(options_.podman->settings(), c);
       argv.insert(argv.end(), run_argv.begin(), run_argv.end());

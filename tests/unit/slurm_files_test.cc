@@ -102,7 +102,8 @@ TEST_F(SlurmFilesTest, LaunchJobRoundTrips) {
   // A custom container job: its pinned images and how nodes run podman.
   in.containers = codec::LaunchContainers{{{"gcr.io/p/t:1", "r:5000/p/t@sha256:" + std::string(64, 'c')}},
                                           "podman", "/usr/bin/catatonit", "/usr/sbin/runc", "cdi", true,
-                                          "/data/runs/p/j/containers.conf"};
+                                          "/data/runs/p/j/containers.conf",
+                                          {{"gcr.io/p/t:1", "gcr.io/p/t:1 (simulated here by t)"}}};
   ASSERT_TRUE(WriteLaunchJob(dir_, in).ok());
   out = ReadLaunchJob(dir_);
   ASSERT_TRUE(out.ok()) << out.status();

@@ -178,9 +178,8 @@ int RunTask(const Flags& f, const Loaded& l) {
     }
     model::Placement placement;
     placement.replicas[task].gpu_indices = gpus;
-    const containers::ContainerRun run =
-        ContainerRunOf(l.job, rl, f.run_dir, rdir, f.gcs_root, env, placement);
-    SetContainerEnvironment(podman, run, &env);
+    containers::ContainerRun run = ContainerRunOf(l.job, rl, f.run_dir, rdir, f.gcs_root, env, placement);
+    SetContainerEnvironment(podman, l.job, lc.simulated, run, &env);
     argv.insert(argv.end(), {"--container", run.name, "--podman", settings.podman, "--"});
     const auto podman_argv = containers::PodmanRunArgv(settings, run);
     argv.insert(argv.end(), podman_argv.begin(), podman_argv.end());

@@ -216,7 +216,7 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
     // The nodes run podman with mlengine's configuration, kept with the run.
     const containers::ContainerSettings& cs = options_.podman->settings();
     codec::LaunchContainers lc{job.resolved_images, cs.podman,           cs.init, cs.runtime, cs.gpu_devices,
-                               cs.registry_insecure, t.dir + "/containers.conf"};
+                               cs.registry_insecure, t.dir + "/containers.conf", SimulatedImageNotes(cs, job)};
     if (auto s = rundir::WriteFileAtomically(lc.containers_conf, containers::ContainersConf(cs)); !s.ok()) return s;
     launch.containers = std::move(lc);
   }
