@@ -1,6 +1,7 @@
 #include "api/http_server.h"
 
 #include <fcntl.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <string_view>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
@@ -44,6 +46,10 @@ constexpr absl::string_view kUploadPrefix = "/upload/";
 // An upload in flight holds kUploadBuffers of kUploadBufferBytes.
 constexpr size_t kUploadBufferBytes = 1 << 20;
 constexpr int kUploadBuffers = 4;
+// Downloads: the most one sendfile call sends, and how much one connection
+// sends before others get a turn on its io thread.
+constexpr uint64_t kSendFileBytes = uint64_t{8} << 20;
+constexpr uint64_t kSendTurnBytes = uint64_t{64} << 20;
 
 // Where an upload's bytes are received: a large buffer the parser frames in
 // place. The body's bytes in it (all of them but chunk framing) are written
@@ -180,58 +186,6 @@ class UploadChecksummer : public std::enable_shared_from_this<UploadChecksummer>
   uint64_t written_back_ = 0;  // the session's side
   std::atomic<bool> cancelled_{false};
   common::Checksummer sums_;  // the strand's
-};
-
-// A response body read from an open file with pread, in large pieces (Beast's
-// file_body reads 4 KiB at a time). A file that shrinks while it is sent
-// fails the response (the Content-Length can no longer be met).
-struct FileBody {
-  struct value_type {
-    std::shared_ptr<const int> fd;
-    uint64_t offset = 0;  // of the first byte to send
-    uint64_t size = 0;    // bytes to send
-  };
-
-  static std::uint64_t size(const value_type& body) { return body.size; }
-
-  class writer {
-   public:
-    using const_buffers_type = asio::const_buffer;
-
-    template <bool isRequest, class Fields>
-    writer(const http::header<isRequest, Fields>&, const value_type& body) : body_(body) {}
-
-    void init(beast::error_code& ec) {
-      ec = {};
-      buffer_.resize(kPieceBytes);
-    }
-
-    boost::optional<std::pair<const_buffers_type, bool>> get(beast::error_code& ec) {
-      ec = {};
-      if (offset_ >= body_.size) return boost::none;
-      const std::size_t want = static_cast<std::size_t>(std::min<uint64_t>(buffer_.size(), body_.size - offset_));
-      ssize_t n;
-      do {
-        n = ::pread(*body_.fd, buffer_.data(), want, static_cast<off_t>(body_.offset + offset_));
-      } while (n < 0 && errno == EINTR);
-      if (n < 0) {
-        ec.assign(errno, beast::system_category());
-        return boost::none;
-      }
-      if (n == 0) {
-        ec = beast::errc::make_error_code(beast::errc::io_error);  // truncated while being sent
-        return boost::none;
-      }
-      offset_ += static_cast<uint64_t>(n);
-      return {{const_buffers_type(buffer_.data(), static_cast<std::size_t>(n)), offset_ < body_.size}};
-    }
-
-   private:
-    static constexpr std::size_t kPieceBytes = 256 * 1024;
-    const value_type& body_;
-    std::vector<char> buffer_;
-    uint64_t offset_ = 0;
-  };
 };
 
 constexpr std::string_view kRequestIdHeader = "X-Request-Id";
@@ -671,28 +625,71 @@ class Session : public std::enable_shared_from_this<Session> {
                                 ? file_size - offset
                                 : std::min(static_cast<uint64_t>(response.body_length), file_size - offset);
     if (head_request_) return WriteHeadersOnly(response, length);
-    auto res = std::make_shared<http::response<FileBody>>(static_cast<http::status>(response.status), 11);
+    // The headers through Beast, then the bytes with sendfile: no copy
+    // through this process, in pieces as large as the socket takes.
+    auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(response.status), 11);
     SetCommonHeaders(*res, &response);
     res->set(http::field::content_type, response.content_type);
-    res->body().fd = std::move(fd);
-    res->body().offset = offset;
-    res->body().size = length;
-    res->prepare_payload();
-    auto serializer = std::make_shared<http::response_serializer<FileBody>>(*res);
-    WriteFileSome(std::move(res), std::move(serializer));
+    res->content_length(length);
+    stream_.expires_after(kIdleTimeout);
+    http::async_write(stream_, *res,
+                      [self = shared_from_this(), res, fd = std::move(fd), offset, length](beast::error_code ec,
+                                                                                           std::size_t) {
+                        if (ec) return self->Close();
+                        self->stream_.expires_never();  // SendFileSome keeps its own idle timer
+                        self->SendFileSome(fd, offset, length);
+                      });
   }
 
-  // Piece by piece, so the timeout is for idleness, not for the whole file.
-  void WriteFileSome(std::shared_ptr<http::response<FileBody>> res,
-                     std::shared_ptr<http::response_serializer<FileBody>> serializer) {
-    stream_.expires_after(kIdleTimeout);
-    http::async_write_some(stream_, *serializer,
-                           [self = shared_from_this(), res, serializer](beast::error_code ec, std::size_t) {
-                             if (ec) return self->Close();
-                             if (!serializer->is_done()) return self->WriteFileSome(res, serializer);
-                             if (!self->keep_alive_) return self->Finish();
-                             self->Read();
-                           });
+  // Sends `left` bytes of `fd` from `offset`, as fast as the socket takes
+  // them; waits (idle timeout kIdleTimeout) when it takes none. A file that
+  // shrinks while it is sent ends the connection (the Content-Length can no
+  // longer be met).
+  void SendFileSome(std::shared_ptr<const int> fd, uint64_t offset, uint64_t left) {
+    auto& socket = stream_.socket();
+    beast::error_code ec;
+    socket.native_non_blocking(true, ec);
+    if (ec) return Close();
+    uint64_t turn = 0;  // bytes sent before other connections get a turn
+    while (left > 0) {
+      off_t at = static_cast<off_t>(offset);
+      const ssize_t n = ::sendfile(socket.native_handle(), *fd, &at,
+                                   static_cast<size_t>(std::min<uint64_t>(left, kSendFileBytes)));
+      if (n > 0) {
+        offset += static_cast<uint64_t>(n);
+        left -= static_cast<uint64_t>(n);
+        turn += static_cast<uint64_t>(n);
+        if (left > 0 && turn >= kSendTurnBytes) {
+          return asio::post(stream_.get_executor(), [self = shared_from_this(), fd, offset, left] {
+            self->SendFileSome(fd, offset, left);
+          });
+        }
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        send_timer_.expires_after(kIdleTimeout);
+        send_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+          if (!ec) self->Abort();  // idle too long
+        });
+        socket.async_wait(tcp::socket::wait_write, [self = shared_from_this(), fd, offset, left](beast::error_code ec) {
+          self->send_timer_.cancel();
+          if (ec) return self->Close();
+          self->SendFileSome(fd, offset, left);
+        });
+        return;
+      }
+      return Abort();  // an error, or the file shrank
+    }
+    if (!keep_alive_) return Finish();
+    Read();
+  }
+
+  // Ends the connection at once (a response that cannot be completed).
+  void Abort() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.socket().close(ec);
   }
 
   void Close() {
@@ -718,6 +715,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   beast::tcp_stream stream_;
+  asio::steady_timer send_timer_{stream_.get_executor()};  // SendFileSome's idle timeout
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> header_parser_;
   std::optional<http::request_parser<http::string_body>> string_parser_;
