@@ -1,9 +1,11 @@
 #include "api/http_server.h"
 
 #include <fcntl.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -12,7 +14,9 @@
 #include <string_view>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -39,14 +43,37 @@ constexpr auto kIdleTimeout = std::chrono::seconds(120);
 constexpr auto kLingerTimeout = std::chrono::seconds(5);
 constexpr uint64_t kMaxLingerBytes = uint64_t{64} << 20;
 constexpr absl::string_view kUploadPrefix = "/upload/";
+// An upload in flight holds kUploadBuffers of kUploadBufferBytes.
+constexpr size_t kUploadBufferBytes = 1 << 20;
+constexpr int kUploadBuffers = 4;
+// Downloads: the most one sendfile call sends, and how much one connection
+// sends before others get a turn on its io thread.
+constexpr uint64_t kSendFileBytes = uint64_t{8} << 20;
+constexpr uint64_t kSendTurnBytes = uint64_t{64} << 20;
 
-// A request body streamed to an open file and checksummed on the way,
-// so an upload is never held in memory nor read twice.
+// Where an upload's bytes are received: a large buffer the parser frames in
+// place. The body's bytes in it (all of them but chunk framing) are written
+// to the upload's file at once, and checksummed later from this buffer on a
+// worker thread (so it is reused only once they are).
+struct UploadBuffer {
+  explicit UploadBuffer(size_t capacity) : bytes(capacity) {}
+  void Reset() {
+    filled = parsed = 0;
+    body.clear();
+  }
+  std::vector<char> bytes;
+  size_t filled = 0;  // bytes received
+  size_t parsed = 0;  // of those, bytes the parser has taken
+  std::vector<asio::const_buffer> body;  // the body's bytes among them, in order
+};
+
+// A request body streamed to an open file, each piece noted in the current
+// UploadBuffer for the checksums; never held in memory as a whole.
 struct UploadBody {
   struct value_type {
     int fd = -1;  // not owned
     uint64_t size = 0;
-    std::shared_ptr<common::Checksummer> sums;
+    UploadBuffer* buffer = nullptr;  // where the parser's bytes are
   };
 
   class reader {
@@ -64,7 +91,6 @@ struct UploadBody {
         asio::const_buffer buffer = *it;
         const char* p = static_cast<const char*>(buffer.data());
         std::size_t n = buffer.size();
-        body_.sums->Update(p, n);
         while (n > 0) {
           ssize_t w = ::write(body_.fd, p, n);
           if (w < 0) {
@@ -72,6 +98,7 @@ struct UploadBody {
             ec.assign(errno, beast::system_category());
             return total;
           }
+          Note(p, static_cast<std::size_t>(w));
           p += w;
           n -= static_cast<std::size_t>(w);
           total += static_cast<std::size_t>(w);
@@ -84,68 +111,90 @@ struct UploadBody {
     void finish(beast::error_code& ec) { ec = {}; }
 
    private:
+    void Note(const char* p, std::size_t n) {
+      auto& body = body_.buffer->body;
+      if (!body.empty() && static_cast<const char*>(body.back().data()) + body.back().size() == p) {
+        body.back() = asio::const_buffer(body.back().data(), body.back().size() + n);
+      } else {
+        body.emplace_back(p, n);
+      }
+    }
+
     value_type& body_;
   };
 };
 
-// A response body read from an open file with pread, in large pieces (Beast's
-// file_body reads 4 KiB at a time). A file that shrinks while it is sent
-// fails the response (the Content-Length can no longer be met).
-struct FileBody {
-  struct value_type {
-    std::shared_ptr<const int> fd;
-    uint64_t offset = 0;  // of the first byte to send
-    uint64_t size = 0;    // bytes to send
-  };
+// MD5 + CRC32C of an upload computed on a worker thread while the io thread
+// is still receiving it, from the receive buffers, in order. MD5 is the
+// slowest step of an upload; this way it overlaps the transfer instead of
+// following it. Add() and Finish() are called from one thread (the
+// session's strand); the work runs serially on a strand of the pool.
+class UploadChecksummer : public std::enable_shared_from_this<UploadChecksummer> {
+ public:
+  using GiveBack = std::function<void(std::shared_ptr<UploadBuffer>)>;
 
-  static std::uint64_t size(const value_type& body) { return body.size; }
+  // Starts writeback through its own descriptor (a duplicate of `fd`).
+  UploadChecksummer(const asio::any_io_executor& pool, int fd)
+      : pool_(pool), strand_(asio::make_strand(pool)), fd_(::fcntl(fd, F_DUPFD_CLOEXEC, 0)) {}
+  ~UploadChecksummer() {
+    if (fd_ >= 0) ::close(fd_);
+  }
 
-  class writer {
-   public:
-    using const_buffers_type = asio::const_buffer;
+  // The file holds `size` bytes: starts writing to disk (on another pool
+  // thread) what lies well behind that, so the fsync before the upload is
+  // installed has little left to do. Kept behind the writer: starting
+  // writeback where it still writes slows its writes down many times.
+  void StartWriteback(uint64_t size) {
+    if (fd_ < 0 || size < kWritebackLag || size - kWritebackLag < written_back_ + kWritebackStep) return;
+    const uint64_t from = written_back_;
+    written_back_ = (size - kWritebackLag) & ~(kWritebackStep - 1);
+    asio::post(pool_, [self = shared_from_this(), from, to = written_back_] {
+      if (self->cancelled_) return;
+      // A hint: the fsync that follows reports any error.
+      ::sync_file_range(self->fd_, static_cast<off_t>(from), static_cast<off_t>(to - from), SYNC_FILE_RANGE_WRITE);
+    });
+  }
 
-    template <bool isRequest, class Fields>
-    writer(const http::header<isRequest, Fields>&, const value_type& body) : body_(body) {}
-
-    void init(beast::error_code& ec) {
-      ec = {};
-      buffer_.resize(kPieceBytes);
-    }
-
-    boost::optional<std::pair<const_buffers_type, bool>> get(beast::error_code& ec) {
-      ec = {};
-      if (offset_ >= body_.size) return boost::none;
-      const std::size_t want = static_cast<std::size_t>(std::min<uint64_t>(buffer_.size(), body_.size - offset_));
-      ssize_t n;
-      do {
-        n = ::pread(*body_.fd, buffer_.data(), want, static_cast<off_t>(body_.offset + offset_));
-      } while (n < 0 && errno == EINTR);
-      if (n < 0) {
-        ec.assign(errno, beast::system_category());
-        return boost::none;
+  // Checksums the body's bytes in `buffer`, then hands it to `give_back` (on
+  // the pool).
+  void Add(std::shared_ptr<UploadBuffer> buffer, GiveBack give_back) {
+    asio::post(strand_, [self = shared_from_this(), buffer = std::move(buffer), give_back = std::move(give_back)] {
+      if (!self->cancelled_) {
+        for (const auto& piece : buffer->body) self->sums_.Update(piece.data(), piece.size());
       }
-      if (n == 0) {
-        ec = beast::errc::make_error_code(beast::errc::io_error);  // truncated while being sent
-        return boost::none;
-      }
-      offset_ += static_cast<uint64_t>(n);
-      return {{const_buffers_type(buffer_.data(), static_cast<std::size_t>(n)), offset_ < body_.size}};
-    }
+      give_back(buffer);
+    });
+  }
 
-   private:
-    static constexpr std::size_t kPieceBytes = 256 * 1024;
-    const value_type& body_;
-    std::vector<char> buffer_;
-    uint64_t offset_ = 0;
-  };
+  // Calls `done` (on the pool) once every buffer added is checksummed.
+  void Finish(std::function<void(common::Checksums)> done) {
+    asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
+      if (!self->cancelled_) done(self->sums_.Finish());
+    });
+  }
+
+  // The upload was abandoned: skip the work still queued.
+  void Cancel() { cancelled_ = true; }
+
+ private:
+  static constexpr uint64_t kWritebackLag = uint64_t{64} << 20;
+  static constexpr uint64_t kWritebackStep = uint64_t{16} << 20;
+
+  asio::any_io_executor pool_;
+  asio::strand<asio::any_io_executor> strand_;
+  const int fd_;
+  uint64_t written_back_ = 0;  // the session's side
+  std::atomic<bool> cancelled_{false};
+  common::Checksummer sums_;  // the strand's
 };
 
 constexpr std::string_view kRequestIdHeader = "X-Request-Id";
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const HttpServerOptions& options, const Handler& handler)
-      : stream_(std::move(socket)), options_(options), handler_(handler) {
+  Session(tcp::socket socket, const HttpServerOptions& options, const Handler& handler,
+          const asio::any_io_executor& checksum_pool)
+      : stream_(std::move(socket)), options_(options), handler_(handler), checksum_pool_(checksum_pool) {
     beast::error_code ec;
     const auto peer = stream_.socket().remote_endpoint(ec);
     if (!ec) {
@@ -225,9 +274,8 @@ class Session : public std::enable_shared_from_this<Session> {
       if (auto s = StartUpload(); !s.empty()) return WriteError(500, "INTERNAL", s);
       upload_parser_.emplace(std::move(*header_parser_));
       upload_parser_->body_limit(limit_);
-      auto& body = upload_parser_->get().body();
-      body.fd = upload_fd_;
-      body.sums = sums_;
+      upload_parser_->eager(true);
+      upload_parser_->get().body().fd = upload_fd_;
     } else {
       string_parser_.emplace(std::move(*header_parser_));
       string_parser_->body_limit(limit_);
@@ -254,12 +302,100 @@ class Session : public std::enable_shared_from_this<Session> {
       return http::async_read(stream_, buffer_, *string_parser_,
                               [self = shared_from_this()](beast::error_code ec, std::size_t) { self->OnBody(ec); });
     }
-    // Piece by piece, so the timeout is for idleness, not for the whole body.
-    http::async_read_some(stream_, buffer_, *upload_parser_,
-                          [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                            if (ec) return self->OnBody(ec);
-                            self->ReadBody();
-                          });
+    // Large reads straight into UploadBuffers, the parser only framing
+    // them (Beast's own reads would be sized to the header's buffer, often
+    // under 1 KiB); the bytes read with the header come first.
+    recv_ = TakeBuffer();
+    if (buffer_.size() > recv_->bytes.size()) return OnBody(http::error::header_limit);
+    std::memcpy(recv_->bytes.data(), buffer_.data().data(), buffer_.size());
+    recv_->filled = buffer_.size();
+    buffer_.consume(buffer_.size());
+    ParseUpload();
+  }
+
+  // Piece by piece, so the timeout is for idleness, not for the whole body.
+  void ReadUploadSome() {
+    stream_.expires_after(kIdleTimeout);
+    auto& b = *recv_;
+    stream_.async_read_some(asio::buffer(b.bytes.data() + b.filled, b.bytes.size() - b.filled),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                              if (ec == asio::error::eof) ec = http::error::end_of_stream;  // the client left mid-body
+                              if (ec) return self->OnBody(ec);
+                              self->recv_->filled += n;
+                              self->ParseUpload();
+                            });
+  }
+
+  void ParseUpload() {
+    auto& b = *recv_;
+    auto& body = upload_parser_->get().body();
+    body.buffer = &b;
+    beast::error_code ec;
+    while (b.parsed < b.filled && !upload_parser_->is_done()) {
+      const size_t n = upload_parser_->put(asio::const_buffer(b.bytes.data() + b.parsed, b.filled - b.parsed), ec);
+      b.parsed += n;
+      if (ec == http::error::need_more) {
+        ec = {};
+        break;  // a partial chunk header
+      }
+      if (ec) return OnBody(ec);
+      if (n == 0) break;
+    }
+    checksummer_->StartWriteback(body.size);
+    if (upload_parser_->is_done()) {
+      // What follows the body (a pipelined request) goes where Read() looks.
+      auto room = buffer_.prepare(b.filled - b.parsed);
+      std::memcpy(room.data(), b.bytes.data() + b.parsed, b.filled - b.parsed);
+      buffer_.commit(b.filled - b.parsed);
+      HandOver(std::move(recv_));
+      return OnBody({});
+    }
+    if (b.filled < b.bytes.size()) return ReadUploadSome();
+    if (b.parsed == 0) return OnBody(http::error::bad_chunk);  // no chunk header is that long
+    NextBuffer();
+  }
+
+  // recv_ is full: on to a free buffer (or wait for the checksummer to free one).
+  void NextBuffer() {
+    auto next = TakeBuffer();
+    if (!next) {
+      waiting_for_buffer_ = true;  // GiveBack calls again
+      return;
+    }
+    auto& b = *recv_;
+    next->filled = b.filled - b.parsed;  // a partial chunk header
+    std::memcpy(next->bytes.data(), b.bytes.data() + b.parsed, next->filled);
+    HandOver(std::move(recv_));
+    recv_ = std::move(next);
+    ReadUploadSome();
+  }
+
+  // A spare buffer, a new one while fewer than kUploadBuffers exist, else null.
+  std::shared_ptr<UploadBuffer> TakeBuffer() {
+    if (spare_.empty()) {
+      if (buffers_ >= kUploadBuffers) return nullptr;
+      ++buffers_;
+      return std::make_shared<UploadBuffer>(kUploadBufferBytes);
+    }
+    auto b = std::move(spare_.back());
+    spare_.pop_back();
+    return b;
+  }
+
+  void HandOver(std::shared_ptr<UploadBuffer> b) {
+    checksummer_->Add(std::move(b), [self = shared_from_this()](std::shared_ptr<UploadBuffer> b) {
+      asio::post(self->stream_.get_executor(), [self, b = std::move(b)]() mutable { self->GiveBack(std::move(b)); });
+    });
+  }
+
+  void GiveBack(std::shared_ptr<UploadBuffer> b) {
+    if (!checksummer_) return;  // from an abandoned upload: freed
+    b->Reset();
+    spare_.push_back(std::move(b));
+    if (waiting_for_buffer_) {
+      waiting_for_buffer_ = false;
+      NextBuffer();
+    }
   }
 
   void OnBody(beast::error_code ec) {
@@ -272,20 +408,32 @@ class Session : public std::enable_shared_from_this<Session> {
 
     body_read_ = true;
     started_ = std::chrono::steady_clock::now();  // the request is read: from here on, the time is the server's
-    HttpRequest r;
     if (upload_) {
-      auto& req = upload_parser_->get();
-      r = HeadOf(req);
-      r.body_file = upload_path_;
-      r.body_size = req.body().size;
-      r.body_checksums = sums_->Finish();
       ::close(upload_fd_);
       upload_fd_ = -1;
-    } else {
-      auto& req = string_parser_->get();
-      r = HeadOf(req);
-      r.body = std::move(req.body());
+      return checksummer_->Finish([self = shared_from_this()](common::Checksums sums) {
+        asio::post(self->stream_.get_executor(),
+                   [self, sums = std::move(sums)]() mutable { self->OnUploadChecksummed(std::move(sums)); });
+      });
     }
+    auto& req = string_parser_->get();
+    HttpRequest r = HeadOf(req);
+    r.body = std::move(req.body());
+    Dispatch(std::move(r));
+  }
+
+  void OnUploadChecksummed(common::Checksums sums) {
+    FreeBuffers();  // all given back by now: the checksummer hands them back in order
+    auto& req = upload_parser_->get();
+    HttpRequest r = HeadOf(req);
+    r.body_file = upload_path_;
+    r.body_size = req.body().size;
+    r.body_checksums = std::move(sums);
+    Dispatch(std::move(r));
+  }
+
+  // Hands a request, read in full, to the handler.
+  void Dispatch(HttpRequest r) {
     auto self = shared_from_this();
     obs::ScopedRequestId scope(request_id_);
     handler_(std::move(r), [self](HttpResponse response) {
@@ -352,13 +500,25 @@ class Session : public std::enable_shared_from_this<Session> {
     upload_path_ = std::move(path);
     upload_dev_ = st.st_dev;
     upload_ino_ = st.st_ino;
-    sums_ = std::make_shared<common::Checksummer>();
+    checksummer_ = std::make_shared<UploadChecksummer>(checksum_pool_, fd);
     return "";
+  }
+
+  // An idle connection holds no upload buffers (those still with the
+  // checksummer of an abandoned upload are freed when it is done with them).
+  void FreeBuffers() {
+    recv_.reset();
+    spare_.clear();
+    buffers_ = 0;
+    waiting_for_buffer_ = false;
   }
 
   // Removes the upload's file unless the handler moved it away (a file now
   // at that path that is not ours is left alone).
   void RemoveUpload() {
+    if (checksummer_) checksummer_->Cancel();
+    checksummer_.reset();
+    FreeBuffers();
     if (upload_fd_ >= 0) ::close(upload_fd_);
     upload_fd_ = -1;
     if (upload_path_.empty()) return;
@@ -465,28 +625,71 @@ class Session : public std::enable_shared_from_this<Session> {
                                 ? file_size - offset
                                 : std::min(static_cast<uint64_t>(response.body_length), file_size - offset);
     if (head_request_) return WriteHeadersOnly(response, length);
-    auto res = std::make_shared<http::response<FileBody>>(static_cast<http::status>(response.status), 11);
+    // The headers through Beast, then the bytes with sendfile: no copy
+    // through this process, in pieces as large as the socket takes.
+    auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(response.status), 11);
     SetCommonHeaders(*res, &response);
     res->set(http::field::content_type, response.content_type);
-    res->body().fd = std::move(fd);
-    res->body().offset = offset;
-    res->body().size = length;
-    res->prepare_payload();
-    auto serializer = std::make_shared<http::response_serializer<FileBody>>(*res);
-    WriteFileSome(std::move(res), std::move(serializer));
+    res->content_length(length);
+    stream_.expires_after(kIdleTimeout);
+    http::async_write(stream_, *res,
+                      [self = shared_from_this(), res, fd = std::move(fd), offset, length](beast::error_code ec,
+                                                                                           std::size_t) {
+                        if (ec) return self->Close();
+                        self->stream_.expires_never();  // SendFileSome keeps its own idle timer
+                        self->SendFileSome(fd, offset, length);
+                      });
   }
 
-  // Piece by piece, so the timeout is for idleness, not for the whole file.
-  void WriteFileSome(std::shared_ptr<http::response<FileBody>> res,
-                     std::shared_ptr<http::response_serializer<FileBody>> serializer) {
-    stream_.expires_after(kIdleTimeout);
-    http::async_write_some(stream_, *serializer,
-                           [self = shared_from_this(), res, serializer](beast::error_code ec, std::size_t) {
-                             if (ec) return self->Close();
-                             if (!serializer->is_done()) return self->WriteFileSome(res, serializer);
-                             if (!self->keep_alive_) return self->Finish();
-                             self->Read();
-                           });
+  // Sends `left` bytes of `fd` from `offset`, as fast as the socket takes
+  // them; waits (idle timeout kIdleTimeout) when it takes none. A file that
+  // shrinks while it is sent ends the connection (the Content-Length can no
+  // longer be met).
+  void SendFileSome(std::shared_ptr<const int> fd, uint64_t offset, uint64_t left) {
+    auto& socket = stream_.socket();
+    beast::error_code ec;
+    socket.native_non_blocking(true, ec);
+    if (ec) return Close();
+    uint64_t turn = 0;  // bytes sent before other connections get a turn
+    while (left > 0) {
+      off_t at = static_cast<off_t>(offset);
+      const ssize_t n = ::sendfile(socket.native_handle(), *fd, &at,
+                                   static_cast<size_t>(std::min<uint64_t>(left, kSendFileBytes)));
+      if (n > 0) {
+        offset += static_cast<uint64_t>(n);
+        left -= static_cast<uint64_t>(n);
+        turn += static_cast<uint64_t>(n);
+        if (left > 0 && turn >= kSendTurnBytes) {
+          return asio::post(stream_.get_executor(), [self = shared_from_this(), fd, offset, left] {
+            self->SendFileSome(fd, offset, left);
+          });
+        }
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        send_timer_.expires_after(kIdleTimeout);
+        send_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+          if (!ec) self->Abort();  // idle too long
+        });
+        socket.async_wait(tcp::socket::wait_write, [self = shared_from_this(), fd, offset, left](beast::error_code ec) {
+          self->send_timer_.cancel();
+          if (ec) return self->Close();
+          self->SendFileSome(fd, offset, left);
+        });
+        return;
+      }
+      return Abort();  // an error, or the file shrank
+    }
+    if (!keep_alive_) return Finish();
+    Read();
+  }
+
+  // Ends the connection at once (a response that cannot be completed).
+  void Abort() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.socket().close(ec);
   }
 
   void Close() {
@@ -512,6 +715,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   beast::tcp_stream stream_;
+  asio::steady_timer send_timer_{stream_.get_executor()};  // SendFileSome's idle timeout
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> header_parser_;
   std::optional<http::request_parser<http::string_body>> string_parser_;
@@ -538,7 +742,12 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string upload_path_;
   dev_t upload_dev_ = 0;
   ino_t upload_ino_ = 0;
-  std::shared_ptr<common::Checksummer> sums_;
+  std::shared_ptr<UploadChecksummer> checksummer_;
+  std::shared_ptr<UploadBuffer> recv_;  // receiving the upload's bytes
+  std::vector<std::shared_ptr<UploadBuffer>> spare_;
+  int buffers_ = 0;  // allocated for this upload (recv_, spare_, with the checksummer)
+  bool waiting_for_buffer_ = false;
+  asio::any_io_executor checksum_pool_;
   std::string path_token_;  // the current request's (never logged)
 };
 
@@ -562,6 +771,8 @@ struct HttpServer::Impl {
   HttpServerOptions options;
   Handler handler;
   asio::io_context ioc;
+  // Checksums uploads while they arrive (after ioc: destroyed, and joined, first).
+  asio::thread_pool checksum_pool{2};
   tcp::acceptor acceptor{ioc};
   std::vector<std::thread> threads;
   uint16_t port = 0;
@@ -572,7 +783,7 @@ struct HttpServer::Impl {
       if (!ec) {
         ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);  // see Bind
         socket.set_option(tcp::no_delay(true), ec);
-        std::make_shared<Session>(std::move(socket), options, handler)->Run();
+        std::make_shared<Session>(std::move(socket), options, handler, checksum_pool.get_executor())->Run();
       }
       Accept();
     });
@@ -634,6 +845,8 @@ void HttpServer::Stop() {
   impl_->ioc.stop();
   for (auto& t : impl_->threads) t.join();
   impl_->threads.clear();
+  impl_->checksum_pool.stop();
+  impl_->checksum_pool.join();
 }
 
 }  // namespace mle::api

@@ -5,7 +5,7 @@
 //
 // Large bodies never sit in memory: requests whose target starts with
 // "/upload/" (when options.upload_dir is set) are streamed to a temporary
-// file there (MD5 and CRC32C computed on the way) and handed over as
+// file there (MD5 and CRC32C computed on the way, by worker threads) and handed over as
 // HttpRequest::body_file; responses may name an open file to send
 // (HttpResponse::body_fd / file_path), streamed in pieces. Both directions
 // time out only when idle, never because a big transfer takes long.

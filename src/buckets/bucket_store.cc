@@ -913,6 +913,19 @@ absl::StatusOr<ObjectInfo> BucketStore::UpdateAttrs(absl::string_view bucket, ab
   if (auto s = change(info.attrs); !s.ok()) return s;
   if (auto s = ValidateAttrs(info.attrs); !s.ok()) return s;
   ++info.metageneration;
+  // `updated` is the file's mtime: a metadata update sets it (as Cloud
+  // Storage does), and the metadata records the new one.
+  const struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
+  if (::utimensat(dir->parent, dir->leaf.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0) {
+    return IoError(absl::StrCat("cannot update gs://", bucket, "/", name), errno);
+  }
+  struct stat touched;
+  if (::fstatat(dir->parent, dir->leaf.c_str(), &touched, AT_SYMLINK_NOFOLLOW) != 0) return IoError("fstatat", errno);
+  if (touched.st_ino != st.st_ino || touched.st_size != st.st_size) {
+    return absl::AbortedError(absl::StrCat("gs://", bucket, "/", name, " changed while its metadata was updated; retry."));
+  }
+  st = touched;
+  info.updated = MtimeOf(st);
   ObjectMeta meta;
   meta.size = st.st_size;
   meta.mtime_ns = MtimeNs(st);

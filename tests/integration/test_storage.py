@@ -455,3 +455,159 @@ def test_every_storage_route_needs_the_token(server, bucket):
     r = server.request("GET", obj_path(bucket, "private"),
                        query={"alt": "media", "access_token": server.token}, token=None)
     assert (r.status, r.text) == (200, "secret bytes")
+
+
+# ---- wire details (what Google's clients rely on) ----
+
+def multipart(server, bucket, metadata, data, query=None):
+    """An uploadType=multipart POST: (status, body)."""
+    boundary = "mle-boundary-4f1c"
+    payload = (b"--" + boundary.encode() + b"\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n" +
+               json.dumps(metadata).encode() + b"\r\n--" + boundary.encode() +
+               b"\r\nContent-Type: application/octet-stream\r\n\r\n" + data + b"\r\n--" + boundary.encode() + b"--\r\n")
+    params = {"uploadType": "multipart"}
+    params.update(query or {})
+    r = server.request("POST", "/upload/storage/v1/b/%s/o?%s" % (q(bucket), urllib.parse.urlencode(params)),
+                       body=payload, headers={"Content-Type": "multipart/related; boundary=" + boundary})
+    return r.status, r.json
+
+
+def start_session(server, bucket, name):
+    """The session URI's path and query (uploadType=resumable)."""
+    r = server.request("POST", "/upload/storage/v1/b/%s/o" % q(bucket),
+                       query={"uploadType": "resumable", "name": name}, body={})
+    assert r.status == 200, (r.status, r.text)
+    location = urllib.parse.urlsplit(r.headers["location"])
+    assert (location.hostname, location.port) == (server.host, server.port), r.headers
+    return location.path + "?" + location.query
+
+
+def put_piece(server, session, content_range, data=b""):
+    return server.request("PUT", session, body=data,
+                          headers={"Content-Range": content_range, "Content-Type": "application/octet-stream"})
+
+
+def test_resumable_session_wire(server, bucket):
+    data = os.urandom(256 * 1024 + 1000)
+    first, rest = data[:256 * 1024], data[256 * 1024:]
+    session = start_session(server, bucket, "big/resumed.bin")
+    # Before any byte: 308 and no Range header.
+    r = put_piece(server, session, "bytes */*")
+    assert r.status == 308 and "range" not in r.headers, (r.status, r.headers)
+    r = put_piece(server, session, "bytes 0-%d/*" % (len(first) - 1), first)
+    assert (r.status, r.headers.get("range")) == (308, "bytes=0-%d" % (len(first) - 1)), (r.status, r.text)
+    # Status queries, with and without the total.
+    for status_range in ("bytes */*", "bytes */%d" % len(data)):
+        r = put_piece(server, session, status_range)
+        assert (r.status, r.headers.get("range")) == (308, "bytes=0-%d" % (len(first) - 1)), status_range
+    assert download(server, bucket, "big/resumed.bin")[0] == 404  # nothing installed yet
+    r = put_piece(server, session, "bytes %d-%d/%d" % (len(first), len(data) - 1, len(data)), rest)
+    assert r.status == 200, (r.status, r.text)
+    assert_object_resource(r.json, bucket, "big/resumed.bin", data)
+    assert download(server, bucket, "big/resumed.bin")[1] == data
+
+
+RANGES = [  # (Range header, status, Content-Range, bytes of b"0123456789")
+    ("bytes=2-5", 206, "bytes 2-5/10", b"2345"),
+    ("bytes=7-", 206, "bytes 7-9/10", b"789"),
+    ("bytes=-3", 206, "bytes 7-9/10", b"789"),
+    ("bytes=5-100", 206, "bytes 5-9/10", b"56789"),
+    ("bytes=10-20", 416, "bytes */10", None),
+    ("bytes=50-", 416, "bytes */10", None),
+]
+
+
+@pytest.mark.parametrize("header,status,content_range,expected", RANGES, ids=[r[0] for r in RANGES])
+def test_ranged_downloads(server, bucket, header, status, content_range, expected):
+    upload_ok(server, bucket, "digits", b"0123456789")
+    r = server.request("GET", obj_path(bucket, "digits"), query={"alt": "media"}, headers={"Range": header})
+    assert r.status == status, (r.status, r.text)
+    assert r.headers.get("content-range") == content_range, r.headers
+    if expected is None:
+        err = assert_error(r.status, r.json, 416, "OUT_OF_RANGE")
+        assert err["errors"][0]["reason"] == "requestedRangeNotSatisfiable", err
+    else:
+        assert r.text.encode() == expected
+
+
+def test_precondition_failure_has_googles_error_shape(server, bucket):
+    upload_ok(server, bucket, "once", b"first")
+    status, body = upload(server, bucket, "once", b"second", query={"ifGenerationMatch": "0"})
+    err = assert_error(status, body, 412, "FAILED_PRECONDITION")
+    assert err["errors"] == [{"domain": "global", "reason": "conditionNotMet", "message": err["message"]}], err
+    assert "once" in err["message"]
+    assert download(server, bucket, "once")[1] == b"first"
+
+
+def test_oversized_custom_metadata_is_refused(server, bucket):
+    status, body = multipart(server, bucket, {"name": "m", "metadata": {"k": "v" * 9000}}, b"data")
+    assert_error(status, body, 400, "INVALID_ARGUMENT")
+    assert "metadata" in body["error"]["message"], body
+    assert download(server, bucket, "m")[0] == 404
+    upload_ok(server, bucket, "m", b"data")
+    status, body = server.call("PATCH", obj_path(bucket, "m"), body={"metadata": {"k": "v" * 9000}})
+    assert_error(status, body, 400, "INVALID_ARGUMENT")
+    assert "metadata" not in server.call("GET", obj_path(bucket, "m"))[1]
+
+
+def test_multipart_with_a_wrong_md5_installs_nothing(server, bucket):
+    wrong = base64.b64encode(hashlib.md5(b"other bytes").digest()).decode()
+    status, body = multipart(server, bucket, {"name": "checked", "md5Hash": wrong}, b"the bytes")
+    assert_error(status, body, 400, "INVALID_ARGUMENT")
+    assert download(server, bucket, "checked")[0] == 404
+    assert not os.path.exists(os.path.join(buckets_root(server), bucket, "checked"))
+    right = base64.b64encode(hashlib.md5(b"the bytes").digest()).decode()
+    status, body = multipart(server, bucket, {"name": "checked", "md5Hash": right}, b"the bytes")
+    assert status == 200, body
+    assert_object_resource(body, bucket, "checked", b"the bytes")
+
+
+UNKNOWN_PARAMS = [  # (method, path format, query)
+    ("GET", "/storage/v1/b/{b}/o/x", {"frobnicate": "1"}),
+    ("GET", "/storage/v1/b/{b}/o", {"ifGenerationMatch": "1"}),  # a precondition where none applies
+    ("DELETE", "/storage/v1/b/{b}/o/x", {"ifSourceGenerationMatch": "1"}),
+    ("POST", "/upload/storage/v1/b/{b}/o", {"uploadType": "media", "name": "x", "frobnicate": "1"}),
+]
+
+
+@pytest.mark.parametrize("method,path,query", UNKNOWN_PARAMS, ids=["%s-%d" % (m[0], i) for i, m in
+                                                                   enumerate(UNKNOWN_PARAMS)])
+def test_unknown_query_parameters_are_refused(server, bucket, method, path, query):
+    upload_ok(server, bucket, "x", b"kept")
+    unknown = [k for k in query if k not in ("uploadType", "name")]
+    r = server.request(method, path.format(b=q(bucket)), query=query, body=b"new" if method == "POST" else None)
+    assert_invalid(r.status, r.json, *unknown)
+    assert download(server, bucket, "x")[1] == b"kept"
+
+
+@pytest.mark.parametrize("name", ["..", "../x", "a/../../b", "a/./b"])
+def test_traversal_names_refused_by_multipart_and_resumable(server, bucket, name):
+    status, body = multipart(server, bucket, {"name": name}, b"evil")
+    assert_invalid(status, body, "name")
+    r = server.request("POST", "/upload/storage/v1/b/%s/o" % q(bucket),
+                       query={"uploadType": "resumable", "name": name}, body={})
+    assert_invalid(r.status, r.json, "name")
+    assert not os.path.exists(os.path.join(buckets_root(server), bucket)) or \
+        os.listdir(os.path.join(buckets_root(server), bucket)) == []
+    assert not os.path.exists(os.path.join(buckets_root(server), "x"))
+
+
+def test_path_token_prefix(launcher, bucket):
+    srv = launcher.start(args=("--log-level", "debug"))
+    bad = "not-" + srv.token[4:]
+    prefixed = "/_token/%s/storage/v1/b/%s/o/%s"
+    upload_ok(srv, bucket, "t", b"via token")
+    r = srv.request("GET", prefixed % (srv.token, bucket, "t"), query={"alt": "media"}, token=None)
+    assert (r.status, r.text) == (200, "via token")
+    r = srv.request("POST", "/_token/%s/upload/storage/v1/b/%s/o" % (srv.token, bucket),
+                    query={"uploadType": "media", "name": "u"}, body=b"uploaded", token=None)
+    assert r.status == 200, r.text
+    for path in (prefixed % (bad, bucket, "t"), "/_token/%s/upload/storage/v1/b/%s/o?uploadType=media&name=v"
+                 % (bad, bucket)):
+        r = srv.request("POST" if "upload" in path else "GET", path, body=b"x" if "upload" in path else None,
+                        token=None)
+        assert_error(r.status, r.json, 401, "UNAUTHENTICATED")
+    assert download(srv, bucket, "v")[0] == 404
+    log = "\n".join(srv.log_lines())
+    assert "/_token/<redacted>/storage/v1/b/%s/o/t" % bucket in log, log[-2000:]
+    assert srv.token not in log and bad not in log

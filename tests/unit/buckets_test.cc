@@ -698,6 +698,14 @@ TEST_F(StoreOpsTest, GenerationsGrowAndPreconditionsGuardWrites) {
   EXPECT_EQ(patched->generation, v2->generation);
   EXPECT_EQ(patched->metageneration, 2);
   EXPECT_EQ(store_->Stat("bkt", "o", false)->attrs.metadata.at("k"), "v");
+  // ... and set `updated`, keeping what the metadata knows (checksums included).
+  EXPECT_GE(patched->updated, v2->updated);
+  auto after = store_->Stat("bkt", "o", false);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->updated, patched->updated);
+  EXPECT_EQ(after->metageneration, 2);
+  ASSERT_TRUE(after->checksums.has_value());
+  EXPECT_EQ(after->checksums->md5, common::ChecksumsOf("two").md5);
   Preconditions stale;
   stale.metageneration_match = 1;
   EXPECT_EQ(store_->Delete("bkt", "o", stale).code(), absl::StatusCode::kFailedPrecondition);
