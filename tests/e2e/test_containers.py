@@ -106,7 +106,8 @@ def test_the_guides_pytorch_xla_configuration_runs_on_a_simulated_tpu(ccli, name
     })
     code = ("import os, torch; from mlengine import tpu; r = tpu.wait_for_tpu_cluster_resolver_ready(); "
             "print('XLA-STANDIN', torch.__version__, os.environ['TPU_ACCELERATOR_TYPE'], "
-            "os.environ['MLENGINE_TPU_RUNTIME_VERSION'], r is not None, os.path.exists('/run/.containerenv'))")
+            "os.environ['MLENGINE_TPU_RUNTIME_VERSION'], r is not None, os.path.exists('/run/.containerenv')); "
+            "print('IMAGE-NOTE', os.environ.get('MLENGINE_SIMULATED_IMAGE'))")
     r = submit(ccli, job, config, "python3", "-c", code)
     assert r.rc == 0, r
     done = wait_end(ccli, job)
@@ -114,6 +115,10 @@ def test_the_guides_pytorch_xla_configuration_runs_on_a_simulated_tpu(ccli, name
     entries = ccli.wait_log(job, "XLA-STANDIN")
     line = next(e["message"] for e in entries if "XLA-STANDIN" in e.get("message", ""))
     assert line.split()[2:] == ["v2-8", "pytorch-1.11", "True", "True"], line
+    # The stand-in says what it is, as simulated TPU hosts do.
+    note = next(e["message"] for e in entries if e.get("message", "").startswith("IMAGE-NOTE"))
+    assert note == ("IMAGE-NOTE gcr.io/cloud-ml-public/training/pytorch-xla.1-11 (simulated here by "
+                    "mlengine/pytorch:bookworm: Debian 12 python3 + torch 1.13 (CPU))"), note
     assert_nothing_left(ccli, job)
 
 

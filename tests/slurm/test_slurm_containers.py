@@ -84,13 +84,14 @@ def test_the_guides_pytorch_xla_configuration_on_slurm(ccli, names, tmp_path):
     xla = "gcr.io/cloud-ml-public/training/pytorch-xla.1-11"
     code = ("import os, torch; from mlengine import tpu; r = tpu.wait_for_tpu_cluster_resolver_ready(); "
             "print('XLA-STANDIN', torch.__version__, os.environ['TPU_WORKER_HOSTNAMES'], "
-            "os.environ['MLENGINE_TPU_RUNTIME_VERSION'], os.path.exists('/run/.containerenv'))")
+            "os.environ['MLENGINE_TPU_RUNTIME_VERSION'], os.path.exists('/run/.containerenv'), "
+            "'simulated here by' in os.environ.get('MLENGINE_SIMULATED_IMAGE', ''))")
     submit(ccli, job, tpu_input((xla, xla), "pytorch-1.11"), "python3", "-c", code, tmp_path=tmp_path)
     done = ccli.wait_state(job, e2e.TERMINAL, timeout=300)
     assert done["state"] == "SUCCEEDED", ccli.explain(job)
     line = next(e["message"] for e in ccli.wait_log(job, "XLA-STANDIN") if "XLA-STANDIN" in e.get("message", ""))
     words = line.split()
-    assert words[2].startswith("tpuhost") and words[3:] == ["pytorch-1.11", "True"], line
+    assert words[2].startswith("tpuhost") and words[3:] == ["pytorch-1.11", "True", "True"], line
     assert_nothing_left(ccli, job)
 
 

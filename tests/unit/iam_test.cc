@@ -70,6 +70,8 @@ const std::vector<Row> kTable = {
     {perm::kObjectsList, With(kBasic, {"roles/storage.admin", "roles/storage.objectAdmin",
                                        "roles/storage.objectViewer", "roles/ml.serviceAgent"})},
     {perm::kObjectsDelete, {"roles/owner", "roles/editor", "roles/storage.admin", "roles/storage.objectAdmin"}},
+    {perm::kObjectsUpdate, {"roles/owner", "roles/editor", "roles/storage.admin", "roles/storage.objectAdmin"}},
+    {perm::kBucketsDelete, {"roles/owner", "roles/editor", "roles/storage.admin"}},
     // the audit log
     {perm::kAuditLogList, {"roles/owner"}},
 };
