@@ -200,6 +200,18 @@ absl::StatusOr<Preconditions> PreconditionsOf(const StorageCall& call, const std
   return p;
 }
 
+// PreconditionsOf, and `generation_param` (a generation to act on): without
+// object versions, a precondition on the live generation.
+absl::StatusOr<Preconditions> PreconditionsAt(const StorageCall& call, const std::string& prefix,
+                                             const std::string& generation_param) {
+  auto p = PreconditionsOf(call, prefix);
+  if (!p.ok()) return p.status();
+  auto generation = Int64Param(call, generation_param);
+  if (!generation.ok()) return generation.status();
+  if (*generation) p->generation_match = **generation;
+  return p;
+}
+
 // The `generation` parameter: without object versions, only the live
 // generation exists.
 absl::Status CheckGeneration(const StorageCall& call, const std::string& param, const ObjectInfo& info) {
@@ -951,12 +963,8 @@ void DeleteObject(const Context& c, CallPtr call, HttpRequest, Responder respond
   if (auto s = CheckQuery(*call, {"generation", MLE_OBJECT_PRECONDITIONS}); !s.ok()) return fail(s);
   if (auto s = CheckBucketName(call->Var("bucket")); !s.ok()) return fail(s);
   if (auto s = CheckObjectName(call->Var("object"), "object"); !s.ok()) return fail(s);
-  auto pre = PreconditionsOf(*call);
+  auto pre = PreconditionsAt(*call, "if", "generation");  // a generation to delete: the live one
   if (!pre.ok()) return fail(pre.status());
-  auto generation = Int64Param(*call, "generation");
-  if (!generation.ok()) return fail(generation.status());
-  // A generation to delete is a precondition on the live one.
-  if (*generation) pre->generation_match = **generation;
   Submit(c.workers, respond, pretty, [&store = c.store, call, pre = *pre, respond, pretty] {
     if (auto s = store.Delete(call->Var("bucket"), call->Var("object"), pre); !s.ok()) {
       return respond(StorageError(s, pretty));
@@ -974,11 +982,8 @@ void UpdateObjectAttrs(const Context& c, CallPtr call, HttpRequest request, Resp
   if (auto s = CheckQuery(*call, {"generation", "predefinedAcl", MLE_OBJECT_PRECONDITIONS}); !s.ok()) return fail(s);
   if (auto s = CheckBucketName(call->Var("bucket")); !s.ok()) return fail(s);
   if (auto s = CheckObjectName(call->Var("object"), "object"); !s.ok()) return fail(s);
-  auto pre = PreconditionsOf(*call);
+  auto pre = PreconditionsAt(*call, "if", "generation");
   if (!pre.ok()) return fail(pre.status());
-  auto generation = Int64Param(*call, "generation");
-  if (!generation.ok()) return fail(generation.status());
-  if (*generation) pre->generation_match = **generation;
   auto body = ParseJsonBody(request.body, false);
   if (!body.ok()) return fail(body.status());
   // Checked now, so a malformed body is refused without touching the disk.
@@ -1093,11 +1098,8 @@ void CopyOrRewrite(const Context& c, CallPtr call, HttpRequest request, Responde
   }
   auto pre = PreconditionsOf(*call);
   if (!pre.ok()) return fail(pre.status());
-  auto source_pre = PreconditionsOf(*call, "ifSource");
+  auto source_pre = PreconditionsAt(*call, "ifSource", "sourceGeneration");
   if (!source_pre.ok()) return fail(source_pre.status());
-  auto source_generation = Int64Param(*call, "sourceGeneration");
-  if (!source_generation.ok()) return fail(source_generation.status());
-  if (*source_generation) source_pre->generation_match = **source_generation;
   auto body = ParseJsonBody(request.body, true);
   if (!body.ok()) return fail(body.status());
   WriteOptions probe;

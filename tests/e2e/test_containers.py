@@ -14,7 +14,6 @@ and the PyTorch XLA image are simulated stand-ins, as the docs say.
 import json
 import os
 import sys
-import textwrap
 
 import pytest
 
@@ -27,29 +26,20 @@ TASK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trainers", "con
 # The guide's placeholders, mirrored to this suite's own images.
 GUIDE_MASTER = "gcr.io/YOUR_PROJECT_ID/your-master-image-name:your-master-tag-name"
 GUIDE_WORKER = "gcr.io/YOUR_PROJECT_ID/your-worker-image-name:your-worker-tag-name"
+XLA = "gcr.io/cloud-ml-public/training/pytorch-xla.1-11"
 
 
 @pytest.fixture(scope="module")
 def registry():
     r = images.Registry()
-    with open(TASK) as f:
-        task = f.read()
-    r.trainer = r.build("e2e/trainer:1", {"/app/task.py": task}, entrypoint=["python3", "/app/task.py"])
-    r.torch_trainer = r.build("e2e/torch-trainer:1", {"/app/task.py": task}, base="mlengine/pytorch:bookworm",
-                              entrypoint=["python3", "/app/task.py"])
+    r.build_trainers(TASK)
     yield r
     r.stop()
 
 
 @pytest.fixture(scope="module")
 def cserver(tmp_path_factory, registry):
-    guide = textwrap.dedent(f"""\
-        - name: gcr.io/YOUR_PROJECT_ID/your-master-image-name
-          image: e2e/trainer:1
-        - name: gcr.io/YOUR_PROJECT_ID/your-worker-image-name
-          image: e2e/trainer:1
-    """)
-    config = config_yaml() + registry.server_config() + textwrap.indent(guide, "    ")
+    config = config_yaml() + registry.server_config() + images.Registry.GUIDE_MIRRORS
     s = Server(tmp_path_factory.mktemp("containers"), config)
     yield s
     s.finish()
@@ -59,6 +49,15 @@ def cserver(tmp_path_factory, registry):
 @pytest.fixture
 def ccli(cserver, tmp_path, names):
     return make_cli(cserver, tmp_path, names)
+
+
+def tpu_config(master_image, worker_image, tpu_tf_version):
+    """The guide's container configurations: an n1-highcpu-16 master and a
+    cloud_tpu worker (TPU_V2 x 8), each with its image."""
+    return {"scaleTier": "CUSTOM", "masterType": "n1-highcpu-16", "masterConfig": {"imageUri": master_image},
+            "workerType": "cloud_tpu", "workerCount": 1,
+            "workerConfig": {"imageUri": worker_image, "tpuTfVersion": tpu_tf_version,
+                             "acceleratorConfig": {"type": "TPU_V2", "count": 8}}}
 
 
 def write_config(tmp_path, training_input):
@@ -94,16 +93,7 @@ def assert_nothing_left(cli, job_id):
 
 def test_the_guides_pytorch_xla_configuration_runs_on_a_simulated_tpu(ccli, names, tmp_path):
     job = names.job("pt")
-    config = write_config(tmp_path, {
-        "scaleTier": "CUSTOM",
-        "masterType": "n1-highcpu-16",
-        "masterConfig": {"imageUri": "gcr.io/cloud-ml-public/training/pytorch-xla.1-11"},
-        "workerType": "cloud_tpu",
-        "workerCount": 1,
-        "workerConfig": {"imageUri": "gcr.io/cloud-ml-public/training/pytorch-xla.1-11",
-                         "tpuTfVersion": "pytorch-1.11",
-                         "acceleratorConfig": {"type": "TPU_V2", "count": 8}},
-    })
+    config = write_config(tmp_path, tpu_config(XLA, XLA, "pytorch-1.11"))
     code = ("import os, torch; from mlengine import tpu; r = tpu.wait_for_tpu_cluster_resolver_ready(); "
             "print('XLA-STANDIN', torch.__version__, os.environ['TPU_ACCELERATOR_TYPE'], "
             "os.environ['MLENGINE_TPU_RUNTIME_VERSION'], r is not None, os.path.exists('/run/.containerenv')); "
@@ -124,15 +114,7 @@ def test_the_guides_pytorch_xla_configuration_runs_on_a_simulated_tpu(ccli, name
 
 def test_the_guides_custom_container_tpu_configuration_waits_for_the_tpu(ccli, names, tmp_path):
     job = names.job("tpu")
-    config = write_config(tmp_path, {
-        "scaleTier": "CUSTOM",
-        "masterType": "n1-highcpu-16",
-        "masterConfig": {"imageUri": GUIDE_MASTER},
-        "workerType": "cloud_tpu",
-        "workerCount": 1,
-        "workerConfig": {"imageUri": GUIDE_WORKER, "tpuTfVersion": "2.11",
-                         "acceleratorConfig": {"type": "TPU_V2", "count": 8}},
-    })
+    config = write_config(tmp_path, tpu_config(GUIDE_MASTER, GUIDE_WORKER, "2.11"))
     r = submit(ccli, job, config, "tpu")
     assert r.rc == 0, r
     done = wait_end(ccli, job)
@@ -269,16 +251,7 @@ def test_a_missing_image_is_refused_at_submission_naming_what_is_available(ccli,
 
 def test_a_tpu_tf_version_that_does_not_go_with_the_image_is_refused(ccli, names, tmp_path):
     job = names.job("tfv")
-    config = write_config(tmp_path, {
-        "scaleTier": "CUSTOM",
-        "masterType": "n1-highcpu-16",
-        "masterConfig": {"imageUri": "gcr.io/cloud-ml-public/training/pytorch-xla.1-11"},
-        "workerType": "cloud_tpu",
-        "workerCount": 1,
-        "workerConfig": {"imageUri": "gcr.io/cloud-ml-public/training/pytorch-xla.1-11",
-                         "tpuTfVersion": "pytorch-1.10",
-                         "acceleratorConfig": {"type": "TPU_V2", "count": 8}},
-    })
+    config = write_config(tmp_path, tpu_config(XLA, XLA, "pytorch-1.10"))
     r = submit(ccli, job, config)
     assert r.rc != 0, r
     assert "pytorch-1.11" in r.err, r

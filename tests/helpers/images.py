@@ -83,6 +83,25 @@ class Registry:
         podman("push", "--quiet", "--tls-verify=false", self.ref(name))
         return self.ref(name)
 
+    def build_trainers(self, task_path):
+        """The test trainer (tests/e2e/trainers/container/task.py) as two
+        images: e2e/trainer:1 on the python base, e2e/torch-trainer:1 on the
+        pytorch one; sets self.trainer and self.torch_trainer."""
+        with open(task_path) as f:
+            files = {"/app/task.py": f.read()}
+        entry = ["python3", "/app/task.py"]
+        self.trainer = self.build("e2e/trainer:1", files, entrypoint=entry)
+        self.torch_trainer = self.build("e2e/torch-trainer:1", files, base="mlengine/pytorch:bookworm",
+                                        entrypoint=entry)
+
+    # The TPU guide's placeholder image names, mirrored to the test trainer.
+    GUIDE_MIRRORS = "\n".join([
+        "    - name: gcr.io/YOUR_PROJECT_ID/your-master-image-name",
+        "      image: e2e/trainer:1",
+        "    - name: gcr.io/YOUR_PROJECT_ID/your-worker-image-name",
+        "      image: e2e/trainer:1",
+    ]) + "\n"
+
     def server_config(self):
         """The `containers:` section of a server configuration using this
         registry, mirroring the guide's PyTorch XLA images (simulated)."""

@@ -8,7 +8,6 @@ mlengine-replica, inside the srun step mlengine-slurm-launch starts.
 import json
 import os
 import sys
-import textwrap
 
 import pytest
 
@@ -25,24 +24,14 @@ GUIDE_WORKER = "gcr.io/YOUR_PROJECT_ID/your-worker-image-name:your-worker-tag-na
 @pytest.fixture(scope="module")
 def registry():
     r = images.Registry()
-    with open(TASK) as f:
-        task = f.read()
-    r.build("e2e/trainer:1", {"/app/task.py": task}, entrypoint=["python3", "/app/task.py"])
-    r.torch_trainer = r.build("e2e/torch-trainer:1", {"/app/task.py": task}, base="mlengine/pytorch:bookworm",
-                              entrypoint=["python3", "/app/task.py"])
+    r.build_trainers(TASK)
     yield r
     r.stop()
 
 
 @pytest.fixture(scope="module")
 def cserver(slurm_cluster, registry, tmp_path_factory):
-    guide = textwrap.dedent("""\
-        - name: gcr.io/YOUR_PROJECT_ID/your-master-image-name
-          image: e2e/trainer:1
-        - name: gcr.io/YOUR_PROJECT_ID/your-worker-image-name
-          image: e2e/trainer:1
-    """)
-    config = SLURM_CONFIG.read_text() + "\n" + registry.server_config() + textwrap.indent(guide, "    ")
+    config = SLURM_CONFIG.read_text() + "\n" + registry.server_config() + images.Registry.GUIDE_MIRRORS
     s = _make_slurm_server(tmp_path_factory.mktemp("slurm-containers"), slurm_cluster, config)
     yield s
     problems = s.finish()

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -51,6 +52,10 @@ namespace mle::executor::slurm {
 namespace {
 
 namespace fs = std::filesystem;
+
+// How long the other replicas get to stop once the job is decided: the
+// shim's grace period (10 s) and podman's stop and removal.
+constexpr int kStopReplicasSeconds = 25;
 
 struct Flags {
   std::string run_dir, python, shim, gcs_root, python_path;
@@ -324,6 +329,31 @@ int RunBatch(const Flags& f, const Loaded& l) {
     }
   }
 
+  // Once the job is decided, the other replicas are stopped the way a cancel
+  // stops them (SIGTERM, which srun forwards to its tasks: mlengine-replica
+  // then stops its program, or its container through podman), and waited
+  // for, before the outcome is written and the batch script ends: Slurm
+  // would otherwise kill them after only KillWait, before a container could
+  // be removed.
+  auto finish = [&](bool succeeded, const std::string& message) {
+    for (const auto& [pid, step] : steps) ::kill(pid, SIGTERM);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(kStopReplicasSeconds);
+    while (!steps.empty() && std::chrono::steady_clock::now() < give_up) {
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid > 0) {
+        steps.erase(pid);
+      } else if (pid == 0) {
+        ::usleep(20000);
+      } else if (errno != EINTR) {
+        break;
+      }
+    }
+    if (!steps.empty()) Log().warn("{} srun step(s) still running after {} s; Slurm ends them", steps.size(),
+                                   kStopReplicasSeconds);
+    return Conclude(f, succeeded, message);
+  };
+
   // Wait. The master decides; another replica failing first fails the job.
   while (!steps.empty()) {
     int status = 0;
@@ -340,7 +370,7 @@ int RunBatch(const Flags& f, const Loaded& l) {
       const auto exit = ReadReplicaExit(common::ReplicaExitPath(f.run_dir, task));
       const bool is_master = task == master_task;
       if (exit && exit->Succeeded()) {
-        if (is_master) return Conclude(f, true, "");
+        if (is_master) return finish(true, "");
         continue;
       }
       std::string message;
@@ -352,7 +382,7 @@ int RunBatch(const Flags& f, const Loaded& l) {
       } else {
         message = DescribeReplicaEnd(f.run_dir, task, exit);
       }
-      return Conclude(f, false, message);
+      return finish(false, message);
     }
   }
   return Conclude(f, false, "Every srun step ended without the master replica recording how it ended.");
