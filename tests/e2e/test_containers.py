@@ -43,7 +43,7 @@ def cserver(tmp_path_factory, registry):
     s = Server(tmp_path_factory.mktemp("containers"), config)
     yield s
     s.finish()
-    assert images.all_mlengine_containers() == [], "containers left behind"
+    assert images.containers_under(s.data_dir) == [], "containers left behind"
 
 
 @pytest.fixture

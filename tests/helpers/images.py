@@ -128,6 +128,8 @@ def containers_of(run_dir):
     return [line for line in r.stdout.split() if line]
 
 
-def all_mlengine_containers():
-    r = podman("ps", "--all", "--format", "{{.Names}} {{.Labels}}")
-    return [line for line in r.stdout.splitlines() if "mlengine.run" in line]
+def containers_under(data_dir):
+    """Every container (running or not) of a run under a server's data directory."""
+    r = podman("ps", "--all", "--format", '{{.Names}} {{index .Labels "mlengine.run"}}')
+    prefix = os.path.join(data_dir, "")
+    return [line for line in r.stdout.splitlines() if len(line.split()) == 2 and line.split()[1].startswith(prefix)]

@@ -36,7 +36,7 @@ def cserver(slurm_cluster, registry, tmp_path_factory):
     yield s
     problems = s.finish()
     assert not problems, "\n".join(problems) + "\n" + s.server_log()
-    assert images.all_mlengine_containers() == [], "containers left behind"
+    assert images.containers_under(s.data_dir) == [], "containers left behind"
 
 
 @pytest.fixture

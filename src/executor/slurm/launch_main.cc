@@ -330,13 +330,23 @@ int RunBatch(const Flags& f, const Loaded& l) {
   }
 
   // Once the job is decided, the other replicas are stopped the way a cancel
-  // stops them (SIGTERM, which srun forwards to its tasks: mlengine-replica
-  // then stops its program, or its container through podman), and waited
-  // for, before the outcome is written and the batch script ends: Slurm
-  // would otherwise kill them after only KillWait, before a container could
-  // be removed.
+  // stops them (SIGTERM to every step's tasks, through `scancel --signal`:
+  // mlengine-replica then stops its program, or its container through
+  // podman) and waited for, before the outcome is written and the batch
+  // script ends: Slurm would otherwise kill them after only KillWait, and
+  // srun itself answers SIGTERM by killing its step, either of which can cut
+  // a container's removal short.
   auto finish = [&](bool succeeded, const std::string& message) {
-    for (const auto& [pid, step] : steps) ::kill(pid, SIGTERM);
+    if (!steps.empty()) {
+      common::CommandOptions options;
+      options.timeout = absl::Seconds(10);
+      auto signalled = common::RunCommand({"scancel", "--signal=TERM", std::to_string(slurm_id)}, options);
+      if (!signalled.ok() || signalled->exit_code != 0) {
+        Log().warn("scancel --signal=TERM {} failed ({}); stopping the steps through srun", slurm_id,
+                   signalled.ok() ? signalled->output : std::string(signalled.status().message()));
+        for (const auto& [pid, step] : steps) ::kill(pid, SIGTERM);
+      }
+    }
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(kStopReplicasSeconds);
     while (!steps.empty() && std::chrono::steady_clock::now() < give_up) {
       int status = 0;
