@@ -200,6 +200,18 @@ def test_cancel_stops_the_container_and_everything_in_it(ccli, names, tmp_path):
     assert_nothing_left(ccli, job)
 
 
+def test_max_running_time_stops_the_container(ccli, names, tmp_path):
+    job = names.job("timeout")
+    config = write_config(tmp_path, {"scaleTier": "BASIC", "masterConfig": {"imageUri": GUIDE_MASTER},
+                                     "scheduling": {"maxRunningTime": "3s"}})
+    r = submit(ccli, job, config, "sleep")
+    assert r.rc == 0, r
+    done = wait_end(ccli, job, timeout=120)
+    assert done["state"] == "CANCELLED", ccli.explain(job)  # as for a process replica
+    assert "maxRunningTime" in done["errorMessage"], done
+    assert_nothing_left(ccli, job)
+
+
 def test_a_failing_container_fails_the_job_with_its_status_and_log(ccli, names):
     job = names.job("fail")
     r = ccli("jobs", "submit", "training", job, "--region", REGION, "--master-image-uri", GUIDE_MASTER,
