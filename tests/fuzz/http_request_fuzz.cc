@@ -18,7 +18,6 @@
 // input, when the services shut down and answer long polls), with an HTTP
 // status from 200 to 599, and a JSON body that parses; an error's body is
 // Google's {"error": {"code": <the HTTP status>, ...}}.
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -48,6 +47,7 @@
 #include "api/metrics_endpoint.h"
 #include "api/storage_router.h"
 #include "buckets/bucket_store.h"
+#include "common/checksums.h"
 #include "common/clock.h"
 #include "db/store.h"
 #include "logs/log_store.h"
@@ -150,13 +150,6 @@ void CheckResponse(const Slot& slot) {
            ":\n" + r.body);
     }
   }
-}
-
-std::string Sha256Hex(const std::string& data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr) != 1) Fail("EVP_Digest");
-  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(md), len));
 }
 
 // A directory for the whole run, removed at exit.
@@ -327,7 +320,7 @@ size_t ServeNext(Server& server, const char* in, size_t size, std::vector<std::s
     if (!written) Fail("writing the upload");
     request.body_file = upload_file;
     request.body_size = body.size();
-    request.body_sha256 = Sha256Hex(body);
+    request.body_checksums = mle::common::ChecksumsOf(body);
   } else {
     request.body = std::move(body);
   }
