@@ -22,19 +22,13 @@ from conftest import (REGION, TERMINAL, Server, config_yaml, make_cli, procs_of_
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
 import images  # noqa: E402
 
-TASK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trainers", "container", "task.py")
-# The guide's placeholders, mirrored to this suite's own images.
-GUIDE_MASTER = "gcr.io/YOUR_PROJECT_ID/your-master-image-name:your-master-tag-name"
-GUIDE_WORKER = "gcr.io/YOUR_PROJECT_ID/your-worker-image-name:your-worker-tag-name"
-XLA = "gcr.io/cloud-ml-public/training/pytorch-xla.1-11"
+from images import GUIDE_MASTER, GUIDE_WORKER, PYTORCH_XLA as XLA  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def registry():
-    r = images.Registry()
-    r.build_trainers(TASK)
-    yield r
-    r.stop()
+    with images.trainer_registry() as r:
+        yield r
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ images into it
 time on a machine). Test images are built on top with `podman build`.
 """
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -20,6 +21,13 @@ SCRIPTS = os.path.join(SOURCE_DIR, "scripts", "containers")
 CACHE = os.environ.get("MLE_IMAGE_CACHE", "/var/cache/mlengine/images")
 CONTAINERS_CONF = os.path.join(SCRIPTS, "containers.conf")
 PYTORCH_DESCRIPTION = "Debian 12 python3 + torch 1.13 (CPU)"
+# The container suites' trainer (its modes: see the file).
+TRAINER_TASK = os.path.join(SOURCE_DIR, "tests", "e2e", "trainers", "container", "task.py")
+# The TPU guide's image names: its placeholders (mirrored to the trainer) and
+# PyTorch's XLA image (mirrored to mlengine/pytorch, simulated).
+GUIDE_MASTER = "gcr.io/YOUR_PROJECT_ID/your-master-image-name:your-master-tag-name"
+GUIDE_WORKER = "gcr.io/YOUR_PROJECT_ID/your-worker-image-name:your-worker-tag-name"
+PYTORCH_XLA = "gcr.io/cloud-ml-public/training/pytorch-xla.1-11"
 
 
 def podman_env():
@@ -115,6 +123,17 @@ class Registry:
                 f"      description: {PYTORCH_DESCRIPTION}",
             ]
         return "\n".join(lines) + "\n"
+
+
+@contextlib.contextmanager
+def trainer_registry():
+    """A Registry with the base images and the trainer images (build_trainers)."""
+    r = Registry()
+    try:
+        r.build_trainers(TRAINER_TASK)
+        yield r
+    finally:
+        r.stop()
 
 
 def _json_list(words):

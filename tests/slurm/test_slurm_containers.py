@@ -16,17 +16,13 @@ from conftest import e2e, _make_slurm_server, SLURM_CONFIG
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
 import images  # noqa: E402
 
-TASK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e", "trainers", "container", "task.py")
-GUIDE_MASTER = "gcr.io/YOUR_PROJECT_ID/your-master-image-name:your-master-tag-name"
-GUIDE_WORKER = "gcr.io/YOUR_PROJECT_ID/your-worker-image-name:your-worker-tag-name"
+from images import GUIDE_MASTER, GUIDE_WORKER, PYTORCH_XLA  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def registry():
-    r = images.Registry()
-    r.build_trainers(TASK)
-    yield r
-    r.stop()
+    with images.trainer_registry() as r:
+        yield r
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +66,7 @@ def assert_nothing_left(cli, job):
 
 def test_the_guides_pytorch_xla_configuration_on_slurm(ccli, names, tmp_path):
     job = names.job("pt")
-    xla = "gcr.io/cloud-ml-public/training/pytorch-xla.1-11"
+    xla = PYTORCH_XLA
     code = ("import os, torch; from mlengine import tpu; r = tpu.wait_for_tpu_cluster_resolver_ready(); "
             "print('XLA-STANDIN', torch.__version__, os.environ['TPU_WORKER_HOSTNAMES'], "
             "os.environ['MLENGINE_TPU_RUNTIME_VERSION'], os.path.exists('/run/.containerenv'), "
