@@ -67,6 +67,12 @@ class Registry:
 
     def stop(self):
         subprocess.run([os.path.join(SCRIPTS, "registry.sh"), "stop", self.dir], check=False, timeout=60)
+        # The node's store keeps the images (their layers are shared) but not
+        # names with this registry's port, which the next run will not reuse.
+        r = podman("images", "--format", "{{.Repository}}:{{.Tag}}", check=False)
+        for name in r.stdout.split():
+            if name.startswith(self.host + "/") and not name.endswith(":<none>"):
+                podman("untag", name, name, check=False)
 
     def ref(self, name):
         return f"{self.host}/{name}"
