@@ -129,6 +129,21 @@ int64_t MtimeNs(const struct stat& st) {
 
 absl::Time MtimeOf(const struct stat& st) { return absl::TimeFromTimespec(st.st_mtim); }
 
+// The sidecar describing `info` as the file `st`: believed only while the
+// file still has this size, mtime and inode.
+ObjectMeta MetaOf(const struct stat& st, const ObjectInfo& info) {
+  ObjectMeta meta;
+  meta.size = st.st_size;
+  meta.mtime_ns = MtimeNs(st);
+  meta.ino = static_cast<uint64_t>(st.st_ino);
+  meta.generation = info.generation;
+  meta.metageneration = info.metageneration;
+  meta.created_us = absl::ToUnixMicros(info.created);
+  meta.attrs = info.attrs;
+  meta.checksums = info.checksums;
+  return meta;
+}
+
 ScopedFd OpenDirAt(int dir_fd, const std::string& name) {
   return ScopedFd(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 }
@@ -501,15 +516,7 @@ absl::Status BucketStore::FillChecksums(ObjectInfo& info, int fd) const {
   if (after.st_size == before.st_size && MtimeNs(after) == MtimeNs(before)) {
     // Remember them (with the generation and attributes already described);
     // a cache, so failing to write it is no error.
-    ObjectMeta meta;
-    meta.size = after.st_size;
-    meta.mtime_ns = MtimeNs(after);
-    meta.ino = static_cast<uint64_t>(after.st_ino);
-    meta.generation = info.generation;
-    meta.metageneration = info.metageneration;
-    meta.created_us = absl::ToUnixMicros(info.created);
-    meta.attrs = info.attrs;
-    meta.checksums = info.checksums;
+    const ObjectMeta meta = MetaOf(after, info);
     absl::MutexLock lock(&namespace_mu_);
     // Only while the object is still this file (a writer may have replaced it).
     if (auto current = OpenObjectDir(info.bucket, info.name, false); current.ok()) {
@@ -926,16 +933,7 @@ absl::StatusOr<ObjectInfo> BucketStore::UpdateAttrs(absl::string_view bucket, ab
   }
   st = touched;
   info.updated = MtimeOf(st);
-  ObjectMeta meta;
-  meta.size = st.st_size;
-  meta.mtime_ns = MtimeNs(st);
-  meta.ino = static_cast<uint64_t>(st.st_ino);
-  meta.generation = info.generation;
-  meta.metageneration = info.metageneration;
-  meta.created_us = absl::ToUnixMicros(info.created);
-  meta.attrs = info.attrs;
-  meta.checksums = info.checksums;
-  if (auto s = WriteMeta(bucket, name, meta); !s.ok()) return s;
+  if (auto s = WriteMeta(bucket, name, MetaOf(st, info)); !s.ok()) return s;
   return info;
 }
 

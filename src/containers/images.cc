@@ -68,21 +68,23 @@ std::string ImageSource::Reference(const std::string& registry) const {
   return absl::StrCat(ref, ":", tag.empty() ? "latest" : tag);
 }
 
-const Mirror* ImageTable::FindMirror(const std::string& name) const {
-  for (const auto& m : settings_.mirrors) {
-    if (m.name == name) return &m;
-  }
-  return nullptr;
+const Mirror* ImageTable::FindMirror(const std::string& uri) const {
+  auto named = [&](const std::string& name) -> const Mirror* {
+    for (const auto& m : settings_.mirrors) {
+      if (m.name == name) return &m;
+    }
+    return nullptr;
+  };
+  // A mirror may name an image with or without its tag.
+  if (const Mirror* exact = named(uri)) return exact;
+  auto parsed = ParseImageName(uri);
+  return parsed.ok() && parsed->digest.empty() ? named(parsed->name) : nullptr;
 }
 
 absl::StatusOr<ImageSource> ImageTable::Locate(const std::string& uri) const {
   auto parsed = ParseImageName(uri);
   if (!parsed.ok()) return absl::FailedPreconditionError(parsed.status().message());
-  // A mirror may name an image with or without its tag.
   const Mirror* mirror = FindMirror(uri);
-  if (mirror == nullptr && parsed->digest.empty()) {
-    mirror = FindMirror(parsed->name);
-  }
   ImageSource src;
   src.mirror = mirror;
   ImageName where = *parsed;
@@ -129,9 +131,7 @@ absl::StatusOr<ImageSource> ImageTable::Locate(const std::string& uri) const {
 }
 
 absl::Status ImageTable::CheckTpuTfVersion(const std::string& uri, const std::string& tpu_tf_version) const {
-  auto parsed = ParseImageName(uri);
   const Mirror* mirror = FindMirror(uri);
-  if (mirror == nullptr && parsed.ok() && parsed->digest.empty()) mirror = FindMirror(parsed->name);
   if (mirror == nullptr || mirror->tpu_tf_versions.empty()) return absl::OkStatus();
   for (const auto& v : mirror->tpu_tf_versions) {
     if (v == tpu_tf_version) return absl::OkStatus();

@@ -76,7 +76,9 @@ class ImageTable {
   std::string DescribeMirrors() const;
 
  private:
-  const Mirror* FindMirror(const std::string& name) const;
+  // The mirror entry for an image a job names: by the whole name, else by
+  // the name without its tag (never for a name pinned by digest).
+  const Mirror* FindMirror(const std::string& uri) const;
   ContainerSettings settings_;
 };
 

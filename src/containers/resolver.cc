@@ -16,16 +16,6 @@ std::vector<std::string> JobImages(const model::TrainingInput& t) {
   return {images.begin(), images.end()};
 }
 
-std::string ImageOfReplica(const model::Job& job, const model::ReplicaConfig* config) {
-  if (!job.training_input) return "";
-  const model::TrainingInput& t = *job.training_input;
-  std::string uri = config != nullptr ? config->image_uri : "";
-  if (uri.empty() && t.master_config) uri = t.master_config->image_uri;
-  if (uri.empty()) return "";
-  auto it = job.resolved_images.find(uri);
-  return it == job.resolved_images.end() ? uri : it->second;
-}
-
 ImageResolver::ImageResolver(ImageTable table, const Podman* podman)
     : table_(std::move(table)),
       podman_(podman),

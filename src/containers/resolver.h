@@ -21,10 +21,6 @@ namespace mle::containers {
 // particular order; empty for a job without containers.
 std::vector<std::string> JobImages(const model::TrainingInput& t);
 
-// The reference a replica of `config`'s role runs: its pinned image, else the
-// master's. Empty when the job has no containers.
-std::string ImageOfReplica(const model::Job& job, const model::ReplicaConfig* config);
-
 class ImageResolver {
  public:
   // `podman` may be null (then images of the node's store are refused).

@@ -23,8 +23,7 @@ namespace mle::executor {
 namespace fs = std::filesystem;
 
 bool IsContainerJob(const model::Job& job) {
-  return job.training_input && job.training_input->master_config &&
-         !job.training_input->master_config->image_uri.empty();
+  return job.training_input && model::UsesCustomContainer(*job.training_input);
 }
 
 absl::Status CheckJobRunnable(const model::Job& job, const runtime::RuntimeCatalog& runtimes, bool containers) {
@@ -95,9 +94,6 @@ absl::Status PullJobImages(const model::Job& job, const containers::Podman* podm
   }
   std::set<std::string> images;
   for (const auto& [uri, pinned] : job.resolved_images) images.insert(pinned);
-  if (images.empty() && job.training_input && job.training_input->master_config) {
-    images.insert(job.training_input->master_config->image_uri);  // submitted before images were pinned
-  }
   for (const auto& image : images) {
     if (auto s = podman->Pull(image); !s.ok()) {
       return absl::FailedPreconditionError(absl::StrCat("The job's image could not be made ready: ", s.message()));

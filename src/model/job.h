@@ -150,4 +150,9 @@ struct Job {
 // "projects/{project}/jobs/{job_id}"
 std::string JobName(const Job& job);
 
+// A custom container job: masterConfig.imageUri is set (AI Platform's test).
+inline bool UsesCustomContainer(const TrainingInput& t) {
+  return t.master_config.has_value() && !t.master_config->image_uri.empty();
+}
+
 }  // namespace mle::model

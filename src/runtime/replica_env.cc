@@ -53,7 +53,7 @@ void SetContainer(const model::Job& job, const std::string& role, ReplicaLaunch*
 using nlohmann::json;
 
 bool UsesChief(const model::TrainingInput& t) {
-  const bool custom_container = t.master_config && !t.master_config->image_uri.empty();
+  const bool custom_container = model::UsesCustomContainer(t);
   if (custom_container) return t.use_chief_in_tf_config.value_or(false);
   return absl::StartsWith(t.runtime_version, "2.") || t.use_chief_in_tf_config.value_or(false);
 }
@@ -101,7 +101,7 @@ std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const mod
   const model::TrainingInput empty;
   const model::TrainingInput& t = job.training_input ? *job.training_input : empty;
   const std::string primary = UsesChief(t) ? "chief" : "master";
-  const bool custom_container = t.master_config && !t.master_config->image_uri.empty();
+  const bool custom_container = model::UsesCustomContainer(t);
   const json job_json = codec::EncodeJob(job).value("trainingInput", json::object());
 
   // The cluster, as every replica sees it.

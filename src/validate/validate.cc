@@ -342,7 +342,7 @@ Context BuildContext(const TrainingInput& in, const Config& config) {
   c.tier = in.scale_tier.empty() ? std::string(kBasicTier) : in.scale_tier;
   c.tier_known = Contains(model::kScaleTiers, c.tier);
   c.custom = c.tier == kCustomTier;
-  c.custom_container = in.master_config.has_value() && !in.master_config->image_uri.empty();
+  c.custom_container = model::UsesCustomContainer(in);
   const std::string_view master_image =
       c.custom_container ? std::string_view(in.master_config->image_uri) : std::string_view();
   for (const Role& role : kRoles) {

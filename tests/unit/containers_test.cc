@@ -166,19 +166,13 @@ TEST(ContainersConf, RuncAndNoDefaultUlimits) {
 }
 
 TEST(JobImages, OwnImagesAndTheMastersForTheRest) {
-  model::Job job;
-  job.training_input.emplace();
-  auto& t = *job.training_input;
+  model::TrainingInput t;
   t.master_config.emplace();
   t.master_config->image_uri = "gcr.io/p/trainer:1";
   t.worker_config.emplace();
   t.worker_config->image_uri = "gcr.io/p/worker:1";
   t.evaluator_config.emplace();
   EXPECT_THAT(JobImages(t), ElementsAre("gcr.io/p/trainer:1", "gcr.io/p/worker:1"));
-  job.resolved_images = {{"gcr.io/p/trainer:1", "r/trainer@sha256:1"}};
-  EXPECT_EQ(ImageOfReplica(job, &*t.master_config), "r/trainer@sha256:1");
-  EXPECT_EQ(ImageOfReplica(job, &*t.evaluator_config), "r/trainer@sha256:1");  // the master's
-  EXPECT_EQ(ImageOfReplica(job, &*t.worker_config), "gcr.io/p/worker:1");      // not pinned: as named
 }
 
 }  // namespace

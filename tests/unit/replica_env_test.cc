@@ -125,5 +125,34 @@ TEST(ReplicaEnvTest, GpusGoToCudaVisibleDevices) {
   EXPECT_EQ(Launch(job, placement).at("master-replica-0").env.at("CUDA_VISIBLE_DEVICES"), "1,3");
 }
 
+// A custom container job: each replica runs its own image, else the master's,
+// as pinned at submission; its command and arguments go with the image.
+TEST(ReplicaEnvTest, ContainerReplicasRunTheirPinnedImages) {
+  model::Job job = DistributedJob();
+  auto& t = *job.training_input;
+  t.runtime_version.clear();
+  t.python_module.clear();
+  t.master_config.emplace();
+  t.master_config->image_uri = "gcr.io/p/trainer:1";
+  t.master_config->container_command = {"python3", "/app/task.py"};
+  t.master_config->container_args = {"--mode=train"};
+  t.worker_config.emplace();
+  t.worker_config->image_uri = "gcr.io/p/worker:1";
+  t.evaluator_config.emplace();
+  job.resolved_images = {{"gcr.io/p/trainer:1", "r/trainer@sha256:1"}};
+  const auto launches = Launch(job);
+  const ReplicaLaunch& master = launches.at("master-replica-0");
+  EXPECT_EQ(master.image, "r/trainer@sha256:1");
+  EXPECT_EQ(master.entrypoint, (std::vector<std::string>{"python3", "/app/task.py"}));
+  EXPECT_EQ(master.argv, (std::vector<std::string>{"--mode=train", "--epochs=2", "--job-dir", "gs://b/out"}));
+  EXPECT_EQ(master.env.count("PYTHONPATH"), 0u);  // the image's own packages
+  // The master's image and command, for a replica without an image.
+  EXPECT_EQ(launches.at("evaluator-replica-0").image, "r/trainer@sha256:1");
+  EXPECT_EQ(launches.at("evaluator-replica-0").entrypoint, master.entrypoint);
+  // Its own image (not pinned here: as named), with the image's entrypoint.
+  EXPECT_EQ(launches.at("worker-replica-0").image, "gcr.io/p/worker:1");
+  EXPECT_TRUE(launches.at("worker-replica-0").entrypoint.empty());
+}
+
 }  // namespace
 }  // namespace mle::runtime

@@ -44,6 +44,24 @@ std::vector<pid_t> ProcessesWith(const std::string& marker) {
   return out;
 }
 
+// Starts the real mlengine-replica with `argv` (argv[0] included) and `env`
+// (nullptr: this process's environment); 0 when it could not be started.
+pid_t SpawnShim(std::vector<std::string> argv, std::vector<std::string>* env = nullptr) {
+  auto pointers = [](std::vector<std::string>& words) {
+    std::vector<char*> out;
+    for (auto& w : words) out.push_back(w.data());
+    out.push_back(nullptr);
+    return out;
+  };
+  std::vector<char*> args = pointers(argv);
+  std::vector<char*> envp = env != nullptr ? pointers(*env) : std::vector<char*>();
+  pid_t pid = 0;
+  if (::posix_spawn(&pid, MLE_SHIM, nullptr, nullptr, args.data(), env != nullptr ? envp.data() : environ) != 0) {
+    return 0;
+  }
+  return pid;
+}
+
 // How the trainer leaves something behind. Each script starts its helper,
 // which runs `sleep MARKER`, says "ready" on the FIFO $READY, and then either
 // exits (the program ends by itself) or keeps running (the shim is stopped).
@@ -86,17 +104,9 @@ class ShimTest : public ::testing::TestWithParam<std::tuple<Escape, bool>> {
     std::vector<std::string> argv = {MLE_SHIM, "--log", (dir_ / "log").string(), "--exit", (dir_ / "exit").string(),
                                      "--cwd", (dir_ / "work").string(), "--grace", "1", "--",
                                      "/bin/sh", "-c", script};
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    const std::string env_ready = "READY=" + fifo_;
-    const std::string env_go = "GO=" + (dir_ / "go").string();
-    std::vector<std::string> env = {env_ready, env_go, "PATH=/usr/bin:/bin"};
-    std::vector<char*> envp;
-    for (auto& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    pid_t pid = 0;
-    EXPECT_EQ(::posix_spawn(&pid, MLE_SHIM, nullptr, nullptr, args.data(), envp.data()), 0);
+    std::vector<std::string> env = {"READY=" + fifo_, "GO=" + (dir_ / "go").string(), "PATH=/usr/bin:/bin"};
+    const pid_t pid = SpawnShim(std::move(argv), &env);
+    EXPECT_NE(pid, 0);
     return pid;
   }
   // Blocks until the script writes its line to the FIFO.
@@ -162,11 +172,8 @@ TEST(ShimLogTest, LinesAreWrittenInTheFormatRundirReads) {
   std::vector<std::string> argv = {MLE_SHIM, "--log", (dir / "log").string(), "--exit", (dir / "exit").string(),
                                    "--cwd", (dir / "work").string(), "--", "/bin/sh", "-c",
                                    "echo out; echo err >&2; printf partial; exit 3"};
-  std::vector<char*> args;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  ASSERT_EQ(::posix_spawn(&pid, MLE_SHIM, nullptr, nullptr, args.data(), environ), 0);
+  const pid_t pid = SpawnShim(std::move(argv));
+  ASSERT_NE(pid, 0);
   int status = 0;
   ::waitpid(pid, &status, 0);
   EXPECT_EQ(WEXITSTATUS(status), 3);
@@ -215,11 +222,8 @@ class ShimContainerTest : public ::testing::Test {
                                      "--cwd", (dir_ / "work").string(), "--grace", "1", "--container", "mle-c1",
                                      "--podman", podman_, "--", "/bin/sh", "-c",
                                      "echo $$ > " + pid_file + "; echo ready > " + fifo + "; " + script};
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    pid_t pid = 0;
-    EXPECT_EQ(::posix_spawn(&pid, MLE_SHIM, nullptr, nullptr, args.data(), environ), 0);
+    const pid_t pid = SpawnShim(std::move(argv));
+    EXPECT_NE(pid, 0);
     {
       std::ifstream ready(fifo);  // blocks until the program runs
       std::string line;
@@ -259,11 +263,8 @@ TEST_F(ShimContainerTest, APodmanErrorMayLeaveAContainerSoItIsRemoved) {
 TEST_F(ShimContainerTest, ContainerAndPodmanGoTogether) {
   std::vector<std::string> argv = {MLE_SHIM, "--log", (dir_ / "log").string(), "--exit", (dir_ / "exit").string(),
                                    "--container", "x", "--", "/bin/true"};
-  std::vector<char*> args;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  ASSERT_EQ(::posix_spawn(&pid, MLE_SHIM, nullptr, nullptr, args.data(), environ), 0);
+  const pid_t pid = SpawnShim(std::move(argv));
+  ASSERT_NE(pid, 0);
   int status = 0;
   ::waitpid(pid, &status, 0);
   EXPECT_EQ(WEXITSTATUS(status), 2);  // usage
