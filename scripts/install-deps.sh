@@ -10,6 +10,7 @@ PKGS=(
   nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev sqlite3
   libabsl-dev libcli11-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
   libcurl4-openssl-dev libarchive-dev libssl-dev libisal-dev
+  libeigen3-dev libnlopt-cxx-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   python3 python3-venv python3-pip python3-setuptools

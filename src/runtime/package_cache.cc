@@ -2,13 +2,16 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/sha256.h"
 #include "common/subprocess.h"
@@ -51,6 +54,23 @@ std::string ExplainPipFailure(const std::string& output) {
   std::string tail;
   for (size_t i = from; i < lines.size(); ++i) absl::StrAppend(&tail, "\n  ", lines[i]);
   return absl::StrCat("pip failed:", tail);
+}
+
+// Rewrites FROM/bin/ to TO/bin/ in the scripts (files starting "#!") in
+// `bin`. pip names the interpreter in the first line, or, for a path too long
+// for one, in a /bin/sh line that execs it.
+absl::Status RepointScripts(const fs::path& bin, const std::string& from, const std::string& to) {
+  const std::string old_bin = absl::StrCat(from, "/bin/"), new_bin = absl::StrCat(to, "/bin/");
+  std::error_code ec;
+  for (fs::directory_iterator it(bin, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file() || it->is_symlink()) continue;
+    auto text = rundir::ReadFile(it->path().string());
+    if (!text.ok() || !absl::StartsWith(*text, "#!") || !absl::StrContains(*text, old_bin)) continue;
+    const std::string rewritten = absl::StrReplaceAll(*text, {{old_bin, new_bin}});
+    if (auto s = rundir::WriteFileAtomically(it->path().string(), rewritten, 0755); !s.ok()) return s;
+  }
+  if (ec) return absl::UnavailableError(absl::StrCat("cannot list ", bin.string(), ": ", ec.message()));
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -109,6 +129,67 @@ std::mutex* PackageCache::LockFor(const std::string& key) {
   return m.get();
 }
 
+std::string PackageCache::StagingName(const std::string& final_name) {
+  static std::atomic<uint64_t> counter{0};
+  return absl::StrCat(".", final_name, ".", ::getpid(), "-", counter.fetch_add(1), ".staging");
+}
+
+// `final_name` empty: every environment's.
+void PackageCache::SweepStaging(const fs::path& parent, const std::string& final_name) {
+  // Best effort: an orphan still writing into one makes removal fail now;
+  // the next build of the same packages, or the next start, tries again.
+  const std::string prefix = final_name.empty() ? "." : absl::StrCat(".", final_name, ".");
+  std::error_code ec;
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!absl::StartsWith(name, prefix) || !absl::EndsWith(name, ".staging")) continue;
+    std::error_code ignored;
+    fs::remove_all(it->path(), ignored);
+  }
+}
+
+void PackageCache::RemoveLeftovers() {
+  std::error_code ec;
+  for (fs::directory_iterator runtimes(root_, ec), end; !ec && runtimes != end; runtimes.increment(ec)) {
+    if (runtimes->is_directory()) SweepStaging(runtimes->path(), "");
+  }
+}
+
+absl::Status PackageCache::Build(const Runtime& runtime, const std::vector<std::string>& packages,
+                                 const fs::path& staging, const fs::path& final_dir) {
+  common::CommandOptions venv_options;
+  venv_options.timeout = absl::Minutes(2);
+  auto venv = common::RunCommand(
+      {runtime.python, "-m", "venv", "--system-site-packages", "--without-pip", staging.string()}, venv_options);
+  if (!venv.ok()) return venv.status();
+  if (venv->exit_code != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("Creating the job's Python environment failed: ", venv->output));
+  }
+  const fs::path python = staging / "bin" / "python";
+  std::vector<std::string> pip = {python.string(), "-m", "pip", "install", "--no-index", "--no-build-isolation",
+                                  "--disable-pip-version-check", "--no-input", "--no-warn-script-location"};
+  // Dependencies a package declares must come from the other packages given.
+  for (const auto& p : packages) pip.push_back("--find-links=" + fs::path(p).parent_path().string());
+  for (const auto& p : packages) pip.push_back(p);
+  auto env_vars = common::CurrentEnvironment();
+  env_vars["PIP_NO_CACHE_DIR"] = "1";
+  env_vars["PYTHONDONTWRITEBYTECODE"] = "1";
+  common::CommandOptions pip_options;
+  pip_options.cwd = staging.string();
+  pip_options.env = env_vars;
+  auto install = common::RunCommand(pip, pip_options);
+  if (!install.ok()) return install.status();
+  if (install->exit_code != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Installing the job's packages failed: ", ExplainPipFailure(install->output)));
+  }
+  // A venv runs from wherever it lies, but the scripts pip wrote name their
+  // interpreter by the staging path: point them at the published one.
+  if (auto s = RepointScripts(staging / "bin", staging.string(), final_dir.string()); !s.ok()) return s;
+  // Durable before it can be marked ready.
+  return rundir::SyncFilesystemOf(staging.string());
+}
+
 absl::StatusOr<PreparedEnvironment> PackageCache::Prepare(const Runtime& runtime,
                                                           const std::vector<std::string>& packages) {
   PreparedEnvironment env;
@@ -131,43 +212,30 @@ absl::StatusOr<PreparedEnvironment> PackageCache::Prepare(const Runtime& runtime
   for (const auto& p : packages) {
     if (auto s = CheckArchive(p); !s.ok()) return s;
   }
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  if (ec) return absl::UnavailableError(absl::StrCat("cannot clear ", dir.string(), ": ", ec.message()));
+  // Built aside, published by one rename: a build cut short (the server
+  // killed, its pip left running as an orphan) only ever writes into its own
+  // staging directory, never into the one a later build or a job uses.
   if (auto s = rundir::CreateDirectories(dir.parent_path().string()); !s.ok()) return s;
-  common::CommandOptions venv_options;
-  venv_options.timeout = absl::Minutes(2);
-  auto venv = common::RunCommand({runtime.python, "-m", "venv", "--system-site-packages", "--without-pip", dir.string()},
-                                 venv_options);
-  if (!venv.ok()) return venv.status();
-  if (venv->exit_code != 0) {
-    return absl::FailedPreconditionError(absl::StrCat("Creating the job's Python environment failed: ", venv->output));
+  SweepStaging(dir.parent_path(), dir.filename().string());
+  const fs::path staging = dir.parent_path() / StagingName(dir.filename().string());
+  auto built = Build(runtime, packages, staging, dir);
+  std::error_code ec;
+  if (built.ok()) built = rundir::WriteFileAtomically((staging / ".ready").string(), *digest + "\n");
+  if (built.ok() && fs::exists(dir, ec)) {
+    // Left by a version that built in place: never marked ready, so unused.
+    fs::rename(dir, dir.parent_path() / StagingName(dir.filename().string()), ec);
+    if (ec) built = absl::UnavailableError(absl::StrCat("cannot move aside ", dir.string(), ": ", ec.message()));
   }
-  std::vector<std::string> pip = {env.python, "-m", "pip", "install", "--no-index", "--no-build-isolation",
-                                  "--disable-pip-version-check", "--no-input", "--no-warn-script-location"};
-  // Dependencies a package declares must come from the other packages given.
-  for (const auto& p : packages) pip.push_back("--find-links=" + fs::path(p).parent_path().string());
-  for (const auto& p : packages) pip.push_back(p);
-  auto env_vars = common::CurrentEnvironment();
-  env_vars["PIP_NO_CACHE_DIR"] = "1";
-  env_vars["PYTHONDONTWRITEBYTECODE"] = "1";
-  common::CommandOptions pip_options;
-  pip_options.cwd = dir.string();
-  pip_options.env = env_vars;
-  auto install = common::RunCommand(pip, pip_options);
-  if (!install.ok()) return install.status();
-  if (install->exit_code != 0) {
-    fs::remove_all(dir, ec);
-    return absl::FailedPreconditionError(
-        absl::StrCat("Installing the job's packages failed: ", ExplainPipFailure(install->output)));
+  if (built.ok()) {
+    fs::rename(staging, dir, ec);
+    if (ec) built = absl::UnavailableError(absl::StrCat("cannot publish ", dir.string(), ": ", ec.message()));
   }
-  // The marker says "complete": durable, and only after everything pip wrote.
-  absl::Status synced = rundir::SyncFilesystemOf(dir.string());
-  if (synced.ok()) synced = rundir::WriteFileAtomically((dir / ".ready").string(), *digest + "\n");
-  if (auto s = synced; !s.ok()) {
-    fs::remove_all(dir, ec);
-    return absl::UnavailableError(absl::StrCat("cannot mark the job's Python environment ready: ", s.message()));
+  if (built.ok()) built = rundir::SyncFilesystemOf(dir.string());
+  if (!built.ok()) {
+    fs::remove_all(staging, ec);
+    return built;
   }
+  SweepStaging(dir.parent_path(), dir.filename().string());  // what was moved aside
   return env;
 }
 

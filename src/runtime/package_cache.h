@@ -4,11 +4,16 @@
 // packages and runtime. Archives are checked before pip sees them: entries
 // with absolute paths, ".." or links leaving the archive are refused.
 //
-// Layout: ROOT/<runtime>/<digest>/ (a venv) with a ".ready" marker written
-// last, so a crash mid-install never leaves an environment that looks
-// usable. Thread-safe: concurrent installs of the same digest wait for one.
+// Layout: ROOT/<runtime>/<digest>/ (a venv) holding a ".ready" marker. It
+// is built in ROOT/<runtime>/.<digest>.<pid>-<n>.staging and published by
+// one rename, so a crash mid-install never leaves an environment that looks
+// usable, and a build cut short (its pip left running after the server was
+// killed) never writes into a later build. Leftover staging directories are
+// removed by the next build of the same digest and by RemoveLeftovers. Thread-safe: concurrent
+// installs of the same digest wait for one.
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,11 +41,19 @@ class PackageCache {
   // dependency is named).
   absl::StatusOr<PreparedEnvironment> Prepare(const Runtime& runtime, const std::vector<std::string>& packages);
 
+  // Removes, best effort, the staging directories builds cut short left
+  // behind (a server killed mid-install). Call before the first Prepare.
+  void RemoveLeftovers();
+
   // OK, or FAILED_PRECONDITION naming the first unsafe entry.
   static absl::Status CheckArchive(const std::string& path);
 
  private:
   std::mutex* LockFor(const std::string& key);
+  static std::string StagingName(const std::string& final_name);
+  static void SweepStaging(const std::filesystem::path& parent, const std::string& final_name);
+  static absl::Status Build(const Runtime& runtime, const std::vector<std::string>& packages,
+                            const std::filesystem::path& staging, const std::filesystem::path& final_dir);
 
   const std::string root_;
   std::mutex mu_;
