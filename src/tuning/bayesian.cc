@@ -29,7 +29,7 @@ int InitialDesign(const SearchSpace& space) {
 // observations, so the random candidates shrink as the study grows.
 constexpr int kMaxRandomCandidates = 2000;
 constexpr int kMinRandomCandidates = 300;
-constexpr double kCandidateWork = 4e7;
+constexpr double kCandidateWork = 2e7;
 // Local candidates: perturbations of the best observed points.
 constexpr int kLocalCenters = 5;
 constexpr int kPerturbationsPerCenter = 60;
@@ -45,6 +45,7 @@ struct Observations {
   std::vector<Eigen::VectorXd> x;
   std::vector<double> y;
   std::vector<Eigen::VectorXd> pending;  // active trials: fantasised
+  size_t feasible = 0;                    // the first values of y; the rest are imputed
 };
 
 Observations Collect(const SearchSpace& space, const MetricSpec& objective, const std::vector<Trial>& trials) {
@@ -65,6 +66,7 @@ Observations Collect(const SearchSpace& space, const MetricSpec& objective, cons
       infeasible.push_back(std::move(x));  // failed, or finished without the objective
     }
   }
+  obs.feasible = obs.y.size();
   if (!obs.y.empty()) {
     const double worst = *std::min_element(obs.y.begin(), obs.y.end());
     for (Eigen::VectorXd& x : infeasible) {
@@ -222,10 +224,13 @@ Eigen::MatrixXd Rows(const std::vector<Eigen::VectorXd>& v, int dims) {
   return m;
 }
 
-// The kriging believer: a point being tried counts as observed at the mean
-// the model predicts there.
-void Believe(GaussianProcess& gp, const Eigen::VectorXd& x) {
-  double mean, variance;
+// The kriging believer: points being tried count as observed at the mean
+// the model predicts there. (Such an observation leaves the mean elsewhere
+// unchanged, so adding several at once equals adding them one by one.)
+void Believe(GaussianProcess& gp, const std::vector<Eigen::VectorXd>& points) {
+  if (points.empty()) return;
+  const Eigen::MatrixXd x = Rows(points, static_cast<int>(points.front().size()));
+  Eigen::VectorXd mean, variance;
   gp.Predict(x, mean, variance);
   gp.Add(x, mean);
 }
@@ -240,14 +245,13 @@ std::vector<Assignment> SuggestBayesian(const StudySpec& spec, const std::vector
   const Observations obs = Collect(space, spec.metrics.front(), trials);
 
   const int design_left = InitialDesign(space) - static_cast<int>(trials.size());
-  const int random = obs.y.size() < 2 ? count : std::clamp(design_left, 0, count);
+  const int random = obs.feasible < 2 ? count : std::clamp(design_left, 0, count);
   std::vector<Assignment> out = SampleUntried(space, random, rng, tried);
   if (random == count) return out;
 
   const Eigen::VectorXd y = Eigen::Map<const Eigen::VectorXd>(obs.y.data(), static_cast<Eigen::Index>(obs.y.size()));
   GaussianProcess gp = GaussianProcess::Fit(Rows(obs.x, space.dims()), y, rng);
-  double y_mean = y.mean();
-  double y_sd = std::sqrt((y.array() - y_mean).square().mean());
+  const double y_sd = std::sqrt((y.array() - y.mean()).square().mean());
   const double target = y.maxCoeff() + kXi * (y_sd > 0 ? y_sd : 1.0);
 
   // Perturbations start from the best observed points.
@@ -257,8 +261,9 @@ std::vector<Assignment> SuggestBayesian(const StudySpec& spec, const std::vector
   std::vector<Eigen::VectorXd> centers;
   for (size_t i = 0; i < order.size() && centers.size() < kLocalCenters; ++i) centers.push_back(obs.x[order[i]]);
 
-  for (const Eigen::VectorXd& x : obs.pending) Believe(gp, x);
-  for (const Assignment& a : out) Believe(gp, space.Encode(a));
+  std::vector<Eigen::VectorXd> believed = obs.pending;
+  for (const Assignment& a : out) believed.push_back(space.Encode(a));
+  Believe(gp, believed);
   while (static_cast<int>(out.size()) < count) {
     Acquisition acquisition(space, gp, target, rng);
     std::optional<Assignment> next = acquisition.Best(centers, tried);
@@ -269,7 +274,7 @@ std::vector<Assignment> SuggestBayesian(const StudySpec& spec, const std::vector
       next = std::move(any.front());
     }
     tried.insert(*next);
-    Believe(gp, space.Encode(*next));
+    Believe(gp, {space.Encode(*next)});
     out.push_back(std::move(*next));
   }
   return out;

@@ -46,8 +46,10 @@ absl::Status ValidateParam(const ParamSpec& p, const ParamSpec* parent, std::set
     case ParamType::kDouble:
     case ParamType::kInteger:
       if (!std::isfinite(p.min) || !std::isfinite(p.max) || !(p.min < p.max)) return Invalid(p, "needs min < max");
-      if (p.type == ParamType::kInteger && (std::trunc(p.min) != p.min || std::trunc(p.max) != p.max)) {
-        return Invalid(p, "integer bounds must be integral");
+      if (p.type == ParamType::kInteger) {
+        if (std::trunc(p.min) != p.min || std::trunc(p.max) != p.max) return Invalid(p, "integer bounds must be integral");
+        // Doubles hold every integer up to 2^53 exactly; the grid counts in int64.
+        if (std::abs(p.min) > 0x1p53 || std::abs(p.max) > 0x1p53) return Invalid(p, "integer bounds beyond 2^53");
       }
       if (log && p.min <= 0) return Invalid(p, "a log scale needs min > 0");
       break;

@@ -117,8 +117,10 @@ double LogMarginalLikelihood(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
   const double signal = std::exp(params.log_signal);
   const double noise = std::exp(params.log_noise);
   const Eigen::MatrixXd xs = x * (-params.log_length.array()).exp().matrix().asDiagonal();
-  const Eigen::MatrixXd r2 = SquaredDistances(xs, xs);
-  const Eigen::MatrixXd kf = Matern52(r2, signal);
+  const Eigen::ArrayXXd r2 = SquaredDistances(xs, xs).array();
+  const Eigen::ArrayXXd r = r2.sqrt();
+  const Eigen::ArrayXXd e = (-kSqrt5 * r).exp();
+  const Eigen::MatrixXd kf = (signal * (1.0 + kSqrt5 * r + (5.0 / 3.0) * r2) * e).matrix();
   Eigen::MatrixXd k = kf;
   k.diagonal().array() += noise;
   Eigen::LLT<Eigen::MatrixXd> llt(k);
@@ -129,11 +131,11 @@ double LogMarginalLikelihood(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
   if (!std::isfinite(lml)) return -std::numeric_limits<double>::infinity();
   if (grad) {
     // d lml / d theta = 1/2 tr((alpha alpha^T - K^-1) dK/dtheta).
-    const Eigen::MatrixXd w = alpha * alpha.transpose() - llt.solve(Eigen::MatrixXd::Identity(n, n));
+    Eigen::MatrixXd w = Eigen::MatrixXd::Identity(n, n);
+    llt.solveInPlace(w);
+    w = alpha * alpha.transpose() - w;
     // dK/dlog(length_d) = signal 5/3 (1 + sqrt5 r) exp(-sqrt5 r) (dx_d / length_d)^2.
-    const Eigen::ArrayXXd r = r2.array().sqrt();
-    const Eigen::MatrixXd wg =
-        (w.array() * (signal * (5.0 / 3.0) * (1.0 + kSqrt5 * r) * (-kSqrt5 * r).exp())).matrix();
+    const Eigen::MatrixXd wg = (w.array() * (signal * (5.0 / 3.0) * (1.0 + kSqrt5 * r) * e)).matrix();
     // sum_ij wg_ij (x_i - x_j)^2 = 2 sum_i x_i^2 rowsum_i - 2 x^T wg x, wg symmetric.
     const Eigen::VectorXd row_sums = wg.rowwise().sum();
     const Eigen::MatrixXd wgx = wg * xs;
@@ -199,11 +201,13 @@ GaussianProcess::GaussianProcess(const Eigen::MatrixXd& x, const Eigen::VectorXd
   Condition();
 }
 
-void GaussianProcess::Add(const Eigen::VectorXd& x, double y) {
-  x_.conservativeResize(x_.rows() + 1, Eigen::NoChange);
-  x_.row(x_.rows() - 1) = x.transpose();
-  y_.conservativeResize(y_.size() + 1);
-  y_[y_.size() - 1] = y;
+void GaussianProcess::Add(const Eigen::MatrixXd& x, const Eigen::VectorXd& y) {
+  if (x.rows() == 0) return;
+  const Eigen::Index n = x_.rows();
+  x_.conservativeResize(n + x.rows(), Eigen::NoChange);
+  x_.bottomRows(x.rows()) = x;
+  y_.conservativeResize(n + y.size());
+  y_.tail(y.size()) = y;
   Condition();
 }
 
@@ -233,10 +237,18 @@ void GaussianProcess::Predict(const Eigen::MatrixXd& xs, Eigen::VectorXd& mean, 
 }
 
 void GaussianProcess::Predict(const Eigen::VectorXd& x, double& mean, double& variance) const {
-  Eigen::VectorXd m, v;
-  Predict(Eigen::MatrixXd(x.transpose()), m, v);
-  mean = m[0];
-  variance = v[0];
+  // One point: a triangular solve with a vector, no matrix temporaries.
+  const double signal = std::exp(params_.log_signal);
+  const Eigen::VectorXd xs = x.cwiseProduct(inv_length_);
+  Eigen::VectorXd k(x_.rows());
+  for (Eigen::Index i = 0; i < x_.rows(); ++i) {
+    const double r2 = (x_.row(i).transpose().cwiseProduct(inv_length_) - xs).squaredNorm();
+    const double r = std::sqrt(r2);
+    k[i] = signal * (1.0 + kSqrt5 * r + (5.0 / 3.0) * r2) * std::exp(-kSqrt5 * r);
+  }
+  mean = k.dot(alpha_) * y_scale_ + y_mean_;
+  llt_.matrixL().solveInPlace(k);
+  variance = std::max(signal - k.squaredNorm(), 1e-12) * (y_scale_ * y_scale_);
 }
 
 }  // namespace mle::tuning

@@ -24,8 +24,8 @@ struct GpParams {
 
 struct GpFitOptions {
   int starts = 3;            // the default start, then random ones
-  int evals_per_start = 25;  // likelihood evaluations (each O(n^3))
-  int max_fit_points = 80;   // above this, hyperparameters are fitted on a subset
+  int evals_per_start = 20;  // likelihood evaluations (each O(n^3))
+  int max_fit_points = 64;   // above this, hyperparameters are fitted on a subset
 };
 
 // Log marginal likelihood of standardized `y` at points `x` (rows), and its
@@ -43,9 +43,9 @@ class GaussianProcess {
   // Conditions on (x, y) with given hyperparameters.
   GaussianProcess(const Eigen::MatrixXd& x, const Eigen::VectorXd& y, const GpParams& params);
 
-  // Adds an observation, keeping the hyperparameters and the standardization
-  // (the kriging believer's fantasies).
-  void Add(const Eigen::VectorXd& x, double y);
+  // Adds observations (one per row of x), keeping the hyperparameters and
+  // the standardization (the kriging believer's fantasies).
+  void Add(const Eigen::MatrixXd& x, const Eigen::VectorXd& y);
 
   // Posterior mean and variance of the latent function (without noise), in
   // the units of y, at each row of `xs`.

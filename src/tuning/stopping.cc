@@ -1,6 +1,7 @@
 #include "tuning/stopping.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -89,7 +90,7 @@ std::vector<size_t> BestFirst(const MetricSpec& objective, const std::vector<Tri
     Key k{0, 0, i};
     switch (t.state) {
       case TrialState::kCompleted:
-        if (std::optional<double> v = FinalValue(t, objective.name)) {
+        if (std::optional<double> v = FinalValue(t, objective.name); v && !std::isnan(*v)) {
           k.value = objective.goal == Goal::kMaximize ? -*v : *v;
         } else {
           k.group = 1;  // completed without the objective: after those with it

@@ -170,6 +170,7 @@ TEST(SuggestTest, InvalidSpecs) {
       {"log with min 0", Study({Double("x", 0, 1, Scale::kLog)}, Algorithm::kRandom)},
       {"reverse log with min < 0", Study({Double("x", -1, 1, Scale::kReverseLog)}, Algorithm::kRandom)},
       {"fractional integer bound", Study({Double("x", 0, 1)}, Algorithm::kRandom)},
+      {"integer beyond 2^53", Study({Integer("n", 0, int64_t{1} << 60)}, Algorithm::kRandom)},
       {"no categories", Study({Categorical("c", {})}, Algorithm::kRandom)},
       {"repeated category", Study({Categorical("c", {"a", "a"})}, Algorithm::kRandom)},
       {"discrete not increasing", Study({Discrete("d", {1, 1})}, Algorithm::kRandom)},
@@ -599,6 +600,10 @@ TEST(BayesianTest, InfeasibleAndStoppedTrials) {
   }
   EXPECT_EQ(MustSuggest(spec, failed, 2, 4).size(), 2u);
   EXPECT_EQ(MustSuggest(spec, failed, 2, 4), MustSuggest(spec, failed, 2, 4));
+  // One completed observation is still too few for a model: random again.
+  failed.push_back(Completed({{"x", 0.5}}, 1.0));
+  const StudySpec random = Study({Double("x", 0, 1)}, Algorithm::kRandom);
+  EXPECT_EQ(MustSuggest(spec, failed, 2, 4), MustSuggest(random, failed, 2, 4));
 }
 
 // ---------------------------------------------------------------------------
