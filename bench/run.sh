@@ -6,6 +6,9 @@ cd "$(dirname "$0")/.."
 echo "== scheduler: one freed slot among 10,000 queued jobs, with quotas and fair share against without (under 1 ms)"
 "$BUILD/bench/schedule_pass"
 echo
+echo "== hyperparameter tuning: Bayesian against random search, median regret after 30 trials (ratio >= 3 on Branin and Hartmann-6), one suggestion with 200 trials (under 50 ms)"
+"$BUILD/bench/tuning_regret"
+echo
 echo "== control plane: jobs API throughput"
 bench/api_throughput.sh "$BUILD"
 echo
