@@ -145,6 +145,38 @@ say "The distributed variant: CUSTOM, master + 2 workers, torch.distributed (glo
   --data_dir="$BUCKET/datasets/digits" \
   --model_dir="$BUCKET/mnist_distributed_1_output"
 
+say "Hyperparameter tuning (hptuning_config.yaml): 4 trials, 2 at a time, learning rate on a log scale"
+# A smaller run of the example's config: the same parameters, fewer trials.
+sed -e 's/maxTrials: 6/maxTrials: 4/' hptuning_config.yaml > "$DATA/hptuning_demo.yaml"
+"$MLENGINE_BIN" jobs submit training mnist_hpt_1 \
+  --staging-bucket="$BUCKET" \
+  --package-path=trainer \
+  --module-name=trainer.task \
+  --runtime-version=pytorch-1.13-cpu \
+  --region=us-central1 \
+  --job-dir="$BUCKET/mnist_hpt_1" \
+  --config="$DATA/hptuning_demo.yaml" \
+  --stream-logs \
+  -- \
+  --epochs=3 \
+  --data_dir="$BUCKET/datasets/digits" | grep -E "final test accuracy|reported|state:"
+say "The trials, best first, and the best one"
+"$MLENGINE_BIN" jobs describe mnist_hpt_1 --format json | /usr/bin/python3 -c '
+import json, sys
+job = json.load(sys.stdin)
+trials = job["trainingOutput"]["trials"]
+for t in trials:
+    metric = t.get("finalMetric", {}).get("objectiveValue")
+    print("trial %-2s %-9s accuracy %-8s %s%s" % (t["trialId"], t["state"], "-" if metric is None else "%.4f" % metric,
+          " ".join("%s=%s" % kv for kv in sorted(t["hyperparameters"].items())),
+          " (stopped early)" if t.get("isTrialStoppedEarly") else ""))
+best = trials[0]
+print("best: trial %s, accuracy %.4f, with %s" % (best["trialId"], best["finalMetric"]["objectiveValue"],
+      ", ".join("%s=%s" % kv for kv in sorted(best["hyperparameters"].items()))))
+if job["state"] != "SUCCEEDED":
+    sys.exit("the tuning job ended %s: %s" % (job["state"], job.get("errorMessage", "")))
+'
+
 say "All jobs"
 "$MLENGINE_BIN" jobs list
 say "Demo finished. Server data (logs, buckets, database) are in $DATA"

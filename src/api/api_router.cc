@@ -136,12 +136,13 @@ void ListJobs(const Services& s, const Call& call, Responder respond) {
 // docs/runtime-contract.md.
 void ReadLogs(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
-  if (auto st = CheckQuery(call, {"pageToken", "taskName", "waitSeconds"}); !st.ok()) {
+  if (auto st = CheckQuery(call, {"pageToken", "taskName", "trialId", "waitSeconds"}); !st.ok()) {
     return respond(Fail(st, pretty));
   }
   service::LogRequest request;
   request.page_token = call.Param("pageToken");
   request.task_name = call.Param("taskName");
+  request.trial_id = call.Param("trialId");
   if (const std::string w = call.Param("waitSeconds"); !w.empty()) {
     int seconds = 0;
     if (!absl::SimpleAtoi(w, &seconds) || seconds < 0 || seconds > 30) {
@@ -154,11 +155,13 @@ void ReadLogs(const Services& s, const Call& call, Responder respond) {
                 if (!r.ok()) return respond(RenderError(r.status(), pretty));
                 json entries = json::array();
                 for (const auto& e : r->page.entries) {
-                  entries.push_back({{"timestamp", e.timestamp},
-                                     {"taskName", e.task_name},
-                                     {"stream", e.is_stderr ? "stderr" : "stdout"},
-                                     {"severity", e.is_stderr ? "ERROR" : "INFO"},
-                                     {"message", e.message}});
+                  json entry = {{"timestamp", e.timestamp},
+                                {"taskName", e.task_name},
+                                {"stream", e.is_stderr ? "stderr" : "stdout"},
+                                {"severity", e.is_stderr ? "ERROR" : "INFO"},
+                                {"message", e.message}};
+                  if (!e.trial_id.empty()) entry["trialId"] = e.trial_id;
+                  entries.push_back(std::move(entry));
                 }
                 json out = {{"entries", entries}, {"nextPageToken", r->page.next_page_token}};
                 if (r->job_ended) out["jobEnded"] = true;

@@ -331,10 +331,11 @@ absl::StatusOr<json> Client::PatchJob(const std::string& job_id, const json& bod
 }
 
 absl::StatusOr<json> Client::ReadLogs(const std::string& job_id, const std::string& page_token,
-                                      const std::string& task_name, int wait_seconds) {
+                                      const std::string& task_name, int wait_seconds, const std::string& trial_id) {
   Query q;
   if (!page_token.empty()) q.emplace_back("pageToken", page_token);
   if (!task_name.empty()) q.emplace_back("taskName", task_name);
+  if (!trial_id.empty()) q.emplace_back("trialId", trial_id);
   if (wait_seconds > 0) q.emplace_back("waitSeconds", std::to_string(wait_seconds));
   return Call("GET", JobPath(job_id) + "/logs", q, std::nullopt, wait_seconds + 60);
 }

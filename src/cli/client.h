@@ -59,9 +59,11 @@ class Client {
   absl::StatusOr<nlohmann::json> CancelJob(const std::string& job_id);
   absl::StatusOr<nlohmann::json> PatchJob(const std::string& job_id, const nlohmann::json& body,
                                           const std::string& update_mask);
-  // GET /v1/projects/{p}/jobs/{j}/logs (long poll up to wait_seconds).
+  // GET /v1/projects/{p}/jobs/{j}/logs (long poll up to wait_seconds);
+  // `trial_id`: one trial of a tuning job.
   absl::StatusOr<nlohmann::json> ReadLogs(const std::string& job_id, const std::string& page_token,
-                                          const std::string& task_name, int wait_seconds);
+                                          const std::string& task_name, int wait_seconds,
+                                          const std::string& trial_id = "");
 
   // Storage.
   absl::StatusOr<nlohmann::json> UploadFile(const std::string& bucket, const std::string& object,

@@ -76,6 +76,7 @@ std::string ValueName(const std::string& flag) {
       {"--worker-count", "N"},            {"--parameter-server-count", "N"},
       {"--evaluator-count", "N"},         {"--start-port", "PORT"},
       {"--task-name", "NAME"},            {"--polling-interval", "SECONDS"},
+      {"--trial", "TRIAL_ID"},
       {"--filter", "EXPR"},               {"--limit", "N"},
       {"--page-size", "N"},               {"--endpoint", "URL"},
       {"--token", "TOKEN"},               {"--token-file", "FILE"},

@@ -451,12 +451,15 @@ void AddStreamLogs(CLI::App* jobs, Context& ctx) {
   CLI::App* c = jobs->add_subcommand(
       "stream-logs",
       "Print a job's log lines (\"TIMESTAMP TASK_NAME MESSAGE\", from every replica's stdout and stderr)\n"
-      "and follow new ones until the job ends");
-  Usage(c, "mlengine jobs stream-logs JOB [--task-name NAME] [--polling-interval S] [--since-now]");
+      "and follow new ones until the job ends. A hyperparameter tuning job's lines are its trials',\n"
+      "each marked with its trial (\"TIMESTAMP TASK_NAME trial=ID MESSAGE\")");
+  Usage(c, "mlengine jobs stream-logs JOB [--task-name NAME] [--trial ID] [--polling-interval S] [--since-now]");
   c->add_option("JOB", state->job_id, "Name of the job")->required();
   c->add_option("--task-name", state->options.task_name,
                 "Only this replica's lines, e.g. master-replica-0, worker-replica-1, ps-replica-0")
       ->type_name(ValueName("--task-name"));
+  c->add_option("--trial", state->options.trial_id, "A hyperparameter tuning job's: only this trial's lines, e.g. 3")
+      ->type_name(ValueName("--trial"));
   c->add_option("--polling-interval", state->options.polling_interval_s,
                 "Longest wait in seconds for new lines per request to the server (1-30)")
       ->capture_default_str()

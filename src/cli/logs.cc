@@ -16,7 +16,9 @@ std::string FormatLogEntry(const json& entry) {
   };
   std::string message = str("message");
   while (!message.empty() && (message.back() == '\n' || message.back() == '\r')) message.pop_back();
-  return absl::StrCat(str("timestamp"), " ", str("taskName"), " ", message);
+  const std::string trial = str("trialId");
+  return absl::StrCat(str("timestamp"), " ", str("taskName"), " ", trial.empty() ? "" : absl::StrCat("trial=", trial, " "),
+                      message);
 }
 
 absl::Status StreamLogs(Client& client, const std::string& job_id, const StreamLogsOptions& options, std::FILE* out) {
@@ -24,7 +26,7 @@ absl::Status StreamLogs(Client& client, const std::string& job_id, const StreamL
   std::string token = options.since_now ? "end" : "";
   while (true) {
     const auto started = std::chrono::steady_clock::now();
-    auto reply = client.ReadLogs(job_id, token, options.task_name, wait);
+    auto reply = client.ReadLogs(job_id, token, options.task_name, wait, options.trial_id);
     if (!reply.ok()) return reply.status();
     size_t printed = 0;
     if (reply->contains("entries") && (*reply)["entries"].is_array()) {

@@ -17,11 +17,13 @@ namespace mle::cli {
 
 struct StreamLogsOptions {
   std::string task_name;      // only this replica, e.g. worker-replica-0
+  std::string trial_id;       // a tuning job's: only this trial
   int polling_interval_s = 10;  // longest wait for new lines per request (server caps at 30)
   bool since_now = false;     // skip the lines already written
 };
 
-// "2024-01-02T03:04:05.123Z master-replica-0 hello"
+// "2024-01-02T03:04:05.123Z master-replica-0 hello"; a trial's line:
+// "2024-01-02T03:04:05.123Z master-replica-0 trial=3 hello"
 std::string FormatLogEntry(const nlohmann::json& entry);
 
 absl::Status StreamLogs(Client& client, const std::string& job_id, const StreamLogsOptions& options,

@@ -316,6 +316,16 @@ json EncodeTrainingOutput(const TrainingOutput& t) {
         if (h.final_metric->objective_value) m["objectiveValue"] = EncodeDouble(*h.final_metric->objective_value);
         x["finalMetric"] = m;
       }
+      if (!h.all_metrics.empty()) {
+        json all = json::array();
+        for (const auto& metric : h.all_metrics) {
+          json m = json::object();
+          PutInt64(m, "trainingStep", metric.training_step);
+          if (metric.objective_value) m["objectiveValue"] = EncodeDouble(*metric.objective_value);
+          all.push_back(std::move(m));
+        }
+        x["allMetrics"] = std::move(all);
+      }
       if (h.state != JobState::kUnspecified) x["state"] = std::string(JobStateName(h.state));
       PutTime(x, "startTime", h.start_time);
       PutTime(x, "endTime", h.end_time);
@@ -439,6 +449,7 @@ std::string SerializeJobForStorage(const Job& job) {
   o["_sequence"] = job.sequence;
   o["_hasPredictionInput"] = job.has_prediction_input;
   if (!job.resolved_images.empty()) o["_resolvedImages"] = job.resolved_images;
+  if (!job.trial_of.empty()) o["_trial"] = {{"of", job.trial_of}, {"id", job.trial_id}};
   return o.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -451,6 +462,10 @@ absl::StatusOr<Job> ParseStoredJob(absl::string_view text) {
   job.sequence = o.value("_sequence", int64_t{0});
   job.has_prediction_input = o.value("_hasPredictionInput", false);
   job.resolved_images = StringMap(o, "_resolvedImages");
+  if (const json* trial = Obj(o, "_trial")) {
+    job.trial_of = Str(*trial, "of");
+    job.trial_id = Str(*trial, "id");
+  }
   job.job_id = Str(o, "jobId");
   if (const json* t = Obj(o, "trainingInput")) job.training_input = DecodeTrainingInput(*t);
   job.labels = StringMap(o, "labels");
@@ -474,6 +489,11 @@ absl::StatusOr<Job> ParseStoredJob(absl::string_view text) {
         h.hyperparameters = StringMap(x, "hyperparameters");
         if (const json* m = Obj(x, "finalMetric")) {
           h.final_metric = HyperparameterMetric{Int64(*m, "trainingStep"), Double(*m, "objectiveValue")};
+        }
+        if (const json* all = Obj(x, "allMetrics"); all && all->is_array()) {
+          for (const auto& m : *all) {
+            h.all_metrics.push_back(HyperparameterMetric{Int64(m, "trainingStep"), Double(m, "objectiveValue")});
+          }
         }
         h.state = ParseJobState(Str(x, "state")).value_or(JobState::kUnspecified);
         h.start_time = Time(x, "startTime");

@@ -111,6 +111,7 @@ std::string EncodeLaunchJob(const LaunchJob& job) {
                          {"accessToken", job.access_token},
                          {"apiEndpoint", job.api_endpoint}};
   }
+  if (!job.trial_of.empty()) doc["trial"] = {{"of", job.trial_of}, {"id", job.trial_id}};
   if (job.containers) {
     const LaunchContainers& c = *job.containers;
     doc["containers"] = {{"images", c.images},       {"podman", c.podman},
@@ -122,7 +123,7 @@ std::string EncodeLaunchJob(const LaunchJob& job) {
 }
 
 absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
-  auto doc = ParseDocument(text, kLaunchJobFormat, {"project", "jobId", "trainingInput", "components", "credential", "containers"});
+  auto doc = ParseDocument(text, kLaunchJobFormat, {"project", "jobId", "trainingInput", "components", "credential", "containers", "trial"});
   if (!doc.ok()) return doc.status();
   LaunchJob out;
   auto project = String(*doc, "project", true);
@@ -131,6 +132,13 @@ absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
   auto job_id = String(*doc, "jobId", true);
   if (!job_id.ok()) return job_id.status();
   out.job_id = *std::move(job_id);
+  if (auto trial = doc->find("trial"); trial != doc->end()) {
+    if (!trial->is_object() || !trial->value("of", json()).is_string() || !trial->value("id", json()).is_string()) {
+      return absl::DataLossError("launch document: \"trial\" must be {\"of\": string, \"id\": string}");
+    }
+    out.trial_of = (*trial)["of"].get<std::string>();
+    out.trial_id = (*trial)["id"].get<std::string>();
+  }
 
   auto ti = doc->find("trainingInput");
   if (ti == doc->end() || !ti->is_object()) return Malformed("has no \"trainingInput\" object");

@@ -60,6 +60,9 @@ struct LaunchJob {
   std::string access_token;
   std::string api_endpoint;
   std::optional<LaunchContainers> containers;  // a custom container job
+  // A trial of a tuning job (model::Job::trial_of, trial_id); empty otherwise.
+  std::string trial_of;
+  std::string trial_id;
 };
 
 std::string EncodeLaunchJob(const LaunchJob& job);

@@ -3,6 +3,8 @@
 //   RUNS/<project>/<job_id>/<task_name>/log     timestamped lines (see mlengine-replica)
 //   RUNS/<project>/<job_id>/<task_name>/exit    "exit N" | "signal N" once it ended
 //   RUNS/<project>/<job_id>/<task_name>/work/   the replica's working directory
+//   RUNS/<project>/<job_id>/<task_name>/hypertune/output.metrics
+//                                               its hyperparameter metric reports
 // The executor writes it; the log service reads it. Pure functions.
 #pragma once
 
@@ -16,6 +18,10 @@ inline std::string JobRunDir(const std::string& runs, const std::string& project
 inline std::string ReplicaDir(const std::string& job_dir, const std::string& task) { return job_dir + "/" + task; }
 inline std::string ReplicaLogPath(const std::string& job_dir, const std::string& task) {
   return ReplicaDir(job_dir, task) + "/log";
+}
+// CLOUD_ML_HP_METRIC_FILE: where the replica's hypertune reports go.
+inline std::string ReplicaMetricPath(const std::string& job_dir, const std::string& task) {
+  return ReplicaDir(job_dir, task) + "/hypertune/output.metrics";
 }
 inline std::string ReplicaExitPath(const std::string& job_dir, const std::string& task) {
   return ReplicaDir(job_dir, task) + "/exit";

@@ -29,11 +29,6 @@ bool IsContainerJob(const model::Job& job) {
 absl::Status CheckJobRunnable(const model::Job& job, const runtime::RuntimeCatalog& runtimes, bool containers) {
   if (!job.training_input) return absl::OkStatus();
   const model::TrainingInput& t = *job.training_input;
-  if (t.hyperparameters) {
-    return absl::FailedPreconditionError(
-        "Hyperparameter tuning jobs (trainingInput.hyperparameters) are not run by this mlengine version yet; "
-        "submit the job without hyperparameters, one trial per job.");
-  }
   if (IsContainerJob(job)) {
     if (!containers) {
       return absl::FailedPreconditionError(

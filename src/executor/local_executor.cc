@@ -242,6 +242,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
   ctx.python = env.python;
   ctx.gcs_root = options_.gcs_root;
   ctx.python_path = options_.python_path;
+  ctx.trial_id = job.trial_id;
   if (credential) {
     ctx.service_account = credential->account;
     ctx.access_token = credential->token;
@@ -293,7 +294,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     if (auto old = base.find("PYTHONPATH"); old != base.end() && !old->second.empty()) {
       env_map["PYTHONPATH"] = launch.env.at("PYTHONPATH") + ":" + old->second;
     }
-    env_map["CLOUD_ML_HP_METRIC_FILE"] = rdir + "/hypertune/output.metrics";
+    env_map["CLOUD_ML_HP_METRIC_FILE"] = common::ReplicaMetricPath(run.dir, launch.task_name);
     // Every process of the replica carries it, even one that leaves its
     // session: how a restarted server finds what is left of a run.
     env_map["MLENGINE_RUN_DIR"] = run.dir;

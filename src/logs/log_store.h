@@ -15,6 +15,7 @@ namespace mle::logs {
 struct LogEntry {
   std::string timestamp;  // RFC 3339, as written
   std::string task_name;  // master-replica-0, ...
+  std::string trial_id;   // the trial of a tuning job it came from; "" otherwise
   bool is_stderr = false;
   std::string message;
 };
@@ -25,9 +26,21 @@ struct LogPage {
   bool at_end = false;  // every complete line written so far has been returned
 };
 
+// One job's run read as part of a stream: a tuning job's stream is its
+// trials' jobs, each entry marked with its trial.
+struct LogSource {
+  std::string job_id;
+  std::string trial_id;  // "" for a job of its own
+};
+
 class LogReader {
  public:
   explicit LogReader(std::string runs_dir) : runs_dir_(std::move(runs_dir)) {}
+
+  // The same over several runs merged in time order (a tuning job's trials).
+  absl::StatusOr<LogPage> Read(const std::string& project, const std::vector<LogSource>& sources,
+                               const std::string& page_token, const std::string& task_name, size_t max_entries) const;
+  std::string EndToken(const std::string& project, const std::vector<LogSource>& sources) const;
 
   // Entries after `page_token` ("" = from the beginning), of one task when
   // `task_name` is set, at most `max_entries`. INVALID_ARGUMENT for a token

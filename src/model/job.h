@@ -106,6 +106,9 @@ struct HyperparameterOutput {
   std::string trial_id;
   std::map<std::string, std::string> hyperparameters;
   std::optional<HyperparameterMetric> final_metric;
+  // Every value the trial reported for the metric tag, in step order (the
+  // intermediate ones early stopping judges, the last one final).
+  std::vector<HyperparameterMetric> all_metrics;
   JobState state = JobState::kUnspecified;
   std::optional<absl::Time> start_time;
   std::optional<absl::Time> end_time;
@@ -145,7 +148,24 @@ struct Job {
   // (imageUri -> "REGISTRY/REPO@sha256:..." or a node-store image id), so
   // the job runs exactly the image that was checked.
   std::map<std::string, std::string> resolved_images;
+  // Server-internal: a trial of a hyperparameter tuning job is run as a job
+  // of its own, hidden from jobs.list and jobs.get: its id is
+  // "<parent>.<trial id>" (no user job id has a '.'), trial_of names the
+  // tuning job and trial_id the trial ("1", "2", ...).
+  std::string trial_of;
+  std::string trial_id;
 };
+
+// The id of the job that runs trial `trial_id` of tuning job `parent`.
+inline std::string TrialJobId(const std::string& parent, const std::string& trial_id) {
+  return parent + "." + trial_id;
+}
+// A trial's job, run for a tuning job.
+inline bool IsTrialJob(const Job& job) { return !job.trial_of.empty(); }
+// A hyperparameter tuning job: its trials run, it does not itself.
+inline bool IsTuningJob(const Job& job) {
+  return job.trial_of.empty() && job.training_input.has_value() && job.training_input->hyperparameters.has_value();
+}
 
 // "projects/{project}/jobs/{job_id}"
 std::string JobName(const Job& job);

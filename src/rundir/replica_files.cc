@@ -5,6 +5,9 @@
 #include <cstring>
 
 #include <algorithm>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -193,6 +196,40 @@ LogLine ParseLogLine(absl::string_view line) {
     out.text = std::string(line);
   }
   return out;
+}
+
+std::vector<MetricReport> ParseMetricReports(absl::string_view text, const std::string& tag) {
+  std::vector<MetricReport> out;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
+    const nlohmann::json o = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!o.is_object()) continue;
+    auto value = o.find(tag);
+    if (value == o.end()) continue;
+    MetricReport r;
+    // Strings as hypertune writes them; plain numbers from other writers too.
+    auto number = [](const nlohmann::json& v, double* d) {
+      if (v.is_number()) {
+        *d = v.get<double>();
+        return true;
+      }
+      return v.is_string() && absl::SimpleAtod(v.get<std::string>(), d);
+    };
+    if (!number(*value, &r.value) || !std::isfinite(r.value)) continue;
+    if (auto step = o.find("global_step"); step != o.end()) {
+      double s = 0;
+      if (number(*step, &s) && std::isfinite(s)) r.step = static_cast<int64_t>(s);
+    }
+    if (auto ts = o.find("timestamp"); ts != o.end()) number(*ts, &r.timestamp);
+    out.push_back(r);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<MetricReport>> ReadMetricReports(const std::string& path, const std::string& tag) {
+  auto text = ReadFile(path);
+  if (absl::IsNotFound(text.status())) return std::vector<MetricReport>{};
+  if (!text.ok()) return text.status();
+  return ParseMetricReports(*text, tag);
 }
 
 }  // namespace mle::rundir

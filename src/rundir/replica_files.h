@@ -83,4 +83,21 @@ LogLine ParseLogLine(absl::string_view line);
 // them: for what mlengine itself has to tell about a replica.
 absl::Status AppendLogLine(const std::string& log_path, bool is_stderr, absl::string_view text);
 
+// The hyperparameter metric file a replica's cloudml-hypertune (or
+// python/mlengine/hypertune.py) rewrites whole on each report: one JSON
+// object per line, {"<tag>": "<value>", "global_step": "<step>",
+// "timestamp": <unix seconds>, ...}, values as strings. The reports of one
+// tag, in file order (the writer keeps the last 100). Lines that are not such
+// an object, or lack the tag, or whose value is not a finite number, are
+// skipped: a trainer's file is input, never a reason to fail.
+struct MetricReport {
+  int64_t step = 0;
+  double value = 0;
+  double timestamp = 0;
+  auto operator<=>(const MetricReport&) const = default;
+};
+std::vector<MetricReport> ParseMetricReports(absl::string_view text, const std::string& tag);
+// Empty when the file does not exist (nothing reported yet).
+absl::StatusOr<std::vector<MetricReport>> ReadMetricReports(const std::string& path, const std::string& tag);
+
 }  // namespace mle::rundir

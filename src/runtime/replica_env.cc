@@ -146,7 +146,7 @@ std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const mod
     auto& e = l.env;
     e["TF_CONFIG"] = tf_config.dump();
     e["CLUSTER_SPEC"] = cluster_spec.dump();
-    e["CLOUD_ML_JOB_ID"] = job.job_id;
+    e["CLOUD_ML_JOB_ID"] = model::IsTrialJob(job) ? job.trial_of : job.job_id;
     if (!context.trial_id.empty()) e["CLOUD_ML_TRIAL_ID"] = context.trial_id;
     if (!context.hp_metric_file.empty()) e["CLOUD_ML_HP_METRIC_FILE"] = context.hp_metric_file;
     e["MLENGINE_TASK_NAME"] = l.task_name;
@@ -193,7 +193,7 @@ std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const mod
       l.host = host == context.hosts.end() ? placement.tpu_hosts[i] : host->second;
       l.argv = context.tpu_worker_argv;
       auto& e = l.env;
-      e["CLOUD_ML_JOB_ID"] = job.job_id;
+      e["CLOUD_ML_JOB_ID"] = model::IsTrialJob(job) ? job.trial_of : job.job_id;
       e["MLENGINE_TASK_NAME"] = l.task_name;
       e["MLENGINE_GCS_ROOT"] = context.gcs_root;
       e["PYTHONUNBUFFERED"] = "1";

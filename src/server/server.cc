@@ -34,6 +34,7 @@
 #include "containers/resolver.h"
 #include "service/job_credentials.h"
 #include "service/job_service.h"
+#include "service/tuning_coordinator.h"
 #include "service/quota_service.h"
 #include "service/log_service.h"
 #include "validate/validate.h"
@@ -105,6 +106,7 @@ struct Server::Parts {
   std::unique_ptr<service::JobService> jobs;
   std::unique_ptr<service::JobCredentials> credentials;
   std::unique_ptr<scheduler::Scheduler> scheduler;
+  std::unique_ptr<service::TuningCoordinator> tuning;
   std::unique_ptr<iam::IamService> iam;
   std::unique_ptr<service::LogService> logs;
   std::unique_ptr<service::QuotaService> quotas;
@@ -141,6 +143,7 @@ struct Server::Parts {
     stopped = true;
     if (http) http->Stop();
     if (storage) storage->Stop();  // finish queued storage work while the io_context still exists
+    if (tuning) tuning->Stop();
     if (scheduler) scheduler->Stop();
     // Executor threads may still report into the (stopped) scheduler: end
     // them while it exists. Jobs keep running; a restart finds them again.
@@ -276,6 +279,8 @@ absl::Status Server::Parts::Build() {
   if (local_executor) local_executor->SetEvents(scheduler.get());
   if (slurm_executor) slurm_executor->SetEvents(scheduler.get());
   jobs->AttachScheduler(scheduler.get());
+  tuning = std::make_unique<service::TuningCoordinator>(*jobs, service::TuningOptions{runs.string()});
+  jobs->AttachTuning(tuning.get());
   jobs->AttachIam(iam.get());
   iam->AttachProjects(jobs.get());
   service::QuotaSettings file_quotas{config.quotas.spec(), {}};
@@ -291,6 +296,8 @@ absl::Status Server::Parts::Build() {
   if (auto s = jobs->Recover(); !s.ok()) return absl::Status(s.code(), absl::StrCat("cannot recover state: ", s.message()));
   scheduler->Start();
   scheduler->Drain();  // every unfinished job adopted or queued again before the first request
+  tuning->Start();
+  tuning->Drain();  // every unfinished tuning job taken back
 
   logs = std::make_unique<service::LogService>(*jobs, logs::LogReader(runs.string()));
   router = std::make_unique<api::ApiRouter>(*jobs, *logs, *iam, *quotas);

@@ -14,6 +14,8 @@
 #include "obs/log.h"
 #include "obs/metrics.h"
 #include "service/job_filter.h"
+#include "service/tuning_coordinator.h"
+#include "service/tuning_job.h"
 
 namespace mle::service {
 namespace {
@@ -85,10 +87,15 @@ absl::Status JobService::Recover() {
       jobs_[{j.project, j.job_id}] = std::move(j);
     }
   }
-  if (scheduler_ != nullptr) {
-    // Every unfinished job, QUEUED ones too: the executor may hold a run of
-    // it that the database does not know about yet.
-    for (const auto& j : unfinished) scheduler_->Adopt(j);
+  // Every unfinished job, QUEUED ones too: the executor may hold a run of
+  // it that the database does not know about yet. A tuning job never runs
+  // itself: its coordinator takes it back (its trials are jobs, adopted).
+  for (const auto& j : unfinished) {
+    if (model::IsTuningJob(j)) {
+      if (tuning_ != nullptr) tuning_->Adopt(j);
+    } else if (scheduler_ != nullptr) {
+      scheduler_->Adopt(j);
+    }
   }
   return absl::OkStatus();
 }
@@ -190,10 +197,23 @@ void JobService::CreateJob(const std::string& project, Job job, JobCallback done
     if (!pinned.ok()) return done(pinned.status());
     job.resolved_images = *std::move(pinned);
   }
+  const bool tuning = model::IsTuningJob(job);
+  if (tuning) {
+    model::TrainingOutput out;
+    out.is_hyperparameter_tuning_job = true;
+    out.hyperparameter_metric_tag = MetricTagOf(*job.training_input->hyperparameters);
+    job.training_output = std::move(out);
+  }
   std::vector<db::Mutation> writes;
   const Key key{project, job.job_id};
   {
     std::unique_lock lock(mu_);
+    if (tuning) {
+      if (auto s = CheckResume(project, job); !s.ok()) {
+        lock.unlock();
+        return done(s);
+      }
+    }
     if (jobs_.count(key) || pending_creates_.count(key)) {
       lock.unlock();
       done(absl::AlreadyExistsError(absl::StrCat("Job ", JobNameOf(project, job.job_id),
@@ -224,7 +244,11 @@ void JobService::CreateJob(const std::string& project, Job job, JobCallback done
     }
     if (!s.ok()) return done(s);
     obs::Log("service").info("created {}", JobNameOf(key.project, key.job_id));
-    if (scheduler_ != nullptr) scheduler_->Submit(job);
+    if (model::IsTuningJob(job)) {
+      if (tuning_ != nullptr) tuning_->Submit(job);
+    } else if (scheduler_ != nullptr) {
+      scheduler_->Submit(job);
+    }
     done(Present(job));
   });
 }
@@ -239,7 +263,7 @@ model::Job JobService::Present(const Job& job) const {
 absl::StatusOr<Job> JobService::GetJob(const std::string& project, const std::string& job_id) const {
   std::shared_lock lock(mu_);
   auto it = jobs_.find({project, job_id});
-  if (it == jobs_.end()) return JobNotFound(project, job_id);
+  if (it == jobs_.end() || model::IsTrialJob(it->second)) return JobNotFound(project, job_id);
   return Present(it->second);
 }
 
@@ -266,7 +290,7 @@ absl::StatusOr<ListJobsResult> JobService::ListJobs(const std::string& project,
   auto it = after ? index.upper_bound(*after) : index.begin();
   for (; it != index.end(); ++it) {
     const Job& job = jobs_.at({project, it->second});
-    if (!filter->Matches(job)) continue;
+    if (model::IsTrialJob(job) || !filter->Matches(job)) continue;
     if (static_cast<int32_t>(result.jobs.size()) == page_size) {
       result.next_page_token = MakePageToken(result.jobs.back().sequence, request.filter);
       break;
@@ -321,7 +345,7 @@ void JobService::PatchJob(const std::string& project, const std::string& job_id,
   {
     std::unique_lock lock(mu_);
     auto it = jobs_.find({project, job_id});
-    if (it == jobs_.end()) {
+    if (it == jobs_.end() || model::IsTrialJob(it->second)) {
       lock.unlock();
       return done(JobNotFound(project, job_id));
     }
@@ -345,7 +369,7 @@ void JobService::PatchJob(const std::string& project, const std::string& job_id,
 void JobService::CancelJob(const std::string& project, const std::string& job_id, StatusCallback done) {
   std::unique_lock lock(mu_);
   auto it = jobs_.find({project, job_id});
-  if (it == jobs_.end()) {
+  if (it == jobs_.end() || model::IsTrialJob(it->second)) {
     lock.unlock();
     return done(JobNotFound(project, job_id));
   }
@@ -365,9 +389,11 @@ void JobService::CancelJob(const std::string& project, const std::string& job_id
   job.error_message = "Cancelled by a user request.";
   ++job.version;
   const Key key{project, job_id};
-  store_.Commit({db::PutJob{job}}, [this, key, done = std::move(done)](absl::Status s) {
+  const bool tuning = model::IsTuningJob(job);
+  store_.Commit({db::PutJob{job}}, [this, key, tuning, done = std::move(done)](absl::Status s) {
     if (s.ok()) obs::Log("service").info("cancel requested for {}", JobNameOf(key.project, key.job_id));
-    if (s.ok() && scheduler_ != nullptr) scheduler_->Cancel(key);
+    if (s.ok() && tuning && tuning_ != nullptr) tuning_->Cancel(key);
+    if (s.ok() && !tuning && scheduler_ != nullptr) scheduler_->Cancel(key);
     done(s);
   });
 }
@@ -422,7 +448,9 @@ void JobService::Record(const Key& key, const scheduler::JobUpdate& update, Done
     if (!s.ok()) obs::Log("service").error("could not record {} -> {}: {}", name, state, s.ToString());
     if (done) done(std::move(s));
   });
+  const std::optional<Job> trial = model::IsTrialJob(job) ? std::optional<Job>(job) : std::nullopt;
   lock.unlock();  // IamService may look projects up (mu_) while it holds its own lock
+  if (trial && tuning_ != nullptr) tuning_->TrialChanged(*trial);
   // The replicas' credential dies with the job.
   if (model::IsTerminal(update.state) && iam_ != nullptr) {
     iam_->RevokeTokens(iam::JobTokenPurpose(key.project, key.job_id),
@@ -430,6 +458,136 @@ void JobService::Record(const Key& key, const scheduler::JobUpdate& update, Done
                          if (!s.ok()) obs::Log("service").error("could not revoke the token of {}: {}", name, s.ToString());
                        });
   }
+}
+
+absl::Status JobService::CheckResume(const std::string& project, const Job& job) const {
+  const model::HyperparameterSpec& h = *job.training_input->hyperparameters;
+  if (h.resume_previous_job_id.empty()) return absl::OkStatus();
+  const std::string field = "trainingInput.hyperparameters.resumePreviousJobId";
+  auto it = jobs_.find({project, h.resume_previous_job_id});
+  if (it == jobs_.end() || model::IsTrialJob(it->second)) {
+    return common::InvalidArgumentWithViolations(
+        "The job is invalid.", {{field, absl::StrCat("job ", h.resume_previous_job_id, " does not exist in project ",
+                                                     project, "; name a hyperparameter tuning job of this project")}});
+  }
+  const Job& previous = it->second;
+  if (!model::IsTuningJob(previous)) {
+    return common::InvalidArgumentWithViolations(
+        "The job is invalid.",
+        {{field, absl::StrCat("job ", h.resume_previous_job_id, " is not a hyperparameter tuning job")}});
+  }
+  if (!model::IsTerminal(previous.state)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Job ", JobNameOf(project, previous.job_id), " is ", std::string(model::JobStateName(previous.state)),
+        "; a tuning job can resume it only once it has ended. Wait for it, or cancel it first."));
+  }
+  const auto& before = previous.training_input->hyperparameters->params;
+  auto signature = [](const std::vector<model::ParameterSpec>& params) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& p : params) out.emplace_back(p.parameter_name, p.type);
+    return out;
+  };
+  if (signature(before) != signature(h.params) || previous.training_input->hyperparameters->goal != h.goal ||
+      MetricTagOf(*previous.training_input->hyperparameters) != MetricTagOf(h)) {
+    return common::InvalidArgumentWithViolations(
+        "The job is invalid.",
+        {{field, absl::StrCat("job ", h.resume_previous_job_id,
+                              " tuned other parameters, another goal or another metric; a resumed study keeps the "
+                              "same params (names and types), goal and hyperparameterMetricTag")}});
+  }
+  return absl::OkStatus();
+}
+
+std::vector<Job> JobService::TrialJobsOf(const Key& key) const {
+  std::vector<Job> out;
+  const std::string prefix = key.job_id + ".";
+  std::shared_lock lock(mu_);
+  for (auto it = jobs_.lower_bound({key.project, prefix});
+       it != jobs_.end() && it->first.project == key.project && absl::StartsWith(it->first.job_id, prefix); ++it) {
+    if (it->second.trial_of == key.job_id) out.push_back(it->second);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Job& a, const Job& b) { return TrialNumber(a.trial_id) < TrialNumber(b.trial_id); });
+  return out;
+}
+
+void JobService::StartTrials(const Key& key, std::vector<Job> trials, model::TrainingOutput output,
+                             StatusCallback done) {
+  std::vector<db::Mutation> writes;
+  {
+    std::unique_lock lock(mu_);
+    auto it = jobs_.find(key);
+    if (it == jobs_.end() || model::IsTerminal(it->second.state) || it->second.state == JobState::kCancelling) {
+      lock.unlock();
+      return done(absl::FailedPreconditionError(
+          absl::StrCat("Job ", JobNameOf(key.project, key.job_id), " has ended or is being cancelled.")));
+    }
+    Job& parent = it->second;
+    parent.training_output = std::move(output);
+    ++parent.version;
+    writes.push_back(db::PutJob{parent});
+    const absl::Time now = clock_.Now();
+    for (auto& t : trials) {
+      t.sequence = next_sequence_++;
+      t.state = JobState::kQueued;
+      t.create_time = now;
+      t.version = 1;
+      pending_creates_[{key.project, t.job_id}] = t.sequence;
+      writes.emplace_back(std::in_place_type<db::PutJob>, db::PutJob{t});
+    }
+    // Enqueued under the lock so the store sees changes in memory order.
+    store_.Commit(std::move(writes), [this, key, trials = std::move(trials), done = std::move(done)](absl::Status s) {
+      {
+        std::unique_lock lock(mu_);
+        for (const auto& t : trials) {
+          pending_creates_.erase({key.project, t.job_id});
+          if (s.ok()) {
+            jobs_[{key.project, t.job_id}] = t;
+            by_sequence_[key.project][t.sequence] = t.job_id;
+          }
+        }
+      }
+      if (s.ok()) {
+        for (const auto& t : trials) {
+          obs::Log("service").info("{}: trial {} queued as {}", JobNameOf(key.project, key.job_id), t.trial_id, t.job_id);
+          if (scheduler_ != nullptr) scheduler_->Submit(t);
+        }
+      }
+      done(s);
+    });
+  }
+}
+
+void JobService::SetTrainingOutput(const Key& key, model::TrainingOutput output) {
+  std::unique_lock lock(mu_);
+  auto it = jobs_.find(key);
+  if (it == jobs_.end()) return;
+  it->second.training_output = std::move(output);
+  ++it->second.version;
+  store_.Commit({db::PutJob{it->second}}, [name = JobNameOf(key.project, key.job_id)](absl::Status s) {
+    if (!s.ok()) obs::Log("service").error("could not record the trials of {}: {}", name, s.ToString());
+  });
+}
+
+void JobService::StopTrial(const Key& trial, const std::string& reason) {
+  std::unique_lock lock(mu_);
+  auto it = jobs_.find(trial);
+  if (it == jobs_.end() || !model::IsCancellable(it->second.state)) return;
+  Job& job = it->second;
+  job.state = JobState::kCancelling;
+  job.error_message = reason;
+  ++job.version;
+  const Job copy = job;
+  store_.Commit({db::PutJob{job}}, [this, trial](absl::Status s) {
+    if (!s.ok()) {
+      obs::Log("service").error("could not record the stop of {}: {}", JobNameOf(trial.project, trial.job_id),
+                                s.ToString());
+      return;
+    }
+    if (scheduler_ != nullptr) scheduler_->Cancel(trial);
+  });
+  lock.unlock();
+  if (tuning_ != nullptr) tuning_->TrialChanged(copy);
 }
 
 }  // namespace mle::service

@@ -29,6 +29,8 @@
 
 namespace mle::service {
 
+class TuningCoordinator;
+
 struct ListJobsRequest {
   std::string filter;
   int32_t page_size = 0;  // 0 = default (20); capped at 100
@@ -64,6 +66,10 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   // and pinned at submission (refused when missing). Without it they are
   // left as named, and the executor decides.
   void AttachImages(const containers::ImageResolver* images) { images_ = images; }
+  // Connects hyperparameter tuning: a job with trainingInput.hyperparameters
+  // goes to the coordinator, which runs its trials as jobs (below). Without
+  // it such jobs are accepted and wait (tests of the service alone).
+  void AttachTuning(TuningCoordinator* tuning) { tuning_ = tuning; }
 
   // Loads projects and jobs from the store and hands unfinished jobs back to
   // the scheduler. Call once, before serving.
@@ -104,6 +110,21 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   // scheduler::StateRecorder
   void Record(const scheduler::JobKey& key, const scheduler::JobUpdate& update, Done done = nullptr) override;
 
+  // For TuningCoordinator: a tuning job's trials are jobs of their own
+  // (model::TrialJobOf), hidden from jobs.get and jobs.list.
+  // The jobs of tuning job `key`'s trials, any state.
+  std::vector<model::Job> TrialJobsOf(const scheduler::JobKey& key) const;
+  // Creates `trials` (QUEUED) and sets the tuning job's trainingOutput, in
+  // one write, then queues the trials. FAILED_PRECONDITION when the tuning
+  // job has ended or is being cancelled (nothing is written).
+  void StartTrials(const scheduler::JobKey& key, std::vector<model::Job> trials, model::TrainingOutput output,
+                   StatusCallback done);
+  // Sets the tuning job's trainingOutput (durably; errors are logged).
+  void SetTrainingOutput(const scheduler::JobKey& key, model::TrainingOutput output);
+  // Stops a trial's job: CANCELLING with `reason` as its errorMessage, then
+  // the scheduler stops it. Nothing when it has ended.
+  void StopTrial(const scheduler::JobKey& trial, const std::string& reason);
+
  private:
   using Key = scheduler::JobKey;
 
@@ -111,6 +132,9 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   void AddProject(const model::Project& p);  // mu_ held (exclusive)
   // The job's TPU service account set up, and actAs on its serviceAccount.
   absl::Status CheckAccess(const std::string& project, const model::Job& job, const iam::Principal& caller) const;
+  // resumePreviousJobId names a finished tuning job of the same parameters
+  // (mu_ held, shared).
+  absl::Status CheckResume(const std::string& project, const model::Job& job) const;
   // Fills in derived, read-time fields (jobPosition).
   model::Job Present(const model::Job& job) const;
 
@@ -120,6 +144,7 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   scheduler::Scheduler* scheduler_ = nullptr;
   iam::IamService* iam_ = nullptr;
   const containers::ImageResolver* images_ = nullptr;
+  TuningCoordinator* tuning_ = nullptr;
 
   mutable std::shared_mutex mu_;
   std::map<std::string, model::Project> projects_;

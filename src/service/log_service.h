@@ -22,6 +22,7 @@ namespace mle::service {
 struct LogRequest {
   std::string page_token;  // "" = from the start; "end" = from now on
   std::string task_name;   // "" = every replica
+  std::string trial_id;    // a tuning job's: "" = every trial
   absl::Duration wait = absl::ZeroDuration();
 };
 

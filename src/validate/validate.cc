@@ -878,6 +878,13 @@ const ParamTypeRule* FindParamType(std::string_view type) {
   return nullptr;
 }
 
+// A tag as cloudml-hypertune and TensorBoard summaries name a metric.
+bool IsMetricTag(std::string_view tag) {
+  return !tag.empty() && tag.size() <= 128 && AllChars(tag, [](char ch) {
+    return IsWordChar(ch) || ch == '-' || ch == '.' || ch == '/';
+  });
+}
+
 bool IsParameterName(std::string_view name) {
   return !name.empty() && (IsLetter(name[0]) || name[0] == '_') &&
          AllChars(name, [](char ch) { return IsWordChar(ch) || ch == '-'; });
@@ -1020,6 +1027,13 @@ void CheckHyperparameters(const Context& c, Violations& v) {
           absl::StrFormat("maxFailedTrials must be 0 or more (got %d); 0 lets the service "
                           "decide",
                           *h.max_failed_trials));
+  }
+  if (!h.hyperparameter_metric_tag.empty() && !IsMetricTag(h.hyperparameter_metric_tag)) {
+    v.Add(field("hyperparameterMetricTag"),
+          absl::StrFormat("hyperparameterMetricTag \"%s\" is not a metric tag: use up to 128 letters, digits, "
+                          "'_', '-', '.' and '/', as the trainer reports it (e.g. accuracy or "
+                          "training/hptuning/metric)",
+                          h.hyperparameter_metric_tag));
   }
   if (!h.resume_previous_job_id.empty() && !IsJobId(h.resume_previous_job_id)) {
     v.Add(field("resumePreviousJobId"),

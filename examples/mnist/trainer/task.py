@@ -5,7 +5,7 @@ UCI handwritten digits, staged as ``digits.npz`` by ``stage_data.py``)::
 
     python3 -m trainer.task --data_dir gs://B/datasets/digits \
         --model_dir gs://B/JOB_output [--epochs N] [--batch_size N]
-        [--learning_rate F] [--hypertune_tag accuracy]
+        [--learning_rate F] [--hidden_units N] [--hypertune_tag accuracy]
 
 Follows mlengine's replica contract (docs/runtime-contract.md):
 
@@ -18,7 +18,9 @@ Follows mlengine's replica contract (docs/runtime-contract.md):
   ``mlengine.tpu.wait_for_tpu_cluster_resolver_ready``; a simulated TPU
   (MLENGINE_SIMULATED_ACCELERATOR) is recorded and the model trains on the
   CPU;
-* the test accuracy is reported with ``mlengine.hypertune``.
+* the test accuracy is reported with ``mlengine.hypertune`` after every
+  epoch (the step is the epoch), the last report being the final one: a
+  tuning job (hptuning_config.yaml) reads it, and can stop a trial early.
 
 Flags this trainer does not use (e.g. the guide's
 ``--distribution_strategy=tpu``) are accepted and listed.
@@ -74,6 +76,8 @@ def parse_args(argv=None):
     parser.add_argument("--batch_size", type=int, default=32,
                         help="batch size per process")
     parser.add_argument("--learning_rate", type=float, default=0.005)
+    parser.add_argument("--hidden_units", type=int, default=None,
+                        help="units of the hidden layer (default: 64 for cnn, 128 for mlp)")
     parser.add_argument("--model", choices=("cnn", "mlp"), default="cnn")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--hypertune_tag", default="accuracy",
@@ -98,14 +102,14 @@ def join(base, name):
 
 
 class DigitsCnn(nn.Module):
-    """8x8x1 -> conv 16 -> pool -> conv 32 -> pool -> 64 -> 10."""
+    """8x8x1 -> conv 16 -> pool -> conv 32 -> pool -> hidden (64) -> 10."""
 
-    def __init__(self):
+    def __init__(self, hidden_units=64):
         super().__init__()
         self.conv1 = nn.Conv2d(1, 16, kernel_size=3, padding=1)
         self.conv2 = nn.Conv2d(16, 32, kernel_size=3, padding=1)
-        self.fc1 = nn.Linear(32 * 2 * 2, 64)
-        self.fc2 = nn.Linear(64, NUM_CLASSES)
+        self.fc1 = nn.Linear(32 * 2 * 2, hidden_units)
+        self.fc2 = nn.Linear(hidden_units, NUM_CLASSES)
 
     def forward(self, x):
         x = F.max_pool2d(F.relu(self.conv1(x)), 2)  # 16 x 4 x 4
@@ -115,17 +119,18 @@ class DigitsCnn(nn.Module):
 
 
 class DigitsMlp(nn.Module):
-    def __init__(self):
+    def __init__(self, hidden_units=128):
         super().__init__()
-        self.net = nn.Sequential(nn.Flatten(), nn.Linear(64, 128), nn.ReLU(),
-                                 nn.Linear(128, NUM_CLASSES))
+        self.net = nn.Sequential(nn.Flatten(), nn.Linear(64, hidden_units), nn.ReLU(),
+                                 nn.Linear(hidden_units, NUM_CLASSES))
 
     def forward(self, x):
         return self.net(x)
 
 
-def build_model(kind):
-    return DigitsCnn() if kind == "cnn" else DigitsMlp()
+def build_model(kind, hidden_units=None):
+    model = DigitsCnn if kind == "cnn" else DigitsMlp
+    return model() if hidden_units is None else model(hidden_units)
 
 
 def load_data(data_dir):
@@ -204,10 +209,11 @@ def evaluate(model, x, y):
     return loss, accuracy
 
 
-def train(args, data, rank, world_size, distributed, prefix):
+def train(args, data, rank, world_size, distributed, prefix, report=None):
+    """Trains; ``report(epoch, test_accuracy)`` after every epoch when given."""
     _, x_train, y_train, x_test, y_test = data
     torch.manual_seed(args.seed)
-    model = build_model(args.model)
+    model = build_model(args.model, args.hidden_units)
     if distributed:
         # Broadcasts rank 0's initial weights; all-reduces the gradients.
         model = nn.parallel.DistributedDataParallel(model)
@@ -254,6 +260,8 @@ def train(args, data, rank, world_size, distributed, prefix):
         print("%s epoch %d/%d: loss=%.4f accuracy=%.4f test_loss=%.4f test_accuracy=%.4f "
               "(%.2fs)" % (prefix, epoch, args.epochs, train_loss, train_accuracy,
                            test_loss, test_accuracy, time.monotonic() - started), flush=True)
+        if report is not None:
+            report(epoch, test_accuracy)
     plain = model.module if distributed else model
     return plain, history
 
@@ -346,7 +354,8 @@ def run(argv=None):
             timeout=datetime.timedelta(seconds=args.dist_timeout_seconds))
         print("%s process group ready" % prefix, flush=True)
     try:
-        model, history = train(args, data, rank, world_size, distributed, prefix)
+        model, history = train(args, data, rank, world_size, distributed, prefix,
+                               report=epoch_reporter(args, prefix) if rank == 0 else None)
         if distributed:
             dist.barrier()
     finally:
@@ -384,6 +393,25 @@ def run(argv=None):
     print("%s reported %s=%.4f to %s" % (
         prefix, args.hypertune_tag, final["test_accuracy"], hpt.metric_path), flush=True)
     return 0
+
+
+def epoch_reporter(args, prefix):
+    """Each epoch's test accuracy as an intermediate hypertune report (the
+    step is the epoch): what early stopping judges a trial by."""
+    try:
+        hpt = mlengine.hypertune.HyperTune()
+    except OSError as e:
+        print("%s cannot report intermediate metrics: %s" % (prefix, e), flush=True)
+        return None
+
+    def report(epoch, accuracy):
+        try:
+            hpt.report_hyperparameter_tuning_metric(
+                hyperparameter_metric_tag=args.hypertune_tag, metric_value=accuracy,
+                global_step=epoch)
+        except OSError as e:
+            print("%s cannot report the metric of epoch %d: %s" % (prefix, epoch, e), flush=True)
+    return report
 
 
 def main(argv=None):

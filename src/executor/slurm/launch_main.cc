@@ -103,6 +103,8 @@ absl::StatusOr<Loaded> Load(const Flags& f) {
   Loaded l;
   l.job.project = launch->project;
   l.job.job_id = launch->job_id;
+  l.job.trial_of = launch->trial_of;
+  l.job.trial_id = launch->trial_id;
   l.job.training_input = std::move(launch->training_input);
   l.demand = model::DemandOf(l.job, model::ResourceTable::Defaults());
   l.components = FromLaunchComponents(launch->components);
@@ -144,7 +146,7 @@ int RunTask(const Flags& f, const Loaded& l) {
   if (!inherited_path.empty()) env["PYTHONPATH"] = env["PYTHONPATH"] + ":" + inherited_path;
   if (slurm_set_gpus) env["CUDA_VISIBLE_DEVICES"] = slurm_gpus;  // Slurm chose this node's GPUs
   const std::string rdir = common::ReplicaDir(f.run_dir, task);
-  env["CLOUD_ML_HP_METRIC_FILE"] = rdir + "/hypertune/output.metrics";
+  env["CLOUD_ML_HP_METRIC_FILE"] = common::ReplicaMetricPath(f.run_dir, task);
   if (auto s = rundir::CreateDirectories(rdir + "/work"); !s.ok()) return Die(std::string(s.message()));
 
   std::vector<std::string> argv = {f.shim, "--log", common::ReplicaLogPath(f.run_dir, task), "--exit",
@@ -263,6 +265,7 @@ int RunBatch(const Flags& f, const Loaded& l) {
   ctx.python = f.python;
   ctx.gcs_root = f.gcs_root;
   ctx.python_path = f.python_path;
+  ctx.trial_id = l.job.trial_id;
   ctx.service_account = l.service_account;
   ctx.access_token = l.access_token;
   ctx.api_endpoint = l.api_endpoint;

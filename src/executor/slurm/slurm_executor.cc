@@ -197,6 +197,8 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
   codec::LaunchJob launch;
   launch.project = job.project;
   launch.job_id = job.job_id;
+  launch.trial_of = job.trial_of;
+  launch.trial_id = job.trial_id;
   launch.training_input = job.training_input.value_or(model::TrainingInput{});
   launch.components = ToLaunchComponents(components);
   if (options_.credentials != nullptr) {
