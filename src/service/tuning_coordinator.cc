@@ -251,9 +251,13 @@ void TuningCoordinator::MirrorState(const Key& key, const model::Job& trial) {
   if (parent->state == JobState::kQueued) {
     if (trial.state == JobState::kPreparing || trial.state == JobState::kRunning) {
       jobs_.Record(key, {JobState::kPreparing, "", /*replace_message=*/true});
-    } else if (trial.state == JobState::kQueued && !trial.error_message.empty()) {
-      // Why it waits: its trial's reason.
-      jobs_.Record(key, {JobState::kQueued, absl::StrCat("Trial ", trial.trial_id, ": ", trial.error_message), true});
+    } else if (trial.state == JobState::kQueued) {
+      // Why it waits: its first waiting trial's reason.
+      for (const auto& t : jobs_.TrialJobsOf(key)) {
+        if (t.state != JobState::kQueued || t.error_message.empty()) continue;
+        jobs_.Record(key, {JobState::kQueued, absl::StrCat("Trial ", t.trial_id, ": ", t.error_message), true});
+        break;
+      }
     }
   }
   if (trial.state == JobState::kRunning) {

@@ -234,3 +234,29 @@ def test_bad_specs_are_refused_with_the_field(cli, tmp_path, names):
         r = submit(cli, names.job(f"bad{i}"), write_config(tmp_path, spec, f"bad{i}.yaml"))
         assert r.rc != 0 and field in r.err, (spec, r)
     assert json.loads(cli.ok("jobs", "list", "--format", "json").out or "[]") == []
+
+
+def test_trials_share_the_queue_and_a_waiting_one_says_why(server_factory, tmp_path, names):
+    # One replica slot, held by an ordinary job: the tuning job's trial waits
+    # in the same queue, and the tuning job says why.
+    cores = os.sysconf("SC_NPROCESSORS_ONLN")
+    server = server_factory(config_yaml(cpu_oversubscription=1, replica_cpu_milli=cores * 1000))
+    cli = make_cli(server, tmp_path, names)
+    blocker = names.job("blocker")
+    assert cli.submit(blocker, args=["--sleep", "600"]).rc == 0
+    cli.wait_state(blocker, {"RUNNING"}, timeout=60)
+    job = names.job("tune")
+    config = write_config(tmp_path, {"goal": "MAXIMIZE", "maxTrials": 2, "maxParallelTrials": 2,
+                                     "algorithm": "RANDOM_SEARCH", "params": [x_param()]})
+    assert submit(cli, job, config).rc == 0
+    deadline = time.time() + 30
+    desc = cli.describe(job)
+    while time.time() < deadline and not desc.get("errorMessage"):
+        time.sleep(0.2)
+        desc = cli.describe(job)
+    assert desc["state"] == "QUEUED", desc
+    assert desc.get("errorMessage", "").startswith("Trial 1: "), desc
+    assert "CPU" in desc["errorMessage"], desc
+    cli.ok("jobs", "cancel", blocker)
+    done = cli.wait_state(job, {"SUCCEEDED"}, timeout=120)
+    assert len(done["trainingOutput"]["trials"]) == 2 and "errorMessage" not in done, done
