@@ -36,6 +36,7 @@
 #include "service/job_service.h"
 #include "service/quota_service.h"
 #include "service/log_service.h"
+#include "service/study_service.h"
 #include "validate/validate.h"
 
 namespace mle::server {
@@ -108,6 +109,7 @@ struct Server::Parts {
   std::unique_ptr<iam::IamService> iam;
   std::unique_ptr<service::LogService> logs;
   std::unique_ptr<service::QuotaService> quotas;
+  std::unique_ptr<service::StudyService> studies;
   std::unique_ptr<api::ApiRouter> router;
   std::unique_ptr<api::MetricsEndpoint> metrics;
   std::unique_ptr<buckets::BucketStore> bucket_store;
@@ -122,6 +124,7 @@ struct Server::Parts {
     storage.reset();
     metrics.reset();
     router.reset();
+    studies.reset();
     logs.reset();
     quotas.reset();
     scheduler.reset();
@@ -293,7 +296,11 @@ absl::Status Server::Parts::Build() {
   scheduler->Drain();  // every unfinished job adopted or queued again before the first request
 
   logs = std::make_unique<service::LogService>(*jobs, logs::LogReader(runs.string()));
-  router = std::make_unique<api::ApiRouter>(*jobs, *logs, *iam, *quotas);
+  studies = std::make_unique<service::StudyService>(*store, clock, validation.regions, validation.tpu_regions);
+  if (auto s = studies->Recover(); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("cannot recover studies: ", s.message()));
+  }
+  router = std::make_unique<api::ApiRouter>(*jobs, *logs, *iam, *quotas, *studies);
   metrics = std::make_unique<api::MetricsEndpoint>(*jobs, *iam, options.metrics_access);
   http->Serve(api::Dispatch(*router, *storage, *metrics));
 
