@@ -13,6 +13,8 @@
 #include <functional>
 #include <future>
 
+#include "codec/discovery.h"
+#include "codec/study_codec.h"
 #include "common/clock.h"
 #include "common/status.h"
 #include "db/store.h"
@@ -669,6 +671,64 @@ TEST_F(StudyServiceTest, OperationsAndLocations) {
   auto rest = studies_->ListLocations("p", 2, page->next_page_token);
   EXPECT_EQ(rest->locations.size(), 1u);
   EXPECT_TRUE(rest->next_page_token.empty());
+}
+
+// What the server emits has only what the contract has, and the stored forms
+// read back to the same values.
+TEST_F(StudyServiceTest, WireFormsFitTheDiscoveryDocumentAndStoredFormsRoundTrip) {
+  StudyConfig config = BaseConfig();
+  config.automated_stopping = tuning::AutomatedStoppingConfig{tuning::StoppingRule::kDecayCurve, true};
+  ParameterConfig opt = Categorical("opt", {"sgd", "adam"});
+  ParameterConfig momentum = Discrete("momentum", {0.5, 0.9});
+  momentum.parent_categorical_values = std::vector<std::string>{"sgd"};
+  opt.children.push_back(momentum);
+  config.parameters.push_back(opt);
+  auto study = Create("w", config);
+  ASSERT_TRUE(study.ok());
+  auto params = Params(0.01, 2);
+  params.push_back({"opt", std::string("adam")});
+  ASSERT_TRUE(AddTrial("w", params).ok());
+  ASSERT_TRUE(Measure("w", 1, Point(3, {{"accuracy", 0.25}})).ok());
+  auto trial = Complete("w", 1, {Point(4, {{"accuracy", 0.5}}), false, ""});
+  ASSERT_TRUE(trial.ok());
+  auto op = Suggest("w", 2, "c");
+  ASSERT_TRUE(op.ok());
+  auto stop = Wait<absl::StatusOr<tuning::StudyOperation>>(
+      [&](auto d) { studies_->CheckEarlyStoppingState(Ref("w"), "2", d); });
+  ASSERT_TRUE(stop.ok());
+
+  const auto& schema = codec::DiscoverySchema::Embedded();
+  auto fits = [&](const nlohmann::json& value, const char* name) {
+    auto v = schema.Check(value, name);
+    EXPECT_TRUE(v.empty()) << name << ": " << v.front().field << ": " << v.front().description << "\n" << value;
+  };
+  fits(codec::EncodeStudy(*study), "GoogleCloudMlV1__Study");
+  fits(codec::EncodeTrial(*trial), "GoogleCloudMlV1__Trial");
+  fits(codec::EncodeListTrialsResponse(*studies_->ListTrials(Ref("w"))), "GoogleCloudMlV1__ListTrialsResponse");
+  fits(codec::EncodeLocation(*studies_->GetLocation("p", "us-central1")), "GoogleCloudMlV1__Location");
+  for (const auto* o : {&*op, &*stop}) {
+    nlohmann::json encoded = codec::EncodeOperation(*o);
+    fits(encoded, "GoogleLongrunning__Operation");
+    const bool suggest = o->kind == tuning::OperationKind::kSuggestTrials;
+    nlohmann::json metadata = encoded["metadata"], response = encoded["response"];
+    metadata.erase("@type");
+    response.erase("@type");
+    fits(metadata, suggest ? "GoogleCloudMlV1__SuggestTrialsMetadata"
+                           : "GoogleCloudMlV1__CheckTrialEarlyStoppingStateMetatdata");
+    fits(response, suggest ? "GoogleCloudMlV1__SuggestTrialsResponse"
+                           : "GoogleCloudMlV1__CheckTrialEarlyStoppingStateResponse");
+    auto back = codec::ParseStoredOperation(codec::SerializeOperationForStorage(*o));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(codec::EncodeOperation(*back), encoded);
+  }
+  auto stored = codec::ParseStoredStudy(codec::SerializeStudyForStorage(*study, 7));
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(stored->next_trial_id, 7);
+  EXPECT_EQ(codec::EncodeStudy(stored->study), codec::EncodeStudy(*study));
+  auto trial_back = codec::ParseStoredTrial(codec::SerializeTrialForStorage(*trial));
+  ASSERT_TRUE(trial_back.ok()) << trial_back.status();
+  EXPECT_EQ(codec::EncodeTrial(*trial_back), codec::EncodeTrial(*trial));
+  EXPECT_EQ(codec::ParseStoredStudy("{\"v\": 2, \"study\": {}}").status().code(), absl::StatusCode::kDataLoss);
 }
 
 }  // namespace
