@@ -16,6 +16,7 @@
 #include "service/job_service.h"
 #include "service/log_service.h"
 #include "service/quota_service.h"
+#include "service/study_service.h"
 
 namespace mle::api {
 
@@ -44,6 +45,7 @@ struct Services {
   service::LogService& logs;
   iam::IamService& iam;
   service::QuotaService& quotas;
+  service::StudyService& studies;
 };
 
 using HandlerFn = void (*)(const Services&, const Call&, Responder);
@@ -84,5 +86,28 @@ void SetQuotas(const Services&, const Call&, Responder);
 void ResetQuotas(const Services&, const Call&, Responder);
 void GetProjectQuotas(const Services&, const Call&, Responder);  // a project's own, for its members
 }  // namespace iam_routes
+
+// The handlers of the study API and projects.locations (study_routes.cc),
+// named by their discovery method ids (ml.projects.locations...).
+namespace study_routes {
+void GetLocation(const Services&, const Call&, Responder);    // ml.projects.locations.get
+void ListLocations(const Services&, const Call&, Responder);  // ...locations.list
+void CreateStudy(const Services&, const Call&, Responder);    // ...locations.studies.create
+void GetStudy(const Services&, const Call&, Responder);
+void ListStudies(const Services&, const Call&, Responder);
+void DeleteStudy(const Services&, const Call&, Responder);
+void CreateTrial(const Services&, const Call&, Responder);  // ...studies.trials.create
+void GetTrial(const Services&, const Call&, Responder);
+void ListTrials(const Services&, const Call&, Responder);
+void DeleteTrial(const Services&, const Call&, Responder);
+void AddMeasurement(const Services&, const Call&, Responder);
+void CompleteTrial(const Services&, const Call&, Responder);
+void StopTrial(const Services&, const Call&, Responder);
+void SuggestTrials(const Services&, const Call&, Responder);
+void CheckEarlyStoppingState(const Services&, const Call&, Responder);
+void ListOptimalTrials(const Services&, const Call&, Responder);
+void GetOperation(const Services&, const Call&, Responder);  // ...locations.operations.get
+void CancelOperation(const Services&, const Call&, Responder);
+}  // namespace study_routes
 
 }  // namespace mle::api

@@ -14,8 +14,14 @@ std::vector<std::string> Union(std::initializer_list<std::vector<std::string>> p
   return {all.begin(), all.end()};
 }
 
-const std::vector<std::string> kMlRead = {kJobsGet, kJobsList, kJobsGetIamPolicy, kProjectsGetConfig, kProjectsGet};
-const std::vector<std::string> kMlWrite = {kJobsCreate, kJobsCancel, kJobsUpdate};
+// Studies, trials, locations and operations go with the jobs: readers read them, writers change them.
+const std::vector<std::string> kStudiesRead = {kStudiesGet,   kStudiesList,  kTrialsGet,    kTrialsList,
+                                               kLocationsGet, kLocationsList, kOperationsGet};
+const std::vector<std::string> kStudiesWrite = {kStudiesCreate, kStudiesDelete, kTrialsCreate,
+                                                kTrialsUpdate,  kTrialsDelete,  kOperationsCancel};
+const std::vector<std::string> kMlRead =
+    Union({{kJobsGet, kJobsList, kJobsGetIamPolicy, kProjectsGetConfig, kProjectsGet}, kStudiesRead});
+const std::vector<std::string> kMlWrite = Union({{kJobsCreate, kJobsCancel, kJobsUpdate}, kStudiesWrite});
 const std::vector<std::string> kStorageObjectsRead = {kObjectsGet, kObjectsList};
 const std::vector<std::string> kStorageObjectsWrite = {kObjectsCreate, kObjectsDelete, kObjectsUpdate};
 const std::vector<std::string> kStorageBuckets = {kBucketsCreate, kBucketsDelete, kBucketsGet, kBucketsList};

@@ -25,6 +25,20 @@ inline constexpr char kJobsUpdate[] = "ml.jobs.update";
 inline constexpr char kJobsGetIamPolicy[] = "ml.jobs.getIamPolicy";
 inline constexpr char kJobsSetIamPolicy[] = "ml.jobs.setIamPolicy";
 inline constexpr char kProjectsGetConfig[] = "ml.projects.getConfig";
+// The study API (Vizier), projects.locations and their operations.
+inline constexpr char kStudiesCreate[] = "ml.studies.create";
+inline constexpr char kStudiesGet[] = "ml.studies.get";
+inline constexpr char kStudiesList[] = "ml.studies.list";
+inline constexpr char kStudiesDelete[] = "ml.studies.delete";
+inline constexpr char kTrialsCreate[] = "ml.trials.create";
+inline constexpr char kTrialsGet[] = "ml.trials.get";
+inline constexpr char kTrialsList[] = "ml.trials.list";
+inline constexpr char kTrialsUpdate[] = "ml.trials.update";
+inline constexpr char kTrialsDelete[] = "ml.trials.delete";
+inline constexpr char kLocationsGet[] = "ml.locations.get";
+inline constexpr char kLocationsList[] = "ml.locations.list";
+inline constexpr char kOperationsGet[] = "ml.operations.get";
+inline constexpr char kOperationsCancel[] = "ml.operations.cancel";
 
 inline constexpr char kProjectsGet[] = "resourcemanager.projects.get";
 inline constexpr char kProjectsGetIamPolicy[] = "resourcemanager.projects.getIamPolicy";

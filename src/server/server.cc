@@ -37,6 +37,7 @@
 #include "service/tuning_coordinator.h"
 #include "service/quota_service.h"
 #include "service/log_service.h"
+#include "service/study_service.h"
 #include "validate/validate.h"
 
 namespace mle::server {
@@ -110,6 +111,7 @@ struct Server::Parts {
   std::unique_ptr<iam::IamService> iam;
   std::unique_ptr<service::LogService> logs;
   std::unique_ptr<service::QuotaService> quotas;
+  std::unique_ptr<service::StudyService> studies;
   std::unique_ptr<api::ApiRouter> router;
   std::unique_ptr<api::MetricsEndpoint> metrics;
   std::unique_ptr<buckets::BucketStore> bucket_store;
@@ -124,6 +126,7 @@ struct Server::Parts {
     storage.reset();
     metrics.reset();
     router.reset();
+    studies.reset();
     logs.reset();
     quotas.reset();
     scheduler.reset();
@@ -300,7 +303,11 @@ absl::Status Server::Parts::Build() {
   tuning->Drain();  // every unfinished tuning job taken back
 
   logs = std::make_unique<service::LogService>(*jobs, logs::LogReader(runs.string()));
-  router = std::make_unique<api::ApiRouter>(*jobs, *logs, *iam, *quotas);
+  studies = std::make_unique<service::StudyService>(*store, clock, validation.regions, validation.tpu_regions);
+  if (auto s = studies->Recover(); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("cannot recover studies: ", s.message()));
+  }
+  router = std::make_unique<api::ApiRouter>(*jobs, *logs, *iam, *quotas, *studies);
   metrics = std::make_unique<api::MetricsEndpoint>(*jobs, *iam, options.metrics_access);
   http->Serve(api::Dispatch(*router, *storage, *metrics));
 
