@@ -34,6 +34,7 @@
 #include "containers/resolver.h"
 #include "service/job_credentials.h"
 #include "service/job_service.h"
+#include "service/job_studies.h"
 #include "service/tuning_coordinator.h"
 #include "service/quota_service.h"
 #include "service/log_service.h"
@@ -112,6 +113,7 @@ struct Server::Parts {
   std::unique_ptr<service::LogService> logs;
   std::unique_ptr<service::QuotaService> quotas;
   std::unique_ptr<service::StudyService> studies;
+  std::unique_ptr<service::TuningJobStudies> job_studies;
   std::unique_ptr<api::ApiRouter> router;
   std::unique_ptr<api::MetricsEndpoint> metrics;
   std::unique_ptr<buckets::BucketStore> bucket_store;
@@ -304,6 +306,9 @@ absl::Status Server::Parts::Build() {
 
   logs = std::make_unique<service::LogService>(*jobs, logs::LogReader(runs.string()));
   studies = std::make_unique<service::StudyService>(*store, clock, validation.regions, validation.tpu_regions);
+  job_studies = std::make_unique<service::TuningJobStudies>(*jobs);
+  studies->AttachJobStudies(job_studies.get());  // tuning jobs are studies too
+  jobs->AttachStudies(studies.get());
   if (auto s = studies->Recover(); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("cannot recover studies: ", s.message()));
   }

@@ -14,6 +14,7 @@
 #include "obs/log.h"
 #include "obs/metrics.h"
 #include "service/job_filter.h"
+#include "service/study_service.h"
 #include "service/tuning_coordinator.h"
 #include "service/tuning_job.h"
 
@@ -198,6 +199,11 @@ void JobService::CreateJob(const std::string& project, Job job, JobCallback done
     job.resolved_images = *std::move(pinned);
   }
   const bool tuning = model::IsTuningJob(job);
+  if (tuning && studies_ != nullptr && studies_->HasUserStudy(project, job.job_id)) {
+    return done(absl::AlreadyExistsError(absl::StrCat(
+        "A study named ", job.job_id, " already exists in project ", project,
+        ". A hyperparameter tuning job is also a study named by its job id; choose another jobId.")));
+  }
   if (tuning) {
     model::TrainingOutput out;
     out.is_hyperparameter_tuning_job = true;

@@ -30,6 +30,7 @@
 namespace mle::service {
 
 class TuningCoordinator;
+class StudyService;
 
 struct ListJobsRequest {
   std::string filter;
@@ -70,6 +71,9 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   // goes to the coordinator, which runs its trials as jobs (below). Without
   // it such jobs are accepted and wait (tests of the service alone).
   void AttachTuning(TuningCoordinator* tuning) { tuning_ = tuning; }
+  // Connects the study API: a tuning job is a study named by its id, so a
+  // user study of that name in the project refuses the job.
+  void AttachStudies(const StudyService* studies) { studies_ = studies; }
 
   // Loads projects and jobs from the store and hands unfinished jobs back to
   // the scheduler. Call once, before serving.
@@ -145,6 +149,7 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   iam::IamService* iam_ = nullptr;
   const containers::ImageResolver* images_ = nullptr;
   TuningCoordinator* tuning_ = nullptr;
+  const StudyService* studies_ = nullptr;
 
   mutable std::shared_mutex mu_;
   std::map<std::string, model::Project> projects_;

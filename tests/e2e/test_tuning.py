@@ -13,7 +13,10 @@ import os
 import signal
 import time
 
-from conftest import TRAINERS, config_yaml, describe_procs, make_cli, procs_of_job, wait_no_procs
+from googleapiclient.errors import HttpError
+
+from conftest import REGION, TRAINERS, config_yaml, describe_procs, make_cli, procs_of_job, wait_no_procs
+from test_studies import error_of, ml_client
 
 TUNING_PKG = os.path.join(TRAINERS, "tuning", "trainer")
 
@@ -106,6 +109,33 @@ def test_trials_run_with_their_parameters_and_come_back_best_first(server, cli, 
     assert "trial=2 " in one and "trial=1 " not in one, one
     r = cli("jobs", "stream-logs", job, "--trial", "9")
     assert r.rc != 0 and "has no trial 9" in r.err, r
+
+    # The tuning job is a study too, read through Google's client.
+    studies = ml_client(server).projects().locations().studies()
+    name = f"projects/{cli.project}/locations/{REGION}/studies/{job}"
+    study = studies.get(name=name).execute()
+    assert study["state"] == "COMPLETED", study
+    assert [p["parameter"] for p in study["studyConfig"]["parameters"]] == ["x", "n", "kind"], study
+    assert study["studyConfig"]["metrics"] == [{"metric": "training/hptuning/metric", "goal": "MAXIMIZE"}], study
+    listed = studies.list(parent=f"projects/{cli.project}/locations/{REGION}").execute().get("studies", [])
+    assert name in [s["name"] for s in listed], listed
+    st = studies.trials().list(parent=name).execute()["trials"]
+    assert [t["name"].rsplit("/", 1)[1] for t in st] == ["1", "2", "3", "4"], st
+    by_id = {t["trialId"]: t for t in trials}
+    for t in st:
+        out = by_id[t["name"].rsplit("/", 1)[1]]
+        params = {p["parameter"]: p.get("floatValue", p.get("intValue", p.get("stringValue"))) for p in t["parameters"]}
+        assert str(params["n"]) == out["hyperparameters"]["n"] and params["kind"] == out["hyperparameters"]["kind"], t
+        assert t["state"] == "COMPLETED", t
+        assert t["finalMeasurement"]["metrics"][0]["value"] == out["finalMetric"]["objectiveValue"], t
+        assert len(t["measurements"]) == 3, t
+    best = studies.trials().listOptimalTrials(parent=name, body={}).execute()["trials"]
+    assert [b["name"].rsplit("/", 1)[1] for b in best] == [trials[0]["trialId"]], best
+    try:
+        studies.trials().create(parent=name, body={"parameters": [{"parameter": "x", "floatValue": 0.5}]}).execute()
+        raise AssertionError("a tuning job's study took a trial")
+    except HttpError as e:
+        assert error_of(e)["status"] == "FAILED_PRECONDITION", error_of(e)
 
 
 def test_failing_trials_fail_the_job_with_the_reason(cli, tmp_path, names):

@@ -15,6 +15,7 @@
 #include "common/run_layout.h"
 #include "db/store.h"
 #include "service/job_service.h"
+#include "service/job_studies.h"
 #include "service/tuning_coordinator.h"
 
 namespace mle::service {
@@ -402,6 +403,49 @@ TEST_F(CoordinatorTest, ResumeContinuesTheStudy) {
   HyperparameterSpec unfinished = Spec(4, 2);
   unfinished.resume_previous_job_id = "second";
   EXPECT_EQ(Create(TuningJob("fourth", unfinished)).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace mle::service
+
+namespace mle::service {
+namespace {
+
+TEST(JobStudiesTest, ATuningJobIsAReadOnlyStudyOfItsTrials) {
+  model::Job job;
+  job.project = "p";
+  job.job_id = "tune";
+  job.state = JobState::kRunning;
+  model::TrainingInput t;
+  t.region = "europe-west4";
+  t.hyperparameters = Spec(4, 2);
+  t.hyperparameters->hyperparameter_metric_tag = "accuracy";
+  job.training_input = t;
+  model::TrainingOutput out;
+  HyperparameterOutput done = Trial("2", JobState::kSucceeded, 0.8);
+  done.all_metrics = {{1, 0.5}, {2, 0.8}};
+  out.trials = {done, Trial("1", JobState::kFailed), Trial("3", JobState::kRunning)};
+  job.training_output = out;
+
+  tuning::Study study = StudyOfJob(job);
+  EXPECT_EQ(study.Name(), "projects/p/locations/europe-west4/studies/tune");
+  EXPECT_EQ(study.state, tuning::StudyState::kActive);
+  ASSERT_EQ(study.config.metrics.size(), 1u);
+  EXPECT_EQ(study.config.metrics[0].metric, "accuracy");
+  EXPECT_EQ(study.config.parameters.size(), 2u);
+
+  auto trials = StudyTrialsOfJob(job);
+  ASSERT_EQ(trials.size(), 3u);
+  EXPECT_EQ(trials[0].id, 1) << "by id";
+  EXPECT_TRUE(trials[0].infeasible) << "a failed trial";
+  EXPECT_EQ(trials[1].id, 2);
+  EXPECT_EQ(trials[1].state, tuning::TrialStatus::kCompleted);
+  ASSERT_TRUE(trials[1].final_measurement.has_value());
+  EXPECT_EQ(trials[1].final_measurement->metrics[0].value, 0.8);
+  EXPECT_EQ(trials[1].measurements.size(), 2u);
+  EXPECT_EQ(std::get<int64_t>(trials[1].parameters[1].value), 16);
+  EXPECT_EQ(trials[2].state, tuning::TrialStatus::kActive);
+  EXPECT_FALSE(trials[2].infeasible);
 }
 
 }  // namespace
