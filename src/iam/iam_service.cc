@@ -126,49 +126,6 @@ absl::Status IamService::Recover() {
   return absl::OkStatus();
 }
 
-IamService::~IamService() {
-  std::unique_lock<std::mutex> lock(write_mu_);
-  write_idle_.wait(lock, [this] { return !writing_; });  // the store outlives us: queued changes finish
-}
-
-void IamService::Write(Prepare prepare) {
-  {
-    std::lock_guard<std::mutex> lock(write_mu_);
-    write_queue_.push_back(std::move(prepare));
-    if (writing_) return;  // the change in flight starts this one when durable
-    writing_ = true;
-  }
-  WriteNext();
-}
-
-void IamService::WriteNext() {
-  for (;;) {
-    Prepare prepare;
-    {
-      std::lock_guard<std::mutex> lock(write_mu_);
-      if (write_queue_.empty()) {
-        writing_ = false;
-        write_idle_.notify_all();
-        return;
-      }
-      prepare = std::move(write_queue_.front());
-      write_queue_.pop_front();
-    }
-    std::optional<Change> change = prepare();
-    if (!change) continue;  // refused: it answered already
-    std::vector<db::Mutation> writes = std::move(change->writes);  // before `change` moves into the callback
-    store_.Commit(std::move(writes), [this, change = std::move(*change)](absl::Status s) {
-      if (s.ok()) {
-        std::unique_lock lock(mu_);
-        change.apply();
-      }
-      change.finish(s);
-      WriteNext();
-    });
-    return;
-  }
-}
-
 // ---- authentication and authorization ----
 
 absl::StatusOr<Principal> IamService::Authenticate(absl::string_view token) const {

@@ -38,6 +38,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "db/change_queue.h"
 #include "db/store.h"
 #include "iam/authorize.h"
 #include "iam/identity.h"
@@ -71,7 +72,7 @@ class IamService {
   // Waits for the changes queued and in flight to finish (a change's store
   // callback still runs code of ours after answering its caller). The store
   // must outlive the service.
-  ~IamService();
+  ~IamService() = default;
 
   void AttachProjects(const ProjectDirectory* projects) { projects_ = projects; }
 
@@ -160,17 +161,12 @@ class IamService {
     std::string purpose;
   };
 
-  // A change, prepared under mu_ (shared) from the state at its turn.
-  struct Change {
-    std::vector<db::Mutation> writes;
-    std::function<void()> apply;                // under mu_ (exclusive), once durable
-    std::function<void(absl::Status)> finish;  // then: answers the caller
-  };
-  // Returns the change, or nullopt once it has answered the caller (refused).
-  using Prepare = std::function<std::optional<Change>()>;
+  // A change, prepared under mu_ (shared) from the state at its turn and
+  // applied under mu_ (exclusive) once durable (db/change_queue.h).
+  using Change = db::ChangeQueue::Change;
+  using Prepare = db::ChangeQueue::Prepare;
   // Queues `prepare`; changes run one at a time, each after the last is durable.
-  void Write(Prepare prepare);
-  void WriteNext();
+  void Write(Prepare prepare) { changes_.Write(std::move(prepare)); }
   PolicyChain ChainOf(const Resource& resource) const;  // mu_ held
   bool PrincipalExists(const std::string& member) const;  // mu_ held
   std::optional<std::string> DefaultAccountProject(const std::string& email) const;
@@ -195,10 +191,11 @@ class IamService {
   std::map<std::string, Policy> policies_;           // by resource name
   std::map<std::string, std::string> bucket_owner_;  // bucket -> project
 
-  std::mutex write_mu_;  // guards the three below
-  std::condition_variable write_idle_;
-  std::deque<Prepare> write_queue_;
-  bool writing_ = false;  // a change is in flight
+  // Last: destroyed first, once every queued change has finished.
+  db::ChangeQueue changes_{store_, [this](const std::function<void()>& apply) {
+                             std::unique_lock lock(mu_);
+                             apply();
+                           }};
 };
 
 }  // namespace mle::iam

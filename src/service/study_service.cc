@@ -123,11 +123,6 @@ StudyService::StudyService(db::Store& store, common::Clock& clock, std::vector<s
                            std::vector<std::string> tpu_regions)
     : store_(store), clock_(clock), regions_(std::move(regions)), tpu_regions_(std::move(tpu_regions)) {}
 
-StudyService::~StudyService() {
-  std::unique_lock<std::mutex> lock(write_mu_);
-  write_idle_.wait(lock, [this] { return !writing_; });
-}
-
 absl::Status StudyService::Recover() {
   auto records = store_.LoadRecords("study.");
   if (!records.ok()) return records.status();
@@ -161,48 +156,6 @@ absl::Status StudyService::Recover() {
     e.trials[t.id] = std::move(t);
   }
   return absl::OkStatus();
-}
-
-// ---- the change queue ----
-
-void StudyService::Write(Prepare prepare) {
-  {
-    std::lock_guard<std::mutex> lock(write_mu_);
-    write_queue_.push_back(std::move(prepare));
-    if (writing_) return;  // the change in flight starts this one when durable
-    writing_ = true;
-  }
-  WriteNext();
-}
-
-void StudyService::WriteNext() {
-  for (;;) {
-    Prepare prepare;
-    {
-      std::lock_guard<std::mutex> lock(write_mu_);
-      if (write_queue_.empty()) {
-        writing_ = false;
-        write_idle_.notify_all();
-        return;
-      }
-      prepare = std::move(write_queue_.front());
-      write_queue_.pop_front();
-    }
-    std::optional<Change> change = prepare();
-    if (!change) continue;  // refused or nothing to write: it answered already
-    std::vector<db::Mutation> writes = std::move(change->writes);
-    store_.Commit(std::move(writes), [this, change = std::move(*change)](absl::Status s) {
-      if (s.ok()) {
-        absl::MutexLock lock(&mu_);
-        change.apply();
-      } else {
-        obs::Log("studies").error("a study change was not made durable: {}", s.ToString());
-      }
-      change.finish(s);
-      WriteNext();
-    });
-    return;
-  }
 }
 
 // ---- helpers ----
@@ -500,6 +453,21 @@ void StudyService::DeleteTrial(const StudyRef& ref, const std::string& trial_id,
   });
 }
 
+StudyService::Change StudyService::TrialChange(const Study& study, const StudyRef& ref, const StudyTrial& updated,
+                                               Callback<StudyTrial> done) {
+  Change c;
+  c.writes.push_back(PutTrial(study, updated));
+  c.apply = [this, ref, updated]() {
+    mu_.AssertHeld();  // apply runs under mu_
+    studies_.at({ref.project, ref.location, ref.study_id}).trials[updated.id] = updated;
+  };
+  c.finish = [updated, done = std::move(done)](absl::Status s) {
+    if (!s.ok()) return done(s);
+    done(updated);
+  };
+  return c;
+}
+
 void StudyService::AddMeasurement(const StudyRef& ref, const std::string& trial_id,
                                   tuning::TrialMeasurement measurement, bool elapsed_given,
                                   Callback<StudyTrial> done) {
@@ -524,17 +492,7 @@ void StudyService::AddMeasurement(const StudyRef& ref, const std::string& trial_
           updated.start_time ? std::max(absl::ZeroDuration(), clock_.Now() - *updated.start_time) : absl::ZeroDuration();
     }
     InsertMeasurement(&updated.measurements, std::move(measurement));
-    Change c;
-    c.writes.push_back(PutTrial(entry->study, updated));
-    c.apply = [this, ref, updated]() {
-      mu_.AssertHeld();  // apply runs under mu_
-      studies_.at({ref.project, ref.location, ref.study_id}).trials[updated.id] = updated;
-    };
-    c.finish = [updated, done](absl::Status s) {
-      if (!s.ok()) return done(s);
-      done(updated);
-    };
-    return c;
+    return TrialChange(entry->study, ref, updated, done);
   });
 }
 
@@ -584,17 +542,7 @@ void StudyService::CompleteTrial(const StudyRef& ref, const std::string& trial_i
     updated.state = TrialStatus::kCompleted;
     if (!updated.start_time) updated.start_time = now;
     updated.end_time = now;
-    Change c;
-    c.writes.push_back(PutTrial(entry->study, updated));
-    c.apply = [this, ref, updated]() {
-      mu_.AssertHeld();  // apply runs under mu_
-      studies_.at({ref.project, ref.location, ref.study_id}).trials[updated.id] = updated;
-    };
-    c.finish = [updated, done](absl::Status s) {
-      if (!s.ok()) return done(s);
-      done(updated);
-    };
-    return c;
+    return TrialChange(entry->study, ref, updated, done);
   });
 }
 
@@ -618,17 +566,7 @@ void StudyService::StopTrial(const StudyRef& ref, const std::string& trial_id, C
     }
     StudyTrial updated = **t;
     updated.state = TrialStatus::kStopping;
-    Change c;
-    c.writes.push_back(PutTrial(entry->study, updated));
-    c.apply = [this, ref, updated]() {
-      mu_.AssertHeld();  // apply runs under mu_
-      studies_.at({ref.project, ref.location, ref.study_id}).trials[updated.id] = updated;
-    };
-    c.finish = [updated, done](absl::Status s) {
-      if (!s.ok()) return done(s);
-      done(updated);
-    };
-    return c;
+    return TrialChange(entry->study, ref, updated, done);
   });
 }
 

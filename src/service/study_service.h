@@ -36,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "db/change_queue.h"
 #include "db/store.h"
 #include "tuning/study.h"
 
@@ -67,7 +68,7 @@ class StudyService {
   StudyService(db::Store& store, common::Clock& clock, std::vector<std::string> regions,
                std::vector<std::string> tpu_regions);
   // Waits for the change in flight (its store callback still runs our code).
-  ~StudyService();
+  ~StudyService() = default;
 
   // Connects the tuning jobs' studies (null: none).
   void AttachJobStudies(const JobStudies* jobs) { job_studies_ = jobs; }
@@ -150,16 +151,14 @@ class StudyService {
     std::map<int64_t, tuning::StudyTrial> trials;
   };
 
-  // A change, prepared under mu_ from the state at its turn.
-  struct Change {
-    std::vector<db::Mutation> writes;
-    std::function<void()> apply;                // under mu_, once durable
-    std::function<void(absl::Status)> finish;  // then: answers the caller
-  };
-  // Returns the change, or nullopt once it answered the caller (refused).
-  using Prepare = std::function<std::optional<Change>()>;
-  void Write(Prepare prepare);
-  void WriteNext();
+  // A change, prepared under mu_ from the state at its turn and applied
+  // under mu_ once durable (db/change_queue.h).
+  using Change = db::ChangeQueue::Change;
+  using Prepare = db::ChangeQueue::Prepare;
+  void Write(Prepare prepare) { changes_.Write(std::move(prepare)); }
+  // The change that stores `updated` (a trial of `study`) and answers with it.
+  Change TrialChange(const tuning::Study& study, const StudyRef& ref, const tuning::StudyTrial& updated,
+                     Callback<tuning::StudyTrial> done);
 
   // A user study that may be changed: NOT_FOUND, or FAILED_PRECONDITION for
   // a tuning job's. mu_ held.
@@ -183,10 +182,11 @@ class StudyService {
   std::map<Key, Entry> studies_ ABSL_GUARDED_BY(mu_);
   std::map<Key, tuning::StudyOperation> operations_ ABSL_GUARDED_BY(mu_);
 
-  std::mutex write_mu_;  // guards the three below
-  std::condition_variable write_idle_;
-  std::deque<Prepare> write_queue_;
-  bool writing_ = false;  // a change is in flight
+  // Last: destroyed first, once every queued change has finished.
+  db::ChangeQueue changes_{store_, [this](const std::function<void()>& apply) {
+                             absl::MutexLock lock(&mu_);
+                             apply();
+                           }};
 };
 
 }  // namespace mle::service
