@@ -28,8 +28,7 @@ std::string NameOf(const scheduler::JobKey& key) { return absl::StrCat("projects
 uint64_t SeedFor(const scheduler::JobKey& key, size_t trials) {
   const std::string digest = common::Sha256Hex(absl::StrCat(key.project, "/", key.job_id, "/", trials));
   uint64_t seed = 0;
-  absl::SimpleHexAtoi(digest.substr(0, 16), &seed);
-  return seed;
+  return absl::SimpleHexAtoi(digest.substr(0, 16), &seed) ? seed : 0;
 }
 
 HyperparameterOutput* FindTrial(model::TrainingOutput& output, const std::string& trial_id) {

@@ -43,6 +43,7 @@
 #include "api/api_router.h"
 #include "iam/iam_service.h"
 #include "service/quota_service.h"
+#include "service/study_service.h"
 #include "api/dispatch.h"
 #include "api/metrics_endpoint.h"
 #include "api/storage_router.h"
@@ -176,7 +177,9 @@ class Server {
         logs_(service_, mle::logs::LogReader((Root() / "runs").string())),
         iam_(store_, clock_, kToken),
         quotas_(store_, scheduler_, {}),
-        api_(service_, logs_, iam_, quotas_),
+        studies_(store_, clock_, mle::validate::Config::Defaults().regions,
+                 mle::validate::Config::Defaults().tpu_regions),
+        api_(service_, logs_, iam_, quotas_, studies_),
         metrics_(service_, iam_, mle::api::MetricsAccess::kLoopback) {
     std::error_code ec;
     fs::remove_all(Root() / "buckets", ec);
@@ -190,6 +193,7 @@ class Server {
     iam_.AttachProjects(&service_);
     if (auto s = service_.Recover(); !s.ok()) Fail("Recover: " + s.ToString());
     if (auto s = iam_.Recover(); !s.ok()) Fail("Recover: " + s.ToString());
+    if (auto s = studies_.Recover(); !s.ok()) Fail("Recover: " + s.ToString());
   }
 
   // Serves one parsed request and waits until it is answered (or, for a long
@@ -228,6 +232,7 @@ class Server {
   mle::service::LogService logs_;
   mle::iam::IamService iam_;
   mle::service::QuotaService quotas_;
+  mle::service::StudyService studies_;
   mle::api::ApiRouter api_;
   mle::api::MetricsEndpoint metrics_;
   std::unique_ptr<mle::buckets::BucketStore> buckets_;
