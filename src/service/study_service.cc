@@ -468,12 +468,10 @@ StudyService::Change StudyService::TrialChange(const Study& study, const StudyRe
   return c;
 }
 
-void StudyService::AddMeasurement(const StudyRef& ref, const std::string& trial_id,
-                                  tuning::TrialMeasurement measurement, bool elapsed_given,
-                                  Callback<StudyTrial> done) {
+void StudyService::EditTrial(const StudyRef& ref, const std::string& trial_id, TrialEdit edit,
+                             Callback<StudyTrial> done) {
   if (job_studies_ != nullptr && job_studies_->Find(ref.project, ref.study_id)) return done(JobOwned(ref));
-  Write([this, ref, trial_id, measurement = std::move(measurement), elapsed_given,
-         done = std::move(done)]() mutable -> std::optional<Change> {
+  Write([this, ref, trial_id, edit = std::move(edit), done = std::move(done)]() -> std::optional<Change> {
     absl::ReaderMutexLock lock(&mu_);
     const Entry* entry = nullptr;
     auto t = WritableTrial(ref, trial_id, &entry);
@@ -481,93 +479,88 @@ void StudyService::AddMeasurement(const StudyRef& ref, const std::string& trial_
       done(t.status());
       return std::nullopt;
     }
-    if ((*t)->state != TrialStatus::kActive) {
-      done(absl::FailedPreconditionError(absl::StrCat("Trial ", (*t)->Name(), " is ", StateName((*t)->state),
-                                                      ": measurements may be added to ACTIVE trials only.")));
+    StudyTrial updated = **t;
+    absl::StatusOr<bool> changed = edit(*entry, updated);
+    if (!changed.ok() || !*changed) {
+      done(changed.ok() ? absl::StatusOr<StudyTrial>(**t) : absl::StatusOr<StudyTrial>(changed.status()));
       return std::nullopt;
     }
-    StudyTrial updated = **t;
-    if (!elapsed_given) {
-      measurement.elapsed_time =
-          updated.start_time ? std::max(absl::ZeroDuration(), clock_.Now() - *updated.start_time) : absl::ZeroDuration();
-    }
-    InsertMeasurement(&updated.measurements, std::move(measurement));
     return TrialChange(entry->study, ref, updated, done);
   });
+}
+
+void StudyService::AddMeasurement(const StudyRef& ref, const std::string& trial_id,
+                                  tuning::TrialMeasurement measurement, bool elapsed_given,
+                                  Callback<StudyTrial> done) {
+  EditTrial(ref, trial_id,
+            [this, measurement = std::move(measurement), elapsed_given](const Entry&,
+                                                                        StudyTrial& t) -> absl::StatusOr<bool> {
+              if (t.state != TrialStatus::kActive) {
+                return absl::FailedPreconditionError(absl::StrCat("Trial ", t.Name(), " is ", StateName(t.state),
+                                                                  ": measurements may be added to ACTIVE trials only."));
+              }
+              tuning::TrialMeasurement m = measurement;
+              if (!elapsed_given) {
+                m.elapsed_time =
+                    t.start_time ? std::max(absl::ZeroDuration(), clock_.Now() - *t.start_time) : absl::ZeroDuration();
+              }
+              InsertMeasurement(&t.measurements, std::move(m));
+              return true;
+            },
+            std::move(done));
 }
 
 void StudyService::CompleteTrial(const StudyRef& ref, const std::string& trial_id, Completion completion,
                                  Callback<StudyTrial> done) {
-  if (job_studies_ != nullptr && job_studies_->Find(ref.project, ref.study_id)) return done(JobOwned(ref));
-  Write([this, ref, trial_id, completion = std::move(completion), done = std::move(done)]() -> std::optional<Change> {
-    absl::ReaderMutexLock lock(&mu_);
-    const Entry* entry = nullptr;
-    auto t = WritableTrial(ref, trial_id, &entry);
-    if (!t.ok()) {
-      done(t.status());
-      return std::nullopt;
-    }
-    if ((*t)->state == TrialStatus::kCompleted) {
-      done(absl::FailedPreconditionError(absl::StrCat("Trial ", (*t)->Name(), " is already COMPLETED.")));
-      return std::nullopt;
-    }
-    StudyTrial updated = **t;
-    std::vector<common::FieldViolation> v;
-    if (completion.infeasible) {
-      updated.infeasible = true;
-      updated.infeasible_reason = completion.infeasible_reason;
-      updated.final_measurement.reset();
-    } else {
-      if (!completion.infeasible_reason.empty()) {
-        v.push_back({"infeasibleReason", "infeasibleReason is only for a trial completed with trialInfeasible"});
-      }
-      if (completion.final_measurement) {
-        updated.final_measurement = completion.final_measurement;
-      } else if (!updated.measurements.empty()) {
-        updated.final_measurement = updated.measurements.back();  // the latest reported
-      } else {
-        v.push_back({"finalMeasurement", "finalMeasurement is required: the trial reported no measurement to "
-                                         "complete with (or set trialInfeasible)"});
-      }
-      if (updated.final_measurement) {
-        auto more = CheckFinalMetrics(entry->study.config, *updated.final_measurement, "finalMeasurement");
-        v.insert(v.end(), more.begin(), more.end());
-      }
-    }
-    if (!v.empty()) {
-      done(common::InvalidArgumentWithViolations("Invalid completion.", v));
-      return std::nullopt;
-    }
-    const absl::Time now = clock_.Now();
-    updated.state = TrialStatus::kCompleted;
-    if (!updated.start_time) updated.start_time = now;
-    updated.end_time = now;
-    return TrialChange(entry->study, ref, updated, done);
-  });
+  EditTrial(ref, trial_id,
+            [this, completion = std::move(completion)](const Entry& entry, StudyTrial& t) -> absl::StatusOr<bool> {
+              if (t.state == TrialStatus::kCompleted) {
+                return absl::FailedPreconditionError(absl::StrCat("Trial ", t.Name(), " is already COMPLETED."));
+              }
+              std::vector<common::FieldViolation> v;
+              if (completion.infeasible) {
+                t.infeasible = true;
+                t.infeasible_reason = completion.infeasible_reason;
+                t.final_measurement.reset();
+              } else {
+                if (!completion.infeasible_reason.empty()) {
+                  v.push_back(
+                      {"infeasibleReason", "infeasibleReason is only for a trial completed with trialInfeasible"});
+                }
+                if (completion.final_measurement) {
+                  t.final_measurement = completion.final_measurement;
+                } else if (!t.measurements.empty()) {
+                  t.final_measurement = t.measurements.back();  // the latest reported
+                } else {
+                  v.push_back({"finalMeasurement", "finalMeasurement is required: the trial reported no measurement "
+                                                   "to complete with (or set trialInfeasible)"});
+                }
+                if (t.final_measurement) {
+                  auto more = CheckFinalMetrics(entry.study.config, *t.final_measurement, "finalMeasurement");
+                  v.insert(v.end(), more.begin(), more.end());
+                }
+              }
+              if (!v.empty()) return common::InvalidArgumentWithViolations("Invalid completion.", v);
+              const absl::Time now = clock_.Now();
+              t.state = TrialStatus::kCompleted;
+              if (!t.start_time) t.start_time = now;
+              t.end_time = now;
+              return true;
+            },
+            std::move(done));
 }
 
 void StudyService::StopTrial(const StudyRef& ref, const std::string& trial_id, Callback<StudyTrial> done) {
-  if (job_studies_ != nullptr && job_studies_->Find(ref.project, ref.study_id)) return done(JobOwned(ref));
-  Write([this, ref, trial_id, done = std::move(done)]() -> std::optional<Change> {
-    absl::ReaderMutexLock lock(&mu_);
-    const Entry* entry = nullptr;
-    auto t = WritableTrial(ref, trial_id, &entry);
-    if (!t.ok()) {
-      done(t.status());
-      return std::nullopt;
-    }
-    if ((*t)->state == TrialStatus::kCompleted) {
-      done(absl::FailedPreconditionError(absl::StrCat("Trial ", (*t)->Name(), " is already COMPLETED.")));
-      return std::nullopt;
-    }
-    if ((*t)->state == TrialStatus::kStopping) {  // asked already: nothing changes
-      done(**t);
-      return std::nullopt;
-    }
-    StudyTrial updated = **t;
-    updated.state = TrialStatus::kStopping;
-    return TrialChange(entry->study, ref, updated, done);
-  });
+  EditTrial(ref, trial_id,
+            [](const Entry&, StudyTrial& t) -> absl::StatusOr<bool> {
+              if (t.state == TrialStatus::kCompleted) {
+                return absl::FailedPreconditionError(absl::StrCat("Trial ", t.Name(), " is already COMPLETED."));
+              }
+              if (t.state == TrialStatus::kStopping) return false;  // asked already: nothing changes
+              t.state = TrialStatus::kStopping;
+              return true;
+            },
+            std::move(done));
 }
 
 void StudyService::SuggestTrials(const StudyRef& ref, int32_t suggestion_count, const std::string& client_id,

@@ -156,6 +156,12 @@ class StudyService {
   using Change = db::ChangeQueue::Change;
   using Prepare = db::ChangeQueue::Prepare;
   void Write(Prepare prepare) { changes_.Write(std::move(prepare)); }
+  // Changes one trial of a user study: `edit` checks the trial and edits it
+  // (its copy); an error answers the caller, false answers with the trial
+  // unchanged, true stores and answers with the edited trial.
+  using TrialEdit = std::function<absl::StatusOr<bool>(const Entry& entry, tuning::StudyTrial& trial)>;
+  void EditTrial(const StudyRef& ref, const std::string& trial_id, TrialEdit edit,
+                 Callback<tuning::StudyTrial> done);
   // The change that stores `updated` (a trial of `study`) and answers with it.
   Change TrialChange(const tuning::Study& study, const StudyRef& ref, const tuning::StudyTrial& updated,
                      Callback<tuning::StudyTrial> done);
