@@ -1,0 +1,193 @@
+"""A warm interpreter: imports what is slow to import, then waits to become
+a replica, exactly as ``python3 -m MODULE ARGS...`` would have started it.
+
+    python3 -m mlengine._warm --preload torch,numpy,sklearn \
+        --control-fd R --ready-fd W
+
+It imports the ``--preload`` modules (the time a trainer's first line
+waits for), records what is loaded, writes ``ready <pid>\\n`` to the ready
+descriptor and closes it, then reads one JSON line from the control
+descriptor::
+
+    {"module": "trainer.task", "args": [...], "cwd": "...", "env": {...},
+     "site_dirs": ["<the job's package environment's site-packages>", ...],
+     "prefix": "<that environment>" (optional)}
+
+and turns itself into that replica (``become``): working directory,
+environment, ``sys.argv``, ``sys.path`` as ``python3 -m`` builds them,
+modules loaded since the preloads dropped, signal dispositions of a fresh
+interpreter, numpy's and torch's generators reseeded (Python's ``random``
+reseeds itself after a fork, they do not), torch's thread counts taken
+from the job's environment (the OpenMP runtime read the pool's when it
+loaded), then runs the module as ``__main__`` with ``runpy``. The exit
+status is what ``python3 -m`` gives: SystemExit's code, 1 after an
+uncaught exception (with its traceback on stderr), death by SIGINT after
+KeyboardInterrupt. Its stdout and stderr are inherited from whoever
+started it (mlengine-replica's log pipes).
+
+What it cannot make fresh is refused by ``check_compatible`` (the caller
+falls back to a cold start): a job whose PYTHONHASHSEED differs from the
+pool's (string hashes are fixed at start-up), or whose package environment
+ships its own copy of a preloaded module.
+"""
+
+import argparse
+import json
+import os
+import runpy
+import signal
+import sys
+
+_BASELINE = None  # sys.modules' names once the preloads are in
+_BASE_PATH = None  # sys.path after the preloads, without the pool's own entries
+
+
+def preload(names):
+    for name in names:
+        if name:
+            __import__(name)
+    global _BASELINE, _BASE_PATH
+    _BASELINE = set(sys.modules)
+    own = set(_pythonpath(os.environ))
+    own.add(os.getcwd())
+    own.add("")
+    _BASE_PATH = [p for p in sys.path if p not in own]
+
+
+def _pythonpath(env):
+    return [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+
+
+def check_compatible(spec, preloaded):
+    """None, or why this replica must start cold."""
+    env = spec.get("env", {})
+    seed = env.get("PYTHONHASHSEED")
+    if seed is not None and seed != os.environ.get("PYTHONHASHSEED"):
+        return "PYTHONHASHSEED differs from the warm interpreter's"
+    for site_dir in spec.get("site_dirs", []):
+        for name in preloaded:
+            top = name.split(".")[0]
+            if os.path.exists(os.path.join(site_dir, top)) or os.path.exists(os.path.join(site_dir, top + ".py")):
+                return "the job's packages bring their own %s" % top
+    return None
+
+
+def _reset_signals():
+    for sig in range(1, signal.NSIG):
+        if sig in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError, RuntimeError):
+            pass
+    # What a fresh interpreter installs.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    if hasattr(signal, "SIGXFSZ"):
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
+def _reseed():
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.seed()
+
+
+def _threads(env):
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        value = env.get(var, "")
+        if value.isdigit() and int(value) > 0:
+            torch.set_num_threads(int(value))
+            return
+
+
+def become(spec):
+    """Turns this interpreter into the replica `spec` describes; returns
+    the exit status (the caller exits with it)."""
+    env = dict(spec["env"])
+    cwd = spec.get("cwd") or os.getcwd()
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    if spec.get("prefix"):
+        sys.prefix = sys.exec_prefix = spec["prefix"]
+        sys.executable = os.path.join(spec["prefix"], "bin", "python")
+    # As `python3 -m` builds it: the working directory, PYTHONPATH, then the
+    # interpreter's own (the job's package environment before the system's).
+    tail = list(_BASE_PATH)
+    site_dirs = [d for d in spec.get("site_dirs", []) if d not in tail]
+    if site_dirs:
+        first_site = next((i for i, p in enumerate(tail) if p.endswith("-packages")), len(tail))
+        tail[first_site:first_site] = site_dirs
+    sys.path[:] = [os.getcwd()] + _pythonpath(env) + tail
+    for name in list(sys.modules):
+        if name not in _BASELINE:
+            del sys.modules[name]
+    _reset_signals()
+    _reseed()
+    _threads(env)
+    module = spec["module"]
+    sys.argv = [module] + list(spec.get("args", []))  # runpy sets argv[0] to the file
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except SystemExit as e:
+        code = e.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        print(code, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        # As the interpreter does: the traceback, then death by SIGINT.
+        import traceback
+        traceback.print_exc()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        return 130
+    except BaseException:  # noqa: B902 - as the interpreter reports it
+        import traceback
+        traceback.print_exc()
+        return 1
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="mlengine._warm")
+    parser.add_argument("--preload", default="")
+    parser.add_argument("--control-fd", type=int, required=True)
+    parser.add_argument("--ready-fd", type=int, required=True)
+    args = parser.parse_args(argv)
+    names = [n for n in args.preload.split(",") if n]
+    preload(names)
+    os.write(args.ready_fd, ("ready %d\n" % os.getpid()).encode())
+    os.close(args.ready_fd)
+    with os.fdopen(args.control_fd, "rb") as control:
+        line = control.readline()
+    if not line:
+        return 0  # the pool closed it: not needed
+    spec = json.loads(line)
+    why = check_compatible(spec, names)
+    if why:
+        print("mlengine: cannot start warm: %s" % why, file=sys.stderr, flush=True)
+        return 111
+    code = become(spec)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
