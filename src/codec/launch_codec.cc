@@ -122,6 +122,13 @@ std::string EncodeLaunchJob(const LaunchJob& job) {
   return doc.dump(2) + "\n";
 }
 
+std::string EncodeWarmSpec(const WarmSpec& spec) {
+  json doc = {{"module", spec.module}, {"args", spec.args}, {"cwd", spec.cwd}, {"env", spec.env},
+              {"site_dirs", spec.site_dirs}};
+  if (!spec.prefix.empty()) doc["prefix"] = spec.prefix;
+  return doc.dump(-1, ' ', false, json::error_handler_t::replace);  // one line
+}
+
 absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
   auto doc = ParseDocument(text, kLaunchJobFormat, {"project", "jobId", "trainingInput", "components", "credential", "containers", "trial"});
   if (!doc.ok()) return doc.status();

@@ -66,6 +66,17 @@ struct LaunchJob {
 };
 
 std::string EncodeLaunchJob(const LaunchJob& job);
+
+// What a warm interpreter (python -m mlengine._warm) becomes: one JSON line.
+struct WarmSpec {
+  std::string module;
+  std::vector<std::string> args;
+  std::string cwd;
+  std::map<std::string, std::string> env;  // the whole environment
+  std::vector<std::string> site_dirs;      // the job's package environment's site-packages
+  std::string prefix;                      // that environment (empty: none)
+};
+std::string EncodeWarmSpec(const WarmSpec& spec);
 // FAILED_PRECONDITION when the document is of another format or version (or
 // has none: written by an older mlengined); DATA_LOSS when it is not a
 // well-formed v1 document (the message names the field).

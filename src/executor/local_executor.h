@@ -23,6 +23,7 @@
 #include "common/worker_pool.h"
 #include "containers/podman.h"
 #include "executor/executor.h"
+#include "executor/warm_pool.h"
 #include "runtime/package_cache.h"
 #include "rundir/replica_files.h"
 #include "runtime/runtimes.h"
@@ -43,6 +44,9 @@ struct LocalExecutorOptions {
   std::string api_endpoint;
   // Runs custom container jobs (null: they are refused at submission).
   const containers::Podman* podman = nullptr;
+  // Warm starts: python replicas of a runtime with a pool start from one of
+  // its pre-started interpreters (null: every replica starts cold).
+  WarmPool* warm = nullptr;
 };
 
 class LocalExecutor final : public Executor {

@@ -6,9 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/subprocess.h"
 #include "obs/log.h"
@@ -85,7 +89,8 @@ absl::StatusOr<pid_t> WarmPool::Claim(const std::string& runtime, const WarmClai
   if (!options_.runtimes.count(runtime)) return absl::NotFoundError(absl::StrCat("no warm pool for ", runtime));
   auto& entries = idle_[runtime];
   const std::string text = absl::StrCat("log ", claim.log_path, "\nexit ", claim.exit_path, "\ngrace ",
-                                        claim.grace_seconds, "\nspec ", claim.spec, "\n\n");
+                                        claim.grace_seconds, "\nspec ", claim.spec, "\n",
+                                        claim.note.empty() ? "" : absl::StrCat("note ", claim.note, "\n"), "\n");
   for (auto it = entries.begin(); it != entries.end(); ++it) {
     const int fd = Connect(it->socket);
     if (fd < 0) continue;  // still importing
@@ -101,6 +106,27 @@ absl::StatusOr<pid_t> WarmPool::Claim(const std::string& runtime, const WarmClai
     return absl::InternalError(absl::StrCat("the warm interpreter refused the replica: ", answer));
   }
   return absl::UnavailableError(absl::StrCat("no warm ", runtime, " interpreter is ready"));
+}
+
+void WarmPool::RemoveLeftovers() {
+  std::error_code ec;
+  std::vector<std::string> sockets;
+  for (const auto& e : std::filesystem::directory_iterator(options_.dir, ec)) {
+    if (e.path().extension() == ".sock") sockets.push_back(e.path().string());
+  }
+  if (sockets.empty()) return;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    int pid = 0;
+    if (!absl::SimpleAtoi(e.path().filename().string(), &pid) || pid <= 1) continue;
+    std::ifstream in(e.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find("mlengine-replica --pool ") == std::string::npos) continue;
+    for (const auto& s : sockets) {
+      if (cmdline.find(" --pool " + s + " ") != std::string::npos) ::kill(pid, SIGTERM);  // ends its interpreter too
+    }
+  }
+  for (const auto& s : sockets) std::filesystem::remove(s, ec);
 }
 
 int WarmPool::Pooled(const std::string& runtime) const {

@@ -41,6 +41,7 @@ struct WarmClaim {
   std::string exit_path;
   int grace_seconds = 10;
   std::string spec;  // one JSON line for mlengine._warm
+  std::string note;  // the replica log's first line (which start it got)
 };
 
 class WarmPool {
@@ -52,6 +53,10 @@ class WarmPool {
 
   // Reaps pooled shims that ended and starts new ones up to each runtime's size.
   void Fill();
+  // After a restart: stops the unclaimed shims an earlier server left (a
+  // claimed one removed its socket and is a replica now, adopted by the
+  // executor). Call before Fill.
+  void RemoveLeftovers();
   // A ready shim of `runtime`, claimed: its pid (a child of this process,
   // the caller's to watch and reap). UNAVAILABLE when none is ready (start
   // cold); NOT_FOUND when the runtime has no pool.

@@ -13,7 +13,9 @@
 #include <fstream>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "api/api_router.h"
 #include "api/dispatch.h"
 #include "api/http_server.h"
@@ -34,6 +36,7 @@
 #include "containers/resolver.h"
 #include "service/job_credentials.h"
 #include "service/job_service.h"
+#include "common/subprocess.h"
 #include "service/job_studies.h"
 #include "service/tuning_coordinator.h"
 #include "service/quota_service.h"
@@ -102,6 +105,7 @@ struct Server::Parts {
   std::unique_ptr<runtime::PackageCache> packages;
   std::unique_ptr<containers::Podman> podman;            // null: no container jobs
   std::unique_ptr<containers::ImageResolver> images;
+  std::unique_ptr<executor::WarmPool> warm;  // before the executor that claims from it
   std::unique_ptr<executor::LocalExecutor> local_executor;
   std::unique_ptr<executor::slurm::SubprocessCommandRunner> slurm_runner;
   std::unique_ptr<executor::slurm::SlurmExecutor> slurm_executor;
@@ -136,6 +140,7 @@ struct Server::Parts {
     iam.reset();
     slurm_executor.reset();
     local_executor.reset();
+    warm.reset();  // the unclaimed pooled interpreters end; claimed ones are replicas and go on
     images.reset();
     podman.reset();
     credentials.reset();
@@ -154,6 +159,7 @@ struct Server::Parts {
     // them while it exists. Jobs keep running; a restart finds them again.
     slurm_executor.reset();
     local_executor.reset();
+    warm.reset();  // the unclaimed pooled interpreters end; claimed ones are replicas and go on
   }
 
   absl::Status Build();
@@ -251,6 +257,28 @@ absl::Status Server::Parts::Build() {
     o.credentials = credentials.get();
     o.api_endpoint = endpoint;
     o.podman = podman.get();
+    // Warm starts: pooled interpreters for the runtimes that ask for them.
+    executor::WarmPoolOptions wo;
+    wo.shim = shim.string();
+    wo.dir = (data_dir / "warm").string();
+    wo.env = common::CurrentEnvironment();
+    std::erase_if(wo.env, [](const auto& kv) { return absl::StartsWith(kv.first, "MLENGINE_"); });
+    wo.env["PYTHONPATH"] = python_dir.string();
+    wo.env.insert_or_assign("PYTHONUNBUFFERED", std::string("1"));
+    for (const auto& rt : config.runtimes.runtimes()) {
+      if (rt.warm_pool <= 0) continue;
+      executor::WarmRuntime& w = wo.runtimes[rt.name];
+      w.program = {rt.python, "-m", "mlengine._warm", "--preload"};
+      w.program.push_back(absl::StrJoin(rt.warm_preload, ","));
+      for (const char* arg : {"--control-fd", "3", "--ready-fd", "4"}) w.program.emplace_back(arg);
+      w.size = rt.warm_pool;
+    }
+    if (!wo.runtimes.empty()) {
+      warm = std::make_unique<executor::WarmPool>(wo);
+      warm->RemoveLeftovers();
+      warm->Fill();
+      o.warm = warm.get();
+    }
     local_executor = std::make_unique<executor::LocalExecutor>(o, config.runtimes, *packages);
     executor = local_executor.get();
   } else if (options.executor == "slurm") {

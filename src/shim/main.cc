@@ -38,9 +38,9 @@
 // memory, and once PROGRAM wrote "ready" listens on the Unix socket SOCKET
 // for one claim:
 //   log FILE\n exit FILE\n grace SECONDS\n spec JSON\n \n
-// It answers "ok", opens the log (with what was kept), writes the spec line
-// to PROGRAM's control pipe (PROGRAM becomes the replica) and goes on as
-// above. A stop signal before the claim ends PROGRAM and the shim (exit 0).
+// It answers "ok", opens the log (with what was kept), records its pid in
+// the file "shim" beside the log, writes the spec line to PROGRAM's control
+// pipe (PROGRAM becomes the replica) and goes on as above. A stop signal before the claim ends PROGRAM and the shim (exit 0).
 //
 // Deliberately small and dependency-free (libc only): it is on the start-up
 // path of every replica.
@@ -268,7 +268,7 @@ int Usage() {
 
 // What a claim of a pooled shim says.
 struct Claim {
-  std::string log, exit, spec;
+  std::string log, exit, spec, note;  // note: the log's first line (which start it got)
   long grace = 10;
 };
 
@@ -286,6 +286,7 @@ bool ParseClaim(const std::string& text, Claim* claim) {
     if (key == "log") claim->log = value;
     else if (key == "exit") claim->exit = value;
     else if (key == "spec") claim->spec = value;
+    else if (key == "note") claim->note = value;
     else if (key == "grace") claim->grace = strtol(value.c_str(), nullptr, 10);
   }
   return !claim->log.empty() && !claim->exit.empty() && !claim->spec.empty() && claim->grace >= 0;
@@ -537,8 +538,17 @@ int main(int argc, char** argv) {
       KillAllDescendants(c);
       return 126;
     }
+    if (!claim.note.empty()) EmitLine('O', claim.note);
     for (const auto& line : early_lines) WriteAll(log_fd, line);
     early_lines.clear();
+    // Where a restarted mlengined finds this shim: its command line names no
+    // run (it was started before its replica was known), so it says so in
+    // the replica's directory (beside its log).
+    const size_t slash = log_path.rfind('/');
+    const std::string shim_file = (slash == std::string::npos ? std::string(".") : log_path.substr(0, slash)) + "/shim";
+    if (!WriteExitFile(shim_file, std::to_string(getpid()) + "\n")) {
+      EmitLine('E', "mlengine-replica: cannot record the shim's pid in " + shim_file);
+    }
     // PROGRAM becomes the replica.
     if (!WriteAll(ctl[1], claim.spec + "\n")) EmitLine('E', "mlengine-replica: cannot hand the warm interpreter its replica");
     close(ctl[1]);

@@ -339,6 +339,10 @@ TEST_F(ShimPoolTest, AClaimedShimRunsTheReplicaWithWhatItPrintedBefore) {
   EXPECT_EQ(LogTexts(), (std::vector<std::string>{"warming", "got {\"module\": \"trainer.task\"}"}));
   EXPECT_EQ(mle::rundir::ReadExit((dir_ / "exit").string())->value(), (mle::rundir::ReplicaExit{false, 5}));
   EXPECT_FALSE(fs::exists(socket_)) << "claimed once";
+  std::ifstream shim_file(dir_ / "shim");
+  pid_t recorded = 0;
+  shim_file >> recorded;
+  EXPECT_EQ(recorded, pid) << "where a restarted server finds a claimed shim";
 }
 
 TEST_F(ShimPoolTest, AStopBeforeTheClaimEndsItAndLeavesNothing) {
