@@ -161,14 +161,225 @@ def become(spec):
     return 0
 
 
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _subreaper():
+    """Orphans of our descendants re-parent to us, not to init."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+def _exit_as_python(code):
+    """Ends a forked replica as the interpreter ends: non-daemon threads
+    joined, atexit handlers run, stdio flushed; then _exit (nothing of the
+    zygote's own state runs twice)."""
+    import atexit
+    import threading
+    try:
+        threading._shutdown()  # noqa: SLF001 - what Py_FinalizeEx does first
+    except Exception:  # noqa: BLE001
+        pass
+    atexit._run_exitfuncs()  # noqa: SLF001
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
+def _replica_child(conn, listener, fds, spec, preloaded):
+    """In the forked child: the replica's stdio, a session and subreaper of
+    its own, then `become`."""
+    try:
+        listener.close()
+        conn.close()
+        for target, fd in zip((0, 1, 2), fds):
+            os.dup2(fd, target)
+        keep = set(range(3))
+        for fd in os.listdir("/proc/self/fd"):
+            if int(fd) not in keep:
+                try:
+                    os.close(int(fd))
+                except OSError:
+                    pass
+        os.setsid()
+        _subreaper()
+        why = check_compatible(spec, preloaded)
+        if why:
+            print("mlengine: cannot start warm: %s" % why, file=sys.stderr, flush=True)
+            os._exit(111)
+        code = become(spec)
+    except BaseException:  # noqa: B902 - nothing may return into the zygote's loop
+        import traceback
+        traceback.print_exc()
+        os._exit(1)
+    _exit_as_python(code)
+
+
+def serve(socket_path, preloaded):
+    """The zygote: forks a replica per connection. A connection sends one
+    JSON spec line with the replica's stdin, stdout and stderr attached
+    (SCM_RIGHTS) and gets "pid N" back, then "status S" (the raw wait
+    status) when the replica ends. A connection that closes first kills its
+    replica. Processes re-parented to us that are not replicas (what an
+    ended replica left) are killed at once."""
+    import selectors
+    import socket
+    _subreaper()
+    try:
+        os.unlink(socket_path)
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(socket_path + ".tmp")
+    os.rename(socket_path + ".tmp", socket_path)  # it appears once it answers
+    listener.listen(64)
+    sel = selectors.DefaultSelector()
+    sel.register(listener, selectors.EVENT_READ)
+    replicas = {}  # pid -> connection
+    pending = {}  # connection -> (bytes so far, fds)
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    while not stop:
+        for key, _ in sel.select(timeout=0.1):
+            if key.fileobj is listener:
+                conn, _ = listener.accept()
+                pending[conn] = (b"", [])
+                sel.register(conn, selectors.EVENT_READ)
+                continue
+            conn = key.fileobj
+            if conn in pending:
+                data, fds = pending[conn]
+                try:
+                    msg, got, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+                except OSError:
+                    msg, got = b"", []
+                fds = fds + got
+                if not msg:
+                    for fd in fds:
+                        os.close(fd)
+                    del pending[conn]
+                    sel.unregister(conn)
+                    conn.close()
+                    continue
+                data += msg
+                if b"\n" not in data:
+                    pending[conn] = (data, fds)
+                    continue
+                del pending[conn]
+                spec = json.loads(data.split(b"\n", 1)[0])
+                if len(fds) != 3:
+                    conn.sendall(b"error: a replica needs its stdin, stdout and stderr\n")
+                    for fd in fds:
+                        os.close(fd)
+                    sel.unregister(conn)
+                    conn.close()
+                    continue
+                pid = os.fork()
+                if pid == 0:
+                    _replica_child(conn, listener, fds, spec, preloaded)
+                for fd in fds:
+                    os.close(fd)
+                replicas[pid] = conn
+                conn.sendall(b"pid %d\n" % pid)
+            else:
+                # A replica's shim: anything but data means it is gone.
+                try:
+                    gone = not conn.recv(4096)
+                except OSError:
+                    gone = True
+                if gone:
+                    for pid, c in list(replicas.items()):
+                        if c is conn:
+                            _kill_tree(pid)
+                    sel.unregister(conn)
+                    conn.close()
+        _reap(replicas, sel)
+        _kill_adopted(replicas)
+    for pid in list(replicas):
+        _kill_tree(pid)
+    os.unlink(socket_path)
+    return 0
+
+
+def _children_of(pid):
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 1 and int(fields[1]) == pid:
+            out.append(int(entry))
+    return out
+
+
+def _kill_tree(pid):
+    """SIGKILLs a replica and everything below it (it is a subreaper)."""
+    frontier, tree = [pid], []
+    while frontier:
+        p = frontier.pop()
+        tree.append(p)
+        frontier.extend(_children_of(p))
+    for p in tree:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _reap(replicas, sel):
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        conn = replicas.pop(pid, None)
+        if conn is not None:
+            try:
+                conn.sendall(b"status %d\n" % status)
+            except OSError:
+                pass
+            try:
+                sel.unregister(conn)
+            except (KeyError, ValueError):
+                pass
+            conn.close()
+
+
+def _kill_adopted(replicas):
+    """What an ended replica left re-parents to us: end it."""
+    for pid in _children_of(os.getpid()):
+        if pid not in replicas:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="mlengine._warm")
     parser.add_argument("--preload", default="")
-    parser.add_argument("--control-fd", type=int, required=True)
-    parser.add_argument("--ready-fd", type=int, required=True)
+    parser.add_argument("--serve", default=None, help="be the zygote: fork replicas on this Unix socket")
+    parser.add_argument("--control-fd", type=int, default=None)
+    parser.add_argument("--ready-fd", type=int, default=None)
     args = parser.parse_args(argv)
     names = [n for n in args.preload.split(",") if n]
     preload(names)
+    if args.serve:
+        return serve(args.serve, names)
+    if args.control_fd is None or args.ready_fd is None:
+        parser.error("--control-fd and --ready-fd, or --serve")
     os.write(args.ready_fd, ("ready %d\n" % os.getpid()).encode())
     os.close(args.ready_fd)
     with os.fdopen(args.control_fd, "rb") as control:

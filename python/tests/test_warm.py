@@ -7,8 +7,10 @@ thread counts; its own random streams; the same exit status."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import textwrap
+import time
 
 import pytest
 
@@ -35,6 +37,9 @@ PROBE = textwrap.dedent('''
         raise RuntimeError("the probe failed on purpose")
     if how == "signal":
         os.kill(os.getpid(), signal.SIGTERM)
+    if how == "sleep":
+        import time
+        time.sleep(600)
     sys.exit(int(os.environ.get("PROBE_EXIT", "0")))
 ''')
 
@@ -125,3 +130,94 @@ def test_a_package_with_its_own_numpy_starts_cold(trainer, tmp_path):
 def test_a_different_hash_seed_starts_cold(trainer):
     r = warm(trainer, job_env(trainer, PYTHONHASHSEED="7"), [])
     assert r.returncode == 111 and "PYTHONHASHSEED" in r.stderr, r
+
+
+# --- the zygote (--serve): a replica per connection, forked ------------------
+
+@pytest.fixture
+def zygote(tmp_path):
+    sock = str(tmp_path / "zygote.sock")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": PYTHON_DIR, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([PYTHON, "-m", "mlengine._warm", "--serve", sock, "--preload", "numpy"],
+                            cwd="/", env=env)
+    for _ in range(600):
+        if os.path.exists(sock):
+            break
+        time.sleep(0.05)
+    assert os.path.exists(sock), "the zygote never listened"
+    yield sock
+    proc.terminate()
+    assert proc.wait(timeout=30) == 0
+
+
+def start_replica(sock, trainer, env, args=()):
+    """Connects as mlengine-replica would: the spec and the replica's stdio."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    null = os.open("/dev/null", os.O_RDONLY)
+    conn = socket.socket(socket.AF_UNIX)
+    conn.connect(sock)
+    spec = {"module": "probe.main", "args": list(args), "cwd": str(trainer / "code"), "env": env}
+    socket.send_fds(conn, [(json.dumps(spec) + "\n").encode()], [null, out_w, err_w])
+    for fd in (null, out_w, err_w):
+        os.close(fd)
+    reader = conn.makefile("rb")
+    line = reader.readline().decode()
+    assert line.startswith("pid "), line
+    return conn, reader, int(line.split()[1]), os.fdopen(out_r), os.fdopen(err_r)
+
+
+def test_the_zygote_forks_replicas_that_see_what_a_cold_one_sees(zygote, trainer):
+    env = job_env(trainer, PROBE_EXIT="4")
+    c = cold(trainer, env, ["x"])
+    conn, reader, pid, out, err = start_replica(zygote, trainer, env, ["x"])
+    line = out.readline()
+    assert line, err.read()
+    p1 = json.loads(line)
+    status = reader.readline().decode()
+    assert status.startswith("status "), status
+    assert os.waitstatus_to_exitcode(int(status.split()[1])) == c.returncode == 4
+    pc = probe_output(c)
+    for key in ("argv", "cwd", "path", "name", "env", "signals", "threads", "helper"):
+        assert p1[key] == pc[key], (key, p1[key], pc[key])
+    conn2, _, _, out2, _ = start_replica(zygote, trainer, env, ["x"])  # the connection lives while it runs
+    p2 = json.loads(out2.readline())
+    conn2.close()
+    assert len({p1["random"][1], p2["random"][1], pc["random"][1]}) == 3, "numpy reseeded per fork"
+
+
+def test_what_a_replica_leaves_and_a_replica_whose_shim_is_gone_are_killed(zygote, trainer, tmp_path):
+    pidfile = tmp_path / "daemon.pid"
+    (trainer / "code" / "probe" / "daemon.py").write_text(textwrap.dedent(f'''
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                open({str(pidfile)!r}, "w").write(str(os.getpid()))
+                time.sleep(600)
+            os._exit(0)
+        time.sleep(0.5)
+    '''))
+    env = job_env(trainer)
+    conn = socket.socket(socket.AF_UNIX)
+    conn.connect(zygote)
+    null = os.open("/dev/null", os.O_RDWR)
+    spec = {"module": "probe.daemon", "args": [], "cwd": str(trainer / "code"), "env": env}
+    socket.send_fds(conn, [(json.dumps(spec) + "\n").encode()], [null, null, null])
+    reader = conn.makefile("rb")
+    assert reader.readline().startswith(b"pid ")
+    assert reader.readline().startswith(b"status ")
+    daemon = int(pidfile.read_text())
+    for _ in range(100):
+        if not os.path.exists(f"/proc/{daemon}"):
+            break
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{daemon}"), "the daemon outlived its replica"
+    # A shim that goes away takes its replica with it.
+    conn2, _, pid, _, _ = start_replica(zygote, trainer, job_env(trainer, PROBE_END="sleep"))
+    conn2.close()
+    for _ in range(100):
+        if not os.path.exists(f"/proc/{pid}"):
+            break
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{pid}")
