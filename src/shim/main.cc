@@ -42,6 +42,16 @@
 // the file "shim" beside the log, writes the spec line to PROGRAM's control
 // pipe (PROGRAM becomes the replica) and goes on as above. A stop signal before the claim ends PROGRAM and the shim (exit 0).
 //
+// Forked warm starts (--warm SOCKET --spec FILE [--note TEXT]): instead of
+// starting PROGRAM, the shim asks the runtime's warm interpreter (the
+// zygote, `python3 -m mlengine._warm --serve SOCKET`) to fork the replica:
+// it sends FILE's one-line spec with the replica's stdin, stdout and stderr
+// attached, gets "pid N", and later "status S" (the wait status) on the same
+// connection, which it keeps open while the replica runs (closing it makes
+// the zygote kill the replica). Stop signals go to the replica's tree. When
+// the zygote does not answer, PROGRAM is started as usual (a cold start);
+// the log's first line says which start the replica got (TEXT, or why cold).
+//
 // Deliberately small and dependency-free (libc only): it is on the start-up
 // path of every replica.
 
@@ -155,7 +165,7 @@ void Flush(Stream& s) {
 
 // Every process below this one: children, their children, and orphans that
 // were re-parented to us (we are their subreaper). Read from /proc.
-std::vector<pid_t> Descendants() {
+std::vector<pid_t> Descendants(pid_t root = 0) {
   std::multimap<pid_t, pid_t> children;  // parent -> child
   if (DIR* proc = opendir("/proc")) {
     while (dirent* e = readdir(proc)) {
@@ -182,7 +192,7 @@ std::vector<pid_t> Descendants() {
     closedir(proc);
   }
   std::vector<pid_t> out;
-  std::vector<pid_t> frontier = {getpid()};
+  std::vector<pid_t> frontier = {root > 0 ? root : getpid()};
   while (!frontier.empty()) {
     const pid_t parent = frontier.back();
     frontier.pop_back();
@@ -195,8 +205,11 @@ std::vector<pid_t> Descendants() {
   return out;
 }
 
-void SignalDescendants(int sig) {
-  for (pid_t p : Descendants()) kill(p, sig);
+// `root` 0: everything below the shim; otherwise `root` (a replica forked
+// by the warm interpreter, not our child) and everything below it.
+void SignalDescendants(int sig, pid_t root = 0) {
+  if (root > 0) kill(root, sig);
+  for (pid_t p : Descendants(root)) kill(p, sig);
 }
 
 struct ChildStatus {
@@ -262,7 +275,9 @@ int Usage() {
   fprintf(stderr,
           "usage: mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS] "
           "[--container NAME --podman PODMAN] -- PROGRAM [ARGS...]\n"
-          "       mlengine-replica --pool SOCKET -- PROGRAM [ARGS...]   (a warm start, claimed later)\n");
+          "       mlengine-replica --pool SOCKET -- PROGRAM [ARGS...]   (a warm start, claimed later)\n"
+          "       mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS] --warm SOCKET --spec FILE "
+          "[--note TEXT] -- PROGRAM [ARGS...]   (forked by the warm interpreter; PROGRAM if it cannot)\n");
   return 2;
 }
 
@@ -327,6 +342,87 @@ void RunHelper(const std::vector<std::string>& args, int64_t timeout_ms) {
     }
     usleep(5000);
   }
+}
+
+// Asks the zygote on `socket_path` to fork the replica described by the
+// spec in `spec_path`, with `in`, `out` and `err` as its stdio. The open
+// connection (the caller reads "status S" from it), or -1 with `why`.
+int ForkFromZygote(const std::string& socket_path, const std::string& spec_path, int in, int out, int err,
+                   pid_t* pid, std::string* why) {
+  std::string spec;
+  {
+    const int fd = open(spec_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      *why = "cannot read " + spec_path + ": " + strerror(errno);
+      return -1;
+    }
+    char buf[65536];
+    ssize_t got;
+    while ((got = read(fd, buf, sizeof(buf))) > 0) spec.append(buf, static_cast<size_t>(got));
+    close(fd);
+    while (!spec.empty() && (spec.back() == '\n' || spec.back() == '\r')) spec.pop_back();
+    spec.push_back('\n');
+  }
+  sockaddr_un addr{};
+  const int conn = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  addr.sun_family = AF_UNIX;
+  if (conn < 0 || socket_path.size() >= sizeof(addr.sun_path)) {
+    *why = "no warm interpreter socket";
+    if (conn >= 0) close(conn);
+    return -1;
+  }
+  memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  if (connect(conn, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    *why = std::string("the runtime's warm interpreter is not running (") + strerror(errno) + ")";
+    close(conn);
+    return -1;
+  }
+  // The spec's first bytes carry the three descriptors.
+  int fds[3] = {in, out, err};
+  char control[CMSG_SPACE(sizeof(fds))] = {};
+  iovec iov{const_cast<char*>(spec.data()), spec.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(fds));
+  memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+  ssize_t sent = sendmsg(conn, &msg, MSG_NOSIGNAL);
+  while (sent >= 0 && static_cast<size_t>(sent) < spec.size()) {
+    const ssize_t more = send(conn, spec.data() + sent, spec.size() - static_cast<size_t>(sent), MSG_NOSIGNAL);
+    if (more <= 0) {
+      sent = -1;
+      break;
+    }
+    sent += more;
+  }
+  if (sent < 0) {
+    *why = std::string("cannot hand the replica to the warm interpreter: ") + strerror(errno);
+    close(conn);
+    return -1;
+  }
+  std::string answer;
+  const int64_t deadline = NowMs() + 10000;
+  while (answer.find('\n') == std::string::npos && NowMs() < deadline) {
+    pollfd p = {conn, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    char buf[128];
+    const ssize_t got = read(conn, buf, sizeof(buf));
+    if (got <= 0) break;
+    answer.append(buf, static_cast<size_t>(got));
+  }
+  long value = 0;
+  if (answer.rfind("pid ", 0) != 0 || (value = strtol(answer.c_str() + 4, nullptr, 10)) <= 1) {
+    *why = "the warm interpreter did not start the replica" + (answer.empty() ? std::string() : ": " + answer);
+    close(conn);
+    return -1;
+  }
+  *pid = static_cast<pid_t>(value);
+  return conn;
 }
 
 // A pooled shim before its claim: keeps PROGRAM's output, waits for its
@@ -423,7 +519,7 @@ int AwaitClaim(const std::string& socket_path, int ready_fd, Stream (&streams)[2
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string log_path, exit_path, cwd, container, podman, pool_socket;
+  std::string log_path, exit_path, cwd, container, podman, pool_socket, warm_socket, spec_path, note;
   long grace_seconds = 10;
   int i = 1;
   for (; i < argc; ++i) {
@@ -436,6 +532,9 @@ int main(int argc, char** argv) {
     else if (a == "--container") container = argv[++i];
     else if (a == "--podman") podman = argv[++i];
     else if (a == "--pool") pool_socket = argv[++i];
+    else if (a == "--warm") warm_socket = argv[++i];
+    else if (a == "--spec") spec_path = argv[++i];
+    else if (a == "--note") note = argv[++i];
     else if (a == "--grace") {
       char* end = nullptr;
       grace_seconds = strtol(argv[++i], &end, 10);
@@ -451,6 +550,9 @@ int main(int argc, char** argv) {
     return Usage();
   }
   if (container.empty() != podman.empty()) return Usage();
+  if (warm_socket.empty() != spec_path.empty() || (!warm_socket.empty() && (pooled || !container.empty()))) {
+    return Usage();
+  }
   std::vector<char*> program(argv + i, argv + argc);
   program.push_back(nullptr);
 
@@ -495,9 +597,18 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGHUP);
   sigprocmask(SIG_BLOCK, &stop_signals, &before);
   ChildStatus c;
-  c.child = fork();
+  int zygote = -1;  // a forked warm start: the connection its status comes on
+  if (!warm_socket.empty()) {
+    std::string why;
+    int devnull_in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    zygote = ForkFromZygote(warm_socket, spec_path, devnull_in, out[1], err[1], &c.child, &why);
+    if (devnull_in >= 0) close(devnull_in);
+    EmitLine('O', zygote >= 0 ? (note.empty() ? std::string("mlengine: warm start") : note)
+                              : "mlengine: cold start: " + why);
+  }
+  if (zygote < 0) c.child = fork();
   if (c.child < 0) return 126;
-  if (c.child == 0) {
+  if (zygote < 0 && c.child == 0) {
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
@@ -555,15 +666,18 @@ int main(int argc, char** argv) {
   }
   int64_t kill_at = -1;     // after a stop request: when the grace period ends
   int64_t output_deadline = -1;  // after PROGRAM ended: how long to wait for its last output
+  std::string zygote_answer;
   for (;;) {
-    pollfd fds[3];
-    Stream* which[3] = {nullptr, nullptr, nullptr};
+    pollfd fds[4];
+    Stream* which[4] = {nullptr, nullptr, nullptr, nullptr};
     int n = 0;
     for (auto& s : streams) {
       if (!s.open) continue;
       fds[n] = {s.fd, POLLIN, 0};
       which[n++] = &s;
     }
+    const int zygote_at = zygote >= 0 ? n : -1;
+    if (zygote >= 0) fds[n++] = {zygote, POLLIN, 0};
     fds[n++] = {signal_pipe[0], POLLIN, 0};
     int r = poll(fds, n, 100);
     if (r > 0) {
@@ -571,13 +685,28 @@ int main(int argc, char** argv) {
         if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         if (which[k] != nullptr) {
           Drain(*which[k]);
+        } else if (k == zygote_at) {
+          // "status S" once the forked replica ends; nothing (the zygote
+          // died) counts as the replica killed.
+          char buf[128];
+          const ssize_t got = read(zygote, buf, sizeof(buf));
+          if (got > 0) zygote_answer.append(buf, static_cast<size_t>(got));
+          const bool done = zygote_answer.find('\n') != std::string::npos;
+          if (done || got <= 0) {
+            c.exited = true;
+            c.status = done && zygote_answer.rfind("status ", 0) == 0
+                           ? static_cast<int>(strtol(zygote_answer.c_str() + 7, nullptr, 10))
+                           : SIGKILL;
+            close(zygote);
+            zygote = -1;
+          }
         } else {
           char drain[16];
           while (read(signal_pipe[0], drain, sizeof(drain)) > 0) {
           }
           if (kill_at < 0 && !c.exited) {
             if (container.empty()) {
-              SignalDescendants(SIGTERM);
+              SignalDescendants(SIGTERM, zygote >= 0 ? c.child : 0);
               kill_at = NowMs() + grace_seconds * 1000;
             } else {
               // podman stops it (TERM, then KILL after the grace period);
@@ -592,7 +721,7 @@ int main(int argc, char** argv) {
     ReapEnded(c);
     const int64_t now = NowMs();
     if (kill_at >= 0 && now >= kill_at && !c.exited) {
-      SignalDescendants(SIGKILL);
+      SignalDescendants(SIGKILL, zygote >= 0 ? c.child : 0);
       kill_at = now + 1000;  // and again, for stragglers
     }
     if (c.exited) {
