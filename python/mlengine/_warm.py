@@ -1,34 +1,38 @@
-"""A warm interpreter: imports what is slow to import, then waits to become
-a replica, exactly as ``python3 -m MODULE ARGS...`` would have started it.
+"""The warm interpreter (the zygote): imports what is slow to import, then
+forks replicas, each exactly as ``python3 -m MODULE ARGS...`` would have
+started it.
 
-    python3 -m mlengine._warm --preload torch,numpy,sklearn \
-        --control-fd R --ready-fd W
+    python3 -m mlengine._warm --serve SOCKET --preload torch,numpy,sklearn
 
 It imports the ``--preload`` modules (the time a trainer's first line
-waits for), records what is loaded, writes ``ready <pid>\\n`` to the ready
-descriptor and closes it, then reads one JSON line from the control
-descriptor::
+waits for), records what is loaded, and listens on the Unix socket SOCKET
+(it appears once it answers). mlengine-replica (``--warm SOCKET --spec
+FILE``) connects and sends one JSON line with the replica's stdin, stdout
+and stderr attached (SCM_RIGHTS)::
 
     {"module": "trainer.task", "args": [...], "cwd": "...", "env": {...},
      "site_dirs": ["<the job's package environment's site-packages>", ...],
      "prefix": "<that environment>" (optional)}
 
-and turns itself into that replica (``become``): working directory,
-environment, ``sys.argv``, ``sys.path`` as ``python3 -m`` builds them,
-modules loaded since the preloads dropped, signal dispositions of a fresh
-interpreter, numpy's and torch's generators reseeded (Python's ``random``
-reseeds itself after a fork, they do not), torch's thread counts taken
-from the job's environment (the OpenMP runtime read the pool's when it
-loaded), then runs the module as ``__main__`` with ``runpy``. The exit
-status is what ``python3 -m`` gives: SystemExit's code, 1 after an
-uncaught exception (with its traceback on stderr), death by SIGINT after
-KeyboardInterrupt. Its stdout and stderr are inherited from whoever
-started it (mlengine-replica's log pipes).
+The zygote forks; the child takes those descriptors, a session of its own,
+becomes a child subreaper (what it starts stays below it) and turns itself
+into the replica (``become``): working directory, environment,
+``sys.argv``, ``sys.path`` as ``python3 -m`` builds them, modules loaded
+since the preloads dropped, signal dispositions of a fresh interpreter,
+numpy's and torch's generators reseeded (Python's ``random`` reseeds itself
+after a fork, they do not), torch's thread counts taken from the job's
+environment (the OpenMP runtime read the zygote's when it loaded), then runs
+the module as ``__main__`` with ``runpy``. The exit status is what
+``python3 -m`` gives: SystemExit's code, 1 after an uncaught exception (with
+its traceback on stderr), death by SIGINT after KeyboardInterrupt. The
+zygote answers "pid N" at once and "status S" (the wait status) when the
+replica ends; see ``serve`` for what it kills.
 
-What it cannot make fresh is refused by ``check_compatible`` (the caller
-falls back to a cold start): a job whose PYTHONHASHSEED differs from the
-pool's (string hashes are fixed at start-up), or whose package environment
-ships its own copy of a preloaded module.
+What it cannot make fresh is refused by ``check_compatible`` (the replica
+exits 111 saying why; mlengined checks the same before asking): a job whose
+PYTHONHASHSEED differs from the zygote's (string hashes are fixed at
+start-up), or whose package environment ships its own copy of a preloaded
+module.
 """
 
 import argparse
@@ -221,7 +225,8 @@ def _replica_child(conn, listener, fds, spec, preloaded):
 
 
 def serve(socket_path, preloaded):
-    """The zygote: forks a replica per connection. A connection sends one
+    """The zygote: forks a replica per connection (while the process that
+    started it lives; then it finishes the replicas it runs and ends). A connection sends one
     JSON spec line with the replica's stdin, stdout and stderr attached
     (SCM_RIGHTS) and gets "pid N" back, then "status S" (the raw wait
     status) when the replica ends. A connection that closes first kills its
@@ -244,7 +249,24 @@ def serve(socket_path, preloaded):
     pending = {}  # connection -> (bytes so far, fds)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
-    while not stop:
+    lease_over = []
+    signal.signal(signal.SIGHUP, lambda *_: lease_over.append(True))
+    # The lease: while the server that started us lives, we serve; once it is
+    # gone (our parent changed) or lets us go (SIGHUP) we take no more replicas and end with the
+    # last one we run (they are jobs: they go on across a server restart).
+    server = os.getppid()
+    inode = os.stat(socket_path).st_ino
+    serving = True
+    while not stop and (serving or replicas or pending):
+        if serving and (lease_over or os.getppid() != server):
+            serving = False
+            sel.unregister(listener)
+            listener.close()
+            try:
+                if os.stat(socket_path).st_ino == inode:  # not yet a new zygote's
+                    os.unlink(socket_path)
+            except FileNotFoundError:
+                pass
         for key, _ in sel.select(timeout=0.1):
             if key.fileobj is listener:
                 conn, _ = listener.accept()
@@ -300,9 +322,14 @@ def serve(socket_path, preloaded):
                     conn.close()
         _reap(replicas, sel)
         _kill_adopted(replicas)
-    for pid in list(replicas):
+    for pid in list(replicas):  # SIGTERM: asked to stop, replicas and all
         _kill_tree(pid)
-    os.unlink(socket_path)
+    if serving:
+        try:
+            if os.stat(socket_path).st_ino == inode:
+                os.unlink(socket_path)
+        except FileNotFoundError:
+            pass
     return 0
 
 
@@ -370,34 +397,11 @@ def _kill_adopted(replicas):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="mlengine._warm")
     parser.add_argument("--preload", default="")
-    parser.add_argument("--serve", default=None, help="be the zygote: fork replicas on this Unix socket")
-    parser.add_argument("--control-fd", type=int, default=None)
-    parser.add_argument("--ready-fd", type=int, default=None)
+    parser.add_argument("--serve", required=True, help="the Unix socket to fork replicas on")
     args = parser.parse_args(argv)
     names = [n for n in args.preload.split(",") if n]
     preload(names)
-    if args.serve:
-        return serve(args.serve, names)
-    if args.control_fd is None or args.ready_fd is None:
-        parser.error("--control-fd and --ready-fd, or --serve")
-    os.write(args.ready_fd, ("ready %d\n" % os.getpid()).encode())
-    os.close(args.ready_fd)
-    with os.fdopen(args.control_fd, "rb") as control:
-        line = control.readline()
-    if not line:
-        return 0  # the pool closed it: not needed
-    spec = json.loads(line)
-    why = check_compatible(spec, names)
-    if why:
-        print("mlengine: cannot start warm: %s" % why, file=sys.stderr, flush=True)
-        return 111
-    code = become(spec)
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
-    return code
+    return serve(args.serve, names)
 
 
 if __name__ == "__main__":

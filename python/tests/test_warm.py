@@ -69,25 +69,39 @@ def cold(trainer, env, args):
 
 
 def warm(trainer, env, args, site_dirs=()):
-    """Starts a warm interpreter (its own environment, another directory),
-    waits until it is ready, then hands it the replica."""
-    control_r, control_w = os.pipe()
-    ready_r, ready_w = os.pipe()
+    """Starts a zygote (its own environment, another directory), waits until
+    it serves, has it fork the replica, and returns what a subprocess.run of
+    a cold start would: the exit code (negative for a signal), stdout, stderr."""
+    sock = str(trainer / ("zygote-%d.sock" % time.monotonic_ns()))
     pool_env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": PYTHON_DIR, "PYTHONUNBUFFERED": "1", "POOL_ONLY": "1"}
-    proc = subprocess.Popen([PYTHON, "-m", "mlengine._warm", "--preload", "torch,numpy,sklearn",
-                             "--control-fd", str(control_r), "--ready-fd", str(ready_w)],
-                            cwd="/", env=pool_env, pass_fds=(control_r, ready_w),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    os.close(control_r)
-    os.close(ready_w)
-    with os.fdopen(ready_r) as ready:
-        assert ready.readline().startswith("ready "), proc.communicate(timeout=60)
-    spec = {"module": "probe.main", "args": list(args), "cwd": str(trainer / "code"), "env": env,
-            "site_dirs": list(site_dirs)}
-    with os.fdopen(control_w, "w") as control:
-        control.write(json.dumps(spec) + "\n")
-    out, err = proc.communicate(timeout=120)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    zygote = subprocess.Popen([PYTHON, "-m", "mlengine._warm", "--serve", sock, "--preload", "torch,numpy,sklearn"],
+                              cwd="/", env=pool_env)
+    try:
+        for _ in range(1200):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.05)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        null = os.open("/dev/null", os.O_RDONLY)
+        conn = socket.socket(socket.AF_UNIX)
+        conn.connect(sock)
+        spec = {"module": "probe.main", "args": list(args), "cwd": str(trainer / "code"), "env": env,
+                "site_dirs": list(site_dirs)}
+        socket.send_fds(conn, [(json.dumps(spec) + "\n").encode()], [null, out_w, err_w])
+        for fd in (null, out_w, err_w):
+            os.close(fd)
+        with os.fdopen(out_r) as out, os.fdopen(err_r) as err, conn.makefile("rb") as answers:
+            assert answers.readline().startswith(b"pid ")
+            stdout, stderr = out.read(), err.read()
+            status = answers.readline().decode()
+        conn.close()
+        assert status.startswith("status "), status
+        code = os.waitstatus_to_exitcode(int(status.split()[1]))
+        return subprocess.CompletedProcess(zygote.args, code, stdout, stderr)
+    finally:
+        zygote.terminate()
+        zygote.wait(timeout=30)
 
 
 def probe_output(result):

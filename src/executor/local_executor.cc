@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -24,7 +23,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "codec/launch_codec.h"
 #include "common/run_layout.h"
 #include "common/subprocess.h"
@@ -56,47 +54,17 @@ bool PortFree(int port) {
   return ok;
 }
 
-// A claimed warm-start shim of `task` (mlengine-replica --pool): the pid it
-// recorded beside the replica's log, while that process is such a shim.
-// Its command line names no run (it was started before its replica was
-// known), so this is how it is found again. 0 when none.
-pid_t RecordedShim(const std::string& run_dir, const std::string& task) {
-  int pid = 0;
-  const std::string text = ReadFileOrEmpty(common::ReplicaDir(run_dir, task) + "/shim");
-  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &pid) || pid <= 1) return 0;
-  std::string cmdline = ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/cmdline"));
-  std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-  const bool pooled = cmdline.find("mlengine-replica") != std::string::npos && cmdline.find(" --pool ") != std::string::npos;
-  return pooled ? pid : 0;
-}
-
 // Every process of the run still alive: each mlengine-replica whose command
-// line names `run_dir` (its --log/--exit paths live there) or that recorded
-// itself there (a claimed warm start) with everything below it (a warm
-// replica's environment in /proc is the pool's), and each process that
-// started with MLENGINE_RUN_DIR=`run_dir` (what a replica started, even one
-// that left its session). Pids, from /proc.
+// line names `run_dir` (its --log/--exit paths live there) and each process
+// that started with MLENGINE_RUN_DIR=`run_dir` (what a replica started, even
+// one that left its session). Pids, from /proc.
 std::vector<pid_t> RunProcesses(const std::string& run_dir) {
   std::vector<pid_t> out;
   const std::string marker = "MLENGINE_RUN_DIR=" + run_dir;
-  std::set<pid_t> recorded;
   std::error_code ec;
-  for (const auto& task : fs::directory_iterator(run_dir, ec)) {
-    if (const pid_t pid = RecordedShim(run_dir, task.path().filename().string()); pid > 0) recorded.insert(pid);
-  }
-  std::multimap<pid_t, pid_t> children;  // of recorded shims' trees
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
     int pid = 0;
     if (!absl::SimpleAtoi(e.path().filename().string(), &pid) || pid <= 1 || pid == ::getpid()) continue;
-    if (!recorded.empty()) {
-      const std::string stat = ReadFileOrEmpty(e.path().string() + "/stat");
-      const size_t paren = stat.rfind(')');
-      long ppid = 0;
-      char state = 0;
-      if (paren != std::string::npos && std::sscanf(stat.c_str() + paren + 1, " %c %ld", &state, &ppid) == 2) {
-        children.emplace(static_cast<pid_t>(ppid), static_cast<pid_t>(pid));
-      }
-    }
     std::string cmdline = ReadFileOrEmpty(e.path().string() + "/cmdline");
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
     const bool shim = cmdline.find("mlengine-replica") != std::string::npos &&
@@ -110,22 +78,6 @@ std::vector<pid_t> RunProcesses(const std::string& run_dir) {
       }
     }
     if (shim || marked) out.push_back(pid);
-  }
-  // Below the recorded shims: their warm replicas first, the shims last.
-  std::vector<pid_t> frontier(recorded.begin(), recorded.end());
-  std::vector<pid_t> below;
-  while (!frontier.empty()) {
-    const pid_t parent = frontier.back();
-    frontier.pop_back();
-    auto [lo, hi] = children.equal_range(parent);
-    for (auto it = lo; it != hi; ++it) {
-      below.push_back(it->second);
-      frontier.push_back(it->second);
-    }
-  }
-  below.insert(below.end(), recorded.begin(), recorded.end());
-  for (pid_t pid : below) {
-    if (std::find(out.begin(), out.end(), pid) == out.end()) out.push_back(pid);
   }
   return out;
 }
@@ -151,7 +103,6 @@ pid_t FindShim(const std::string& run_dir, const std::string& task, pid_t hint) 
     return cmdline.find("mlengine-replica") != std::string::npos && cmdline.find(exit_path) != std::string::npos;
   };
   if (hint > 0 && is_ours(hint)) return hint;
-  if (const pid_t pooled = RecordedShim(run_dir, task); pooled > 0) return pooled;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
     int pid = 0;
@@ -172,12 +123,12 @@ void RemoveContainers(const containers::Podman* podman, const std::string& run_d
   }
 }
 
-// What a pooled interpreter of `rt` becomes for `launch` (a python replica:
+// What the warm interpreter becomes for `launch` (a python replica:
 // PYTHON -m MODULE ARGS), or nullopt with why it must start cold.
 std::optional<codec::WarmSpec> WarmSpecOf(const model::Job& job, const runtime::ReplicaLaunch& launch,
-                                          const runtime::Runtime& rt, const runtime::PreparedEnvironment& env,
-                                          const std::string& cwd, const std::map<std::string, std::string>& env_map,
-                                          std::string* why_cold) {
+                                          const std::vector<std::string>& preload,
+                                          const runtime::PreparedEnvironment& env, const std::string& cwd,
+                                          const std::map<std::string, std::string>& env_map, std::string* why_cold) {
   if (auto it = job.labels.find("mlengine-warm-start"); it != job.labels.end() && it->second == "false") {
     *why_cold = "the job's label mlengine-warm-start is false";
     return std::nullopt;
@@ -191,14 +142,14 @@ std::optional<codec::WarmSpec> WarmSpecOf(const model::Job& job, const runtime::
   spec.args.assign(launch.argv.begin() + 3, launch.argv.end());
   spec.cwd = cwd;
   spec.env = env_map;
-  if (env.python != rt.python) {
+  if (!env.digest.empty()) {
     // The job's packages, in a virtual environment over the runtime's.
     spec.prefix = fs::path(env.python).parent_path().parent_path().string();
     std::error_code ec;
     for (const auto& lib : fs::directory_iterator(fs::path(spec.prefix) / "lib", ec)) {
       const fs::path site = lib.path() / "site-packages";
       if (!fs::is_directory(site, ec)) continue;
-      for (const auto& module : rt.warm_preload) {
+      for (const auto& module : preload) {
         const std::string top = module.substr(0, module.find('.'));
         if (fs::exists(site / top, ec) || fs::exists(site / (top + ".py"), ec)) {
           *why_cold = absl::StrCat("the job's packages bring their own ", top);
@@ -400,54 +351,48 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
       const auto run_argv = containers::PodmanRunArgv(options_.podman->settings(), c);
       argv.insert(argv.end(), run_argv.begin(), run_argv.end());
     } else {
-      argv.push_back("--");
-      argv.insert(argv.end(), launch.argv.begin(), launch.argv.end());
-    }
-
-    // A warm start when the job's runtime keeps a pool: one of its
-    // interpreters (the imports done) becomes the replica. Otherwise, or
-    // when none is ready, a cold start; the replica's log says which.
-    pid_t pid = 0;
-    if (!containers && options_.warm != nullptr) {
-      const runtime::Runtime* rt = runtimes_.Find(job.training_input->runtime_version);
-      if (rt != nullptr && rt->warm_pool > 0) {
+      // A warm start when the job's runtime has a warm interpreter: it forks
+      // the replica (the shim falls back to this argv when it cannot).
+      const std::string runtime = job.training_input ? job.training_input->runtime_version : "";
+      const std::string socket = options_.warm != nullptr ? options_.warm->SocketFor(runtime) : "";
+      if (!socket.empty()) {
+        const std::vector<std::string> preload = options_.warm->PreloadOf(runtime);
         std::string why_cold;
-        auto spec = WarmSpecOf(job, launch, *rt, env, rdir + "/work", env_map, &why_cold);
+        auto spec = WarmSpecOf(job, launch, preload, env, rdir + "/work", env_map, &why_cold);
+        const std::string spec_path = rdir + "/warm-spec.json";
         if (spec) {
-          WarmClaim claim{common::ReplicaLogPath(run.dir, launch.task_name),
-                          common::ReplicaExitPath(run.dir, launch.task_name),
-                          static_cast<int>(std::max<int64_t>(0, absl::ToInt64Seconds(options_.cancel_grace))),
-                          codec::EncodeWarmSpec(*spec),
-                          absl::StrCat("mlengine: warm start: ", absl::StrJoin(rt->warm_preload, ", "),
-                                       " imported before the replica was known")};
-          auto claimed = options_.warm->Claim(rt->name, claim);
-          if (claimed.ok()) {
-            pid = *claimed;
-          } else {
-            why_cold = std::string(claimed.status().message());
+          // The spec holds the replica's environment (its token too): the shim's to read only.
+          if (auto s = rundir::WriteFileAtomically(spec_path, codec::EncodeWarmSpec(*spec) + "\n", 0600); !s.ok()) {
+            spec.reset();
+            why_cold = absl::StrCat("cannot write ", spec_path, ": ", s.message());
           }
         }
-        if (pid == 0) {
+        if (spec) {
+          argv.insert(argv.end(), {"--warm", socket, "--spec", spec_path, "--note",
+                                   absl::StrCat("mlengine: warm start: forked from an interpreter that imported ",
+                                                absl::StrJoin(preload, ", "))});
+        } else {
           (void)rundir::AppendLogLine(common::ReplicaLogPath(run.dir, launch.task_name), false,
                                       absl::StrCat("mlengine: cold start: ", why_cold));
         }
       }
+      argv.push_back("--");
+      argv.insert(argv.end(), launch.argv.begin(), launch.argv.end());
     }
-    if (pid == 0) {
-      common::SpawnOptions spawn;
-      spawn.argv = std::move(argv);
-      spawn.env = std::move(env_map);
-      // Its own session (and process group) from the first instant, so a stop
-      // signalled to the group right after the spawn cannot miss it.
-      spawn.group = common::ProcessGroup::kNewSession;
-      auto child = common::Spawn(spawn);
-      if (!child.ok()) {
-        BeginStop(run, Ending::kFailed, absl::StrCat("The replica ", launch.task_name,
-                                                     " could not be started: ", child.status().message(), "."));
-        break;
-      }
-      pid = child->Release();  // reaped by the watcher (pidfd, waitpid)
+
+    common::SpawnOptions spawn;
+    spawn.argv = std::move(argv);
+    spawn.env = std::move(env_map);
+    // Its own session (and process group) from the first instant, so a stop
+    // signalled to the group right after the spawn cannot miss it.
+    spawn.group = common::ProcessGroup::kNewSession;
+    auto child = common::Spawn(spawn);
+    if (!child.ok()) {
+      BeginStop(run, Ending::kFailed,
+                absl::StrCat("The replica ", launch.task_name, " could not be started: ", child.status().message(), "."));
+      break;
     }
+    const pid_t pid = child->Release();  // reaped by the watcher (pidfd, waitpid)
     obs::Metrics::Default().ReplicaStarts("local").Increment();
     Replica& rep = run.replicas[launch.task_name];
     rep.task = launch.task_name;
@@ -456,7 +401,6 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     manifest.replicas[i].pid = pid;
     AddToEpoll(rep);
   }
-  if (options_.warm != nullptr) options_.warm->Fill();  // what was claimed is replaced
   if (run.ending == Ending::kNone) {
     manifest.stage = rundir::RunManifest::Stage::kStarted;  // every replica is running
     if (auto s = rundir::WriteManifest(run.dir, manifest); !s.ok()) {

@@ -23,7 +23,7 @@
 #include "common/worker_pool.h"
 #include "containers/podman.h"
 #include "executor/executor.h"
-#include "executor/warm_pool.h"
+#include "executor/warm_interpreters.h"
 #include "runtime/package_cache.h"
 #include "rundir/replica_files.h"
 #include "runtime/runtimes.h"
@@ -44,9 +44,9 @@ struct LocalExecutorOptions {
   std::string api_endpoint;
   // Runs custom container jobs (null: they are refused at submission).
   const containers::Podman* podman = nullptr;
-  // Warm starts: python replicas of a runtime with a pool start from one of
-  // its pre-started interpreters (null: every replica starts cold).
-  WarmPool* warm = nullptr;
+  // Warm starts: python replicas of a runtime with a warm interpreter are
+  // forked by it (null: every replica starts cold).
+  WarmInterpreters* warm = nullptr;
 };
 
 class LocalExecutor final : public Executor {

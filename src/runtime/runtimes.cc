@@ -24,11 +24,8 @@ absl::StatusOr<RuntimeCatalog> RuntimeCatalog::FromYaml(const std::string& text)
       r.tpu_capable = n["tpu_capable"].as<bool>(false);
       r.description = n["description"].as<std::string>("");
       if (YAML::Node warm = n["warm_start"]) {
-        r.warm_pool = warm["pool"].as<int>(2);
+        r.warm_start = warm["enabled"].as<bool>(true);
         for (const auto& m : warm["preload"]) r.warm_preload.push_back(m.as<std::string>());
-        if (r.warm_pool < 0 || r.warm_pool > 64) {
-          return absl::InvalidArgumentError(absl::StrCat("runtimes.yaml: ", r.name, ": warm_start.pool must be 0 to 64"));
-        }
       }
       if (r.name.empty() || r.python.empty()) {
         return absl::InvalidArgumentError("runtimes.yaml: every runtime needs `name` and `python`");

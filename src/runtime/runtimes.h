@@ -19,11 +19,11 @@ struct Runtime {
   std::string python_version;  // what pythonVersion may say, e.g. "3.11"
   bool tpu_capable = false;    // may be placed with (simulated) TPU hosts
   std::string description;     // what it is, for people: "Debian 12 python3 + torch 1.13 (CPU)"
-  // Warm starts (docs/design/warm_start.md): replicas of this runtime start
-  // from interpreters that have already imported these modules, `warm_pool`
-  // of them kept ready. warm_pool 0: every replica starts cold.
+  // Warm starts (docs/design/warm_start.md): replicas of this runtime are
+  // forked from an interpreter that has already imported warm_preload.
+  // False: every replica starts cold.
+  bool warm_start = false;
   std::vector<std::string> warm_preload;
-  int warm_pool = 0;
 };
 
 class RuntimeCatalog {

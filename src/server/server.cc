@@ -105,7 +105,7 @@ struct Server::Parts {
   std::unique_ptr<runtime::PackageCache> packages;
   std::unique_ptr<containers::Podman> podman;            // null: no container jobs
   std::unique_ptr<containers::ImageResolver> images;
-  std::unique_ptr<executor::WarmPool> warm;  // before the executor that claims from it
+  std::unique_ptr<executor::WarmInterpreters> warm;  // before the executor that uses it
   std::unique_ptr<executor::LocalExecutor> local_executor;
   std::unique_ptr<executor::slurm::SubprocessCommandRunner> slurm_runner;
   std::unique_ptr<executor::slurm::SlurmExecutor> slurm_executor;
@@ -140,7 +140,7 @@ struct Server::Parts {
     iam.reset();
     slurm_executor.reset();
     local_executor.reset();
-    warm.reset();  // the unclaimed pooled interpreters end; claimed ones are replicas and go on
+    warm.reset();  // the warm interpreters take no new replicas; the ones they run go on
     images.reset();
     podman.reset();
     credentials.reset();
@@ -159,7 +159,7 @@ struct Server::Parts {
     // them while it exists. Jobs keep running; a restart finds them again.
     slurm_executor.reset();
     local_executor.reset();
-    warm.reset();  // the unclaimed pooled interpreters end; claimed ones are replicas and go on
+    warm.reset();  // the warm interpreters take no new replicas; the ones they run go on
   }
 
   absl::Status Build();
@@ -257,26 +257,19 @@ absl::Status Server::Parts::Build() {
     o.credentials = credentials.get();
     o.api_endpoint = endpoint;
     o.podman = podman.get();
-    // Warm starts: pooled interpreters for the runtimes that ask for them.
-    executor::WarmPoolOptions wo;
-    wo.shim = shim.string();
-    wo.dir = (data_dir / "warm").string();
-    wo.env = common::CurrentEnvironment();
-    std::erase_if(wo.env, [](const auto& kv) { return absl::StartsWith(kv.first, "MLENGINE_"); });
-    wo.env["PYTHONPATH"] = python_dir.string();
-    wo.env.insert_or_assign("PYTHONUNBUFFERED", std::string("1"));
+    // Warm starts: a warm interpreter for each runtime that asks for one.
+    std::map<std::string, executor::WarmRuntimeSpec> warm_runtimes;
     for (const auto& rt : config.runtimes.runtimes()) {
-      if (rt.warm_pool <= 0) continue;
-      executor::WarmRuntime& w = wo.runtimes[rt.name];
-      w.program = {rt.python, "-m", "mlengine._warm", "--preload"};
-      w.program.push_back(absl::StrJoin(rt.warm_preload, ","));
-      for (const char* arg : {"--control-fd", "3", "--ready-fd", "4"}) w.program.emplace_back(arg);
-      w.size = rt.warm_pool;
+      if (rt.warm_start) warm_runtimes[rt.name] = {rt.python, rt.warm_preload};
     }
-    if (!wo.runtimes.empty()) {
-      warm = std::make_unique<executor::WarmPool>(wo);
-      warm->RemoveLeftovers();
-      warm->Fill();
+    if (!warm_runtimes.empty()) {
+      auto env = common::CurrentEnvironment();
+      std::erase_if(env, [](const auto& kv) { return absl::StartsWith(kv.first, "MLENGINE_"); });
+      env["PYTHONPATH"] = python_dir.string();
+      env.insert_or_assign("PYTHONUNBUFFERED", std::string("1"));
+      warm = std::make_unique<executor::WarmInterpreters>((data_dir / "warm").string(), std::move(env),
+                                                         std::move(warm_runtimes));
+      warm->Start();
       o.warm = warm.get();
     }
     local_executor = std::make_unique<executor::LocalExecutor>(o, config.runtimes, *packages);

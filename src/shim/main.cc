@@ -31,17 +31,6 @@
 // there (podman run --rm removes it itself when it ends on its own), and only then is every descendant left killed as above. podman's
 // configuration comes from the environment (CONTAINERS_CONF).
 //
-// Warm start (--pool SOCKET; docs/design/warm_start.md): started before its
-// replica is known, the shim runs PROGRAM at once (a warm interpreter,
-// `python3 -m mlengine._warm ... --control-fd 3 --ready-fd 4`) with its
-// control pipe on fd 3 and a ready pipe on fd 4, keeps what it prints in
-// memory, and once PROGRAM wrote "ready" listens on the Unix socket SOCKET
-// for one claim:
-//   log FILE\n exit FILE\n grace SECONDS\n spec JSON\n \n
-// It answers "ok", opens the log (with what was kept), records its pid in
-// the file "shim" beside the log, writes the spec line to PROGRAM's control
-// pipe (PROGRAM becomes the replica) and goes on as above. A stop signal before the claim ends PROGRAM and the shim (exit 0).
-//
 // Forked warm starts (--warm SOCKET --spec FILE [--note TEXT]): instead of
 // starting PROGRAM, the shim asks the runtime's warm interpreter (the
 // zygote, `python3 -m mlengine._warm --serve SOCKET`) to fork the replica:
@@ -76,8 +65,7 @@
 
 namespace {
 
-int log_fd = -1;  // -1 until a pooled shim is claimed: lines wait in early_lines
-std::vector<std::string> early_lines;
+int log_fd = -1;
 int signal_pipe[2] = {-1, -1};
 
 int64_t NowMs() {
@@ -115,10 +103,6 @@ void EmitLine(char stream, const std::string& line) {
   record.push_back('\t');
   for (char c : line) record.push_back(c == '\r' ? ' ' : c);
   record.push_back('\n');
-  if (log_fd < 0) {
-    if (early_lines.size() < 10000) early_lines.push_back(std::move(record));
-    return;
-  }
   if (!WriteAll(log_fd, record)) {
     static bool said = false;
     if (!said) fprintf(stderr, "mlengine-replica: cannot write the log: %s\n", strerror(errno));
@@ -275,36 +259,9 @@ int Usage() {
   fprintf(stderr,
           "usage: mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS] "
           "[--container NAME --podman PODMAN] -- PROGRAM [ARGS...]\n"
-          "       mlengine-replica --pool SOCKET -- PROGRAM [ARGS...]   (a warm start, claimed later)\n"
           "       mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS] --warm SOCKET --spec FILE "
           "[--note TEXT] -- PROGRAM [ARGS...]   (forked by the warm interpreter; PROGRAM if it cannot)\n");
   return 2;
-}
-
-// What a claim of a pooled shim says.
-struct Claim {
-  std::string log, exit, spec, note;  // note: the log's first line (which start it got)
-  long grace = 10;
-};
-
-// Parses "key value" lines; false when a required one is missing.
-bool ParseClaim(const std::string& text, Claim* claim) {
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t nl = text.find('\n', start);
-    if (nl == std::string::npos) nl = text.size();
-    const std::string line = text.substr(start, nl - start);
-    start = nl + 1;
-    const size_t sp = line.find(' ');
-    if (sp == std::string::npos) continue;
-    const std::string key = line.substr(0, sp), value = line.substr(sp + 1);
-    if (key == "log") claim->log = value;
-    else if (key == "exit") claim->exit = value;
-    else if (key == "spec") claim->spec = value;
-    else if (key == "note") claim->note = value;
-    else if (key == "grace") claim->grace = strtol(value.c_str(), nullptr, 10);
-  }
-  return !claim->log.empty() && !claim->exit.empty() && !claim->spec.empty() && claim->grace >= 0;
 }
 
 // Starts a helper command (podman stop/rm) with no input or output.
@@ -425,101 +382,10 @@ int ForkFromZygote(const std::string& socket_path, const std::string& spec_path,
   return conn;
 }
 
-// A pooled shim before its claim: keeps PROGRAM's output, waits for its
-// "ready", then serves one claim on `socket_path`. -1 once claimed (`claim`
-// filled); otherwise the shim's exit status: 0 after a stop signal (the
-// pool let it go), 125 when PROGRAM ended or the socket failed.
-int AwaitClaim(const std::string& socket_path, int ready_fd, Stream (&streams)[2], ChildStatus& c, Claim* claim) {
-  int listen_fd = -1;
-  std::string ready_text;
-  auto give_up = [&](int code) {
-    // What PROGRAM said goes to whoever keeps the pool's own log.
-    if (code != 0) {
-      for (const auto& line : early_lines) WriteAll(2, line);
-    }
-    if (listen_fd >= 0) {
-      close(listen_fd);
-      unlink(socket_path.c_str());
-    }
-    SignalDescendants(SIGTERM);
-    KillAllDescendants(c);
-    return code;
-  };
-  for (;;) {
-    pollfd fds[4];
-    Stream* which[4] = {nullptr, nullptr, nullptr, nullptr};
-    int n = 0;
-    for (auto& s : streams) {
-      if (!s.open) continue;
-      fds[n] = {s.fd, POLLIN, 0};
-      which[n++] = &s;
-    }
-    fds[n++] = {signal_pipe[0], POLLIN, 0};
-    const int waiting = n;
-    fds[n++] = {listen_fd >= 0 ? listen_fd : ready_fd, POLLIN, 0};
-    if (poll(fds, n, 100) > 0) {
-      for (int k = 0; k < waiting; ++k) {
-        if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        if (which[k] != nullptr) {
-          Drain(*which[k]);
-        } else {
-          return give_up(0);  // stopped before it was needed
-        }
-      }
-      if (fds[waiting].revents & (POLLIN | POLLHUP | POLLERR)) {
-        if (listen_fd < 0) {
-          char buf[256];
-          const ssize_t got = read(ready_fd, buf, sizeof(buf));
-          if (got > 0) ready_text.append(buf, static_cast<size_t>(got));
-          if (ready_text.find("ready") != std::string::npos) {
-            close(ready_fd);
-            listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-            sockaddr_un addr{};
-            addr.sun_family = AF_UNIX;
-            if (listen_fd < 0 || socket_path.size() >= sizeof(addr.sun_path)) return give_up(125);
-            memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
-            unlink(socket_path.c_str());
-            if (bind(listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(listen_fd, 4) != 0) {
-              fprintf(stderr, "mlengine-replica: cannot listen on %s: %s\n", socket_path.c_str(), strerror(errno));
-              return give_up(125);
-            }
-          } else if (got <= 0) {
-            ready_fd = -1;  // PROGRAM closed it without "ready": it is ending
-          }
-        } else {
-          const int conn = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-          if (conn >= 0) {
-            std::string text;
-            const int64_t deadline = NowMs() + 5000;
-            char buf[4096];
-            while (text.find("\n\n") == std::string::npos && text.size() < (1 << 20) && NowMs() < deadline) {
-              pollfd p = {conn, POLLIN, 0};
-              if (poll(&p, 1, 100) <= 0) continue;
-              const ssize_t got = read(conn, buf, sizeof(buf));
-              if (got <= 0) break;
-              text.append(buf, static_cast<size_t>(got));
-            }
-            const bool ok = ParseClaim(text, claim);
-            WriteAll(conn, ok ? "ok\n" : "error: a claim needs log, exit and spec lines\n");
-            close(conn);
-            if (ok) {
-              close(listen_fd);
-              unlink(socket_path.c_str());
-              return -1;
-            }
-          }
-        }
-      }
-    }
-    ReapEnded(c);
-    if (c.exited || (ready_fd < 0 && listen_fd < 0)) return give_up(125);  // PROGRAM ended before its claim
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string log_path, exit_path, cwd, container, podman, pool_socket, warm_socket, spec_path, note;
+  std::string log_path, exit_path, cwd, container, podman, warm_socket, spec_path, note;
   long grace_seconds = 10;
   int i = 1;
   for (; i < argc; ++i) {
@@ -531,7 +397,6 @@ int main(int argc, char** argv) {
     else if (a == "--cwd") cwd = argv[++i];
     else if (a == "--container") container = argv[++i];
     else if (a == "--podman") podman = argv[++i];
-    else if (a == "--pool") pool_socket = argv[++i];
     else if (a == "--warm") warm_socket = argv[++i];
     else if (a == "--spec") spec_path = argv[++i];
     else if (a == "--note") note = argv[++i];
@@ -543,14 +408,9 @@ int main(int argc, char** argv) {
       return Usage();
     }
   }
-  const bool pooled = !pool_socket.empty();
-  if (i >= argc) return Usage();
-  if (pooled ? (!log_path.empty() || !exit_path.empty() || !container.empty())
-             : (log_path.empty() || exit_path.empty())) {
-    return Usage();
-  }
+  if (log_path.empty() || exit_path.empty() || i >= argc) return Usage();
   if (container.empty() != podman.empty()) return Usage();
-  if (warm_socket.empty() != spec_path.empty() || (!warm_socket.empty() && (pooled || !container.empty()))) {
+  if (warm_socket.empty() != spec_path.empty() || (!warm_socket.empty() && !container.empty())) {
     return Usage();
   }
   std::vector<char*> program(argv + i, argv + argc);
@@ -561,16 +421,9 @@ int main(int argc, char** argv) {
     fprintf(stderr, "mlengine-replica: cannot become a subreaper: %s\n", strerror(errno));
     return 126;
   }
-  if (!pooled) {
-    log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log_fd < 0) {
-      fprintf(stderr, "mlengine-replica: cannot open %s: %s\n", log_path.c_str(), strerror(errno));
-      return 126;
-    }
-  }
-  int ctl[2] = {-1, -1}, rdy[2] = {-1, -1};  // a pooled PROGRAM's control and ready pipes
-  if (pooled && (pipe2(ctl, O_CLOEXEC) != 0 || pipe2(rdy, O_CLOEXEC) != 0)) {
-    fprintf(stderr, "mlengine-replica: cannot create pipes: %s\n", strerror(errno));
+  log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) {
+    fprintf(stderr, "mlengine-replica: cannot open %s: %s\n", log_path.c_str(), strerror(errno));
     return 126;
   }
   int out[2], err[2];
@@ -617,10 +470,6 @@ int main(int argc, char** argv) {
     dup2(err[1], 2);
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);  // dup2 makes fd 0 inheritable
     if (devnull >= 0) dup2(devnull, 0);
-    if (pooled) {  // the control pipe on 3, the ready pipe on 4, whatever numbers they got
-      const int c = fcntl(ctl[0], F_DUPFD_CLOEXEC, 10), r = fcntl(rdy[1], F_DUPFD_CLOEXEC, 10);
-      if (c < 0 || r < 0 || dup2(c, 3) != 3 || dup2(r, 4) != 4) _exit(127);
-    }
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) {
       fprintf(stderr, "mlengine-replica: cannot enter working directory %s: %s\n", cwd.c_str(), strerror(errno));
       _exit(127);
@@ -634,36 +483,6 @@ int main(int argc, char** argv) {
   close(err[1]);
 
   Stream streams[2] = {{out[0], 'O', {}}, {err[0], 'E', {}}};
-  if (pooled) {
-    close(ctl[0]);
-    close(rdy[1]);
-    Claim claim;
-    const int code = AwaitClaim(pool_socket, rdy[0], streams, c, &claim);
-    if (code >= 0) return code;
-    log_path = claim.log;
-    exit_path = claim.exit;
-    grace_seconds = claim.grace;
-    log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log_fd < 0) {
-      fprintf(stderr, "mlengine-replica: cannot open %s: %s\n", log_path.c_str(), strerror(errno));
-      KillAllDescendants(c);
-      return 126;
-    }
-    if (!claim.note.empty()) EmitLine('O', claim.note);
-    for (const auto& line : early_lines) WriteAll(log_fd, line);
-    early_lines.clear();
-    // Where a restarted mlengined finds this shim: its command line names no
-    // run (it was started before its replica was known), so it says so in
-    // the replica's directory (beside its log).
-    const size_t slash = log_path.rfind('/');
-    const std::string shim_file = (slash == std::string::npos ? std::string(".") : log_path.substr(0, slash)) + "/shim";
-    if (!WriteExitFile(shim_file, std::to_string(getpid()) + "\n")) {
-      EmitLine('E', "mlengine-replica: cannot record the shim's pid in " + shim_file);
-    }
-    // PROGRAM becomes the replica.
-    if (!WriteAll(ctl[1], claim.spec + "\n")) EmitLine('E', "mlengine-replica: cannot hand the warm interpreter its replica");
-    close(ctl[1]);
-  }
   int64_t kill_at = -1;     // after a stop request: when the grace period ends
   int64_t output_deadline = -1;  // after PROGRAM ended: how long to wait for its last output
   std::string zygote_answer;

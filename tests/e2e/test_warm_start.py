@@ -1,5 +1,5 @@
 """Warm starts end to end on the local executor: with `warm_start` on the
-runtime, a python replica starts from a pooled interpreter that imported
+runtime, a python replica is forked from an interpreter that imported
 torch, numpy and sklearn before the job existed. The trainer must not be
 able to tell: the probe (trainers/warm) prints what it sees and the suite
 compares a warm job with the same job started cold (label
@@ -20,14 +20,13 @@ from conftest import TRAINERS, config_yaml, make_cli
 
 WARM_PKG = os.path.join(TRAINERS, "warm", "trainer")
 OWN_NUMPY_PKG = os.path.join(TRAINERS, "warm_own_numpy", "trainer")
-POOL = 2
 
 
 def warm_config():
     text = config_yaml()
     marker = "    description: the e2e suite's runtime\n"
     assert marker in text
-    return text.replace(marker, marker + f"    warm_start: {{pool: {POOL}, preload: [torch, numpy, sklearn]}}\n")
+    return text.replace(marker, marker + "    warm_start: {preload: [torch, numpy, sklearn]}\n")
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +36,7 @@ def wserver(tmp_path_factory):
     yield s
     problems = s.finish()
     assert not problems, "\n".join(problems) + "\n" + s.server_log()
-    assert not glob.glob(os.path.join(s.data_dir, "warm", "*.sock")), "pooled interpreters left behind"
+    assert not glob.glob(os.path.join(s.data_dir, "warm", "*.sock")), "a warm interpreter still serves"
 
 
 @pytest.fixture
@@ -45,14 +44,14 @@ def wcli(wserver, tmp_path, names):
     return make_cli(wserver, tmp_path, names)
 
 
-def pool_ready(server, n=POOL, timeout=120):
-    """Waits until `n` pooled interpreters listen (each binds its socket once ready)."""
+def warm_ready(server, timeout=120):
+    """Waits until the runtime's warm interpreter serves (it binds its socket once its imports are done)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        if len(glob.glob(os.path.join(server.data_dir, "warm", "*.sock"))) >= n:
+        if glob.glob(os.path.join(server.data_dir, "warm", "*.sock")):
             return
         time.sleep(0.1)
-    raise AssertionError(f"the warm pool was not ready within {timeout}s\n{server.server_log()}")
+    raise AssertionError(f"the warm interpreter did not serve within {timeout}s\n{server.server_log()}")
 
 
 def probe_of(cli, job, task="master-replica-0"):
@@ -75,11 +74,12 @@ def run(cli, job, end, *flags, cold=False, package=WARM_PKG, states=("SUCCEEDED"
 
 
 def test_a_warm_replica_sees_what_a_cold_one_sees(wserver, wcli, names):
-    pool_ready(wserver)
+    warm_ready(wserver)
     warm = run(wcli, names.job("warm"), "exit:0")
     cold = run(wcli, names.job("cold"), "exit:0", cold=True)
     assert warm["state"] == cold["state"] == "SUCCEEDED", (warm, cold)
-    assert start_line(wcli, warm["jobId"]).startswith("mlengine: warm start: torch, numpy, sklearn")
+    assert start_line(wcli, warm["jobId"]) == ("mlengine: warm start: forked from an interpreter that imported "
+                                               "torch, numpy, sklearn")
     assert start_line(wcli, cold["jobId"]) == "mlengine: cold start: the job's label mlengine-warm-start is false"
     # Each job has its own run directory and package environment (their
     # sdists differ): compare with them written RUN and ENV.
@@ -95,7 +95,7 @@ def test_a_warm_replica_sees_what_a_cold_one_sees(wserver, wcli, names):
 
 @pytest.mark.parametrize("end", ["exit:3", "raise", "signal"])
 def test_failures_are_reported_as_from_a_cold_start(wserver, wcli, names, end):
-    pool_ready(wserver)
+    warm_ready(wserver)
     warm = run(wcli, names.job("warm"), end)
     cold = run(wcli, names.job("cold"), end, cold=True)
     assert warm["state"] == cold["state"] == "FAILED", (warm, cold)
@@ -106,7 +106,7 @@ def test_failures_are_reported_as_from_a_cold_start(wserver, wcli, names, end):
 
 
 def test_a_package_with_its_own_numpy_starts_cold(wserver, wcli, names):
-    pool_ready(wserver)
+    warm_ready(wserver)
     job = names.job("own")
     r = wcli.submit(job, package=OWN_NUMPY_PKG)
     assert r.rc == 0, r
@@ -117,7 +117,7 @@ def test_a_package_with_its_own_numpy_starts_cold(wserver, wcli, names):
 
 
 def test_gloo_trains_across_warm_replicas(wserver, wcli, names):
-    pool_ready(wserver)
+    warm_ready(wserver)
     job = names.job("gloo")
     done = run(wcli, job, "gloo", "--scale-tier=custom", "--master-machine-type=n1-standard-4",
                "--worker-machine-type=n1-standard-4", "--worker-count=1")
@@ -128,7 +128,7 @@ def test_gloo_trains_across_warm_replicas(wserver, wcli, names):
 
 
 def test_cancel_leaves_no_warm_replica(wserver, wcli, names):
-    pool_ready(wserver)
+    warm_ready(wserver)
     job = names.job("cancel")
     r = wcli.submit(job, package=WARM_PKG, args=["--end=sleep"])
     assert r.rc == 0, r

@@ -6,9 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -273,95 +271,3 @@ TEST_F(ShimContainerTest, ContainerAndPodmanGoTogether) {
 }
 
 }  // namespace
-
-// Warm starts (--pool SOCKET): the shim runs PROGRAM before its replica is
-// known, and is claimed later over a Unix socket. A shell stands in for the
-// warm interpreter: it says "ready" on fd 4, then reads its spec from fd 3.
-class ShimPoolTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("mle_shim_pool_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    socket_ = (dir_ / "claim.sock").string();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  pid_t Start(const std::string& script) {
-    return SpawnShim({MLE_SHIM, "--pool", socket_, "--", "/bin/sh", "-c", script, "warm-" + dir_.filename().string()});
-  }
-  // Waits (bounded) until the pooled shim listens; false if it never does.
-  bool Listening() {
-    for (int i = 0; i < 1000 && !fs::exists(socket_); ++i) ::usleep(10000);
-    return fs::exists(socket_);
-  }
-  // Sends a claim; returns the shim's answer.
-  std::string Claim(const std::string& text) {
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", socket_.c_str());
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-      ::close(fd);
-      return "connect failed";
-    }
-    EXPECT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-    char buf[256];
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    ::close(fd);
-    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
-  }
-  std::string ClaimFor(const std::string& spec) {
-    return Claim("log " + (dir_ / "log").string() + "\nexit " + (dir_ / "exit").string() + "\ngrace 1\nspec " + spec +
-                 "\n\n");
-  }
-  std::vector<std::string> LogTexts() {
-    std::ifstream in(dir_ / "log");
-    std::vector<std::string> out;
-    for (std::string line; std::getline(in, line);) out.push_back(mle::rundir::ParseLogLine(line).text);
-    return out;
-  }
-
-  fs::path dir_;
-  std::string socket_;
-};
-
-TEST_F(ShimPoolTest, AClaimedShimRunsTheReplicaWithWhatItPrintedBefore) {
-  const pid_t pid = Start("echo warming; echo ready >&4; exec 4>&-; read spec <&3; echo \"got $spec\"; exit 5");
-  ASSERT_NE(pid, 0);
-  ASSERT_TRUE(Listening());
-  EXPECT_EQ(Claim("log only\n\n"), "error: a claim needs log, exit and spec lines\n") << "a bad claim is refused";
-  EXPECT_EQ(ClaimFor("{\"module\": \"trainer.task\"}"), "ok\n");
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  EXPECT_EQ(WEXITSTATUS(status), 5);
-  EXPECT_EQ(LogTexts(), (std::vector<std::string>{"warming", "got {\"module\": \"trainer.task\"}"}));
-  EXPECT_EQ(mle::rundir::ReadExit((dir_ / "exit").string())->value(), (mle::rundir::ReplicaExit{false, 5}));
-  EXPECT_FALSE(fs::exists(socket_)) << "claimed once";
-  std::ifstream shim_file(dir_ / "shim");
-  pid_t recorded = 0;
-  shim_file >> recorded;
-  EXPECT_EQ(recorded, pid) << "where a restarted server finds a claimed shim";
-}
-
-TEST_F(ShimPoolTest, AStopBeforeTheClaimEndsItAndLeavesNothing) {
-  const pid_t pid = Start("echo ready >&4; exec 4>&-; read spec <&3; sleep 600");
-  ASSERT_NE(pid, 0);
-  ASSERT_TRUE(Listening());
-  ::kill(pid, SIGTERM);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  EXPECT_EQ(WEXITSTATUS(status), 0);
-  EXPECT_FALSE(fs::exists(socket_));
-  EXPECT_TRUE(ProcessesWith("warm-" + dir_.filename().string()).empty());
-}
-
-TEST_F(ShimPoolTest, AProgramThatNeverGetsReadyEndsTheShim) {
-  const pid_t pid = Start("echo cannot import torch >&2; exit 1");
-  ASSERT_NE(pid, 0);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  EXPECT_EQ(WEXITSTATUS(status), 125);
-  EXPECT_FALSE(fs::exists(socket_));
-}
