@@ -21,6 +21,9 @@ echo
 echo "== local execution: job start latency and 200 trivial jobs, against direct python3 -m"
 /usr/bin/python3 bench/job_latency.py "$BUILD"
 echo
+echo "== warm starts: a torch trainer's first line and 20 jobs, forked from the warm interpreter against cold and bare python3 -m (5x and 3x)"
+/usr/bin/python3 bench/warm_start.py "$BUILD"
+echo
 echo "== custom containers: a container job, create to SUCCEEDED, against a bare podman run of the same image (under 1.2x)"
 if command -v podman >/dev/null && [ "$(id -u)" -eq 0 ]; then
   /usr/bin/python3 bench/container_start.py "$BUILD"
