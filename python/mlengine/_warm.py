@@ -28,11 +28,11 @@ its traceback on stderr), death by SIGINT after KeyboardInterrupt. The
 zygote answers "pid N" at once and "status S" (the wait status) when the
 replica ends; see ``serve`` for what it kills.
 
-What it cannot make fresh is refused by ``check_compatible`` (the replica
-exits 111 saying why; mlengined checks the same before asking): a job whose
-PYTHONHASHSEED differs from the zygote's (string hashes are fixed at
-start-up), or whose package environment ships its own copy of a preloaded
-module.
+What it cannot make fresh is refused by ``check_compatible`` before any
+fork: the zygote answers "cold: <why>" and the shim starts the replica cold.
+That is a job whose PYTHONHASHSEED differs from the zygote's (string hashes
+are fixed at start-up), or whose package environment ships its own copy of
+a preloaded module (mlengined checks that one before asking).
 """
 
 import argparse
@@ -195,7 +195,7 @@ def _exit_as_python(code):
     os._exit(code)
 
 
-def _replica_child(conn, listener, fds, spec, preloaded):
+def _replica_child(conn, listener, fds, spec):
     """In the forked child: the replica's stdio, a session and subreaper of
     its own, then `become`."""
     try:
@@ -212,10 +212,6 @@ def _replica_child(conn, listener, fds, spec, preloaded):
                     pass
         os.setsid()
         _subreaper()
-        why = check_compatible(spec, preloaded)
-        if why:
-            print("mlengine: cannot start warm: %s" % why, file=sys.stderr, flush=True)
-            os._exit(111)
         code = become(spec)
     except BaseException:  # noqa: B902 - nothing may return into the zygote's loop
         import traceback
@@ -294,8 +290,11 @@ def serve(socket_path, preloaded):
                     continue
                 del pending[conn]
                 spec = json.loads(data.split(b"\n", 1)[0])
-                if len(fds) != 3:
-                    conn.sendall(b"error: a replica needs its stdin, stdout and stderr\n")
+                # What cannot be made fresh starts cold: the shim runs it itself.
+                why = "a replica needs its stdin, stdout and stderr" if len(fds) != 3 else check_compatible(
+                    spec, preloaded)
+                if why:
+                    conn.sendall(("cold: %s\n" % why).encode())
                     for fd in fds:
                         os.close(fd)
                     sel.unregister(conn)
@@ -303,7 +302,7 @@ def serve(socket_path, preloaded):
                     continue
                 pid = os.fork()
                 if pid == 0:
-                    _replica_child(conn, listener, fds, spec, preloaded)
+                    _replica_child(conn, listener, fds, spec)
                 for fd in fds:
                     os.close(fd)
                 replicas[pid] = conn
@@ -320,8 +319,10 @@ def serve(socket_path, preloaded):
                             _kill_tree(pid)
                     sel.unregister(conn)
                     conn.close()
-        _reap(replicas, sel)
-        _kill_adopted(replicas)
+        # Only an ending replica leaves orphans (re-parented to us as it
+        # exits), and killing one may hand us its children: look after exits.
+        if _reap(replicas, sel):
+            _kill_adopted(replicas)
     for pid in list(replicas):  # SIGTERM: asked to stop, replicas and all
         _kill_tree(pid)
     if serving:
@@ -364,13 +365,16 @@ def _kill_tree(pid):
 
 
 def _reap(replicas, sel):
+    """Reaps every child that ended (reporting replicas' status); whether any did."""
+    ended = False
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return ended
         if pid == 0:
-            return
+            return ended
+        ended = True
         conn = replicas.pop(pid, None)
         if conn is not None:
             try:

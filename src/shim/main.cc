@@ -374,7 +374,11 @@ int ForkFromZygote(const std::string& socket_path, const std::string& spec_path,
   }
   long value = 0;
   if (answer.rfind("pid ", 0) != 0 || (value = strtol(answer.c_str() + 4, nullptr, 10)) <= 1) {
-    *why = "the warm interpreter did not start the replica" + (answer.empty() ? std::string() : ": " + answer);
+    answer = answer.substr(0, answer.find('\n'));
+    // "cold: WHY": what the warm interpreter cannot make fresh.
+    *why = answer.rfind("cold: ", 0) == 0 ? answer.substr(6)
+                                          : "the warm interpreter did not start the replica" +
+                                                (answer.empty() ? std::string() : ": " + answer);
     close(conn);
     return -1;
   }

@@ -92,6 +92,17 @@ TEST_F(WarmInterpretersTest, WithoutItTheReplicaStartsCold) {
   EXPECT_EQ(log[1], "cold");
 }
 
+TEST_F(WarmInterpretersTest, WhatItCannotMakeFreshStartsCold) {
+  std::ofstream(dir_ / "spec.json") << "{\"module\": \"probe.main\", \"cwd\": \"" << (dir_ / "code").string()
+                                    << "\", \"env\": {\"PYTHONHASHSEED\": \"7\", \"PROBE\": \"x\"}}\n";
+  auto warm = Make();
+  warm->Start();
+  ASSERT_TRUE(Appears(warm->SocketFor("py")));
+  EXPECT_EQ(RunReplica(warm->SocketFor("py")), 9) << "PROGRAM, started cold";
+  EXPECT_EQ(Log(), (std::vector<std::string>{
+                       "mlengine: cold start: PYTHONHASHSEED differs from the warm interpreter's", "cold"}));
+}
+
 TEST_F(WarmInterpretersTest, LetGoItEnds) {
   const fs::path socket = dir_ / "warm" / "py.sock";
   {
