@@ -195,7 +195,7 @@ void JobService::CreateJob(const std::string& project, Job job, JobCallback done
   // Its images exist and are pinned before the job is accepted.
   if (images_ != nullptr && job.training_input) {
     auto pinned = images_->Resolve(*job.training_input);
-    if (!pinned.ok()) return done(pinned.status());
+    if (!pinned.ok()) return done(std::move(pinned).status());
     job.resolved_images = *std::move(pinned);
   }
   const bool tuning = model::IsTuningJob(job);

@@ -118,8 +118,8 @@ QuotaService::Current QuotaService::Get() const {
 }
 
 void QuotaService::Set(QuotaSettings settings, std::function<void(absl::Status)> done) {
-  if (auto q = scheduler::Quotas::Compile(settings.quotas); !q.ok()) return done(q.status());
-  if (auto w = scheduler::Shares::Compile(settings.shares); !w.ok()) return done(w.status());
+  if (auto q = scheduler::Quotas::Compile(settings.quotas); !q.ok()) return done(std::move(q).status());
+  if (auto w = scheduler::Shares::Compile(settings.shares); !w.ok()) return done(std::move(w).status());
   db::Record record{kKind, kKey, EncodeQuotaSettings(settings).dump()};
   store_.Commit({db::PutRecord{std::move(record)}}, [this, settings, done = std::move(done)](absl::Status s) {
     if (s.ok()) s = Apply(settings);  // checked above: it applies

@@ -342,13 +342,15 @@ void StudyService::DeleteStudy(const std::string& project, const std::string& lo
     absl::ReaderMutexLock lock(&mu_);
     auto e = Writable(ref);
     if (!e.ok()) {
-      done(e.status());
+      done(std::move(e).status());
       return std::nullopt;
     }
     Change c;
     const Study& s = (*e)->study;
-    c.writes.push_back(db::DeleteRecord{kStudyKind, StudyKey(s.project, s.location, s.study_id)});
-    for (const auto& [id, t] : (*e)->trials) c.writes.push_back(db::DeleteRecord{kTrialKind, TrialKey(s, id)});
+    c.writes.emplace_back(std::in_place_type<db::DeleteRecord>, db::DeleteRecord{kStudyKind, StudyKey(s.project, s.location, s.study_id)});
+    for (const auto& [id, t] : (*e)->trials) {
+      c.writes.emplace_back(std::in_place_type<db::DeleteRecord>, db::DeleteRecord{kTrialKind, TrialKey(s, id)});
+    }
     c.apply = [this, ref]() {
       mu_.AssertHeld();  // apply runs under mu_
       studies_.erase({ref.project, ref.location, ref.study_id});
@@ -384,7 +386,7 @@ void StudyService::CreateTrial(const StudyRef& ref, NewTrial trial, Callback<Stu
     absl::ReaderMutexLock lock(&mu_);
     auto e = Writable(ref);
     if (!e.ok()) {
-      done(e.status());
+      done(std::move(e).status());
       return std::nullopt;
     }
     const Entry& entry = **e;
@@ -438,7 +440,7 @@ void StudyService::DeleteTrial(const StudyRef& ref, const std::string& trial_id,
     const Entry* entry = nullptr;
     auto t = WritableTrial(ref, trial_id, &entry);
     if (!t.ok()) {
-      done(t.status());
+      done(std::move(t).status());
       return std::nullopt;
     }
     const int64_t id = (*t)->id;
@@ -476,13 +478,13 @@ void StudyService::EditTrial(const StudyRef& ref, const std::string& trial_id, T
     const Entry* entry = nullptr;
     auto t = WritableTrial(ref, trial_id, &entry);
     if (!t.ok()) {
-      done(t.status());
+      done(std::move(t).status());
       return std::nullopt;
     }
     StudyTrial updated = **t;
     absl::StatusOr<bool> changed = edit(*entry, updated);
     if (!changed.ok() || !*changed) {
-      done(changed.ok() ? absl::StatusOr<StudyTrial>(**t) : absl::StatusOr<StudyTrial>(changed.status()));
+      done(changed.ok() ? absl::StatusOr<StudyTrial>(**t) : absl::StatusOr<StudyTrial>(std::move(changed).status()));
       return std::nullopt;
     }
     return TrialChange(entry->study, ref, updated, done);
@@ -575,7 +577,7 @@ void StudyService::SuggestTrials(const StudyRef& ref, int32_t suggestion_count, 
     absl::ReaderMutexLock lock(&mu_);
     auto e = Writable(ref);
     if (!e.ok()) {
-      done(e.status());
+      done(std::move(e).status());
       return std::nullopt;
     }
     const Entry& entry = **e;
@@ -672,7 +674,7 @@ void StudyService::CheckEarlyStoppingState(const StudyRef& ref, const std::strin
     const Entry* entry = nullptr;
     auto t = WritableTrial(ref, trial_id, &entry);
     if (!t.ok()) {
-      done(t.status());
+      done(std::move(t).status());
       return std::nullopt;
     }
     const absl::Time now = clock_.Now();
