@@ -17,6 +17,7 @@ const out = path.resolve(outdir);
 await mkdir(out, { recursive: true });
 
 const result = await esbuild.build({
+  absWorkingDir: here,
   entryPoints: [path.join(here, 'src/main.js')],
   bundle: true,
   format: 'esm',
@@ -40,13 +41,11 @@ for (const f of result.outputFiles) {
   written.add(path.basename(f.path));
   await writeFile(f.path, f.contents);
 }
+// Dynamically imported modules are entry points too: index.html wants main.js's.
 for (const [file, meta] of Object.entries(result.metafile.outputs)) {
-  if (!meta.entryPoint) continue;
+  if (!meta.entryPoint || path.resolve(here, meta.entryPoint) !== path.join(here, 'src/main.js')) continue;
   if (file.endsWith('.js')) js = path.basename(file);
-  else if (file.endsWith('.css')) css = path.basename(file);
-}
-if (!css) {
-  for (const meta of Object.values(result.metafile.outputs)) if (meta.cssBundle) css = path.basename(meta.cssBundle);
+  if (meta.cssBundle) css = path.basename(meta.cssBundle);
 }
 if (!js || !css) {
   console.error(`build.mjs: esbuild wrote no ${js ? 'CSS' : 'JavaScript'} bundle`);
