@@ -9,6 +9,8 @@ import { alignSeries, parallelLayout } from './series.js';
 export const COLORS = ['#1f6feb', '#d1242f', '#1a7f37', '#9a6700', '#8250df', '#0e7490', '#bf3989', '#57606a'];
 
 const HEIGHT = 240;
+// Tick spacings for an axis of whole numbers (steps, trial ids, categories).
+const INTEGER_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 1e7, 1e8, 1e9];
 
 function widthOf(el) {
   return Math.max(240, Math.floor(el.getBoundingClientRect().width || el.clientWidth || 600));
@@ -16,10 +18,10 @@ function widthOf(el) {
 
 // A chart in `container` that follows its width. `opts`: title, xLabel,
 // yLabel, scatter (points only, but for the series indexes in lineSeries),
-// xValues (uPlot's axis values function). A series with stepped: true is a
+// xValues (uPlot's axis values function), integerX (ticks on whole numbers only). A series with stepped: true is a
 // stepped line. update(series) redraws with new data; the chart is rebuilt
 // when the set of series changes.
-export function chart(container, { title, xLabel, yLabel, scatter = false, lineSeries = [], xValues } = {}) {
+export function chart(container, { title, xLabel, yLabel, scatter = false, lineSeries = [], xValues, integerX = false } = {}) {
   let plot = null;
   let labels = '';
 
@@ -31,7 +33,7 @@ export function chart(container, { title, xLabel, yLabel, scatter = false, lineS
       height: HEIGHT,
       scales: { x: { time: false } },
       axes: [
-        { label: xLabel, values: xValues },
+        { label: xLabel, values: xValues, incrs: integerX ? INTEGER_INCRS : undefined },
         { label: yLabel, size: 60 },
       ],
       legend: { live: true },
@@ -98,7 +100,7 @@ export function parallelCoordinates(canvas, trials, paramNames, goal) {
   const fg = styles.color || '#1f2328';
   const font = `12px ${styles.fontFamily || 'system-ui, sans-serif'}`;
   const padX = 50;
-  const top = 28;
+  const top = 46;
   const bottom = height - 30;
   const n = axes.length;
   const xOf = (k) => (n === 1 ? width / 2 : padX + (k * (width - 2 * padX)) / (n - 1));
@@ -147,10 +149,10 @@ export function parallelCoordinates(canvas, trials, paramNames, goal) {
     g.stroke();
     g.textAlign = k === 0 ? 'left' : k === n - 1 ? 'right' : 'center';
     const tx = k === 0 ? x - 10 : k === n - 1 ? x + 10 : x;
-    g.fillText(a.name, tx, top - 12);
+    g.fillText(a.name, tx, top - 30);
     const fmt = (v) => (Math.abs(v) >= 1000 || (Math.abs(v) < 0.01 && v !== 0) ? v.toExponential(2) : String(+v.toFixed(4)));
     if (a.kind === 'number') {
-      g.fillText(fmt(a.max), tx, top - 0);
+      g.fillText(fmt(a.max), tx, top - 10);
       g.fillText(fmt(a.min), tx, bottom + 16);
     } else {
       a.categories.forEach((c, i) => {

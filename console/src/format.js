@@ -135,3 +135,12 @@ export function taskTag(taskName) {
   if (!taskName) return '?';
   return String(taskName).replace(/-replica-/, '-');
 }
+
+// A number for a table cell: at most 6 significant digits ("0.0558525",
+// "1.23457e+7"); anything that is not a number stays as it is.
+export function formatNumber(v) {
+  if (v == null || v === '') return '';
+  const n = Number(v);
+  if (!Number.isFinite(n)) return String(v);
+  return String(Number(n.toPrecision(6)));
+}

@@ -12,6 +12,7 @@ import {
   stateClass,
   taskTag,
   isTerminal,
+  formatNumber,
 } from '../src/format.js';
 
 test('durations read as words at every scale', () => {
@@ -109,4 +110,14 @@ test('labels, states, tags, bytes', () => {
   assert.equal(formatBytes(1536), '1.5 KiB');
   assert.equal(formatBytes(200 * 1024 * 1024), '200 MiB');
   assert.equal(formatBytes('x'), '');
+});
+
+test('numbers in cells keep 6 significant digits; words stay words', () => {
+  assert.equal(formatNumber('0.7552789941334505'), '0.755279');
+  assert.equal(formatNumber(-0.10727896249916641), '-0.107279');
+  assert.equal(formatNumber('10'), '10');
+  assert.equal(formatNumber(12345678), '12345700');
+  assert.equal(formatNumber('good'), 'good');
+  assert.equal(formatNumber(''), '');
+  assert.equal(formatNumber(undefined), '');
 });

@@ -43,7 +43,7 @@ export function mount(root, ctx) {
         if (!c) {
           const el = chartBox({ 'data-tag': tag });
           box.append(el);
-          c = { el, chart: chart(el, { title: tag, xLabel: 'step', yLabel: tag }) };
+          c = { el, chart: chart(el, { title: tag, xLabel: 'step', yLabel: tag, integerX: true }) };
           charts.set(tag, c);
         }
         c.chart.update(series);

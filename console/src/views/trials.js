@@ -1,7 +1,7 @@
 // A tuning job's trials: a table, objective per trial with the best so far,
 // objective against each parameter, and parallel coordinates.
 import { fill, h, scroller, stateBadge, table, text } from '../dom.js';
-import { formatDuration, durationBetween, isTerminal } from '../format.js';
+import { formatDuration, formatNumber, durationBetween, isTerminal } from '../format.js';
 import { chart, chartBox, parallelCoordinates } from '../charts.js';
 import { poll } from '../poll.js';
 import { bestSoFar, trialObjective } from '../series.js';
@@ -41,7 +41,7 @@ export function mount(root, ctx) {
     ),
   );
 
-  const trialsChart = chart(trialsChartBox, { title: 'objective', xLabel: 'trial', yLabel: 'objective', scatter: true, lineSeries: [1] });
+  const trialsChart = chart(trialsChartBox, { title: 'objective', xLabel: 'trial', yLabel: 'objective', scatter: true, lineSeries: [1], integerX: true });
   const paramCharts = new Map();
   let last = null;
   const redrawCoords = () => last && parallelCoordinates(canvas, last.trials, last.names, last.goal);
@@ -85,8 +85,11 @@ export function mount(root, ctx) {
           'tr',
           { 'data-trial-id': tr.trialId },
           h('td', { class: 'trial-id' }, tr.trialId),
-          names.map((n) => h('td', { class: 'param', 'data-param': n }, tr.hyperparameters ? (tr.hyperparameters[n] ?? '') : '')),
-          h('td', { class: 'objective num' }, obj == null ? '—' : String(obj)),
+          names.map((n) => {
+            const v = tr.hyperparameters ? (tr.hyperparameters[n] ?? '') : '';
+            return h('td', { class: 'param', 'data-param': n, title: String(v) }, formatNumber(v));
+          }),
+          h('td', { class: 'objective num', title: obj == null ? '' : String(obj) }, obj == null ? '—' : formatNumber(obj)),
           h('td', { class: 'num' }, tr.finalMetric && tr.finalMetric.trainingStep != null ? String(tr.finalMetric.trainingStep) : ''),
           h('td', { class: 'state' }, stateBadge(tr.state)),
           h('td', { class: 'stopped-early' }, tr.isTrialStoppedEarly ? 'stopped early' : 'no'),
@@ -118,6 +121,7 @@ export function mount(root, ctx) {
           xLabel: n,
           yLabel: 'objective',
           scatter: true,
+          integerX: !numeric || values.every((v) => v == null || v === '' || Number.isInteger(Number(v))),
           // Categorical values sit at 0, 1, 2...; their axis shows the names.
           xValues: numeric ? undefined : (u, splits) => splits.map((s) => (Number.isInteger(s) ? categories[s] ?? '' : '')),
         });
