@@ -23,6 +23,7 @@ export function mount(root, ctx) {
     prev: [], // page tokens of the pages before this one ("" = the first)
     next: '',
     generation: 0, // bumps when the query changes, so a stale answer is dropped
+    marked: false,
   };
 
   const projectBox = h('div', { class: 'field' });
@@ -162,6 +163,11 @@ export function mount(root, ctx) {
     // A page opened from an address has no known number.
     text(pageInfo, s.page && !s.prev.length ? '' : `Page ${s.prev.length + 1}`);
     text(updated, `Updated ${new Date(now).toLocaleTimeString()}`);
+    // For performance checks: when the first page of a query was on screen.
+    if (!s.marked) {
+      s.marked = true;
+      performance.mark('mlengine:jobs-rendered');
+    }
   }
 
   function makeRow(j, now) {
