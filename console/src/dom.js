@@ -18,7 +18,8 @@ export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   if (attrs) {
     for (const [k, v] of Object.entries(attrs)) {
-      if (v == null || v === false) continue;
+      // false leaves an attribute out, but sets a boolean property (spellcheck, hidden...).
+      if (v == null || (v === false && !(k in el))) continue;
       if (k === 'style') throw new Error('h(): no style attribute (CSP); use a class');
       if (k === 'class') el.className = Array.isArray(v) ? v.filter(Boolean).join(' ') : v;
       else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2).toLowerCase(), v);

@@ -162,7 +162,7 @@ function overview(root, ctx) {
       });
       canCancel = (res.permissions || []).includes('ml.jobs.cancel');
     } catch (e) {
-      if (isAbort(e)) return;
+      if (isAbort(e)) throw e;
       canCancel = false;
     }
     if (lastJob) renderActions(lastJob);
@@ -272,13 +272,14 @@ function overview(root, ctx) {
     replicasBody.replaceChildren(...rows);
   }
 
-  checkPermissions();
   let final = false;
   poll(
     async (ps) => {
       const job = await ctx.fetchJob(ps);
       ctx.clearError();
       render(job);
+      // Asked once, in turn, so that one request at most is in flight.
+      if (canCancel === null && !isTerminal(job.state)) await checkPermissions();
       try {
         renderReplicas(await api(`${ctx.path}/replicas`, { signal: ps }));
       } catch (e) {
