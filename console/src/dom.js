@@ -56,6 +56,20 @@ export function text(el, value) {
   return el;
 }
 
+// A spot in the page where `el` is present only while shown (absent, not
+// hidden, otherwise): place(spot.node), then spot.show(bool).
+export function presence(el) {
+  const node = h('div', { class: 'presence' });
+  return {
+    node,
+    el,
+    show(on) {
+      if (on && el.parentNode !== node) node.append(el);
+      else if (!on && el.parentNode === node) el.remove();
+    },
+  };
+}
+
 // A state badge: the word, with a class for its colour.
 export function stateBadge(state, attrs = {}) {
   const s = state || 'UNKNOWN';
