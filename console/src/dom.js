@@ -1,5 +1,6 @@
 // The one way pages build DOM: h(tag, attrs, ...children). Strings and
 // numbers become text nodes, never markup; there is no innerHTML anywhere.
+import { stateClass } from './format.js';
 
 const URL_OK = /^(#|\/|\.{0,2}\/|https?:|blob:|mailto:)/i;
 
@@ -72,8 +73,7 @@ export function presence(el) {
 
 // A state badge: the word, with a class for its colour.
 export function stateBadge(state, attrs = {}) {
-  const s = state || 'UNKNOWN';
-  return h('span', { ...attrs, class: ['badge', `state-${s.toLowerCase()}`, attrs.class] }, s);
+  return h('span', { ...attrs, class: ['badge', stateClass(state), attrs.class] }, state || 'UNKNOWN');
 }
 
 // A table with a header row; returns {table, tbody}.

@@ -119,8 +119,9 @@ export function mount(root, ctx) {
     pollController = new AbortController();
     const ps = AbortSignal.any ? AbortSignal.any([signal, pollController.signal]) : pollController.signal;
     if (!AbortSignal.any) signal.addEventListener('abort', () => pollController.abort(), { once: true });
-    prevBtn.disabled = true;
-    nextBtn.disabled = true;
+    // The buttons stay as they are (a disabled button would drop the focus);
+    // a second Next before the page came does nothing.
+    s.next = '';
     poll(load, REFRESH_MS, ps, ctx.setError);
   }
 

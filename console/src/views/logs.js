@@ -49,17 +49,8 @@ export function mount(root, ctx) {
     h('div', { class: 'log-foot' }, ended.node, status),
   );
 
-  const list = new VirtualList(view, store, {
-    onFollowChange: (on) => {
-      follow.checked = on;
-    },
-  });
-  signal.addEventListener('abort', () => list.destroy(), { once: true });
-
-  // Counts and the replica filter follow the store once per frame.
-  const baseRefresh = list.refresh.bind(list);
-  list.refresh = () => {
-    baseRefresh();
+  // Counts and the replica filter follow the store, once per frame at most.
+  const onRefresh = () => {
     const n = store.visible.length;
     const all = store.size;
     text(count, n === all ? `${all} line${all === 1 ? '' : 's'}` : `${n} of ${all} lines`);
@@ -68,6 +59,13 @@ export function mount(root, ctx) {
       filterReplica.append(h('option', { value: t }, `${t} [${taskTag(t)}]`));
     }
   };
+  const list = new VirtualList(view, store, {
+    onFollowChange: (on) => {
+      follow.checked = on;
+    },
+    onRefresh,
+  });
+  signal.addEventListener('abort', () => list.destroy(), { once: true });
 
   follow.addEventListener('change', () => list.setFollow(follow.checked));
   let typing = 0;
