@@ -1,0 +1,213 @@
+// The jobs of a project: filters, server-side paging (a stack of page
+// tokens for "previous"), and the current page refreshed every 2 s.
+import { api, enc, withQuery } from '../api.js';
+import { buildFilter } from '../filter.js';
+import { fill, h, scroller, stateBadge, table, text } from '../dom.js';
+import { STATES, formatDate, formatDuration, jobDuration, labelsText, resourcesText } from '../format.js';
+import { poll } from '../poll.js';
+import { loadProjects, projectSelect } from '../projects.js';
+import { hashFor, jobHash, replaceHash } from '../router.js';
+
+export const PAGE_SIZE = 50;
+const REFRESH_MS = 2000;
+
+export function mount(root, ctx) {
+  const { signal } = ctx;
+  const q = ctx.query;
+  const s = {
+    project: q.project || '',
+    state: STATES.includes(q.state) ? q.state : '',
+    label: q.label || '',
+    q: q.q || '',
+    page: q.page || '',
+    prev: [], // page tokens of the pages before this one ("" = the first)
+    next: '',
+    generation: 0, // bumps when the query changes, so a stale answer is dropped
+  };
+
+  const projectBox = h('div', { class: 'field' });
+  const stateSelect = h(
+    'select',
+    { id: 'state-filter', onchange: () => changed({ state: stateSelect.value }) },
+    h('option', { value: '' }, 'Any state'),
+    STATES.map((st) => h('option', { value: st, selected: st === s.state }, st)),
+  );
+  const labelInput = h('input', {
+    id: 'label-filter',
+    type: 'text',
+    placeholder: 'key=value',
+    value: s.label,
+    autocomplete: 'off',
+    spellcheck: false,
+  });
+  const searchInput = h('input', {
+    id: 'search',
+    type: 'search',
+    placeholder: 'Job id or prefix',
+    value: s.q,
+    autocomplete: 'off',
+    spellcheck: false,
+  });
+  let typing = 0;
+  const onType = () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => changed({ label: labelInput.value.trim(), q: searchInput.value.trim() }), 300);
+  };
+  labelInput.addEventListener('input', onType);
+  searchInput.addEventListener('input', onType);
+  signal.addEventListener('abort', () => clearTimeout(typing));
+
+  const prevBtn = h('button', { id: 'prev-page', type: 'button', class: 'btn', disabled: true, onclick: prevPage }, '← Previous');
+  const nextBtn = h('button', { id: 'next-page', type: 'button', class: 'btn', disabled: true, onclick: nextPage }, 'Next →');
+  const pageInfo = h('span', { class: 'page-info', 'aria-live': 'polite' });
+  const { table: jobsTable, tbody } = table({ id: 'jobs-table', class: 'data' }, [
+    'Job',
+    'State',
+    'Created',
+    'Duration',
+    'Resources',
+    'Labels',
+  ]);
+  const empty = h('p', { id: 'jobs-empty', class: 'empty', hidden: true }, 'No job matches.');
+  const updated = h('span', { class: 'updated muted', 'aria-live': 'off' });
+
+  root.append(
+    h('div', { class: 'page-head' }, h('h1', null, 'Jobs'), updated),
+    h(
+      'form',
+      { class: 'filters', role: 'search', onsubmit: (ev) => ev.preventDefault() },
+      projectBox,
+      h('div', { class: 'field' }, h('label', { for: 'state-filter' }, 'State'), stateSelect),
+      h('div', { class: 'field' }, h('label', { for: 'label-filter' }, 'Label'), labelInput),
+      h('div', { class: 'field grow' }, h('label', { for: 'search' }, 'Search'), searchInput),
+    ),
+    scroller(jobsTable),
+    empty,
+    h('div', { class: 'pager' }, prevBtn, pageInfo, nextBtn),
+  );
+
+  function syncUrl() {
+    replaceHash(hashFor(['jobs'], { project: s.project, state: s.state, label: s.label, q: s.q, page: s.page }));
+  }
+
+  function changed(patch) {
+    Object.assign(s, patch);
+    s.page = '';
+    s.prev = [];
+    restart();
+  }
+
+  function prevPage() {
+    s.page = s.prev.length ? s.prev.pop() : '';
+    restart();
+  }
+
+  function nextPage() {
+    if (!s.next) return;
+    s.prev.push(s.page);
+    s.page = s.next;
+    restart();
+  }
+
+  // One poller per query: a new query aborts the old one (and its request).
+  let pollController = null;
+  function restart() {
+    syncUrl();
+    s.generation++;
+    if (pollController) pollController.abort();
+    pollController = new AbortController();
+    const ps = AbortSignal.any ? AbortSignal.any([signal, pollController.signal]) : pollController.signal;
+    if (!AbortSignal.any) signal.addEventListener('abort', () => pollController.abort(), { once: true });
+    prevBtn.disabled = true;
+    nextBtn.disabled = true;
+    poll(load, REFRESH_MS, ps, ctx.setError);
+  }
+
+  async function load(ps) {
+    if (!s.project) return false;
+    let filter;
+    try {
+      filter = buildFilter(s);
+    } catch (e) {
+      ctx.setError(e);
+      render([], '');
+      return false;
+    }
+    const gen = s.generation;
+    const res = await api(
+      withQuery(`/v1/projects/${enc(s.project)}/jobs`, { pageSize: PAGE_SIZE, pageToken: s.page, filter }),
+      { signal: ps },
+    );
+    if (gen !== s.generation) return false;
+    ctx.clearError();
+    render(res.jobs || [], res.nextPageToken || '');
+    return true;
+  }
+
+  function render(jobs, next) {
+    s.next = next;
+    const now = Date.now();
+    const existing = [...tbody.rows];
+    const sameIds = existing.length === jobs.length && existing.every((tr, i) => tr.dataset.jobId === jobs[i].jobId);
+    if (sameIds) {
+      jobs.forEach((j, i) => updateRow(existing[i], j, now));
+    } else {
+      const frag = document.createDocumentFragment();
+      for (const j of jobs) frag.append(makeRow(j, now));
+      tbody.replaceChildren(frag);
+    }
+    empty.hidden = jobs.length > 0;
+    prevBtn.disabled = !s.page && !s.prev.length;
+    nextBtn.disabled = !next;
+    // A page opened from an address has no known number.
+    text(pageInfo, s.page && !s.prev.length ? '' : `Page ${s.prev.length + 1}`);
+    text(updated, `Updated ${new Date(now).toLocaleTimeString()}`);
+  }
+
+  function makeRow(j, now) {
+    const tr = h(
+      'tr',
+      { 'data-job-id': j.jobId },
+      h('td', { class: 'job-id' }, h('a', { href: jobHash(s.project, j.jobId) }, j.jobId)),
+      h('td', { class: 'state' }),
+      h('td', { class: 'created' }),
+      h('td', { class: 'duration num' }),
+      h('td', { class: 'resources' }),
+      h('td', { class: 'labels' }),
+    );
+    updateRow(tr, j, now);
+    return tr;
+  }
+
+  function updateRow(tr, j, now) {
+    const c = tr.cells;
+    if (c[1].textContent !== (j.state || '')) fill(c[1], stateBadge(j.state));
+    text(c[2], formatDate(j.createTime));
+    c[2].title = j.createTime || '';
+    text(c[3], formatDuration(jobDuration(j, now)));
+    text(c[4], resourcesText(j.trainingInput));
+    text(c[5], labelsText(j.labels));
+  }
+
+  (async () => {
+    // The first page does not wait for the project list when the address names the project.
+    const picker = projectSelect(s.project, (p) => changed({ project: p }));
+    fill(projectBox, picker.nodes);
+    if (s.project) restart();
+    try {
+      const projects = await loadProjects(signal);
+      if (!s.project) {
+        if (!projects.length) {
+          ctx.setError('You may read no project. Ask an operator for a role on one.');
+          empty.hidden = false;
+          return;
+        }
+        s.project = projects[0].projectId;
+        restart();
+      }
+      picker.setProjects(projects, s.project);
+    } catch (e) {
+      ctx.setError(e);
+    }
+  })();
+}

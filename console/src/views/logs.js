@@ -1,0 +1,140 @@
+// A job's log: every replica followed with the long poll (waitSeconds=25)
+// until the job ended, in a virtualised list.
+import { api, isAbort, saveBlob, withQuery } from '../api.js';
+import { h, text } from '../dom.js';
+import { taskTag } from '../format.js';
+import { LogStore, VirtualList } from '../loglist.js';
+import { poll } from '../poll.js';
+
+const WAIT_SECONDS = 25;
+const JOB_REFRESH_MS = 5000;
+
+export function mount(root, ctx) {
+  const { signal } = ctx;
+  const store = new LogStore();
+  const count = h('span', { id: 'log-count', class: 'muted', 'aria-live': 'off' }, '0 lines');
+  const follow = h('input', { id: 'log-follow', type: 'checkbox', checked: true });
+  const filterText = h('input', {
+    id: 'log-filter-text',
+    type: 'search',
+    placeholder: 'Filter lines',
+    autocomplete: 'off',
+    spellcheck: false,
+  });
+  const filterReplica = h('select', { id: 'log-filter-replica' }, h('option', { value: '' }, 'All replicas'));
+  const firstError = h('button', { id: 'log-first-error', type: 'button', class: 'btn' }, 'First error');
+  const download = h('button', { id: 'log-download', type: 'button', class: 'btn' }, 'Download');
+  const ended = h('p', { id: 'log-ended', class: 'muted', hidden: true }, 'The job has ended; this is the whole log.');
+  const status = h('span', { class: 'muted', role: 'status' });
+  const view = h('div', {
+    id: 'log-view',
+    class: 'log-view',
+    tabindex: '0',
+    role: 'log',
+    'aria-label': 'Log lines',
+  });
+
+  root.append(
+    h(
+      'div',
+      { class: 'log-toolbar' },
+      h('div', { class: 'field' }, h('label', { for: 'log-filter-replica' }, 'Replica'), filterReplica),
+      h('div', { class: 'field grow' }, h('label', { for: 'log-filter-text' }, 'Text'), filterText),
+      h('label', { class: 'check' }, follow, ' Follow'),
+      firstError,
+      download,
+      count,
+    ),
+    view,
+    h('div', { class: 'log-foot' }, ended, status),
+  );
+
+  const list = new VirtualList(view, store, {
+    onFollowChange: (on) => {
+      follow.checked = on;
+    },
+  });
+  signal.addEventListener('abort', () => list.destroy(), { once: true });
+
+  // Counts and the replica filter follow the store once per frame.
+  const baseRefresh = list.refresh.bind(list);
+  list.refresh = () => {
+    baseRefresh();
+    const n = store.visible.length;
+    const all = store.size;
+    text(count, n === all ? `${all} line${all === 1 ? '' : 's'}` : `${n} of ${all} lines`);
+    for (let i = filterReplica.options.length - 1; i < store.tasks.length; i++) {
+      const t = store.tasks[i];
+      filterReplica.append(h('option', { value: t }, `${t} [${taskTag(t)}]`));
+    }
+  };
+
+  follow.addEventListener('change', () => list.setFollow(follow.checked));
+  let typing = 0;
+  filterText.addEventListener('input', () => {
+    clearTimeout(typing);
+    typing = setTimeout(applyFilter, 150);
+  });
+  filterReplica.addEventListener('change', applyFilter);
+  function applyFilter() {
+    store.setFilter({ text: filterText.value, task: filterReplica.value });
+    list.refresh();
+  }
+
+  firstError.addEventListener('click', () => {
+    list.flush();
+    let r = store.firstErrorRow();
+    if (r < 0 && store.hasError()) {
+      // Hidden by the filters: clear them to show it.
+      filterText.value = '';
+      filterReplica.value = '';
+      store.setFilter({ text: '', task: '' });
+      r = store.firstErrorRow();
+    }
+    if (r < 0) {
+      text(status, 'No line on stderr so far.');
+      return;
+    }
+    text(status, '');
+    list.reveal(r);
+    view.focus({ preventScroll: true });
+  });
+
+  download.addEventListener('click', () => {
+    list.flush();
+    saveBlob(new Blob([store.text()], { type: 'text/plain;charset=utf-8' }), `${ctx.jobId}.log`);
+  });
+
+  let pageToken = '';
+  let lastJobFetch = 0;
+  poll(
+    async (ps) => {
+      // The header's state first and then now and then, between long polls.
+      if (Date.now() - lastJobFetch > JOB_REFRESH_MS) {
+        lastJobFetch = Date.now();
+        await ctx.fetchJob(ps);
+      }
+      const res = await api(
+        withQuery(`${ctx.path}/logs`, { pageToken, waitSeconds: WAIT_SECONDS }),
+        { signal: ps },
+      );
+      ctx.clearError();
+      const entries = res.entries || [];
+      if (entries.length) list.push(entries);
+      if (res.nextPageToken) pageToken = res.nextPageToken;
+      if (res.jobEnded) {
+        ended.hidden = false;
+        await ctx.fetchJob(ps).catch((e) => {
+          if (isAbort(e)) throw e;
+        });
+        return false;
+      }
+      return true;
+    },
+    0,
+    signal,
+    (e) => {
+      ctx.setError(e);
+    },
+  );
+}
