@@ -8,9 +8,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
 for dir in tests/storage_client console; do
-  if [ ! -f "$dir/package-lock.json" ]; then
-    continue  # console/ before the console landed
-  fi
   stamp="$dir/node_modules/.package-lock.json"
   if [ -f "$stamp" ] && [ "$stamp" -nt "$dir/package-lock.json" ]; then
     continue
