@@ -1,5 +1,6 @@
 """The browser suite's trainer: each flag is one behaviour, done in this order.
 
+  --delay S            sleep S seconds first (so a follower is attached)
   --say TEXT           print TEXT to stdout (repeatable)
   --lines N            print N lines "line I of N at T" (T: epoch ms) ...
   --over S             ... spread evenly over S seconds (default 0: at once)
@@ -48,6 +49,8 @@ def paced(count, seconds, line):
 
 def main(argv):
     opts = parse(argv)
+    for s in opts.get("delay", []):
+        time.sleep(float(s))
     for text in opts.get("say", []):
         out(text)
     over = float(opts.get("over", ["0"])[-1])
