@@ -42,17 +42,24 @@ for (const f of result.outputFiles) {
   await writeFile(f.path, f.contents);
 }
 // Dynamically imported modules are entry points too: index.html wants main.js's.
+let preload = [];
 for (const [file, meta] of Object.entries(result.metafile.outputs)) {
   if (!meta.entryPoint || path.resolve(here, meta.entryPoint) !== path.join(here, 'src/main.js')) continue;
   if (file.endsWith('.js')) js = path.basename(file);
   if (meta.cssBundle) css = path.basename(meta.cssBundle);
+  // The chunks main.js imports statically load with it, not after it.
+  preload = meta.imports.filter((i) => i.kind === 'import-statement').map((i) => path.basename(i.path));
 }
 if (!js || !css) {
   console.error(`build.mjs: esbuild wrote no ${js ? 'CSS' : 'JavaScript'} bundle`);
   process.exit(1);
 }
 const template = await readFile(path.join(here, 'index.html'), 'utf8');
-await writeFile(path.join(out, 'index.html'), template.replace('%JS%', js).replace('%CSS%', css));
+const preloads = preload.map((p) => `<link rel="modulepreload" href="${p}">`).join('\n');
+await writeFile(
+  path.join(out, 'index.html'),
+  template.replace('%JS%', js).replace('%CSS%', css).replace('%PRELOAD%', preloads),
+);
 
 // Bundles of earlier builds go, so the directory holds one consistent set.
 for (const name of await readdir(out)) {

@@ -1,5 +1,6 @@
 // The one way pages build DOM: h(tag, attrs, ...children). Strings and
 // numbers become text nodes, never markup; there is no innerHTML anywhere.
+import { stateClass } from './format.js';
 
 const URL_OK = /^(#|\/|\.{0,2}\/|https?:|blob:|mailto:)/i;
 
@@ -18,7 +19,8 @@ export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   if (attrs) {
     for (const [k, v] of Object.entries(attrs)) {
-      if (v == null || v === false) continue;
+      // false leaves an attribute out, but sets a boolean property (spellcheck, hidden...).
+      if (v == null || (v === false && !(k in el))) continue;
       if (k === 'style') throw new Error('h(): no style attribute (CSP); use a class');
       if (k === 'class') el.className = Array.isArray(v) ? v.filter(Boolean).join(' ') : v;
       else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2).toLowerCase(), v);
@@ -55,10 +57,23 @@ export function text(el, value) {
   return el;
 }
 
+// A spot in the page where `el` is present only while shown (absent, not
+// hidden, otherwise): place(spot.node), then spot.show(bool).
+export function presence(el) {
+  const node = h('div', { class: 'presence' });
+  return {
+    node,
+    el,
+    show(on) {
+      if (on && el.parentNode !== node) node.append(el);
+      else if (!on && el.parentNode === node) el.remove();
+    },
+  };
+}
+
 // A state badge: the word, with a class for its colour.
 export function stateBadge(state, attrs = {}) {
-  const s = state || 'UNKNOWN';
-  return h('span', { ...attrs, class: ['badge', `state-${s.toLowerCase()}`, attrs.class] }, s);
+  return h('span', { ...attrs, class: ['badge', stateClass(state), attrs.class] }, state || 'UNKNOWN');
 }
 
 // A table with a header row; returns {table, tbody}.

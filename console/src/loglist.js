@@ -100,14 +100,15 @@ export class LogStore {
 export const PALETTE_SIZE = 8;
 
 // The list in a scrollable element. `onFollowChange(bool)` is told when the
-// user scrolls away from the bottom or back to it.
+// user scrolls away from the bottom or back to it; `onRefresh()` after the
+// store's lines or filter changed on screen.
 export class VirtualList {
-  constructor(viewport, store, { rowHeight = 20, onFollowChange = () => {}, onRender = () => {} } = {}) {
+  constructor(viewport, store, { rowHeight = 20, onFollowChange = () => {}, onRefresh = () => {} } = {}) {
     this.viewport = viewport;
     this.store = store;
     this.rowHeight = rowHeight;
     this.onFollowChange = onFollowChange;
-    this.onRender = onRender;
+    this.onRefresh = onRefresh;
     this.follow = true;
     this.current = -1; // the store index marked .current
     this.pending = [];
@@ -179,6 +180,7 @@ export class VirtualList {
     this.spacer.style.height = `${this.store.visible.length * this.rowHeight}px`;
     if (this.follow) this.scrollTo(this.viewport.scrollHeight);
     this.render();
+    this.onRefresh();
   }
 
   scrollTo(top) {
@@ -254,6 +256,5 @@ export class VirtualList {
       ts.title = s.ts[i];
       msg.textContent = s.message[i];
     }
-    this.onRender(start, end);
   }
 }

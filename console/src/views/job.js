@@ -2,7 +2,7 @@
 // tab is here: why it waits, the timeline, config.yaml and the command,
 // replicas, outputs and cancel.
 import { api, enc, isAbort } from '../api.js';
-import { fill, h, scroller, stateBadge, table, text } from '../dom.js';
+import { fill, h, presence, scroller, stateBadge, table, text } from '../dom.js';
 import { formatDate, formatDuration, durationBetween, isTerminal, resourcesText, labelsText } from '../format.js';
 import { poll } from '../poll.js';
 import { hashFor, jobHash } from '../router.js';
@@ -35,16 +35,17 @@ export function mount(root, ctx) {
   const { project, job: jobId } = ctx.params;
   const tab = ctx.tab || 'overview';
   const stateEl = h('span', { id: 'job-state-box' });
-  const tabLinks = {};
+  // The trials tab is there only once the job is known to be a tuning job.
+  let trialsTab = null;
   const tabs = h(
     'nav',
     { class: 'tabs', 'aria-label': 'Job' },
     TABS.map(([name, label]) => {
       const a = h('a', { id: `tab-${name}`, href: jobHash(project, jobId, name), class: 'tab' }, label);
       if (name === tab) a.setAttribute('aria-current', 'page');
-      if (name === 'trials') a.hidden = true;
-      tabLinks[name] = a;
-      return a;
+      if (name !== 'trials') return a;
+      trialsTab = presence(a);
+      return trialsTab.node;
     }),
   );
   const summary = h('p', { class: 'job-summary muted' });
@@ -74,7 +75,7 @@ export function mount(root, ctx) {
       jobCtx.job = job;
       fill(stateEl, stateBadge(job.state, { id: 'job-state' }));
       text(summary, [resourcesText(job.trainingInput), labelsText(job.labels)].filter(Boolean).join(' · '));
-      tabLinks.trials.hidden = !isTuning(job);
+      trialsTab.show(isTuning(job));
     },
     async fetchJob(signal) {
       const job = await api(jobCtx.path, { signal });
@@ -92,9 +93,10 @@ export function mount(root, ctx) {
 
 function overview(root, ctx) {
   const { signal } = ctx;
-  const waiting = h('div', { id: 'job-waiting', class: 'notice notice-wait', hidden: true });
-  const error = h('div', { id: 'job-error', class: 'notice notice-error', hidden: true });
-  const actionError = h('p', { id: 'action-error', class: 'form-error', role: 'alert', hidden: true });
+  // These three are in the page only while they apply.
+  const waiting = presence(h('div', { id: 'job-waiting', class: 'notice notice-wait' }));
+  const error = presence(h('div', { id: 'job-error', class: 'notice notice-error' }));
+  const actionError = presence(h('p', { id: 'action-error', class: 'form-error', role: 'alert' }));
   const actions = h('div', { class: 'actions' });
   const timeline = h('ol', { id: 'job-timeline', class: 'timeline' });
   const yamlPre = h('pre', { id: 'job-yaml', class: 'code', tabindex: '0' });
@@ -129,10 +131,10 @@ function overview(root, ctx) {
     );
 
   root.append(
-    waiting,
-    error,
+    waiting.node,
+    error.node,
     actions,
-    actionError,
+    actionError.node,
     h(
       'div',
       { class: 'grid-2' },
@@ -162,7 +164,7 @@ function overview(root, ctx) {
       });
       canCancel = (res.permissions || []).includes('ml.jobs.cancel');
     } catch (e) {
-      if (isAbort(e)) return;
+      if (isAbort(e)) throw e;
       canCancel = false;
     }
     if (lastJob) renderActions(lastJob);
@@ -182,15 +184,15 @@ function overview(root, ctx) {
 
   async function askCancel() {
     if (!(await dialog.ask(`Cancel job ${ctx.jobId}? Its replicas are stopped.`))) return;
-    actionError.hidden = true;
+    actionError.show(false);
     try {
       await api(`${ctx.path}:cancel`, { method: 'POST', body: {}, signal });
       const job = await ctx.fetchJob(signal);
       render(job);
     } catch (e) {
       if (isAbort(e)) return;
-      text(actionError, e.message);
-      actionError.hidden = false;
+      text(actionError.el, e.message);
+      actionError.show(true);
     }
   }
 
@@ -198,10 +200,10 @@ function overview(root, ctx) {
   function render(job) {
     lastJob = job;
     const waits = (job.state === 'QUEUED' || job.state === 'PREPARING') && job.errorMessage;
-    waiting.hidden = !waits;
+    waiting.show(Boolean(waits));
     if (waits) {
       fill(
-        waiting,
+        waiting.el,
         h('strong', null, 'Why it waits: '),
         job.errorMessage,
         job.jobPosition != null && job.jobPosition !== ''
@@ -210,11 +212,10 @@ function overview(root, ctx) {
       );
     }
     if (job.state === 'FAILED') {
-      fill(error, h('strong', null, 'Failed: '), h('span', { class: 'pre-wrap' }, job.errorMessage || 'no message'));
-      error.hidden = false;
+      fill(error.el, h('strong', null, 'Failed: '), h('span', { class: 'pre-wrap' }, job.errorMessage || 'no message'));
+      error.show(true);
     } else {
-      error.replaceChildren();
-      error.hidden = true;
+      error.show(false);
     }
     renderTimeline(timeline, job);
     renderActions(job);
@@ -272,13 +273,14 @@ function overview(root, ctx) {
     replicasBody.replaceChildren(...rows);
   }
 
-  checkPermissions();
   let final = false;
   poll(
     async (ps) => {
       const job = await ctx.fetchJob(ps);
       ctx.clearError();
       render(job);
+      // Asked once, in turn, so that one request at most is in flight.
+      if (canCancel === null && !isTerminal(job.state)) await checkPermissions();
       try {
         renderReplicas(await api(`${ctx.path}/replicas`, { signal: ps }));
       } catch (e) {

@@ -2,7 +2,7 @@
 // tokens for "previous"), and the current page refreshed every 2 s.
 import { api, enc, withQuery } from '../api.js';
 import { buildFilter } from '../filter.js';
-import { fill, h, scroller, stateBadge, table, text } from '../dom.js';
+import { fill, h, presence, scroller, stateBadge, table, text } from '../dom.js';
 import { STATES, formatDate, formatDuration, jobDuration, labelsText, resourcesText } from '../format.js';
 import { poll } from '../poll.js';
 import { loadProjects, projectSelect } from '../projects.js';
@@ -23,6 +23,7 @@ export function mount(root, ctx) {
     prev: [], // page tokens of the pages before this one ("" = the first)
     next: '',
     generation: 0, // bumps when the query changes, so a stale answer is dropped
+    marked: false,
   };
 
   const projectBox = h('div', { class: 'field' });
@@ -68,7 +69,7 @@ export function mount(root, ctx) {
     'Resources',
     'Labels',
   ]);
-  const empty = h('p', { id: 'jobs-empty', class: 'empty', hidden: true }, 'No job matches.');
+  const empty = presence(h('p', { id: 'jobs-empty', class: 'empty' }, 'No job matches.'));
   const updated = h('span', { class: 'updated muted', 'aria-live': 'off' });
 
   root.append(
@@ -82,7 +83,7 @@ export function mount(root, ctx) {
       h('div', { class: 'field grow' }, h('label', { for: 'search' }, 'Search'), searchInput),
     ),
     scroller(jobsTable),
-    empty,
+    empty.node,
     h('div', { class: 'pager' }, prevBtn, pageInfo, nextBtn),
   );
 
@@ -118,8 +119,9 @@ export function mount(root, ctx) {
     pollController = new AbortController();
     const ps = AbortSignal.any ? AbortSignal.any([signal, pollController.signal]) : pollController.signal;
     if (!AbortSignal.any) signal.addEventListener('abort', () => pollController.abort(), { once: true });
-    prevBtn.disabled = true;
-    nextBtn.disabled = true;
+    // The buttons stay as they are (a disabled button would drop the focus);
+    // a second Next before the page came does nothing.
+    s.next = '';
     poll(load, REFRESH_MS, ps, ctx.setError);
   }
 
@@ -156,12 +158,17 @@ export function mount(root, ctx) {
       for (const j of jobs) frag.append(makeRow(j, now));
       tbody.replaceChildren(frag);
     }
-    empty.hidden = jobs.length > 0;
+    empty.show(jobs.length === 0);
     prevBtn.disabled = !s.page && !s.prev.length;
     nextBtn.disabled = !next;
     // A page opened from an address has no known number.
     text(pageInfo, s.page && !s.prev.length ? '' : `Page ${s.prev.length + 1}`);
     text(updated, `Updated ${new Date(now).toLocaleTimeString()}`);
+    // For performance checks: when the first page of a query was on screen.
+    if (!s.marked) {
+      s.marked = true;
+      performance.mark('mlengine:jobs-rendered');
+    }
   }
 
   function makeRow(j, now) {
@@ -199,7 +206,7 @@ export function mount(root, ctx) {
       if (!s.project) {
         if (!projects.length) {
           ctx.setError('You may read no project. Ask an operator for a role on one.');
-          empty.hidden = false;
+          empty.show(true);
           return;
         }
         s.project = projects[0].projectId;

@@ -1,7 +1,7 @@
 // A job's log: every replica followed with the long poll (waitSeconds=25)
 // until the job ended, in a virtualised list.
 import { api, isAbort, saveBlob, withQuery } from '../api.js';
-import { h, text } from '../dom.js';
+import { h, presence, text } from '../dom.js';
 import { taskTag } from '../format.js';
 import { LogStore, VirtualList } from '../loglist.js';
 import { poll } from '../poll.js';
@@ -24,7 +24,7 @@ export function mount(root, ctx) {
   const filterReplica = h('select', { id: 'log-filter-replica' }, h('option', { value: '' }, 'All replicas'));
   const firstError = h('button', { id: 'log-first-error', type: 'button', class: 'btn' }, 'First error');
   const download = h('button', { id: 'log-download', type: 'button', class: 'btn' }, 'Download');
-  const ended = h('p', { id: 'log-ended', class: 'muted', hidden: true }, 'The job has ended; this is the whole log.');
+  const ended = presence(h('p', { id: 'log-ended', class: 'muted' }, 'The job has ended; this is the whole log.'));
   const status = h('span', { class: 'muted', role: 'status' });
   const view = h('div', {
     id: 'log-view',
@@ -46,20 +46,11 @@ export function mount(root, ctx) {
       count,
     ),
     view,
-    h('div', { class: 'log-foot' }, ended, status),
+    h('div', { class: 'log-foot' }, ended.node, status),
   );
 
-  const list = new VirtualList(view, store, {
-    onFollowChange: (on) => {
-      follow.checked = on;
-    },
-  });
-  signal.addEventListener('abort', () => list.destroy(), { once: true });
-
-  // Counts and the replica filter follow the store once per frame.
-  const baseRefresh = list.refresh.bind(list);
-  list.refresh = () => {
-    baseRefresh();
+  // Counts and the replica filter follow the store, once per frame at most.
+  const onRefresh = () => {
     const n = store.visible.length;
     const all = store.size;
     text(count, n === all ? `${all} line${all === 1 ? '' : 's'}` : `${n} of ${all} lines`);
@@ -68,6 +59,13 @@ export function mount(root, ctx) {
       filterReplica.append(h('option', { value: t }, `${t} [${taskTag(t)}]`));
     }
   };
+  const list = new VirtualList(view, store, {
+    onFollowChange: (on) => {
+      follow.checked = on;
+    },
+    onRefresh,
+  });
+  signal.addEventListener('abort', () => list.destroy(), { once: true });
 
   follow.addEventListener('change', () => list.setFollow(follow.checked));
   let typing = 0;
@@ -123,7 +121,7 @@ export function mount(root, ctx) {
       if (entries.length) list.push(entries);
       if (res.nextPageToken) pageToken = res.nextPageToken;
       if (res.jobEnded) {
-        ended.hidden = false;
+        ended.show(true);
         await ctx.fetchJob(ps).catch((e) => {
           if (isAbort(e)) throw e;
         });

@@ -1,7 +1,7 @@
 // Hypertune-reported metrics: one chart per tag, one series per replica (and
 // trial), over steps; live every 5 s while the job runs.
 import { api } from '../api.js';
-import { h } from '../dom.js';
+import { h, presence } from '../dom.js';
 import { isTerminal, taskTag } from '../format.js';
 import { chart, chartBox } from '../charts.js';
 import { poll } from '../poll.js';
@@ -25,8 +25,8 @@ export function groupByTag(res) {
 export function mount(root, ctx) {
   const { signal } = ctx;
   const box = h('div', { id: 'metrics-charts', class: 'charts' });
-  const empty = h('p', { id: 'metrics-empty', class: 'empty', hidden: true }, 'No metric has been reported (yet).');
-  root.append(box, empty);
+  const empty = presence(h('p', { id: 'metrics-empty', class: 'empty' }, 'No metric has been reported (yet).'));
+  root.append(box, empty.node);
   const charts = new Map();
   signal.addEventListener('abort', () => charts.forEach((c) => c.chart.destroy()), { once: true });
 
@@ -37,7 +37,7 @@ export function mount(root, ctx) {
       const res = await api(`${ctx.path}/metrics`, { signal: ps });
       ctx.clearError();
       const groups = groupByTag(res);
-      empty.hidden = groups.size > 0;
+      empty.show(groups.size === 0);
       for (const [tag, series] of groups) {
         let c = charts.get(tag);
         if (!c) {
