@@ -225,7 +225,6 @@ test('a failed job shows its reason in #job-error', async () => {
   await waitText(page, '#job-yaml', (t) => t.includes('pythonModule') && t.includes('trainer.task'), 'the trainingInput as YAML');
   await waitText(page, '#job-command', (t) => t.includes('mlengine jobs submit training failing'), 'the equivalent command');
   await waitText(page, '#job-replicas', (t) => t.includes('master-replica-0'), 'the replica');
-  await screenshot(page, 'job');
   await assertClean(o);
 });
 
@@ -241,6 +240,7 @@ test('a waiting job says why in #job-waiting', async () => {
     'the reason');
   if (waiting.jobPosition) assert.ok(reason.includes(String(waiting.jobPosition)), `jobPosition ${waiting.jobPosition} in "${reason}"`);
   assert.equal(await shown(page, '#job-error'), false, '#job-error shown on a QUEUED job');
+  await screenshot(page, 'job');
   await assertClean(o);
 });
 
