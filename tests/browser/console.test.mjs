@@ -137,6 +137,29 @@ test('sign-in: a bad token shows the API message; the operator token lands on th
   assert.deepEqual(cookies, [], 'the console sets no cookie');
   const leaking = [...seen.requests, page.url()].filter((u) => u.includes(server.token) || u.includes(bad) || u.includes('access_token'));
   assert.deepEqual(leaking, [], 'no URL carries the token');
+  await page.locator('#signout').click();
+  await until(() => page.evaluate(() => location.hash.startsWith('#/signin') && sessionStorage.getItem('mlengine.token') === null),
+    { what: '#signout forgets the token and shows the sign-in page', timeout: 5_000, describe: () => page.url() });
+  await assertClean(o);
+});
+
+test('a token that stops working (its user deleted) signs the page out with the API message', async () => {
+  const email = 'leaver@example.com';
+  await server.ok(['admin', 'users', 'create', email]);
+  const token = (await server.ok(['admin', 'users', 'create-token', email, '--lifetime=3600s'])).out.trim();
+  await server.ok(['projects', 'add-iam-policy-binding', P, `--member=user:${email}`, '--role=roles/ml.viewer']);
+  const o = await open(token);
+  const { page } = o;
+  await page.goto(server.consoleUrl(`#/jobs?project=${P}`));
+  await page.locator(rowSel('hello')).waitFor();
+  await server.ok(['admin', 'users', 'delete', email]);
+  const refusal = await server.api('GET', '/mlengine/v1/whoami', { token });
+  assert.equal(refusal.status, 401, refusal.text);
+  // The jobs page refreshes every 2 s: its next call is refused.
+  await until(() => page.evaluate(() => location.hash.startsWith('#/signin')), { what: 'the 401 shows the sign-in page', timeout: 10_000,
+    describe: () => page.url() });
+  await waitText(page, '#signin-error', (t) => t.includes(refusal.json.error.message), "the API's 401 message");
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('mlengine.token')), null, 'the dead token is forgotten');
   await assertClean(o);
 });
 
