@@ -16,7 +16,8 @@
 //     moment #log-count first counts it (a MutationObserver in the page, so
 //     every line is measured although the virtualised list renders only the
 //     visible rows), p50/p95, and the main thread's longest task
-//     (PerformanceObserver 'longtask'). Peer: `mlengine jobs stream-logs` of
+//     (PerformanceObserver 'longtask': tasks over 50 ms) and the longest gap
+//     between two animation frames. Peer: `mlengine jobs stream-logs` of
 //     the same job, run at the same time: lag from a line's time to its
 //     arrival on the CLI's stdout.
 //
@@ -136,6 +137,14 @@ async function logView(server, browser) {
     window.__counts = []; // [Date.now(), N] each time #log-count changes
     window.__longest = 0;
     window.__longtasks = 0;
+    window.__frameGap = 0; // the longest time between two animation frames
+    let lastFrame = 0;
+    const frame = (t) => {
+      if (lastFrame) window.__frameGap = Math.max(window.__frameGap, t - lastFrame);
+      lastFrame = t;
+      requestAnimationFrame(frame);
+    };
+    requestAnimationFrame(frame);
     new PerformanceObserver((list) => {
       for (const e of list.getEntries()) {
         window.__longtasks++;
@@ -157,6 +166,9 @@ async function logView(server, browser) {
   await server.create(L, job, { ...staged.trainingInput, args: ['--delay', '2', '--say', 'starting', '--rate', String(RATE),
     '--over', String(SECONDS)] });
   await page.goto(server.consoleUrl(`#/jobs/${L}/${job}/logs`));
+  await page.locator('#log-view').waitFor();
+  // The page has loaded: from here on, only following counts.
+  await page.evaluate(() => { window.__longest = 0; window.__longtasks = 0; window.__frameGap = 0; });
   const env = { ...server.env, HOME: server.home, MLENGINE_CONFIG: server.serverJson, MLENGINE_PROJECT: L };
   const cliLags = [];
   const cli = new Promise((resolve, reject) => {
@@ -178,8 +190,8 @@ async function logView(server, browser) {
   await page.locator('#log-ended').waitFor({ timeout: 60_000 });
   await cli;
   const entries = await server.logs(L, job);
-  const { counts, longest, longtasks } = await page.evaluate(() => ({ counts: window.__counts, longest: window.__longest,
-    longtasks: window.__longtasks }));
+  const { counts, longest, longtasks, frameGap } = await page.evaluate(() => ({ counts: window.__counts, longest: window.__longest,
+    longtasks: window.__longtasks, frameGap: window.__frameGap }));
   await context.close();
   // Entry k (in the API's order) appeared when #log-count first reached k + 1.
   const pageLags = [];
@@ -198,7 +210,8 @@ async function logView(server, browser) {
   const cp95 = pct(cliLags, 95);
   console.log(`a job printing ${RATE} lines/s for ${SECONDS} s (${lines} lines); lag = shown - printed`);
   console.log(`${''.padEnd(40)} ${'p50 ms'.padStart(9)} ${'p95 ms'.padStart(9)}`);
-  console.log(`${'log view (#log-count)'.padEnd(40)} ${fmt(pp50)} ${fmt(pp95)}   longest task ${longest.toFixed(0)} ms (${longtasks} over 50 ms)`);
+  const tasks = longtasks ? `longest task ${longest.toFixed(0)} ms (${longtasks} over 50 ms)` : 'no task over 50 ms';
+  console.log(`${'log view (#log-count)'.padEnd(40)} ${fmt(pp50)} ${fmt(pp95)}   ${tasks}; longest frame ${frameGap.toFixed(0)} ms`);
   console.log(`${'peer: mlengine jobs stream-logs'.padEnd(40)} ${fmt(cp50)} ${fmt(cp95)}   (${cliLags.length} lines)`);
   console.log(`${'ratio page / CLI'.padEnd(40)} ${fmt(pp50 / cp50, 2)} ${fmt(pp95 / cp95, 2)}`);
 }
