@@ -13,6 +13,8 @@
 #include "api/http_server.h"
 #include "api/route_table.h"
 #include "iam/iam_service.h"
+#include "service/cluster_view.h"
+#include "service/job_runs.h"
 #include "service/job_service.h"
 #include "service/log_service.h"
 #include "service/quota_service.h"
@@ -46,6 +48,8 @@ struct Services {
   iam::IamService& iam;
   service::QuotaService& quotas;
   service::StudyService& studies;
+  const service::JobRuns& runs;
+  const service::ClusterService& cluster;
 };
 
 using HandlerFn = void (*)(const Services&, const Call&, Responder);
@@ -60,6 +64,7 @@ HttpResponse Fail(const absl::Status& s, bool pretty);
 // discovery method ids.
 namespace iam_routes {
 void GetProject(const Services&, const Call&, Responder);            // cloudresourcemanager.projects.get
+void ListProjects(const Services&, const Call&, Responder);          // ...projects.list (those the caller may get)
 void GetProjectPolicy(const Services&, const Call&, Responder);      // ...projects.getIamPolicy
 void SetProjectPolicy(const Services&, const Call&, Responder);      // ...projects.setIamPolicy
 void TestProjectPermissions(const Services&, const Call&, Responder);
@@ -85,7 +90,16 @@ void GetQuotas(const Services&, const Call&, Responder);
 void SetQuotas(const Services&, const Call&, Responder);
 void ResetQuotas(const Services&, const Call&, Responder);
 void GetProjectQuotas(const Services&, const Call&, Responder);  // a project's own, for its members
+void WhoAmI(const Services&, const Call&, Responder);            // the caller's principal (mlengine.whoami)
 }  // namespace iam_routes
+
+// The read-only views the web console needs beyond the ml API
+// (console_routes.cc): mlengine's own methods.
+namespace console_routes {
+void JobReplicas(const Services&, const Call&, Responder);  // mlengine.projects.jobs.replicas
+void JobMetrics(const Services&, const Call&, Responder);   // mlengine.projects.jobs.metrics
+void GetCluster(const Services&, const Call&, Responder);   // mlengine.cluster.get
+}  // namespace console_routes
 
 // The handlers of the study API and projects.locations (study_routes.cc),
 // named by their discovery method ids (ml.projects.locations...).

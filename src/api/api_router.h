@@ -21,8 +21,9 @@ namespace mle::api {
 class ApiRouter {
  public:
   ApiRouter(service::JobService& jobs, service::LogService& logs, iam::IamService& iam,
-            service::QuotaService& quotas, service::StudyService& studies)
-      : services_{jobs, logs, iam, quotas, studies}, gate_(iam) {}
+            service::QuotaService& quotas, service::StudyService& studies, const service::JobRuns& runs,
+            const service::ClusterService& cluster)
+      : services_{jobs, logs, iam, quotas, studies, runs, cluster}, gate_(iam) {}
   void Handle(HttpRequest request, Responder respond) const;
 
   // The body of an error the HTTP layer produces itself (413, malformed).

@@ -567,6 +567,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void SetCommonHeaders(Response& res, const HttpResponse* from = nullptr) const {
     res.set(http::field::server, "mlengined");
     res.set(kRequestIdHeader, request_id_);
+    // No browser may guess a type other than the one sent (a JSON error, an
+    // object's bytes): every response, whoever produced it.
+    res.set("X-Content-Type-Options", "nosniff");
     if (from != nullptr) {
       for (const auto& [name, value] : from->headers) res.set(name, value);
     }

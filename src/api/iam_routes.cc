@@ -12,6 +12,8 @@
 #include "codec/iam_codec.h"
 #include "common/status.h"
 #include "common/time_format.h"
+#include "iam/roles.h"
+#include "service/project_list.h"
 
 namespace mle::api::iam_routes {
 namespace {
@@ -80,18 +82,47 @@ absl::Status JobExists(const Services& s, const Call& call) {
 
 // ---- cloudresourcemanager v1 ----
 
+namespace {
+
+// A Project as cloudresourcemanager v1 renders it.
+json EncodeProject(const model::Project& p) {
+  return {{"projectId", p.id},
+          {"projectNumber", std::to_string(p.number)},
+          {"name", p.id},
+          {"lifecycleState", "ACTIVE"},
+          {"createTime", common::FormatRfc3339(p.create_time)}};
+}
+
+}  // namespace
+
 void GetProject(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
   s.jobs.GetConfig(call.Var("project"), [respond, pretty](absl::StatusOr<model::Project> p) {
     if (!p.ok()) return respond(Fail(p.status(), pretty));
-    respond(Render({{"projectId", p->id},
-                    {"projectNumber", std::to_string(p->number)},
-                    {"name", p->id},
-                    {"lifecycleState", "ACTIVE"},
-                    {"createTime", common::FormatRfc3339(p->create_time)}},
-                   pretty));
+    respond(Render(EncodeProject(*p), pretty));
   });
+}
+
+void ListProjects(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {"filter", "pageSize", "pageToken"}); !st.ok()) return respond(Fail(st, pretty));
+  service::ListProjectsRequest request;
+  request.filter = call.Param("filter");
+  request.page_token = call.Param("pageToken");
+  if (const std::string size = call.Param("pageSize"); !size.empty() && !absl::SimpleAtoi(size, &request.page_size)) {
+    return respond(Fail(BadParam("pageSize", absl::StrCat("must be an integer, got \"", size, "\"")), pretty));
+  }
+  const iam::Principal& caller = call.caller;
+  auto page = service::ListProjectsPage(s.jobs.ListProjects(), request, [&](const model::Project& p) {
+    return s.iam.Authorize(caller, iam::perm::kProjectsGet, iam::Resource::Project(p.id)).ok();
+  });
+  if (!page.ok()) return respond(Fail(page.status(), pretty));
+  json projects = json::array();
+  for (const auto& p : page->projects) projects.push_back(EncodeProject(p));
+  json out = {{"projects", std::move(projects)}};
+  if (!page->next_page_token.empty()) out["nextPageToken"] = page->next_page_token;
+  respond(Render(out, pretty));
 }
 
 void GetProjectPolicy(const Services& s, const Call& call, Responder respond) {
@@ -378,6 +409,14 @@ void GetProjectQuotas(const Services& s, const Call& call, Responder respond) {
                   {"regions", regions},
                   {"share", weight == settings.shares.end() ? 1 : weight->second}},
                  call.pretty));
+}
+
+// ---- mlengine's own ----
+
+void WhoAmI(const Services&, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  respond(Render({{"principal", call.caller.Member()}, {"operator", call.caller.IsOperator()}}, pretty));
 }
 
 }  // namespace mle::api::iam_routes

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -159,6 +160,13 @@ struct Job {
 // The id of the job that runs trial `trial_id` of tuning job `parent`.
 inline std::string TrialJobId(const std::string& parent, const std::string& trial_id) {
   return parent + "." + trial_id;
+}
+// The tuning job and trial a trial's job id names ("JOB.3" -> {"JOB", "3"});
+// nullopt for the id of a job of its own.
+inline std::optional<std::pair<std::string, std::string>> SplitTrialJobId(const std::string& job_id) {
+  const size_t dot = job_id.rfind('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == job_id.size()) return std::nullopt;
+  return std::make_pair(job_id.substr(0, dot), job_id.substr(dot + 1));
 }
 // A trial's job, run for a tuning job.
 inline bool IsTrialJob(const Job& job) { return !job.trial_of.empty(); }

@@ -198,6 +198,36 @@ LogLine ParseLogLine(absl::string_view line) {
   return out;
 }
 
+namespace {
+
+// Strings as hypertune writes them; plain numbers from other writers too.
+bool MetricNumber(const nlohmann::json& v, double* d) {
+  if (v.is_number()) {
+    *d = v.get<double>();
+    return true;
+  }
+  return v.is_string() && absl::SimpleAtod(v.get<std::string>(), d);
+}
+
+// The report of `value` on the line `o`; nullopt when it is not a finite number.
+std::optional<MetricReport> ReportOf(const nlohmann::json& o, const nlohmann::json& value) {
+  MetricReport r;
+  if (!MetricNumber(value, &r.value) || !std::isfinite(r.value)) return std::nullopt;
+  if (auto step = o.find("global_step"); step != o.end()) {
+    double s = 0;
+    if (MetricNumber(*step, &s) && std::isfinite(s)) r.step = static_cast<int64_t>(s);
+  }
+  if (auto ts = o.find("timestamp"); ts != o.end()) MetricNumber(*ts, &r.timestamp);
+  return r;
+}
+
+// The keys of a report line that are not metric tags.
+bool IsReportField(const std::string& key) {
+  return key == "global_step" || key == "timestamp" || key == "trial" || key == "checkpoint_path";
+}
+
+}  // namespace
+
 std::vector<MetricReport> ParseMetricReports(absl::string_view text, const std::string& tag) {
   std::vector<MetricReport> out;
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
@@ -205,22 +235,20 @@ std::vector<MetricReport> ParseMetricReports(absl::string_view text, const std::
     if (!o.is_object()) continue;
     auto value = o.find(tag);
     if (value == o.end()) continue;
-    MetricReport r;
-    // Strings as hypertune writes them; plain numbers from other writers too.
-    auto number = [](const nlohmann::json& v, double* d) {
-      if (v.is_number()) {
-        *d = v.get<double>();
-        return true;
-      }
-      return v.is_string() && absl::SimpleAtod(v.get<std::string>(), d);
-    };
-    if (!number(*value, &r.value) || !std::isfinite(r.value)) continue;
-    if (auto step = o.find("global_step"); step != o.end()) {
-      double s = 0;
-      if (number(*step, &s) && std::isfinite(s)) r.step = static_cast<int64_t>(s);
+    if (auto r = ReportOf(o, *value)) out.push_back(*r);
+  }
+  return out;
+}
+
+std::map<std::string, std::vector<MetricReport>> ParseAllMetricReports(absl::string_view text) {
+  std::map<std::string, std::vector<MetricReport>> out;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
+    const nlohmann::json o = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!o.is_object()) continue;
+    for (const auto& [key, value] : o.items()) {
+      if (IsReportField(key)) continue;
+      if (auto r = ReportOf(o, value)) out[key].push_back(*r);
     }
-    if (auto ts = o.find("timestamp"); ts != o.end()) number(*ts, &r.timestamp);
-    out.push_back(r);
   }
   return out;
 }
@@ -230,6 +258,13 @@ absl::StatusOr<std::vector<MetricReport>> ReadMetricReports(const std::string& p
   if (absl::IsNotFound(text.status())) return std::vector<MetricReport>{};
   if (!text.ok()) return text.status();
   return ParseMetricReports(*text, tag);
+}
+
+absl::StatusOr<std::map<std::string, std::vector<MetricReport>>> ReadAllMetricReports(const std::string& path) {
+  auto text = ReadFile(path);
+  if (absl::IsNotFound(text.status())) return std::map<std::string, std::vector<MetricReport>>{};
+  if (!text.ok()) return text.status();
+  return ParseAllMetricReports(*text);
 }
 
 }  // namespace mle::rundir

@@ -17,6 +17,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include "absl/strings/string_view.h"
@@ -99,5 +100,9 @@ struct MetricReport {
 std::vector<MetricReport> ParseMetricReports(absl::string_view text, const std::string& tag);
 // Empty when the file does not exist (nothing reported yet).
 absl::StatusOr<std::vector<MetricReport>> ReadMetricReports(const std::string& path, const std::string& tag);
+// Every tag's reports (every key of a line but global_step, timestamp,
+// trial and checkpoint_path), each in file order, with the same leniency.
+std::map<std::string, std::vector<MetricReport>> ParseAllMetricReports(absl::string_view text);
+absl::StatusOr<std::map<std::string, std::vector<MetricReport>>> ReadAllMetricReports(const std::string& path);
 
 }  // namespace mle::rundir

@@ -194,6 +194,7 @@ void Scheduler::Handle(const Event& e) {
     it->second.running = true;
     it->second.waiting = false;
     it->second.running_since = clock_.Now();
+    SetView(st->key, true, false);
     if (!it->second.stop_requested) recorder_.Record(st->key, {JobState::kRunning, "", true});
   } else if (const auto* en = std::get_if<EndedEvent>(&e)) {
     OnEnded(*en);
@@ -203,11 +204,13 @@ void Scheduler::Handle(const Event& e) {
     if (!it->second.waiting) it->second.enqueue_time = clock_.Now();  // requeued: wait again
     it->second.waiting = true;
     it->second.running = false;
+    SetView(w->key, false, true);
     recorder_.Record(w->key, {JobState::kQueued, w->reason, true});
   } else if (const auto* p = std::get_if<PreparingEvent>(&e)) {
     auto it = active_.find(p->key);
     if (it == active_.end() || it->second.stop_requested) return;
     it->second.waiting = false;
+    SetView(p->key, false, false);
     recorder_.Record(p->key, {JobState::kPreparing, "", true});
   } else if (const auto* l = std::get_if<LaunchEvent>(&e)) {
     OnLaunch(*l);
@@ -325,13 +328,22 @@ Scheduler::Active& Scheduler::Hold(const JobKey& key, Active a) {
   ProjectHolding& holding = holdings_[key.project];
   holding.total.Add(a.amounts);
   holding.by_region[a.region].Add(a.amounts);
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    placed_view_[key] = {a.placement, a.running, a.waiting};
+  }
   return active_[key] = std::move(a);
 }
 
 Scheduler::Active Scheduler::Release(std::map<JobKey, Active>::iterator it) {
   Active a = std::move(it->second);
-  const std::string project = it->first.project;
+  const JobKey key = it->first;
+  const std::string& project = key.project;
   active_.erase(it);
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    placed_view_.erase(key);
+  }
   usage_.Remove(a.demand, a.placement);
   auto holding = holdings_.find(project);
   holding->second.total.Subtract(a.amounts);
@@ -499,6 +511,28 @@ void Scheduler::OnTick() {
   }
   for (const auto& [key, reason] : overdue) Stop(key, reason);
   TryPlace();
+}
+
+void Scheduler::SetView(const JobKey& key, bool running, bool waiting) {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  auto it = placed_view_.find(key);
+  if (it == placed_view_.end()) return;
+  it->second.running = running;
+  it->second.waiting = waiting;
+}
+
+SchedulerSnapshot Scheduler::Snapshot() const {
+  SchedulerSnapshot out;
+  out.inventory = options_.inventory;
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  for (const auto& [project, queue] : queues_) out.projects[project].queued += static_cast<int64_t>(queue.size());
+  out.jobs.reserve(placed_view_.size());
+  for (const auto& [key, view] : placed_view_) {
+    out.jobs.push_back({key, view.placement, view.running});
+    if (view.running) ++out.projects[key.project].running;
+    if (view.waiting) ++out.projects[key.project].queued;
+  }
+  return out;
 }
 
 std::optional<int64_t> Scheduler::QueuePosition(const JobKey& key) const {

@@ -86,6 +86,23 @@ struct SchedulerOptions {
   Shares shares;  // by default: every project weighs 1
 };
 
+// What the scheduler holds at one moment, for the cluster view (read-only).
+struct SchedulerSnapshot {
+  struct PlacedJob {
+    JobKey key;
+    model::Placement placement;  // empty for an executor that places jobs itself
+    bool running = false;        // started (not preparing, not waiting in the executor's queue)
+  };
+  struct ProjectCounts {
+    int64_t queued = 0;   // waiting here, or in the executor's own queue
+    int64_t running = 0;
+    bool operator==(const ProjectCounts&) const = default;
+  };
+  model::Inventory inventory;
+  std::vector<PlacedJob> jobs;  // every job holding resources, by key
+  std::map<std::string, ProjectCounts> projects;  // projects with a job queued or running
+};
+
 class Scheduler final : public executor::ExecutorEvents {
  public:
   // `executor` may be null: jobs then wait in the queue (used by tests of the
@@ -135,6 +152,10 @@ class Scheduler final : public executor::ExecutorEvents {
 
   // Processes every posted event now, on the calling thread (tests).
   void RunPending();
+
+  // The inventory, every placed job and the counts per project, consistent
+  // with each other (taken under the queue's lock; O(jobs placed + projects)).
+  SchedulerSnapshot Snapshot() const;
 
   // 1-based place in its project's queue (priority, then age; between
   // projects fair share decides); nullopt when not queued.
@@ -195,6 +216,8 @@ class Scheduler final : public executor::ExecutorEvents {
   // caller keeps active_keys_).
   Active& Hold(const JobKey& key, Active a);
   Active Release(std::map<JobKey, Active>::iterator it);
+  // Keeps placed_view_ in step with a job's running and waiting flags.
+  void SetView(const JobKey& key, bool running, bool waiting);
   std::vector<HeldJob> HeldJobs() const;
   void TryPlace();
   void Stop(const JobKey& key, const std::string& reason);
@@ -223,6 +246,14 @@ class Scheduler final : public executor::ExecutorEvents {
   std::map<JobKey, Queued> queued_;
   std::set<JobKey> active_keys_;  // keys of active_, for Submit on other threads
   std::map<std::string, int32_t> shapes_;  // demands numbered for the planner (QueuedJob::shape)
+  // What Snapshot reports of the active jobs: a copy the event-processing
+  // thread keeps up to date (Hold, Release, started, waiting).
+  struct PlacedView {
+    model::Placement placement;
+    bool running = false;
+    bool waiting = false;
+  };
+  std::map<JobKey, PlacedView> placed_view_;
 
   // What Admit and the getters read (guarded by policy_mu_); the loop
   // keeps its own copy below, replaced by a PolicyEvent.

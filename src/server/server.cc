@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "api/api_router.h"
+#include "api/console_endpoint.h"
 #include "api/dispatch.h"
 #include "api/http_server.h"
 #include "api/metrics_endpoint.h"
@@ -35,6 +36,8 @@
 #include "containers/podman.h"
 #include "containers/resolver.h"
 #include "service/job_credentials.h"
+#include "service/cluster_view.h"
+#include "service/job_runs.h"
 #include "service/job_service.h"
 #include "common/subprocess.h"
 #include "service/job_studies.h"
@@ -78,17 +81,32 @@ std::string CurrentUserName() {
   return std::to_string(uid);
 }
 
-// Where mlengine's helper files are, relative to this executable: the build
-// tree (build/src/server/mlengined) or an installed layout.
-fs::path FindBeside(const std::string& argv0, const std::vector<std::string>& candidates) {
+// The directory of this executable (the build tree's build/src/server, or an
+// installed bin/).
+fs::path ExecutableDirectory(const std::string& argv0) {
   std::error_code ec;
   fs::path self = fs::canonical("/proc/self/exe", ec);
   if (ec) self = fs::absolute(argv0);
+  return self.parent_path();
+}
+
+// Where mlengine's helper files are, relative to this executable: the build
+// tree (build/src/server/mlengined) or an installed layout.
+fs::path FindBeside(const std::string& argv0, const std::vector<std::string>& candidates) {
+  const fs::path dir = ExecutableDirectory(argv0);
   for (const auto& c : candidates) {
-    fs::path p = (self.parent_path() / c).lexically_normal();
+    fs::path p = (dir / c).lexically_normal();
     if (fs::exists(p)) return p;
   }
   return {};
+}
+
+// The web console's directory: the configured one (relative to the working
+// directory), else `console` beside this executable (where the front end's
+// build puts it: build/src/server/console); "" when disabled.
+std::string ConsoleDirectory(const std::optional<std::string>& configured, const std::string& argv0) {
+  if (configured) return configured->empty() ? "" : fs::absolute(*configured).lexically_normal().string();
+  return (ExecutableDirectory(argv0) / "console").string();
 }
 
 }  // namespace
@@ -118,8 +136,11 @@ struct Server::Parts {
   std::unique_ptr<service::QuotaService> quotas;
   std::unique_ptr<service::StudyService> studies;
   std::unique_ptr<service::TuningJobStudies> job_studies;
+  std::unique_ptr<service::JobRuns> job_runs;
+  std::unique_ptr<service::ClusterService> cluster;
   std::unique_ptr<api::ApiRouter> router;
   std::unique_ptr<api::MetricsEndpoint> metrics;
+  std::unique_ptr<api::ConsoleEndpoint> console;
   std::unique_ptr<buckets::BucketStore> bucket_store;
   std::unique_ptr<api::StorageRouter> storage;
   bool stopped = false;
@@ -130,9 +151,12 @@ struct Server::Parts {
     // (they hold the routers), the store last (it drains its writer).
     http.reset();
     storage.reset();
+    console.reset();
     metrics.reset();
     router.reset();
     studies.reset();
+    cluster.reset();
+    job_runs.reset();
     logs.reset();
     quotas.reset();
     scheduler.reset();
@@ -333,9 +357,21 @@ absl::Status Server::Parts::Build() {
   if (auto s = studies->Recover(); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("cannot recover studies: ", s.message()));
   }
-  router = std::make_unique<api::ApiRouter>(*jobs, *logs, *iam, *quotas, *studies);
+  job_runs = std::make_unique<service::JobRuns>(*jobs, runs.string());
+  service::ClusterOptions cluster_options;
+  cluster_options.executor = options.executor;
+  cluster_options.runs_dir = runs.string();
+  if (slurm_executor) {
+    for (const auto& node : slurm_executor->nodes()) {
+      cluster_options.hosts.push_back({executor::slurm::HostOfNode(node, config.slurm.settings), node.state});
+    }
+  }
+  cluster = std::make_unique<service::ClusterService>(*scheduler, std::move(cluster_options));
+  router = std::make_unique<api::ApiRouter>(*jobs, *logs, *iam, *quotas, *studies, *job_runs, *cluster);
   metrics = std::make_unique<api::MetricsEndpoint>(*jobs, *iam, options.metrics_access);
-  http->Serve(api::Dispatch(*router, *storage, *metrics));
+  console = std::make_unique<api::ConsoleEndpoint>(ConsoleDirectory(config.console_dir, options.executable));
+  obs::Log("server").info("{}", console->Describe());
+  http->Serve(api::Dispatch(*router, *storage, *metrics, *console));
 
   // Where clients (the mlengine CLI) find this server.
   const std::string server_json = absl::StrCat("{\"endpoint\": \"", endpoint, "\", \"token_file\": \"",

@@ -113,6 +113,10 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
       }
     }
     config.cancel_grace_seconds = root["cancel_grace_seconds"].as<int>(config.cancel_grace_seconds);
+    if (auto console = root["console_dir"]) {
+      // `console_dir:` with no value is an empty string too: no console.
+      config.console_dir = console.IsNull() ? "" : console.as<std::string>();
+    }
     if (auto c = root["containers"]) {
       containers::ContainerSettings& cs = config.containers;
       cs.enabled = c["enabled"].as<bool>(true);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ struct ServerConfig {
   scheduler::Quotas quotas;  // `quotas:` (defaults, projects.<p>.<region>)
   scheduler::Shares shares;  // `shares:` (fair-share weight by project)
   containers::ContainerSettings containers;  // `containers:` (custom container jobs)
+  // `console_dir:` the web console's files; nullopt: `console` beside the
+  // mlengined executable; "": no console.
+  std::optional<std::string> console_dir;
 };
 
 // Reads the file; an empty path gives the built-in defaults (the runtime

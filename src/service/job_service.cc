@@ -121,6 +121,14 @@ void JobService::GetConfig(const std::string& project,
   });
 }
 
+std::vector<model::Project> JobService::ListProjects() const {
+  std::shared_lock lock(mu_);
+  std::vector<model::Project> out;
+  out.reserve(projects_.size());
+  for (const auto& [id, project] : projects_) out.push_back(project);
+  return out;
+}
+
 std::optional<model::Project> JobService::FindProject(const std::string& id) const {
   std::shared_lock lock(mu_);
   auto it = projects_.find(id);

@@ -107,6 +107,10 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   };
   JobCounts CountJobs() const;
 
+  // Every project mlengine knows (registered by getConfig or a first job),
+  // by id. O(projects).
+  std::vector<model::Project> ListProjects() const;
+
   // iam::ProjectDirectory
   std::optional<model::Project> FindProject(const std::string& id) const override;
   std::optional<model::Project> FindProjectByNumber(int64_t number) const override;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "service/job_runs.h"
 
 namespace mle::service {
 
@@ -36,28 +37,10 @@ absl::StatusOr<LogResult> LogService::ReadOnce(const std::string& project, const
   if (!job.ok()) return job.status();
   const bool final_state = model::IsTerminal(job->state);
   // A tuning job's log is its trials'.
-  std::vector<logs::LogSource> sources;
-  if (model::IsTuningJob(*job)) {
-    for (const auto& trial : jobs_.TrialJobsOf({project, job_id})) {
-      if (request.trial_id.empty() || request.trial_id == trial.trial_id) sources.push_back({trial.job_id, trial.trial_id});
-    }
-    if (!request.trial_id.empty() && sources.empty()) {
-      const bool known = job->training_output && std::any_of(job->training_output->trials.begin(),
-                                                             job->training_output->trials.end(),
-                                                             [&](const auto& t) { return t.trial_id == request.trial_id; });
-      if (!known) {
-        return absl::NotFoundError(absl::StrCat("Job projects/", project, "/jobs/", job_id, " has no trial ",
-                                                request.trial_id, "."));
-      }
-    }
-  } else if (!request.trial_id.empty()) {
-    return common::InvalidArgumentWithViolations(
-        "Invalid request.", {{"trialId", absl::StrCat("job ", job_id, " is not a hyperparameter tuning job")}});
-  } else {
-    sources.push_back({job_id, ""});
-  }
-  const std::string token = request.page_token == "end" ? reader_.EndToken(project, sources) : request.page_token;
-  auto page = reader_.Read(project, sources, token, request.task_name, kPageEntries);
+  auto sources = RunSourcesOf(jobs_, project, *job, request.trial_id);
+  if (!sources.ok()) return sources.status();
+  const std::string token = request.page_token == "end" ? reader_.EndToken(project, *sources) : request.page_token;
+  auto page = reader_.Read(project, *sources, token, request.task_name, kPageEntries);
   if (!page.ok()) return page.status();
   LogResult result;
   result.job_ended = final_state && page->at_end;

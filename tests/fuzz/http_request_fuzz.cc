@@ -6,9 +6,9 @@
 // SHA-256, after the storage router's early check), and handed to Dispatch:
 // the ml v1 ApiRouter over a real JobService, Scheduler (no executor: jobs
 // stay queued) and LogService, the StorageRouter over a real BucketStore in
-// a temporary directory, and /metrics. Only the store of jobs is a fake:
-// MemoryStore keeps them in memory and makes a commit durable when the
-// harness drains it. Requests come from loopback (as the tests' clients).
+// a temporary directory, /metrics and /console/ (an absent directory). Only
+// the store of jobs is a fake: MemoryStore keeps them in memory and makes a
+// commit durable when the harness drains it. Requests come from loopback (as the tests' clients).
 //
 // Not covered: the socket, timeouts, 100-continue, request ids, the access
 // log and writing responses (HttpServer's Session).
@@ -44,6 +44,7 @@
 #include "iam/iam_service.h"
 #include "service/quota_service.h"
 #include "service/study_service.h"
+#include "api/console_endpoint.h"
 #include "api/dispatch.h"
 #include "api/metrics_endpoint.h"
 #include "api/storage_router.h"
@@ -53,6 +54,8 @@
 #include "db/store.h"
 #include "logs/log_store.h"
 #include "scheduler/scheduler.h"
+#include "service/cluster_view.h"
+#include "service/job_runs.h"
 #include "service/job_service.h"
 #include "service/log_service.h"
 #include "validate/validate.h"
@@ -179,15 +182,18 @@ class Server {
         quotas_(store_, scheduler_, {}),
         studies_(store_, clock_, mle::validate::Config::Defaults().regions,
                  mle::validate::Config::Defaults().tpu_regions),
-        api_(service_, logs_, iam_, quotas_, studies_),
-        metrics_(service_, iam_, mle::api::MetricsAccess::kLoopback) {
+        runs_(service_, (Root() / "runs").string()),
+        cluster_(scheduler_, {"none", {}, (Root() / "runs").string()}),
+        api_(service_, logs_, iam_, quotas_, studies_, runs_, cluster_),
+        metrics_(service_, iam_, mle::api::MetricsAccess::kLoopback),
+        console_((Root() / "console").string()) {
     std::error_code ec;
     fs::remove_all(Root() / "buckets", ec);
     auto buckets = mle::buckets::BucketStore::Open((Root() / "buckets").string());
     if (!buckets.ok()) Fail("BucketStore::Open: " + buckets.status().ToString());
     buckets_ = *std::move(buckets);
     storage_ = std::make_unique<mle::api::StorageRouter>(*buckets_, iam_, /*workers=*/1);
-    handler_ = mle::api::Dispatch(api_, *storage_, metrics_);
+    handler_ = mle::api::Dispatch(api_, *storage_, metrics_, console_);
     service_.AttachScheduler(&scheduler_);
     service_.AttachIam(&iam_);
     iam_.AttachProjects(&service_);
@@ -233,8 +239,11 @@ class Server {
   mle::iam::IamService iam_;
   mle::service::QuotaService quotas_;
   mle::service::StudyService studies_;
+  mle::service::JobRuns runs_;
+  mle::service::ClusterService cluster_;
   mle::api::ApiRouter api_;
   mle::api::MetricsEndpoint metrics_;
+  mle::api::ConsoleEndpoint console_;
   std::unique_ptr<mle::buckets::BucketStore> buckets_;
   std::unique_ptr<mle::api::StorageRouter> storage_;
   mle::api::Handler handler_;

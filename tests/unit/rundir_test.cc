@@ -172,5 +172,34 @@ TEST(FileIoTest, FailuresAreStatusesNamingThePath) {
   EXPECT_EQ(CreateDirectories(dir / "a/file/sub").code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// Every tag of a hypertune file, as hypertune.py writes it and as other
+// writers might: values as strings or numbers; foreign lines skipped.
+TEST(MetricReportsTest, EveryTagOfTheFile) {
+  const std::string text =
+      R"({"accuracy": "0.5", "checkpoint_path": "", "global_step": "10", "timestamp": 1700000000.5, "trial": "3"})"
+      "\n"
+      R"({"loss": 1.25, "global_step": 20, "timestamp": 1700000001})"
+      "\n"
+      "not json\n"
+      R"({"accuracy": "nan", "global_step": "30"})"
+      "\n"
+      R"({"accuracy": "0.75", "loss": "0.5", "global_step": "40", "timestamp": 1700000002})"
+      "\n"
+      R"([1, 2])"
+      "\n"
+      R"({"accuracy": "high", "global_step": "50"})"
+      "\n";
+  const auto all = ParseAllMetricReports(text);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all.at("accuracy"),
+            (std::vector<MetricReport>{{10, 0.5, 1700000000.5}, {40, 0.75, 1700000002}}));
+  EXPECT_EQ(all.at("loss"), (std::vector<MetricReport>{{20, 1.25, 1700000001}, {40, 0.5, 1700000002}}));
+  // The one-tag reader agrees with it.
+  EXPECT_EQ(ParseMetricReports(text, "accuracy"), all.at("accuracy"));
+  EXPECT_TRUE(ParseAllMetricReports("").empty());
+  TempDir dir;
+  EXPECT_TRUE(ReadAllMetricReports(dir / "absent").value().empty());
+}
+
 }  // namespace
 }  // namespace mle::rundir

@@ -195,6 +195,36 @@ TEST_F(SchedulerTest, HigherPriorityFirstAndTheNextStartsWhenOneEnds) {
   EXPECT_EQ(recorder_.refused, 0);
 }
 
+// The cluster view's snapshot follows the jobs: placed (preparing), running,
+// ended; the queue counted per project.
+TEST_F(SchedulerTest, SnapshotShowsPlacementsAndCountsPerProject) {
+  using Counts = SchedulerSnapshot::ProjectCounts;
+  scheduler_->Submit(Job("a"));
+  scheduler_->Submit(JobOf("q", "b", 1));
+  Settle();
+  SchedulerSnapshot snap = scheduler_->Snapshot();
+  ASSERT_EQ(snap.inventory.hosts.size(), 1u);
+  ASSERT_EQ(snap.jobs.size(), 1u);
+  EXPECT_EQ(snap.jobs[0].key, (JobKey{"p", "a"}));
+  EXPECT_EQ(snap.jobs[0].placement.replicas.at("master-replica-0").host, "localhost");
+  EXPECT_FALSE(snap.jobs[0].running);  // preparing: neither queued nor running
+  EXPECT_EQ(snap.projects, (std::map<std::string, Counts>{{"q", {1, 0}}}));
+
+  scheduler_->JobStarted({"p", "a"});
+  Settle();
+  snap = scheduler_->Snapshot();
+  ASSERT_EQ(snap.jobs.size(), 1u);
+  EXPECT_TRUE(snap.jobs[0].running);
+  EXPECT_EQ(snap.projects, (std::map<std::string, Counts>{{"p", {0, 1}}, {"q", {1, 0}}}));
+
+  scheduler_->JobEnded({"p", "a"}, executor::Outcome::kSucceeded, "");
+  Settle();
+  snap = scheduler_->Snapshot();
+  ASSERT_EQ(snap.jobs.size(), 1u);
+  EXPECT_EQ(snap.jobs[0].key, (JobKey{"q", "b"}));
+  EXPECT_TRUE(snap.projects.empty());
+}
+
 TEST_F(SchedulerTest, ACancelBeforeTheStartIsDurableNeverLaunches) {
   scheduler_->Submit(Job("a"));
   scheduler_->RunPending();  // PREPARING recorded, not yet durable

@@ -300,5 +300,41 @@ TEST(SinfoTest, ParsesTheTestClusterAndGres) {
   EXPECT_FALSE(ParseNodesJson(R"({"nodes":[{"cpus":2}]})").ok());
 }
 
+// Nodes as the cluster view shows them: GPUs one by one from their GRES,
+// the TPU type from the node's feature.
+TEST(HostOfNodeTest, GpusAndTpusFromTheGres) {
+  SlurmSettings settings;
+  settings.gpu_gres_types = {{"NVIDIA_TESLA_T4", "t4"}};
+  settings.tpu_simulated = true;
+  SlurmNode gpu_node;
+  gpu_node.name = "gpu1";
+  gpu_node.cpus = 16;
+  gpu_node.memory_mib = 64000;
+  gpu_node.gres = {{"gpu", 3}, {"gpu:t4", 2}};
+  const model::Host gpu = HostOfNode(gpu_node, settings);
+  EXPECT_EQ(gpu.name, "gpu1");
+  EXPECT_EQ(gpu.cpu_milli, 16000);
+  EXPECT_EQ(gpu.memory_mib, 64000);
+  ASSERT_EQ(gpu.gpus.size(), 3u);
+  EXPECT_EQ(gpu.gpus[0].index, 0);
+  EXPECT_EQ(gpu.gpus[0].model, "t4");
+  EXPECT_EQ(gpu.gpus[0].type, "NVIDIA_TESLA_T4");
+  EXPECT_EQ(gpu.gpus[2].index, 2);
+  EXPECT_EQ(gpu.gpus[2].model, "");
+  EXPECT_EQ(gpu.tpu_type, "");
+  EXPECT_FALSE(gpu.simulated);
+
+  SlurmNode tpu_node;
+  tpu_node.name = "tpuhost1";
+  tpu_node.cpus = 2;
+  tpu_node.gres = {{"tpu", 8}};
+  EXPECT_EQ(HostOfNode(tpu_node, settings).tpu_type, "TPU");
+  tpu_node.features = {"tpu_v3"};
+  const model::Host tpu = HostOfNode(tpu_node, settings);
+  EXPECT_EQ(tpu.tpu_type, "TPU_V3");
+  EXPECT_TRUE(tpu.simulated);
+  EXPECT_TRUE(tpu.gpus.empty());
+}
+
 }  // namespace
 }  // namespace mle::executor::slurm

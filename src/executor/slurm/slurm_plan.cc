@@ -239,6 +239,40 @@ std::string DescribeNodes(const std::vector<SlurmNode>& nodes) {
   return absl::StrCat(nodes.size(), " node", nodes.size() == 1 ? "" : "s", ": ", absl::StrJoin(items, "; "));
 }
 
+model::Host HostOfNode(const SlurmNode& node, const SlurmSettings& settings) {
+  model::Host host;
+  host.name = node.name;
+  host.cpu_milli = int64_t{node.cpus} * 1000;
+  host.memory_mib = node.memory_mib;
+  auto add_gpus = [&host](int64_t count, const std::string& model, const std::string& type) {
+    for (int64_t i = 0; i < count; ++i) {
+      host.gpus.push_back({static_cast<int>(host.gpus.size()), model, type});
+    }
+  };
+  int64_t typed = 0;
+  for (const auto& [name, count] : node.gres) {
+    if (!absl::StartsWith(name, "gpu:")) continue;
+    const std::string gres_type = name.substr(4);
+    std::string type;
+    for (const auto& [accelerator, mapped] : settings.gpu_gres_types) {
+      if (mapped == gres_type) type = accelerator;
+    }
+    add_gpus(count, gres_type, type);
+    typed += count;
+  }
+  if (auto untyped = node.gres.find("gpu"); untyped != node.gres.end() && untyped->second > typed) {
+    add_gpus(untyped->second - typed, "", "");
+  }
+  if (node.gres.count(settings.tpu_gres) > 0) {
+    host.tpu_type = "TPU";
+    for (const char* feature : {"tpu_v2", "tpu_v3"}) {
+      if (node.features.count(feature)) host.tpu_type = absl::AsciiStrToUpper(feature);
+    }
+    host.simulated = settings.tpu_simulated;
+  }
+  return host;
+}
+
 absl::Status CheckComponentsFit(const std::vector<Component>& components, const model::JobDemand& demand,
                                 const std::vector<SlurmNode>& nodes) {
   std::string why;

@@ -122,6 +122,12 @@ absl::Status CheckComponentsFit(const std::vector<Component>& components, const 
 // "4 nodes: tpuhost1 (2 CPUs, 2000 MiB, tpu:8), ..." for messages.
 std::string DescribeNodes(const std::vector<SlurmNode>& nodes);
 
+// A node as a host of the cluster view: CPUs (x1000), memory, one GpuDevice
+// per GPU of its GRES (model: the GRES type, type: the AcceleratorConfig
+// type `gpu_gres_types` maps to it, if any), the TPU type of a node with
+// the TPU GRES (its tpu_v2/tpu_v3 feature upper-cased; "TPU" without one).
+model::Host HostOfNode(const SlurmNode& node, const SlurmSettings& settings);
+
 // The ports a job's tasks listen on, derived from the Slurm job id so every
 // node computes the same ones without talking: 16 per job in
 // [first, first + 16 * span), cycling every `span` jobs. Task i (in
