@@ -5,7 +5,8 @@
 //     load of /console/#/jobs?project=P, token already in sessionStorage) to
 //     its first 50 rows in #jobs-table, timed inside the page
 //     (performance.now(), whose origin is the navigation's start), median of
-//     the samples; target under 300 ms. Peer: `mlengine jobs list --limit 50`
+//     the samples after a first load that fills the HTTP cache (printed
+//     too); target under 300 ms. Peer: `mlengine jobs list --limit 50`
 //     (the same first page from the CLI), wall time, median.
 //     The jobs are QUEUED and stay so, deterministically: the project's quota
 //     is one job (quotas.projects.P.us-central1.JOBS: 1) and a first job that
@@ -100,11 +101,14 @@ async function jobsPage(server, browser) {
   await signIn(page, server);
   const url = server.consoleUrl(`#/jobs?project=${Q}`);
   const pageMs = [];
+  let coldMs;
   for (let i = 0; i <= SAMPLES; i++) {
     if (i === 0) await page.goto(url);
     else await page.reload();
     const ms = await until(() => page.evaluate(() => window.__first50), { what: 'the first 50 rows', timeout: 30_000 });
-    if (i > 0) pageMs.push(ms); // the first load fills the HTTP cache, as a returning user has it
+    // The first load fills the HTTP cache (hashed names, cached as immutable), as a returning user has it.
+    if (i > 0) pageMs.push(ms);
+    else coldMs = ms;
   }
   const rows = await page.locator('#jobs-table tr[data-job-id]').count();
   await context.close();
@@ -119,6 +123,7 @@ async function jobsPage(server, browser) {
   const c = median(cliMs);
   console.log(`${JOBS} QUEUED jobs in one project (created in ${created.toFixed(1)} s); medians of ${SAMPLES}; rows rendered: ${rows}`);
   console.log(`${'jobs page: navigation to 50 rows'.padEnd(48)} ${fmt(p)} ms   (target < 300 ms: ${p < 300 ? 'met' : 'NOT met'})`);
+  console.log(`${'  (the first load, nothing cached)'.padEnd(48)} ${fmt(coldMs)} ms`);
   console.log(`${'peer: mlengine jobs list --limit 50 (wall)'.padEnd(48)} ${fmt(c)} ms`);
   console.log(`${'ratio page / CLI'.padEnd(48)} ${fmt(p / c, 2)}`);
   // The queued jobs first, so that none starts when the hold ends.

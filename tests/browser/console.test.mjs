@@ -182,6 +182,40 @@ test('a job submitted through the CLI appears in #jobs-table without a reload an
   await assertClean(o);
 });
 
+test('jobs filters: state, label and search narrow the table and stay in the URL', async () => {
+  await server.waitState(P, 'failing', 'FAILED');
+  const o = await open();
+  const { page } = o;
+  await page.goto(server.consoleUrl(`#/jobs?project=${P}`));
+  await page.locator(rowSel('hello')).waitFor();
+  const ids = () => page.locator('#jobs-table tr[data-job-id]').evaluateAll((rows) => rows.map((r) => r.dataset.jobId));
+  const only = (want, what) => until(async () => {
+    const got = await ids();
+    return JSON.stringify(got) === JSON.stringify(want) ? got : null;
+  }, { what, timeout: 10_000, describe: async () => `rows: ${await ids()}; url: ${page.url()}` });
+
+  await page.locator('#state-filter').selectOption('FAILED');
+  await only(['failing'], 'state=FAILED leaves the failed job');
+  assert.match(page.url(), /[?&]state=FAILED/);
+  await page.locator('#state-filter').selectOption('');
+  await page.locator('#label-filter').fill('team=vision');
+  await only(['failing'], 'label team=vision leaves the labelled job');
+  assert.match(decodeURIComponent(page.url()), /[?&]label=team=vision/);
+  await page.locator('#label-filter').fill('');
+  await page.locator('#search').fill('hel');
+  await only(['hello'], 'search "hel" leaves jobId:hel*');
+  assert.match(page.url(), /[?&]q=hel/);
+  await page.locator('#search').fill('nothing_like_this');
+  await page.locator('#jobs-empty').waitFor();
+  // The URL alone brings the filtered page back.
+  await page.goto(server.consoleUrl(`#/jobs?project=${P}&state=FAILED`));
+  await page.reload();
+  await only(['failing'], 'the URL restores the state filter');
+  assert.equal(await page.locator('#state-filter').inputValue(), 'FAILED');
+  assert.equal(await page.locator('#project').inputValue(), P);
+  await assertClean(o);
+});
+
 test('logs follow a running job; filter, first error and download', async () => {
   const job = 'logs_follow';
   await create(P, job, ['--lines', '40', '--over', '5', '--warn', 'ERROR: first failure <i>here</i>', '--warn', 'ERROR: second failure']);
@@ -246,7 +280,12 @@ test('a failed job shows its reason in #job-error', async () => {
     assert.equal(await page.locator(`#job-timeline li[data-step="${step}"]`).count(), 1, `timeline step ${step}`);
   }
   await waitText(page, '#job-yaml', (t) => t.includes('pythonModule') && t.includes('trainer.task'), 'the trainingInput as YAML');
-  await waitText(page, '#job-command', (t) => t.includes('mlengine jobs submit training failing'), 'the equivalent command');
+  const command = await waitText(page, '#job-command', (t) => t.includes('mlengine jobs submit training failing'), 'the equivalent command');
+  await o.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.endpoint });
+  await page.locator('#copy-command').click();
+  await until(async () => (await page.evaluate(() => navigator.clipboard.readText())) === command,
+    { what: '#copy-command puts the command on the clipboard', timeout: 5_000,
+      describe: async () => `clipboard: ${await page.evaluate(() => navigator.clipboard.readText())}` });
   await waitText(page, '#job-replicas', (t) => t.includes('master-replica-0'), 'the replica');
   await assertClean(o);
 });
@@ -296,6 +335,11 @@ test('a tuning job lists its trials and draws the objective chart', async () => 
     describe: () => page.evaluate(() => document.querySelector('#trials-chart')?.outerHTML.slice(0, 500) ?? '(no #trials-chart)') });
   assert.ok(painted > 100);
   await screenshot(page, 'trials');
+  await page.goto(server.consoleUrl(`#/jobs/${P}/tune`));
+  const outputs = page.locator('#job-outputs');
+  await outputs.waitFor();
+  const href = await outputs.getAttribute('href');
+  assert.match(href, new RegExp(`#/buckets/${B}\\?prefix=tune`), `#job-outputs links to gs://${B}/tune: ${href}`);
   await page.goto(server.consoleUrl(`#/jobs/${P}/tune/metrics`));
   await until(async () => (await page.locator('#metrics-charts .chart .uplot').count()) > 0 || shown(page, '#metrics-empty'),
     { what: 'the metrics page shows charts or #metrics-empty', timeout: 10_000 });
