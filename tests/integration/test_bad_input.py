@@ -308,7 +308,7 @@ def test_truncated_body_then_close(server, project_with_job):
     "/",
     "/v1",
     "/v2/projects/p/jobs",
-    "/v1/projects",
+    "/v1/folders",  # (GET /v1/projects is cloudresourcemanager's projects.list)
     "/v1/projects/p/models",
     "/v1/projects/p/jobs/existing/extra",
     "/v1/projects/p/jobs/existing:explode",
