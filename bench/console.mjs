@@ -55,18 +55,11 @@ const pct = (xs, p) => {
 };
 const fmt = (x, d = 1) => x.toFixed(d).padStart(9);
 
-/** Runs `mlengine ARGS`; resolves its wall time in ms (fails unless rc 0). */
-function timedCli(server, args, project) {
-  const env = { ...server.env, HOME: server.home, MLENGINE_CONFIG: server.serverJson, MLENGINE_PROJECT: project };
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    const p = spawn(process.env.MLENGINE, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    p.stdout.on('data', (d) => { out += d; });
-    p.stderr.on('data', (d) => { err += d; });
-    p.on('close', (rc) => (rc === 0 ? resolve({ ms: performance.now() - t0, out }) : reject(new Error(`mlengine ${args.join(' ')}: ${rc}\n${err}`))));
-  });
+/** Runs `mlengine ARGS` in `project`; resolves its wall time in ms and its output (fails unless rc 0). */
+async function timedCli(server, args, project) {
+  const t0 = performance.now();
+  const { out } = await server.ok(args, { project });
+  return { ms: performance.now() - t0, out };
 }
 
 const queuedId = (i) => `queued_${String(i).padStart(5, '0')}`;
@@ -179,7 +172,7 @@ async function logView(server, browser) {
   // The page has loaded: from here on, only following counts.
   await page.evaluate(() => { window.__longest = 0; window.__longtasks = 0; window.__frameGap = 0; });
   const env = { ...server.env, HOME: server.home, MLENGINE_CONFIG: server.serverJson, MLENGINE_PROJECT: L };
-  const cliLags = [];
+  const cliLags = []; // stream-logs is read line by line as it prints: spawned here, not through server.cli
   const cli = new Promise((resolve, reject) => {
     const p = spawn(process.env.MLENGINE, ['jobs', 'stream-logs', job], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let buf = '';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 
 import {
-  CONSOLE_PKG, REGION, RUNTIME, Server, TUNING_PKG, configYaml, describeProcs, launchBrowser, openPage, pageProblems,
+  Never, REGION, RUNTIME, Server, TERMINAL, TUNING_PKG, configYaml, describeProcs, launchBrowser, openPage, pageProblems,
   procsOfJob, screenshot, signIn, textOf, until, visible,
 } from './harness.mjs';
 
@@ -264,7 +264,9 @@ test('logs follow a running job; filter, first error and download', async () => 
     const text = await textOf(page, '#log-count');
     const n = Number((/(\d+)/.exec(text) || [])[1]);
     if (Number.isFinite(n)) counts.push(n);
-    const running = (await server.job(P, job)).state === 'RUNNING';
+    const { state } = await server.job(P, job);
+    if (TERMINAL.has(state)) throw new Never(`the job ended (${state}) before the page showed a line while it ran`);
+    const running = state === 'RUNNING';
     return running && n > 0 && !(await page.locator('#log-ended').isVisible().catch(() => false)) &&
       (await page.locator('#log-view .log-line', { hasText: /line \d+ of 40/ }).count()) > 0;
   }, { what: 'some lines shown while the job is RUNNING', timeout: 15_000, interval: 100,

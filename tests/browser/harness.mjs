@@ -50,14 +50,20 @@ export function playwright() {
 // ---------------------------------------------------------------------------
 // Waiting
 
+/** Thrown by an `until` probe: the condition can never hold; stop waiting. */
+export class Never extends Error {}
+
 /**
  * Polls `probe` (sync or async) until it returns a truthy value, which is
- * returned; at the deadline fails with `what` and `describe(last)`.
+ * returned; at the deadline, or at once when the probe throws Never, fails
+ * with `what` and `describe(last)`. Other errors of the probe count as "not
+ * yet" (a page between two renders, a server still starting).
  */
 export async function until(probe, { what, timeout = 30_000, interval = 50, describe } = {}) {
   const deadline = Date.now() + timeout;
   let last;
   let lastError;
+  let never = false;
   for (;;) {
     try {
       last = await probe();
@@ -65,8 +71,9 @@ export async function until(probe, { what, timeout = 30_000, interval = 50, desc
       if (last) return last;
     } catch (e) {
       lastError = e;
+      never = e instanceof Never;
     }
-    if (Date.now() > deadline) break;
+    if (never || Date.now() > deadline) break;
     await new Promise((r) => setTimeout(r, interval));
   }
   let seen = lastError ? `error: ${lastError.message}` : `last: ${JSON.stringify(last)}`;
@@ -77,7 +84,7 @@ export async function until(probe, { what, timeout = 30_000, interval = 50, desc
       seen += `\n(describe failed: ${e.message})`;
     }
   }
-  throw new Error(`${what || 'condition'}: not within ${timeout} ms\n${seen}`);
+  throw new Error(`${what || 'condition'}: ${never ? 'never' : `not within ${timeout} ms`}\n${seen}`);
 }
 
 // ---------------------------------------------------------------------------
@@ -282,12 +289,10 @@ export class Server {
 
   async waitState(project, jobId, states, timeout = 120_000) {
     const want = new Set(typeof states === 'string' ? [states] : states);
-    let never = false;
     const job = await until(async () => {
       const j = await this.job(project, jobId);
       if (want.has(j.state)) return j;
-      if (TERMINAL.has(j.state)) never = true;
-      if (never) throw new Error(`ended ${j.state}`);
+      if (TERMINAL.has(j.state)) throw new Never(`it ended ${j.state}`);
       return null;
     }, { what: `job ${jobId} reaches ${[...want]}`, timeout, interval: 100, describe: () => this.explain(project, jobId) });
     return job;
