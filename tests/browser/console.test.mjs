@@ -344,7 +344,7 @@ test('a waiting job says why in #job-waiting', async () => {
   await assertClean(o);
 });
 
-test('a tuning job lists its trials and draws the objective chart', async () => {
+test('a tuning job lists its trials and draws its charts (objective, per parameter, parallel coordinates, metrics)', async () => {
   await tuning;
   const done = await server.waitState(P, 'tune', 'SUCCEEDED', 120_000);
   const trials = done.trainingOutput.trials;
@@ -362,16 +362,19 @@ test('a tuning job lists its trials and draws the objective chart', async () => 
       `trial ${t.trialId} shows x=${t.hyperparameters.x}: ${text}`);
   }
   assert.ok(await shown(page, '#tab-trials'), 'a tuning job has the trials tab');
-  const painted = await until(() => page.evaluate(() => {
-    const canvas = document.querySelector('#trials-chart .uplot canvas');
+  // A canvas counts as drawn when it has a few hundred painted pixels.
+  const painted = (selector) => until(() => page.evaluate((sel) => {
+    const canvas = document.querySelector(sel);
     if (!canvas || !canvas.width || !canvas.height) return null;
     const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
     let n = 0;
     for (let i = 3; i < data.length; i += 4) if (data[i]) n++;
     return n > 100 ? n : null;
-  }), { what: 'the uPlot canvas in #trials-chart has painted pixels', timeout: 10_000,
-    describe: () => page.evaluate(() => document.querySelector('#trials-chart')?.outerHTML.slice(0, 500) ?? '(no #trials-chart)') });
-  assert.ok(painted > 100);
+  }, selector), { what: `${selector} has painted pixels`, timeout: 10_000,
+    describe: () => page.evaluate((sel) => document.querySelector(sel.split(' ')[0])?.outerHTML.slice(0, 500) ?? `(no ${sel})`, selector) });
+  await painted('#trials-chart .uplot canvas');
+  await painted('#param-charts div.chart[data-param="x"] .uplot canvas');
+  await painted('canvas#parallel-coords');
   await screenshot(page, 'trials');
   await page.goto(server.consoleUrl(`#/jobs/${P}/tune`));
   const outputs = page.locator('#job-outputs');
@@ -379,8 +382,9 @@ test('a tuning job lists its trials and draws the objective chart', async () => 
   const href = await outputs.getAttribute('href');
   assert.match(href, new RegExp(`#/buckets/${B}\\?prefix=tune`), `#job-outputs links to gs://${B}/tune: ${href}`);
   await page.goto(server.consoleUrl(`#/jobs/${P}/tune/metrics`));
-  await until(async () => (await page.locator('#metrics-charts .chart .uplot').count()) > 0 || shown(page, '#metrics-empty'),
-    { what: 'the metrics page shows charts or #metrics-empty', timeout: 10_000 });
+  // Each trial reported training/hptuning/metric at steps 1..3: one chart, a series per trial.
+  await visible(page, '#metrics-charts div.chart[data-tag="training/hptuning/metric"] .uplot');
+  await painted('#metrics-charts div.chart[data-tag="training/hptuning/metric"] .uplot canvas');
   await screenshot(page, 'metrics');
   await assertClean(o);
 });
