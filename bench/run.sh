@@ -24,6 +24,14 @@ echo
 echo "== warm starts: a torch trainer's first line and 20 jobs, forked from the warm interpreter against cold and bare python3 -m (5x and 3x)"
 /usr/bin/python3 bench/warm_start.py "$BUILD"
 echo
+echo "== web console in Chromium: the jobs page of 10,000 jobs to its first 50 rows (under 300 ms) against mlengine jobs list; the log view at 1,000 lines/s against mlengine jobs stream-logs"
+if [ -x "${MLE_CHROMIUM:-/usr/bin/chromium}" ]; then
+  ./scripts/install-node-deps.sh
+  node bench/console.mjs "$BUILD"
+else
+  echo "skipped: needs Debian's chromium (scripts/install-deps.sh installs it)"
+fi
+echo
 echo "== custom containers: a container job, create to SUCCEEDED, against a bare podman run of the same image (under 1.2x)"
 if command -v podman >/dev/null && [ "$(id -u)" -eq 0 ]; then
   /usr/bin/python3 bench/container_start.py "$BUILD"

@@ -19,6 +19,7 @@ PKGS=(
   procps curl wrk bc python3-pytest python3-prometheus-client
   slurm-wlm munge slurmdbd mariadb-server
   podman runc catatonit docker-registry mmdebstrap
+  chromium
 )
 
 missing=()
@@ -27,8 +28,10 @@ for p in "${PKGS[@]}"; do
     missing+=("$p")
   fi
 done
-# Node.js and npm (the storage client suite): any installation will do (a
-# nodejs that bundles npm conflicts with Debian's npm package).
+# Node.js and npm (the storage client suite, the console and its browser
+# tests, which drive Debian's chromium above: no npm package downloads a
+# browser): any installation will do (a nodejs that bundles npm conflicts
+# with Debian's npm package).
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   missing+=(nodejs npm)
 fi
