@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { hashFor, jobHash, parseHash } from '../src/router.js';
 import { bucketHashFor, timelineSteps } from '../src/views/job.js';
 import { crumbs } from '../src/views/buckets.js';
-import { cpusText, gpusText } from '../src/views/cluster.js';
+import { cpusText, gpusText, memoryText } from '../src/views/cluster.js';
+import { formatBytes } from '../src/format.js';
 
 test('hashes map to routes with decoded parts and the query', () => {
   assert.deepEqual(parseHash(''), { name: 'jobs', params: {}, query: {}, tab: undefined });
@@ -62,6 +63,10 @@ test('cluster cells', () => {
   assert.equal(cpusText(16000), '16');
   assert.equal(cpusText('1500'), '1.5');
   assert.equal(cpusText(undefined), '');
+  assert.equal(cpusText(0), '—'); // not accounted: a TPU host runs no replica
+  assert.equal(memoryText(0), '—');
+  assert.equal(memoryText('2048'), formatBytes(2048 * 1024 * 1024));
+  assert.equal(memoryText(undefined), '');
   assert.equal(
     gpusText([{ index: 0, type: 'NVIDIA_TESLA_T4' }, { index: 1, type: 'NVIDIA_TESLA_T4' }, { index: 2, model: 'X' }]),
     '2 × NVIDIA_TESLA_T4 (0, 1); 1 × X (2)',

@@ -182,9 +182,7 @@ test('a job submitted through the CLI appears in #jobs-table without a reload an
   await assertClean(o);
 });
 
-test('leaving the jobs page while it reads the projects keeps the page the user went to', {
-  todo: 'console bug: jobs.js calls restart() -> replaceHash(#/jobs?project=...) after loadProjects() although its view was left',
-}, async () => {
+test('leaving the jobs page while it reads the projects keeps the page the user went to', async () => {
   const o = await openPage(browser);
   opened.push(o);
   const { page, context } = o;

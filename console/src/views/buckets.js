@@ -68,6 +68,7 @@ export function listMount(root, ctx) {
   (async () => {
     try {
       const projects = await loadProjects(signal);
+      if (signal.aborted) return; // left the page while the list came: the address is no longer ours
       if (!project && projects.length) {
         project = projects[0].projectId;
         replaceHash(hashFor(['buckets'], { project }));

@@ -8,10 +8,19 @@ import { jobHash } from '../router.js';
 
 const REFRESH_MS = 5000;
 
+// 0 means the server does not account for it (a TPU host runs no replica;
+// local memory is not scheduled): a dash, not "0".
 export function cpusText(cpuMilli) {
   if (cpuMilli == null || cpuMilli === '') return '';
   const n = Number(cpuMilli) / 1000;
+  if (n === 0) return '—';
   return Number.isFinite(n) ? String(+n.toFixed(2)) : '';
+}
+
+export function memoryText(memoryMib) {
+  const n = Number(memoryMib);
+  if (memoryMib == null || memoryMib === '' || !Number.isFinite(n)) return '';
+  return n === 0 ? '—' : formatBytes(n * 1024 * 1024);
 }
 
 // [{index, model, type}] -> "2 × NVIDIA_TESLA_T4 (0, 1)", one part per type.
@@ -54,7 +63,7 @@ export function mount(root, ctx) {
           { 'data-host': host.name },
           h('td', { class: 'name' }, host.name),
           h('td', { class: 'num' }, cpusText(host.cpuMilli)),
-          h('td', { class: 'num' }, host.memoryMib != null ? formatBytes(Number(host.memoryMib) * 1024 * 1024) : ''),
+          h('td', { class: 'num' }, memoryText(host.memoryMib)),
           h('td', null, gpusText(host.gpus)),
           h('td', null, host.tpuType ? `${host.tpuType}${host.simulated ? ' (simulated)' : ''}` : ''),
           h('td', null, host.state || ''),

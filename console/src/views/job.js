@@ -207,7 +207,7 @@ function overview(root, ctx) {
         h('strong', null, 'Why it waits: '),
         job.errorMessage,
         job.jobPosition != null && job.jobPosition !== ''
-          ? h('span', { class: 'position' }, ` Position in the project's queue: ${job.jobPosition}.`)
+          ? h('div', { class: 'position' }, `Position in the project's queue: ${job.jobPosition}.`)
           : null,
       );
     }

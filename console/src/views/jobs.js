@@ -203,6 +203,7 @@ export function mount(root, ctx) {
     if (s.project) restart();
     try {
       const projects = await loadProjects(signal);
+      if (signal.aborted) return; // left the page while the list came: the address is no longer ours
       if (!s.project) {
         if (!projects.length) {
           ctx.setError('You may read no project. Ask an operator for a role on one.');
@@ -214,7 +215,7 @@ export function mount(root, ctx) {
       }
       picker.setProjects(projects, s.project);
     } catch (e) {
-      ctx.setError(e);
+      if (!signal.aborted) ctx.setError(e);
     }
   })();
 }
