@@ -142,12 +142,15 @@ export function mount(root, ctx) {
     );
     if (gen !== s.generation) return false;
     ctx.clearError();
-    render(res.jobs || [], res.nextPageToken || '');
+    render(res.jobs || [], res.nextPageToken || '', filter);
     return true;
   }
 
-  function render(jobs, next) {
+  // `filter`: the jobs.list filter the rows answer, kept on the table
+  // (data-filter) so whoever reads the page knows which query it shows.
+  function render(jobs, next, filter = '') {
     s.next = next;
+    jobsTable.dataset.filter = filter;
     const now = Date.now();
     const existing = [...tbody.rows];
     const sameIds = existing.length === jobs.length && existing.every((tr, i) => tr.dataset.jobId === jobs[i].jobId);
