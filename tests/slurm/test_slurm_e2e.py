@@ -355,6 +355,24 @@ def test_cancel_running_job(cli, names, slurm_cluster):
     rd = run_dir(cli, job)
     assert e2e.procs_of_job(rd, job), "no process of the running job found (the check below would prove nothing)"
 
+    # What the web console shows of it: the replicas on the nodes Slurm gave
+    # them, and the cluster as Slurm's nodes with this job placed on them.
+    replicas = cli.server.get_json(f"/v1/projects/{cli.project}/jobs/{job}/replicas")["replicas"]
+    placed = {r["taskName"]: r["host"] for r in replicas}
+    assert sorted(placed) == ["master-replica-0", "worker-replica-0"], replicas
+    assert set(placed.values()) <= set(NODES), replicas
+    assert all(r["state"] == "RUNNING" for r in replicas), replicas
+    cluster = cli.server.get_json("/mlengine/v1/cluster")
+    assert cluster["executor"] == "slurm", cluster
+    hosts = {h["name"]: h for h in cluster["hosts"]}
+    assert set(NODES) <= set(hosts), cluster
+    assert all(hosts[n]["state"] for n in NODES), cluster
+    on = {(r["taskName"], h["name"]) for h in cluster["hosts"] for r in h.get("replicas", [])
+          if r.get("jobId") == job}
+    assert on == {(t, n) for t, n in placed.items()}, cluster
+    queue = {q["project"]: q for q in cluster["queues"]}
+    assert queue[cli.project]["running"] >= 1, cluster
+
     cli.ok("jobs", "cancel", job)
     cli.wait_state(job, {"CANCELLED"}, timeout=60)
     comps = slurm_components(env, sid)
