@@ -51,3 +51,16 @@ export async function poll(round, intervalMs, signal, onError = () => {}) {
     await sleep(failed ? Math.max(intervalMs, ERROR_PAUSE_MS) : intervalMs, signal);
   }
 }
+
+// For a round that follows a job: true while it runs, and once more after it
+// ended (for the last states and values), then false. One per view:
+//   const more = whileRunning(); ... return more(isTerminal(job.state));
+export function whileRunning() {
+  let final = false;
+  return (ended) => {
+    if (!ended) return true;
+    if (final) return false;
+    final = true;
+    return true;
+  };
+}

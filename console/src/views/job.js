@@ -4,7 +4,7 @@
 import { api, enc, isAbort } from '../api.js';
 import { fill, h, presence, scroller, stateBadge, table, text } from '../dom.js';
 import { formatDate, formatDuration, durationBetween, isTerminal, resourcesText, labelsText } from '../format.js';
-import { poll } from '../poll.js';
+import { poll, whileRunning } from '../poll.js';
 import { hashFor, jobHash } from '../router.js';
 import * as logs from './logs.js';
 
@@ -273,7 +273,7 @@ function overview(root, ctx) {
     replicasBody.replaceChildren(...rows);
   }
 
-  let final = false;
+  const more = whileRunning();
   poll(
     async (ps) => {
       const job = await ctx.fetchJob(ps);
@@ -288,11 +288,7 @@ function overview(root, ctx) {
         replicasBody.replaceChildren(h('tr', null, h('td', { colspan: 4 }, `Replicas unavailable: ${e.message}`)));
       }
       // One more round after the job ends, for the replicas' last states.
-      if (isTerminal(job.state)) {
-        if (final) return false;
-        final = true;
-      }
-      return true;
+      return more(isTerminal(job.state));
     },
     REFRESH_MS,
     signal,

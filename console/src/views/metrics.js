@@ -4,7 +4,7 @@ import { api } from '../api.js';
 import { h, presence } from '../dom.js';
 import { isTerminal, taskTag } from '../format.js';
 import { chart, chartBox } from '../charts.js';
-import { poll } from '../poll.js';
+import { poll, whileRunning } from '../poll.js';
 
 const REFRESH_MS = 5000;
 
@@ -30,7 +30,7 @@ export function mount(root, ctx) {
   const charts = new Map();
   signal.addEventListener('abort', () => charts.forEach((c) => c.chart.destroy()), { once: true });
 
-  let final = false;
+  const more = whileRunning();
   poll(
     async (ps) => {
       const job = await ctx.fetchJob(ps);
@@ -48,11 +48,7 @@ export function mount(root, ctx) {
         }
         c.chart.update(series);
       }
-      if (isTerminal(job.state)) {
-        if (final) return false;
-        final = true;
-      }
-      return true;
+      return more(isTerminal(job.state));
     },
     REFRESH_MS,
     signal,

@@ -3,7 +3,7 @@
 import { fill, h, scroller, stateBadge, table, text } from '../dom.js';
 import { formatDuration, formatNumber, durationBetween, isTerminal } from '../format.js';
 import { chart, chartBox, parallelCoordinates } from '../charts.js';
-import { poll } from '../poll.js';
+import { poll, whileRunning } from '../poll.js';
 import { bestSoFar, trialObjective } from '../series.js';
 
 const REFRESH_MS = 5000;
@@ -140,17 +140,13 @@ export function mount(root, ctx) {
     redrawCoords();
   }
 
-  let final = false;
+  const more = whileRunning();
   poll(
     async (ps) => {
       const job = await ctx.fetchJob(ps);
       ctx.clearError();
       render(job);
-      if (isTerminal(job.state)) {
-        if (final) return false;
-        final = true;
-      }
-      return true;
+      return more(isTerminal(job.state));
     },
     REFRESH_MS,
     signal,
