@@ -12,7 +12,7 @@ PKGS=(
   libcurl4-openssl-dev libarchive-dev libssl-dev libisal-dev
   libeigen3-dev libnlopt-cxx-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev lld
   python3 python3-venv python3-pip python3-setuptools
   python3-googleapi python3-yaml
   python3-numpy python3-sklearn python3-torch
