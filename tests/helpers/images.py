@@ -1,7 +1,7 @@
 """The local image registry and mlengine's base images, for test suites.
 
 A suite starts its own docker-registry (scripts/containers/registry.sh) on a
-free port, with its blobs kept in MLE_IMAGE_CACHE/registry so a second run
+fixed port when it is free (see registry_port), with its blobs kept in MLE_IMAGE_CACHE/registry so a second run
 (or the next suite: the suites that use it never run at the same time, the
 Slurm one being RUN_SERIAL) pushes nothing new, and pushes mlengine's base
 images into it
@@ -49,12 +49,31 @@ def free_port():
         return s.getsockname()[1]
 
 
+# The registry's port when it is free (MLE_REGISTRY_PORT overrides it). The
+# same port every run matters: podman remembers which registry already holds
+# a layer by the registry's host:port, and only then skips compressing and
+# uploading it again (the pytorch base image is gigabytes: minutes of gzip).
+# The suites that start a registry never run at the same time; a port taken
+# by something else falls back to a free one.
+STABLE_PORT = int(os.environ.get("MLE_REGISTRY_PORT", "48765"))
+
+
+def registry_port():
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", STABLE_PORT))
+            return STABLE_PORT
+        except OSError:
+            pass
+    return free_port()
+
+
 class Registry:
     """docker-registry on 127.0.0.1:<free port> holding mlengine's base images."""
 
     def __init__(self, images=("python", "pytorch")):
         self.dir = os.path.join(CACHE, "registry")
-        self.port = free_port()
+        self.port = registry_port()
         self.host = f"127.0.0.1:{self.port}"
         subprocess.run([os.path.join(SCRIPTS, "registry.sh"), "start", self.dir, str(self.port)], check=True,
                        timeout=60)
