@@ -14,8 +14,8 @@
 # and built in the background, at the lowest CPU and I/O priority, while
 # main's tests run: those tests spend much of their time waiting on
 # processes, disks and Slurm (measured: about 40% of two cores idle, three
-# quarters during the Slurm suite), and a nice 19 compiler only takes what
-# they leave. The sanitized tests run afterwards at normal priority.
+# quarters during the Slurm suite), and a nice 19 compiler in a scheduler
+# autogroup of its own only takes what they leave. The sanitized tests run afterwards at normal priority.
 # MLE_OVERLAP_BUILDS=0 builds them in turn instead.
 set -euo pipefail
 BUILD=${1:-build}
@@ -36,8 +36,8 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:detect
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp}
 
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+LAUNCHER=
+command -v ccache >/dev/null && LAUNCHER=-DCMAKE_CXX_COMPILER_LAUNCHER=ccache
 
 # The sanitized tree of step asan or tsan: DIR SANITIZER FUZZ LABELS TARGETS...
 tree() {
@@ -51,7 +51,7 @@ build_tree() {  # STEP
   local dir sanitizer fuzz labels targets
   read -r dir sanitizer fuzz labels targets <<<"$(tree "$1")"
   step "configure ${dir}" cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_COMPILER=clang++ "${launcher[@]}" -DMLE_SANITIZE="$sanitizer" -DMLE_FUZZ="$fuzz" \
+    -DCMAKE_CXX_COMPILER=clang++ $LAUNCHER -DMLE_SANITIZE="$sanitizer" -DMLE_FUZZ="$fuzz" \
     -DMLE_FUZZ_SECONDS="$FUZZ_SECONDS" >/dev/null
   # shellcheck disable=SC2086  # targets: words
   step "build ${dir}" cmake --build "$dir" -j "$JOBS" --target $targets
@@ -78,14 +78,16 @@ if [[ " $STEPS " == *" main "* && ${MLE_OVERLAP_BUILDS:-1} == 1 ]]; then
 fi
 if ((${#prebuilt[@]})); then
   log="$BUILD/sanitized-builds.log"
-  set -m  # its own process group, so that an early exit stops the whole build
-  (
-    renice -n 19 -p "$BASHPID" >/dev/null
-    ionice -c 3 -p "$BASHPID" 2>/dev/null || true
-    for s in "${prebuilt[@]}"; do build_tree "$s"; done
-  ) >"$log" 2>&1 &
+  # A session of its own: its own process group, so that an early exit stops
+  # the whole build, and its own scheduler autogroup, whose nice 19 is what
+  # makes it yield to the tests (with autogroups, a process's nice counts
+  # only against its own session; mlengined and its replicas run in theirs).
+  export -f step tree build_tree
+  export JOBS FUZZ_SECONDS LAUNCHER
+  setsid bash -c 'set -euo pipefail; echo 19 >/proc/self/autogroup 2>/dev/null || true
+    renice -n 19 -p $$ >/dev/null; ionice -c 3 -p $$ 2>/dev/null || true
+    for s in "$@"; do build_tree "$s"; done' run-tests "${prebuilt[@]}" >"$log" 2>&1 &
   background=$!
-  set +m
   trap 'kill -TERM -- "-$background" 2>/dev/null || true' EXIT
   echo "run-tests: building ${prebuilt[*]} in the background (nice 19) while the tests of ${BUILD} run; log: $log" >&2
 fi
