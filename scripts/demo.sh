@@ -73,6 +73,8 @@ trap "kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true; $CLEANUP" EXIT
 for _ in $(seq 200); do grep -q listening "$DATA/mlengined.out" 2>/dev/null && break; sleep 0.05; done
 cat "$DATA/mlengined.out"
 grep -E "inventory|Slurm cluster" "$DATA/mlengined.log" || true
+ENDPOINT=$(sed -n 's/^mlengined listening on //p' "$DATA/mlengined.out" | head -n 1)
+echo "web console: $ENDPOINT/console/ (sign in with the token in $DATA/admin.token; docs/console.md)"
 
 say "Staging the digits data set into $BUCKET/datasets/digits"
 /usr/bin/python3 examples/mnist/stage_data.py "$BUCKET/datasets/digits"
@@ -180,3 +182,7 @@ if job["state"] != "SUCCEEDED":
 say "All jobs"
 "$MLENGINE_BIN" jobs list
 say "Demo finished. Server data (logs, buckets, database) are in $DATA"
+if [ "${MLENGINE_DEMO_STAY:-0}" = 1 ]; then
+  say "mlengined keeps serving (MLENGINE_DEMO_STAY=1): the web console at $ENDPOINT/console/, token in $DATA/admin.token; Ctrl-C ends it"
+  wait "$SERVER" || true
+fi
