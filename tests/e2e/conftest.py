@@ -142,6 +142,19 @@ def procs_of_data_dir(data_dir):
             if any(_names(a, data_dir) for a in p[1]) or any(_names(e, data_dir) for e in p[2])]
 
 
+def wait_for(predicate, what, timeout=120, on_fail=None, interval=0.1):
+    """Polls predicate() until it returns something true, and returns that;
+    fails after `timeout` seconds saying what was awaited and, with
+    on_fail(), what was seen instead."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"{what}: not within {timeout}s" + (f"\n{on_fail()}" if on_fail else ""))
+
+
 def wait_no_procs(find, timeout=10):
     """Polls until find() is empty; returns what is left at the deadline."""
     deadline = time.time() + timeout

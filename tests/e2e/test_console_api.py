@@ -7,12 +7,11 @@ the operator and as a user who may read one project only."""
 import http.client
 import json
 import os
-import time
 import urllib.parse
 
 import pytest
 
-from conftest import TRAINERS, Server, config_yaml, make_cli
+from conftest import TRAINERS, Server, config_yaml, make_cli, wait_for
 
 TUNING_PKG = os.path.join(TRAINERS, "tuning", "trainer")
 
@@ -184,16 +183,6 @@ def test_whoami(server, cli, names):
 
 # ---------------------------------------------------------------------------
 # replicas, metrics, cluster
-
-def wait_for(predicate, what, timeout=120):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"gave up waiting for {what}")
-
 
 def test_replicas_metrics_and_the_cluster_of_real_jobs(server, tmp_path, names):
     """Project A runs a trainer that reports a metric through the hypertune

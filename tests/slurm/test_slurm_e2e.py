@@ -149,14 +149,7 @@ def read_object(cli, bucket, name):
     return None if data is None else data.decode()
 
 
-def wait_for(predicate, what, timeout, on_fail):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"{what}: not within {timeout}s\n{on_fail()}")
+wait_for = e2e.wait_for
 
 
 def rfc3339(text):
