@@ -24,6 +24,21 @@ JOBS=$(nproc)
 STEPS=${MLE_TEST_STEPS:-main asan tsan}
 FUZZ_SECONDS=${MLE_FUZZ_SECONDS:-20}
 
+# CTest in DIR with ARGS; when a test fails, ends with one line per failed
+# test case (pytest's -rfE summary, gtest's [  FAILED  ], node's "not ok"),
+# so that the last lines of a long log say what failed and why.
+run_ctest() {  # DIR ARGS...
+  local dir=$1 status=0
+  shift
+  ctest --test-dir "$dir" --output-on-failure -j "$JOBS" --timeout 600 "$@" || status=$?
+  if ((status != 0)); then
+    echo "run-tests: what failed in ${dir}:" >&2
+    grep -h -E '^(FAILED|ERROR) |^\[  FAILED  \] [A-Za-z_].*\(|: Failure$|^not ok ' \
+      "$dir/Testing/Temporary/LastTest.log" 2>/dev/null | cut -c1-300 | head -n 25 >&2 || true
+  fi
+  return "$status"
+}
+
 step() {
   local name=$1 start=$SECONDS
   shift
@@ -60,7 +75,7 @@ build_tree() {  # STEP
 test_tree() {  # STEP
   local dir sanitizer fuzz labels targets
   read -r dir sanitizer fuzz labels targets <<<"$(tree "$1")"
-  step "tests in ${dir}" ctest --test-dir "$dir" --output-on-failure -j "$JOBS" --timeout 600 -L "$labels"
+  step "tests in ${dir}" run_ctest "$dir" -L "$labels"
 }
 
 for s in $STEPS; do
@@ -82,7 +97,7 @@ if ((${#prebuilt[@]})); then
   # the whole build, and its own scheduler autogroup, whose nice 19 is what
   # makes it yield to the tests (with autogroups, a process's nice counts
   # only against its own session; mlengined and its replicas run in theirs).
-  export -f step tree build_tree
+  export -f step tree build_tree run_ctest
   export JOBS FUZZ_SECONDS LAUNCHER
   setsid bash -c 'set -euo pipefail; echo 19 >/proc/self/autogroup 2>/dev/null || true
     renice -n 19 -p $$ >/dev/null; ionice -c 3 -p $$ 2>/dev/null || true
@@ -95,7 +110,7 @@ fi
 waited=
 for s in $STEPS; do
   case $s in
-    main) step "tests in ${BUILD}" ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS" --timeout 600 ;;
+    main) step "tests in ${BUILD}" run_ctest "$BUILD" ;;
     asan | tsan)
       if [[ -n $background ]]; then
         if [[ -z $waited ]]; then
