@@ -344,7 +344,7 @@ class Server:
         rc = self.stop()
         if rc not in (0, None, -signal.SIGKILL):
             problems.append(f"mlengined exited with status {rc} on SIGTERM")
-        left = wait_no_procs(lambda: procs_of_data_dir(self.data_dir), timeout=10)
+        left = wait_no_procs(lambda: procs_of_data_dir(self.data_dir), timeout=20)
         if left:
             problems.append("processes of the test left behind after mlengined stopped "
                             f"(data dir {self.data_dir}):\n{describe_procs(left)}")

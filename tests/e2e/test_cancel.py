@@ -11,7 +11,7 @@ from conftest import describe_procs, procs_of_job, wait_no_procs
 
 def assert_no_job_processes(cli, job_id, why=""):
     run_dir = cli.run_dir(job_id)
-    left = wait_no_procs(lambda: procs_of_job(run_dir, job_id), timeout=5)
+    left = wait_no_procs(lambda: procs_of_job(run_dir, job_id), timeout=15)
     if not left:
         return
     listing = describe_procs(left)
