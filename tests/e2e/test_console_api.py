@@ -198,9 +198,12 @@ def test_replicas_metrics_and_the_cluster_of_real_jobs(server, tmp_path, names):
     gate = f"gs://{cli_b.bucket}/{names_b.job('gate')}"
     other = names_b.job("other")
     assert cli_b.submit(other, "--scale-tier", "basic", args=["--wait-for", gate]).rc == 0
+    # A's trainer reports step 1, then waits for its gate (opened once the
+    # checks of a running job are done), then reports steps 2 to 4.
     job = names.job("metrics")
+    a_gate = f"gs://{cli_a.bucket}/{job}/gate"
     assert cli_a.submit(job, "--scale-tier", "basic", package=TUNING_PKG,
-                        args=["--x", "0.5", "--steps", "4", "--step-seconds", "2.5"]).rc == 0
+                        args=["--x", "0.5", "--steps", "4", "--step-seconds", "0.2", "--gate", a_gate]).rc == 0
     a_jobs = f"/v1/projects/{cli_a.project}/jobs/{job}"
 
     # While it runs: the replica runs on localhost; the first report is there.
@@ -245,6 +248,9 @@ def test_replicas_metrics_and_the_cluster_of_real_jobs(server, tmp_path, names):
     assert get_json(server, f"{b_jobs}/replicas")["replicas"][0]["state"] == "RUNNING"
 
     # After the end: every report, by step, with its time; the exit status.
+    gate_file = tmp_path / "gate"
+    gate_file.write_text("open\n")
+    cli_a.ok("storage", "cp", str(gate_file), a_gate)
     cli_a.wait_state(job, {"SUCCEEDED"}, timeout=120)
     replicas = get_json(server, f"{a_jobs}/replicas", viewer)["replicas"]
     assert replicas == [{"taskName": "master-replica-0", "host": "localhost", "gpus": [], "state": "SUCCEEDED",
@@ -260,8 +266,6 @@ def test_replicas_metrics_and_the_cluster_of_real_jobs(server, tmp_path, names):
     assert get_json(server, f"{a_jobs}/metrics?step=1", viewer, status=400)["error"]["status"] == "INVALID_ARGUMENT"
     assert get_json(server, f"/v1/projects/{cli_a.project}/jobs/nope/replicas", status=404)
 
-    gate_file = tmp_path / "gate"
-    gate_file.write_text("open\n")
     cli_b.ok("storage", "cp", str(gate_file), gate)
     cli_b.wait_state(other, {"SUCCEEDED"}, timeout=120)
     replicas = get_json(server, f"{b_jobs}/replicas")["replicas"]

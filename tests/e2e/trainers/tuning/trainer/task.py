@@ -12,6 +12,9 @@ worse at every step. Other flags:
   --fail-above T      exit 1 (after printing why) when x > T: a failing trial
   --fail-below U      ... but only when also x < U
   --silent            report nothing (an infeasible trial)
+  --gate URI          after the first report, wait (at most 120 s) until the
+                      gs:// object URI exists: the job runs until a test
+                      has seen what it wants to see
   --record URI_DIR    write URI_DIR/trial-<id>.json: the trial id it was given
                       (CLOUD_ML_TRIAL_ID, TF_CONFIG's task.trial), its
                       --job-dir and its arguments
@@ -35,6 +38,16 @@ def objective(x, n, kind):
     return value
 
 
+def wait_for_gate(uri):
+    print("waiting for %s" % uri, flush=True)
+    deadline = time.time() + 120
+    while not gcs.exists(uri):
+        if time.time() > deadline:
+            raise SystemExit("the gate %s did not open within 120 s" % uri)
+        time.sleep(0.1)
+    print("gate opened: %s" % uri, flush=True)
+
+
 def main(argv):
     parser = argparse.ArgumentParser()
     parser.add_argument("--x", type=float, required=True)
@@ -46,6 +59,7 @@ def main(argv):
     parser.add_argument("--fail-above", type=float, default=None)
     parser.add_argument("--fail-below", type=float, default=None)
     parser.add_argument("--silent", action="store_true")
+    parser.add_argument("--gate", default=None)
     parser.add_argument("--record", default=None)
     parser.add_argument("--job-dir", default=None)
     args, unknown = parser.parse_known_args(argv)
@@ -70,6 +84,8 @@ def main(argv):
             time.sleep(args.step_seconds)
         hpt.report_hyperparameter_tuning_metric(
             "training/hptuning/metric", value - 0.1 * (args.steps - step) / args.steps, global_step=step)
+        if step == 1 and args.gate:
+            wait_for_gate(args.gate)
     print("done: objective %.6f" % value, flush=True)
     return 0
 
