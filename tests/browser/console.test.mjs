@@ -256,7 +256,11 @@ test('jobs filters: state, label and search narrow the table and stay in the URL
 
 test('logs follow a running job; filter, first error and download', async () => {
   const job = 'logs_follow';
-  await create(P, job, ['--lines', '40', '--over', '8', '--warn', 'ERROR: first failure <i>here</i>', '--warn', 'ERROR: second failure']);
+  // The 40 lines come over 4 s; then the job holds until the test has seen
+  // some of them while it runs, and only then prints the rest and ends.
+  const hold = path.join(server.root, `${job}.hold`);
+  await create(P, job, ['--lines', '40', '--over', '4', '--hold', hold,
+    '--warn', 'ERROR: first failure <i>here</i>', '--warn', 'ERROR: second failure']);
   const o = await open();
   const { page } = o;
   await page.goto(server.consoleUrl(`#/jobs/${P}/${job}/logs`));
@@ -273,6 +277,7 @@ test('logs follow a running job; filter, first error and download', async () => 
       (await page.locator('#log-view .log-line', { hasText: /line \d+ of 40/ }).count()) > 0;
   }, { what: 'some lines shown while the job is RUNNING', timeout: 15_000, interval: 100,
     describe: async () => `counts seen: ${counts}\n${await server.explain(P, job)}` });
+  fs.writeFileSync(hold, 'go\n');
   await visible(page, '#log-ended', { timeout: 30_000 });
   const entries = await server.logs(P, job);
   await waitText(page, '#log-count', (t) => t.includes(`${entries.length} line`), `all ${entries.length} lines counted`);

@@ -6,6 +6,8 @@
   --over S             ... spread evenly over S seconds (default 0: at once)
   --rate R             with --over: R lines per second instead of N in all
                        (the log benchmark: "bench I t=EPOCH_MS" lines)
+  --hold PATH          wait (at most 120 s) until the file PATH exists: the
+                       job runs until the test has seen what it wants to see
   --warn TEXT          print TEXT to stderr (repeatable)
   --sleep S            sleep S seconds
   --fail N             print "trainer failed with status N" to stderr, exit N
@@ -13,6 +15,7 @@ then (without --fail) print "done" and exit 0. Unknown flags (e.g. --job-dir) ar
 Imports nothing heavy, so a replica starts in milliseconds.
 """
 
+import os
 import sys
 import time
 
@@ -60,6 +63,13 @@ def main(argv):
     for n in opts.get("lines", []):
         count = int(n)
         paced(count, over, lambda i: f"line {i + 1} of {count} at {time.time() * 1000:.0f}")
+    for path in opts.get("hold", []):
+        deadline = time.monotonic() + 120
+        while not os.path.exists(path):
+            if time.monotonic() > deadline:
+                out(f"{path} did not appear within 120 s", err=True)
+                return 3
+            time.sleep(0.05)
     for text in opts.get("warn", []):
         out(text, err=True)
     for s in opts.get("sleep", []):
