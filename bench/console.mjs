@@ -171,10 +171,9 @@ async function logView(server, browser) {
   await page.locator('#log-view').waitFor();
   // The page has loaded: from here on, only following counts.
   await page.evaluate(() => { window.__longest = 0; window.__longtasks = 0; window.__frameGap = 0; });
-  const env = { ...server.env, HOME: server.home, MLENGINE_CONFIG: server.serverJson, MLENGINE_PROJECT: L };
   const cliLags = []; // stream-logs is read line by line as it prints: spawned here, not through server.cli
   const cli = new Promise((resolve, reject) => {
-    const p = spawn(process.env.MLENGINE, ['jobs', 'stream-logs', job], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.env.MLENGINE, ['jobs', 'stream-logs', job], { env: server.cliEnv(L), stdio: ['ignore', 'pipe', 'pipe'] });
     let buf = '';
     p.stdout.on('data', (d) => {
       const now = Date.now();

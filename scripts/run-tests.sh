@@ -15,8 +15,9 @@
 # main's tests run: those tests spend much of their time waiting on
 # processes, disks and Slurm (measured: about 40% of two cores idle, three
 # quarters during the Slurm suite), and a nice 19 compiler in a scheduler
-# autogroup of its own only takes what they leave. The sanitized tests run afterwards at normal priority.
-# MLE_OVERLAP_BUILDS=0 builds them in turn instead.
+# autogroup of its own only takes what they leave. The sanitized tests run
+# afterwards at normal priority. MLE_OVERLAP_BUILDS=0 builds them in turn
+# instead.
 set -euo pipefail
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
@@ -97,7 +98,7 @@ if ((${#prebuilt[@]})); then
   # the whole build, and its own scheduler autogroup, whose nice 19 is what
   # makes it yield to the tests (with autogroups, a process's nice counts
   # only against its own session; mlengined and its replicas run in theirs).
-  export -f step tree build_tree run_ctest
+  export -f step tree build_tree
   export JOBS FUZZ_SECONDS LAUNCHER
   setsid bash -c 'set -euo pipefail; echo 19 >/proc/self/autogroup 2>/dev/null || true
     renice -n 19 -p $$ >/dev/null; ionice -c 3 -p $$ 2>/dev/null || true
@@ -107,29 +108,27 @@ if ((${#prebuilt[@]})); then
   echo "run-tests: building ${prebuilt[*]} in the background (nice 19) while the tests of ${BUILD} run; log: $log" >&2
 fi
 
-waited=
+# Waits once for the background builds; a failed one ends the run with its log's end.
+await_background() {
+  [[ -n $background ]] || return 0
+  local start=$SECONDS status=0
+  wait "$background" || status=$?
+  background=
+  trap - EXIT
+  echo "run-tests: waited $((SECONDS - start)) s for the background builds:" >&2
+  grep '^run-tests: ' "$log" >&2 || true
+  if ((status != 0)); then
+    echo "run-tests: a sanitized build failed (exit $status); the end of $log:" >&2
+    tail -n 60 "$log" >&2
+    exit "$status"
+  fi
+}
+
 for s in $STEPS; do
   case $s in
     main) step "tests in ${BUILD}" run_ctest "$BUILD" ;;
     asan | tsan)
-      if [[ -n $background ]]; then
-        if [[ -z $waited ]]; then
-          start=$SECONDS
-          status=0
-          wait "$background" || status=$?
-          waited=1
-          trap - EXIT
-          echo "run-tests: waited $((SECONDS - start)) s for the background builds:" >&2
-          grep '^run-tests: ' "$log" >&2 || true
-          if ((status != 0)); then
-            echo "run-tests: a sanitized build failed (exit $status); the end of $log:" >&2
-            tail -n 60 "$log" >&2
-            exit "$status"
-          fi
-        fi
-      else
-        build_tree "$s"
-      fi
+      if [[ " ${prebuilt[*]} " == *" $s "* ]]; then await_background; else build_tree "$s"; fi
       test_tree "$s"
       ;;
   esac

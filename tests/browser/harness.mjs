@@ -300,14 +300,19 @@ export class Server {
 
   // -- the CLI
 
-  /** Runs `mlengine ARGS` as the operator in `project`; resolves {rc, out, err}. */
-  cli(args, { project, env = {}, timeout = 180_000, cwd } = {}) {
-    if (project) this.projects.add(project);
+  /** The environment `mlengine` runs in as the operator, in `project` when given, plus `env`. */
+  cliEnv(project, env = {}) {
     const e = { ...this.env, HOME: this.home, MLENGINE_CONFIG: this.serverJson, MLENGINE_BIN: MLENGINE, ...env };
     delete e.XDG_CONFIG_HOME;
     if (project) e.MLENGINE_PROJECT = project;
+    return e;
+  }
+
+  /** Runs `mlengine ARGS` as the operator in `project`; resolves {rc, out, err}. */
+  cli(args, { project, env = {}, timeout = 180_000, cwd } = {}) {
+    if (project) this.projects.add(project);
     return new Promise((resolve, reject) => {
-      const p = spawn(MLENGINE, args, { env: e, cwd: cwd || this.root, stdio: ['ignore', 'pipe', 'pipe'] });
+      const p = spawn(MLENGINE, args, { env: this.cliEnv(project, env), cwd: cwd || this.root, stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
       let err = '';
       p.stdout.on('data', (d) => { out += d; });

@@ -29,6 +29,7 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
 import time
 import urllib.parse
 
@@ -441,6 +442,16 @@ class Cli:
 
     def describe(self, job_id):
         return self.ok("jobs", "describe", job_id, "--format", "json").json()
+
+    def open_gate(self, uri, text="open\n"):
+        """Writes the gs:// object `uri` through `storage cp`: what a trainer
+        waiting for it (--wait-for, --gate) takes as its signal to go on."""
+        with tempfile.NamedTemporaryFile("w", dir=self.env["HOME"], suffix=".gate", delete=False) as f:
+            f.write(text)
+        try:
+            self.ok("storage", "cp", f.name, uri)
+        finally:
+            os.unlink(f.name)
 
     def submit(self, job_id, *flags, package=TASKS_PKG, module="trainer.task", args=(), cwd=None, timeout=240):
         """`mlengine jobs submit training` with gcloud's flags."""

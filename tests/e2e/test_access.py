@@ -49,7 +49,7 @@ def test_service_account_and_impersonated_token(cli, names):
     assert r.rc != 0 and "UNAUTHENTICATED" in r.err, r
 
 
-def test_replicas_hold_a_token_of_the_account_they_run_as_and_only_while_they_run(cli, names, tmp_path):
+def test_replicas_hold_a_token_of_the_account_they_run_as_and_only_while_they_run(cli, names):
     """A job running as service account `reader` (ml.viewer on the project)
     gets that account's token: it may list jobs but not cancel one; the
     project's default account (no role) may not list; the token dies with
@@ -73,9 +73,7 @@ def test_replicas_hold_a_token_of_the_account_they_run_as_and_only_while_they_ru
     assert token.startswith("mle1."), token
     # While the job runs the token works; once it ends it is revoked.
     assert cli("jobs", "list", env={"MLENGINE_TOKEN": token}).rc == 0
-    gate_file = tmp_path / "gate"
-    gate_file.write_text("open\n")
-    cli.ok("storage", "cp", str(gate_file), gate)
+    cli.open_gate(gate)
     cli.wait_state(job, {"SUCCEEDED"})
     r = cli("jobs", "list", env={"MLENGINE_TOKEN": token})
     assert r.rc != 0 and "UNAUTHENTICATED" in r.err, r

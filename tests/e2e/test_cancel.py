@@ -25,18 +25,24 @@ def assert_no_job_processes(cli, job_id, why=""):
         f"running (cmdline naming {run_dir} or CLOUD_ML_JOB_ID={job_id} in the environment){why}:\n{listing}")
 
 
-def child_pid_of(cli, job_id, may_have_ended=False):
-    """The trainer's child's pid, from the log, checked to be found as a
-    process of the job. `may_have_ended`: the job ends by itself
-    (maxRunningTime), possibly before the check, which is then made only if
-    the job still runs."""
-    entries = cli.wait_log(job_id, "child pid=", timeout=60)
-    pid = next(int(e["message"].split("child pid=")[1]) for e in entries if "child pid=" in e["message"])
+def logged_pid(cli, job_id, marker, may_have_ended=False):
+    """The pid the trainer logged after `marker` ("child pid=", "daemon
+    pid="), checked to be found as a process of the job (else a later check
+    that none is left would prove nothing). `may_have_ended`: the job ends by
+    itself (maxRunningTime), possibly before the check, which is then made
+    only if the job still runs."""
+    entries = cli.wait_log(job_id, marker, timeout=60)
+    pid = next(int(e["message"].split(marker)[1].split()[0]) for e in entries if marker in e["message"])
     procs = procs_of_job(cli.run_dir(job_id), job_id)
-    if pid not in {p[0] for p in procs} and may_have_ended and cli.describe(job_id)["state"] != "RUNNING":
+    found = pid in {p[0] for p in procs}
+    if not found and may_have_ended and cli.describe(job_id)["state"] != "RUNNING":
         return pid
-    assert pid in {p[0] for p in procs}, f"the trainer's child {pid} is not a process of the job:\n{describe_procs(procs)}"
+    assert found, f"the process {pid} ({marker.strip()}) is not a process of the job:\n{describe_procs(procs)}"
     return pid
+
+
+def child_pid_of(cli, job_id, may_have_ended=False):
+    return logged_pid(cli, job_id, "child pid=", may_have_ended)
 
 
 def test_cancel_kills_the_process_group(cli, names):

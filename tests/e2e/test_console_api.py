@@ -248,9 +248,7 @@ def test_replicas_metrics_and_the_cluster_of_real_jobs(server, tmp_path, names):
     assert get_json(server, f"{b_jobs}/replicas")["replicas"][0]["state"] == "RUNNING"
 
     # After the end: every report, by step, with its time; the exit status.
-    gate_file = tmp_path / "gate"
-    gate_file.write_text("open\n")
-    cli_a.ok("storage", "cp", str(gate_file), a_gate)
+    cli_a.open_gate(a_gate)
     cli_a.wait_state(job, {"SUCCEEDED"}, timeout=120)
     replicas = get_json(server, f"{a_jobs}/replicas", viewer)["replicas"]
     assert replicas == [{"taskName": "master-replica-0", "host": "localhost", "gpus": [], "state": "SUCCEEDED",
@@ -266,7 +264,7 @@ def test_replicas_metrics_and_the_cluster_of_real_jobs(server, tmp_path, names):
     assert get_json(server, f"{a_jobs}/metrics?step=1", viewer, status=400)["error"]["status"] == "INVALID_ARGUMENT"
     assert get_json(server, f"/v1/projects/{cli_a.project}/jobs/nope/replicas", status=404)
 
-    cli_b.ok("storage", "cp", str(gate_file), gate)
+    cli_b.open_gate(gate)
     cli_b.wait_state(other, {"SUCCEEDED"}, timeout=120)
     replicas = get_json(server, f"{b_jobs}/replicas")["replicas"]
     assert replicas[0]["state"] == "SUCCEEDED" and replicas[0]["exitCode"] == 0, replicas

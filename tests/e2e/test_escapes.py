@@ -7,25 +7,14 @@ has reached its final state."""
 
 import pytest
 
-from conftest import describe_procs, make_cli, procs_of_job
-from test_cancel import assert_no_job_processes
+from conftest import make_cli
+from test_cancel import assert_no_job_processes, logged_pid
 
 MODES = ["setsid", "double-fork"]
 
 
 def daemon_pid(cli, job_id, may_have_ended=False):
-    """The daemon's pid, from the log, checked to be found as a process of
-    the job (else the final check that none is left would prove nothing).
-    `may_have_ended`: the job ends by itself (maxRunningTime), possibly
-    before the check, which is then made only if the job still runs."""
-    entries = cli.wait_log(job_id, "daemon pid=", timeout=60)
-    line = next(e["message"] for e in entries if "daemon pid=" in e["message"])
-    pid = int(line.split("daemon pid=")[1].split()[0])
-    procs = procs_of_job(cli.run_dir(job_id), job_id)
-    if pid not in {p[0] for p in procs} and may_have_ended and cli.describe(job_id)["state"] != "RUNNING":
-        return pid
-    assert pid in {p[0] for p in procs}, f"the daemon {pid} is not a process of the job:\n{describe_procs(procs)}"
-    return pid
+    return logged_pid(cli, job_id, "daemon pid=", may_have_ended)
 
 
 def ended(cli, job, state, contains=""):
@@ -56,14 +45,13 @@ def test_max_running_time(cli, names, tmp_path, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_failure(cli, names, tmp_path, mode):
+def test_failure(cli, names, mode):
     # The trainer fails once the test has seen its daemon (the gate).
     job = names.job("esc_fail")
     gate = f"gs://{cli.bucket}/{job}/gate"
     assert cli.submit(job, args=["--daemon", mode, "--wait-for", gate, "--fail", "3"]).rc == 0
     daemon_pid(cli, job)
-    (tmp_path / "gate").write_text("open\n")
-    cli.ok("storage", "cp", str(tmp_path / "gate"), gate)
+    cli.open_gate(gate)
     ended(cli, job, "FAILED", "non-zero status of 3")
 
 

@@ -54,9 +54,7 @@ def test_gpu_assignment_with_fake_nvidia_smi(server_factory, tmp_path, names):
     for job in jobs:  # both were running at the same time
         assert cli.describe(job)["state"] == "RUNNING"
 
-    gate_file = tmp_path / "gate"
-    gate_file.write_text("open\n")
-    cli.ok("storage", "cp", str(gate_file), gate)
+    cli.open_gate(gate)
     for job in jobs:
         cli.wait_state(job, {"SUCCEEDED"}, timeout=60)
 

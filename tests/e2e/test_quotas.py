@@ -32,8 +32,6 @@ def test_a_job_waits_for_its_projects_quota_and_the_usage_survives_kill_9(server
     assert after["state"] == "QUEUED" and after["errorMessage"].startswith(expected), after
     assert cli.describe(first)["state"] == "RUNNING"
 
-    gate_file = tmp_path / "gate"
-    gate_file.write_text("open\n")
-    cli.ok("storage", "cp", str(gate_file), gate)
+    cli.open_gate(gate)
     assert cli.wait_state(first, {"SUCCEEDED"})["state"] == "SUCCEEDED"
     assert cli.wait_state(second, {"SUCCEEDED"})["state"] == "SUCCEEDED"

@@ -33,9 +33,7 @@ def test_restart_while_running(server_factory, tmp_path, names):
     assert desc["state"] == "RUNNING", f"after the restart the job is {desc['state']}\n{cli.explain(job)}"
     cli.wait_log(job, "waiting for", timeout=30)
 
-    gate = tmp_path / "gate"
-    gate.write_text("open\n")
-    cli.ok("storage", "cp", str(gate), gate_uri)
+    cli.open_gate(gate_uri)
     desc = cli.wait_state(job, {"SUCCEEDED"}, timeout=60)
     assert not desc.get("errorMessage"), desc
 

@@ -1,10 +1,10 @@
 """The local image registry and mlengine's base images, for test suites.
 
 A suite starts its own docker-registry (scripts/containers/registry.sh) on a
-fixed port when it is free (see registry_port), with its blobs kept in MLE_IMAGE_CACHE/registry so a second run
-(or the next suite: the suites that use it never run at the same time, the
-Slurm one being RUN_SERIAL) pushes nothing new, and pushes mlengine's base
-images into it
+fixed port when it is free (see registry_port), with its blobs kept in
+MLE_IMAGE_CACHE/registry so a second run (or the next suite: the suites that
+use it never run at the same time, the Slurm one being RUN_SERIAL) pushes
+nothing new, and pushes mlengine's base images into it
 (scripts/containers/images.sh, which builds them with mmdebstrap the first
 time on a machine). Test images are built on top with `podman build`.
 """
@@ -69,7 +69,7 @@ def registry_port():
 
 
 class Registry:
-    """docker-registry on 127.0.0.1:<free port> holding mlengine's base images."""
+    """docker-registry on 127.0.0.1:<registry_port()> holding mlengine's base images."""
 
     def __init__(self, images=("python", "pytorch")):
         self.dir = os.path.join(CACHE, "registry")

@@ -138,12 +138,6 @@ def task_log(cli, job, task):
     return [e.get("message", "") for e in cli.server.logs(cli.project, job, task)]
 
 
-def write_object(cli, tmp_path, uri, text="open\n"):
-    local = tmp_path / f"obj{time.time_ns()}"
-    local.write_text(text)
-    cli.ok("storage", "cp", str(local), uri)
-
-
 def read_object(cli, bucket, name):
     data = e2e._read(cli.server.bucket_path(bucket, name))
     return None if data is None else data.decode()
@@ -230,7 +224,7 @@ def test_mnist_distributed_across_nodes(cli, names):
 # ---------------------------------------------------------------------------
 # A TPU v3 pod slice of 32 cores: four TPU hosts at once
 
-def test_tpu_pod_slice_gets_four_hosts(cli, names, tmp_path):
+def test_tpu_pod_slice_gets_four_hosts(cli, names):
     job = names.job("pod")
     gate = f"gs://{cli.bucket}/{job}/gate"
     cli.ok("jobs", "submit", "training", job, "--staging-bucket", f"gs://{cli.bucket}", "--region", e2e.REGION,
@@ -266,7 +260,7 @@ def test_tpu_pod_slice_gets_four_hosts(cli, names, tmp_path):
     assert hostnames and sorted(hostnames[0].split(",")) == NODES, "\n".join(master)
     assert "TPU_ACCELERATOR_TYPE=v3-32" in master, "\n".join(master)
 
-    write_object(cli, tmp_path, gate)
+    cli.open_gate(gate)
     cli.wait_state(job, {"SUCCEEDED"}, timeout=60)
 
 
@@ -293,7 +287,7 @@ def test_larger_than_the_cluster_is_refused(cli, names, flags, needs):
     assert gone.rc != 0 and "NOT_FOUND" in gone.err, gone
 
 
-def test_queued_behind_a_pod_then_runs(cli, names, slurm_cluster, tmp_path):
+def test_queued_behind_a_pod_then_runs(cli, names, slurm_cluster):
     _, env = slurm_cluster
     holder = names.job("holder")
     cli.ok("jobs", "submit", "training", holder, "--staging-bucket", f"gs://{cli.bucket}", "--region", e2e.REGION,
@@ -407,7 +401,7 @@ def test_server_restart_mid_job(slurm_server_factory, slurm_cluster, names, tmp_
     server.start()
 
     wait_for(appended, "both replicas appended their pid", 60, lambda: explain(cli, job))
-    write_object(cli, tmp_path, gate)
+    cli.open_gate(gate)
     cli.wait_state(job, {"SUCCEEDED"}, timeout=60)
 
     lines = (read_object(cli, cli.bucket, pids) or "").split()
@@ -579,7 +573,7 @@ def test_lost_host_with_requeue_runs_the_job_again(slurm_server_factory, slurm_c
         running = cli.wait_state(job, {"RUNNING"}, timeout=90)
         again = placement_of_run(cli, job, restart=True)
         assert node not in again.values(), (node, again)
-        write_object(cli, tmp_path, gate)
+        cli.open_gate(gate)
         done = cli.wait_state(job, {"SUCCEEDED"}, timeout=60)
         assert done["state"] == "SUCCEEDED", (running, done)
     finally:
