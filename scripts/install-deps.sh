@@ -30,13 +30,20 @@ for p in "${PKGS[@]}"; do
 done
 # Node.js and npm (the storage client suite, the console and its browser
 # tests, which drive Debian's chromium above: no npm package downloads a
-# browser): any installation will do (a nodejs that bundles npm conflicts
-# with Debian's npm package).
+# browser). Any installation builds the console (a nodejs that bundles npm
+# conflicts with Debian's npm package); the browser tests' playwright-core
+# needs Node.js 20 or later, where Debian 12's own nodejs is 18.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   missing+=(nodejs npm)
 fi
+warn_old_node() {
+  if (($(node -p 'process.versions.node.split(".")[0]') < 20)); then
+    echo "install-deps: Node.js $(node --version) builds the console, but the browser tests (make test) need Node.js 20 or later" >&2
+  fi
+}
 
 if [ ${#missing[@]} -eq 0 ]; then
+  warn_old_node
   exec "$(dirname "$0")/install-node-deps.sh"
 fi
 
@@ -50,4 +57,5 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+warn_old_node
 "$(dirname "$0")/install-node-deps.sh"

@@ -10,4 +10,8 @@ if [ ! -x "$chromium" ]; then
   echo "browser: no Chromium at $chromium: install Debian's with scripts/install-deps.sh (apt-get install chromium), or set MLE_CHROMIUM" >&2
   exit 1
 fi
+if (($(node -p 'process.versions.node.split(".")[0]') < 20)); then
+  echo "browser: Node.js $(node --version) is too old: playwright-core, which drives Chromium here, needs Node.js 20 or later (Debian 12's own nodejs is 18)" >&2
+  exit 1
+fi
 exec node --test --test-reporter=spec "$here"/*.test.mjs
