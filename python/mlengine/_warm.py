@@ -195,9 +195,32 @@ def _exit_as_python(code):
     os._exit(code)
 
 
+_SANDBOX = None  # libmlengine-sandbox.so (ctypes), when replicas are sandboxed
+
+
+def _load_sandbox(path):
+    global _SANDBOX
+    import ctypes
+    lib = ctypes.CDLL(path, use_errno=True)
+    lib.mle_sandbox_enter.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong]
+    lib.mle_sandbox_enter.restype = ctypes.c_int
+    _SANDBOX = lib
+
+
+def _enter_sandbox(path):
+    """The replica's sandbox (docs/security.md), before anything of the job
+    runs: its identity, cgroups and view. Never returns on failure: the
+    replica ends with status 126, the reason on its stderr (its log)."""
+    import ctypes
+    error = ctypes.create_string_buffer(1024)
+    if _SANDBOX.mle_sandbox_enter(path.encode(), error, len(error)) != 0:
+        os.write(2, b"mlengine-replica: cannot start the replica in its sandbox: " + error.value + b"\n")
+        os._exit(126)
+
+
 def _replica_child(conn, listener, fds, spec):
     """In the forked child: the replica's stdio, a session and subreaper of
-    its own, then `become`."""
+    its own, its sandbox, then `become`."""
     try:
         listener.close()
         conn.close()
@@ -212,6 +235,8 @@ def _replica_child(conn, listener, fds, spec):
                     pass
         os.setsid()
         _subreaper()
+        if spec.get("sandbox"):
+            _enter_sandbox(spec["sandbox"])
         code = become(spec)
     except BaseException:  # noqa: B902 - nothing may return into the zygote's loop
         import traceback
@@ -220,7 +245,7 @@ def _replica_child(conn, listener, fds, spec):
     _exit_as_python(code)
 
 
-def serve(socket_path, preloaded):
+def serve(socket_path, preloaded, server=None):
     """The zygote: forks a replica per connection (while the process that
     started it lives; then it finishes the replicas it runs and ends). A connection sends one
     JSON spec line with the replica's stdin, stdout and stderr attached
@@ -250,7 +275,8 @@ def serve(socket_path, preloaded):
     # The lease: while the server that started us lives, we serve; once it is
     # gone (our parent changed) or lets us go (SIGHUP) we take no more replicas and end with the
     # last one we run (they are jobs: they go on across a server restart).
-    server = os.getppid()
+    if server is None:
+        server = os.getppid()
     inode = os.stat(socket_path).st_ino
     serving = True
     while not stop and (serving or replicas or pending):
@@ -293,6 +319,8 @@ def serve(socket_path, preloaded):
                 # What cannot be made fresh starts cold: the shim runs it itself.
                 why = "a replica needs its stdin, stdout and stderr" if len(fds) != 3 else check_compatible(
                     spec, preloaded)
+                if not why and spec.get("sandbox") and _SANDBOX is None:
+                    why = "the warm interpreter was started without the sandbox library"
                 if why:
                     conn.sendall(("cold: %s\n" % why).encode())
                     for fd in fds:
@@ -402,10 +430,23 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="mlengine._warm")
     parser.add_argument("--preload", default="")
     parser.add_argument("--serve", required=True, help="the Unix socket to fork replicas on")
+    parser.add_argument("--server-pid", type=int, default=0,
+                        help="serve while this process is our parent (mlengined); end at once otherwise")
+    parser.add_argument("--sandbox-lib", default="", help="libmlengine-sandbox.so: forked replicas enter their sandbox")
     args = parser.parse_args(argv)
+    server = args.server_pid or os.getppid()
+    # A server killed while we start (the imports take a second or two)
+    # would leave us serving an unlinked socket for nobody: check before and
+    # after the imports, and from then on in every round of serve.
+    if os.getppid() != server:
+        return 0
+    if args.sandbox_lib:
+        _load_sandbox(args.sandbox_lib)
     names = [n for n in args.preload.split(",") if n]
     preload(names)
-    return serve(args.serve, names)
+    if os.getppid() != server:
+        return 0
+    return serve(args.serve, names, server)
 
 
 if __name__ == "__main__":

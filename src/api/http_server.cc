@@ -204,6 +204,8 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       remote_address_ = address.to_string();
       from_loopback_ = address.is_loopback();
+      remote_port_ = peer.port();
+      local_port_ = stream_.socket().local_endpoint(ec).port();
     }
   }
 
@@ -484,6 +486,8 @@ class Session : public std::enable_shared_from_this<Session> {
     r.request_id = request_id_;
     r.remote_address = remote_address_;
     r.from_loopback = from_loopback_;
+    r.remote_port = remote_port_;
+    r.local_port = local_port_;
     return r;
   }
 
@@ -729,6 +733,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // when it was read.
   std::string remote_address_;
   bool from_loopback_ = false;
+  uint16_t remote_port_ = 0;
+  uint16_t local_port_ = 0;
   std::string request_id_;
   std::string method_;
   std::string path_;

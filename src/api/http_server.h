@@ -54,6 +54,8 @@ struct HttpRequest {
   std::string request_id;      // this request's id (see above)
   std::string remote_address;  // the peer's IP address
   bool from_loopback = false;  // the peer is on this machine (127.0.0.0/8, ::1)
+  uint16_t remote_port = 0;    // the peer's port, and ours: with from_loopback,
+  uint16_t local_port = 0;     // what finds the peer's socket (LoopbackPeerUid)
   std::string host;           // the Host header
   std::string path_token;     // from a "/_token/TOKEN" prefix (see above), else ""
   // Every header as sent (names lowercase), for the few routes that need

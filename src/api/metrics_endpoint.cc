@@ -1,5 +1,11 @@
 #include "api/metrics_endpoint.h"
 
+#include <fstream>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "api/http_util.h"
@@ -27,8 +33,12 @@ void MetricsEndpoint::Handle(HttpRequest request, Responder respond) const {
   };
   auto target = ParseTarget(request.target);
   if (!target.ok()) return respond_named(RenderError(target.status(), true));
-  const bool needs_token =
+  bool needs_token =
       access_ == MetricsAccess::kToken || (access_ == MetricsAccess::kLoopback && !request.from_loopback);
+  if (!needs_token && access_ == MetricsAccess::kLoopback && is_job_uid_) {
+    const std::optional<uint32_t> uid = LoopbackPeerUid(request.remote_port, request.local_port);
+    needs_token = !uid || is_job_uid_(*uid);
+  }
   if (needs_token) {
     // The metrics count every project's jobs: the operator's to read.
     auto caller = gate_.Authenticate(request.authorization, QueryParam(target->query, "access_token"));
@@ -55,6 +65,31 @@ void MetricsEndpoint::Handle(HttpRequest request, Responder respond) const {
   r.content_type = "text/plain; version=0.0.4; charset=utf-8";
   r.body = metrics.Render();
   respond_named(std::move(r));
+}
+
+std::optional<uint32_t> LoopbackPeerUid(uint16_t remote_port, uint16_t local_port, const std::string& proc_net) {
+  // "sl local_address rem_address st tx:rx tr:when retrnsmt uid ...", the
+  // addresses as HEX_IP:HEX_PORT. The peer's socket is the one whose local
+  // port is the peer's and whose remote port is ours.
+  for (const char* file : {"tcp", "tcp6"}) {
+    std::ifstream in(proc_net + "/" + file);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::vector<absl::string_view> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+      if (f.size() < 8) continue;
+      auto port_of = [](absl::string_view endpoint) -> int {
+        const size_t colon = endpoint.rfind(':');
+        unsigned int port = 0;
+        if (colon == absl::string_view::npos || !absl::SimpleHexAtoi(endpoint.substr(colon + 1), &port)) return -1;
+        return static_cast<int>(port);
+      };
+      if (port_of(f[1]) != remote_port || port_of(f[2]) != local_port) continue;
+      uint32_t uid = 0;
+      if (absl::SimpleAtoi(f[7], &uid)) return uid;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace mle::api

@@ -33,6 +33,45 @@ constexpr int kMaxListResults = 1000;
 constexpr absl::string_view kTmpDir = ".tmp";
 constexpr absl::string_view kMetaDir = ".meta";
 constexpr absl::string_view kUploadsDir = ".uploads";
+// Buckets' directories and objects are open to every identity: jobs reach a
+// bucket only through their sandbox's view, where it is mounted read-only
+// unless their account may write it (docs/security.md), and the bucket root
+// itself is inside the data directory (0700). So an object a job wrote stays
+// readable, and replaceable, by later jobs whose account may.
+constexpr mode_t kSharedDirMode = 0777;
+constexpr mode_t kObjectMode = 0666;
+// In .meta: written once every existing bucket was given those modes.
+constexpr absl::string_view kModesMarker = "modes-shared-v1";
+
+// mkdirat with `mode` exactly (the umask would take from it).
+int MakeDirAt(int dir_fd, const char* name, mode_t mode) {
+  if (::mkdirat(dir_fd, name, mode) != 0) return -1;
+  return ::fchmodat(dir_fd, name, mode, 0);
+}
+
+// Gives every directory below `dir_fd` kSharedDirMode and every regular
+// file kObjectMode (never following a symbolic link).
+void ShareTree(int dir_fd) {
+  ::fchmod(dir_fd, kSharedDirMode);
+  DIR* d = ::fdopendir(::dup(dir_fd));
+  if (d == nullptr) return;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st;
+    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISREG(st.st_mode)) {
+      ::fchmodat(dir_fd, name.c_str(), kObjectMode, 0);
+    } else if (S_ISDIR(st.st_mode)) {
+      const int sub = ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub >= 0) {
+        ShareTree(sub);
+        ::close(sub);
+      }
+    }
+  }
+  ::closedir(d);
+}
 
 // Keeps errno-based failures short and canonical. The server's own disk
 // failing is never the caller's fault, so most map to INTERNAL.
@@ -333,6 +372,20 @@ absl::StatusOr<std::unique_ptr<BucketStore>> BucketStore::Open(const std::string
       new BucketStore(canonical.string(), std::move(root_fd), std::move(tmp_fd), st.st_dev));
   store->uploads_fd_ = std::move(uploads_fd);
   store->RemoveExpiredUploads();
+  // Buckets of a data directory from before the sandbox: given the shared
+  // modes once.
+  const std::string marker = absl::StrCat(kMetaDir, "/", kModesMarker);
+  if (::faccessat(store->root_fd_.get(), marker.c_str(), F_OK, 0) != 0) {
+    auto buckets = ReadDir(store->root_fd_.get());
+    if (buckets.ok()) {
+      for (const auto& e : *buckets) {
+        if (e.kind != EntryKind::kDir || absl::StartsWith(e.name, ".")) continue;
+        ScopedFd b = OpenDirAt(store->root_fd_.get(), e.name);
+        if (b.valid()) ShareTree(b.get());
+      }
+      ScopedFd m(::openat(store->root_fd_.get(), marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+    }
+  }
   return store;
 }
 
@@ -357,7 +410,7 @@ absl::StatusOr<BucketInfo> BucketStore::CreateBucket(absl::string_view bucket) {
   if (auto s = ValidateBucketName(bucket); !s.ok()) return s;
   absl::MutexLock lock(&namespace_mu_);
   const std::string name(bucket);
-  if (::mkdirat(root_fd_.get(), name.c_str(), 0755) != 0) {
+  if (MakeDirAt(root_fd_.get(), name.c_str(), kSharedDirMode) != 0) {
     if (errno == EEXIST) {
       return absl::AlreadyExistsError(absl::StrCat("The bucket ", bucket, " already exists."));
     }
@@ -372,7 +425,7 @@ absl::StatusOr<BucketInfo> BucketStore::EnsureBucket(absl::string_view bucket) {
   {
     absl::MutexLock lock(&namespace_mu_);
     const std::string name(bucket);
-    if (::mkdirat(root_fd_.get(), name.c_str(), 0755) == 0) {
+    if (MakeDirAt(root_fd_.get(), name.c_str(), kSharedDirMode) == 0) {
       ::fsync(root_fd_.get());
     } else if (errno != EEXIST) {
       return IoError(absl::StrCat("cannot create bucket ", bucket), errno);
@@ -426,7 +479,7 @@ absl::StatusOr<int> BucketStore::OpenParentDir(int bucket_fd, absl::string_view 
     walked += seg.size() + 1;
     ScopedFd next = OpenDirAt(current, part);
     if (!next.valid() && errno == ENOENT && create) {
-      if (::mkdirat(current, part.c_str(), 0755) != 0 && errno != EEXIST) {
+      if (MakeDirAt(current, part.c_str(), kSharedDirMode) != 0 && errno != EEXIST) {
         return IoError(absl::StrCat("cannot create a directory for gs://", bucket, "/", name), errno);
       }
       ::fsync(current);
@@ -713,8 +766,8 @@ absl::StatusOr<ObjectInfo> BucketStore::Install(absl::string_view bucket, absl::
                                                 const WriteOptions& options, const common::Checksums& sums) {
   if (auto s = ValidateAttrs(options.attrs); !s.ok()) return s;
   if (auto s = VerifyChecksums(options, sums); !s.ok()) return s;
-  // Objects are ordinary readable files for the replicas.
-  if (::fchmod(fd, 0644) != 0) return IoError("fchmod", errno);
+  // Objects are ordinary files the replicas read and replace.
+  if (::fchmod(fd, kObjectMode) != 0) return IoError("fchmod", errno);
   if (::fsync(fd) != 0) return IoError(absl::StrCat("cannot write gs://", bucket, "/", name), errno);
   struct stat st;
   if (::fstat(fd, &st) != 0) return IoError("fstat", errno);

@@ -398,6 +398,10 @@ absl::StatusOr<json> Client::CreateBucket(const std::string& bucket) {
   return Call("POST", "/storage/v1/b", {{"project", connection_.project}}, json{{"name", bucket}});
 }
 
+absl::StatusOr<json> Client::GetBucket(const std::string& bucket) {
+  return Call("GET", "/storage/v1/b/" + UrlEncode(bucket), {});
+}
+
 absl::StatusOr<json> Client::ListBuckets(const std::string& page_token) {
   Query q{{"project", connection_.project}};
   if (!page_token.empty()) q.emplace_back("pageToken", page_token);

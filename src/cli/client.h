@@ -77,6 +77,7 @@ class Client {
                                              const std::string& delimiter, const std::string& page_token);
   absl::Status DeleteObject(const std::string& bucket, const std::string& object);
   absl::StatusOr<nlohmann::json> CreateBucket(const std::string& bucket);
+  absl::StatusOr<nlohmann::json> GetBucket(const std::string& bucket);
   absl::StatusOr<nlohmann::json> ListBuckets(const std::string& page_token);
 
  private:

@@ -126,6 +126,7 @@ std::string EncodeWarmSpec(const WarmSpec& spec) {
   json doc = {{"module", spec.module}, {"args", spec.args}, {"cwd", spec.cwd}, {"env", spec.env},
               {"site_dirs", spec.site_dirs}};
   if (!spec.prefix.empty()) doc["prefix"] = spec.prefix;
+  if (!spec.sandbox.empty()) doc["sandbox"] = spec.sandbox;
   return doc.dump(-1, ' ', false, json::error_handler_t::replace);  // one line
 }
 

@@ -75,6 +75,7 @@ struct WarmSpec {
   std::map<std::string, std::string> env;  // the whole environment
   std::vector<std::string> site_dirs;      // the job's package environment's site-packages
   std::string prefix;                      // that environment (empty: none)
+  std::string sandbox;                     // the sandbox spec the child enters first (empty: none)
 };
 std::string EncodeWarmSpec(const WarmSpec& spec);
 // FAILED_PRECONDITION when the document is of another format or version (or

@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/sha256.h"
@@ -35,6 +36,27 @@ std::vector<std::string> PodmanRunArgv(const ContainerSettings& settings, const 
     argv.push_back("--volume");
     argv.push_back(absl::StrCat(dir, ":", dir));
   }
+  for (const auto& dir : run.read_only_mounts) {
+    argv.push_back("--volume");
+    argv.push_back(absl::StrCat(dir, ":", dir, ":ro"));
+  }
+  if (!run.user.empty()) {
+    // Not root on the host, nor able to become it; setuid files in the
+    // image raise nothing.
+    argv.insert(argv.end(), {"--user", run.user, "--cap-drop", "all", "--security-opt", "no-new-privileges",
+                             // The image's HOME (often /root) is not its to write.
+                             "--env", "HOME=/tmp"});
+  }
+  if (run.cpu_milli > 0) {
+    argv.push_back("--cpus");
+    argv.push_back(absl::StrFormat("%d.%03d", run.cpu_milli / 1000, run.cpu_milli % 1000));
+  }
+  if (run.memory_mib > 0) {
+    // The same for memory and swap: no swap beyond the limit.
+    argv.insert(argv.end(), {"--memory", absl::StrCat(run.memory_mib, "m"), "--memory-swap",
+                             absl::StrCat(run.memory_mib, "m")});
+  }
+  if (run.pids_limit > 0) argv.insert(argv.end(), {"--pids-limit", absl::StrCat(run.pids_limit)});
   if (settings.gpu_devices == "cdi") {
     for (int g : run.gpus) {
       argv.push_back("--device");

@@ -36,8 +36,16 @@ struct ContainerRun {
   std::vector<std::string> env_names;   // passed from podman's environment by name
   std::map<std::string, std::string> labels;
   std::vector<std::string> mounts;      // host directories, mounted at the same path
+  std::vector<std::string> read_only_mounts;  // the same, read-only
   std::string workdir;                  // empty: the image's
   std::vector<int> gpus;                // GPU indices given to the replica
+  // Sandboxed (docs/security.md): the container's processes run as this
+  // identity ("UID:GID"; empty: the image's user, as root may be), with no
+  // capabilities and no new privileges, within these limits (0: none).
+  std::string user;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int64_t pids_limit = 0;
 };
 
 // Labels every mlengine container carries.

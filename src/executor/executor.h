@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -54,6 +55,21 @@ class CredentialIssuer {
   virtual ~CredentialIssuer() = default;
   // Blocks until the token is durable; call from an executor's own thread.
   virtual absl::StatusOr<Credential> IssueFor(const model::Job& job) = 0;
+};
+
+// Which buckets a job's replicas see through the file system
+// ($MLENGINE_GCS_ROOT/BUCKET, docs/security.md): those the account the job
+// runs as may read (storage.objects.get), writable where it may also create
+// objects (storage.objects.create). Asked once per start: the view is fixed
+// while the replica runs.
+struct BucketGrant {
+  std::string bucket;
+  bool writable = false;
+};
+class BucketAccessPolicy {
+ public:
+  virtual ~BucketAccessPolicy() = default;
+  virtual std::vector<BucketGrant> BucketsFor(const model::Job& job) const = 0;
 };
 
 class Executor {

@@ -100,7 +100,7 @@ absl::Status PullJobImages(const model::Job& job, const containers::Podman* podm
 containers::ContainerRun ContainerRunOf(const model::Job& job, const runtime::ReplicaLaunch& launch,
                                         const std::string& run_dir, const std::string& replica_dir,
                                         const std::string& gcs_root, const std::map<std::string, std::string>& env,
-                                        const model::Placement& placement) {
+                                        const model::Placement& placement, const ContainerSandbox* sandbox) {
   containers::ContainerRun c;
   c.name = containers::ContainerName(job.project, job.job_id, launch.task_name);
   c.image = launch.image;
@@ -113,7 +113,18 @@ containers::ContainerRun ContainerRunOf(const model::Job& job, const runtime::Re
     if (env.count(extra) && !launch.env.count(extra)) c.env_names.push_back(extra);
   }
   c.labels = {{containers::kRunDirLabel, run_dir}, {containers::kTaskLabel, launch.task_name}};
-  c.mounts = {gcs_root, replica_dir};
+  if (sandbox == nullptr) {
+    c.mounts = {gcs_root, replica_dir};
+  } else {
+    c.mounts = {replica_dir + "/work", replica_dir + "/hypertune"};
+    for (const auto& b : sandbox->buckets) {
+      (b.writable ? c.mounts : c.read_only_mounts).push_back(gcs_root + "/" + b.bucket);
+    }
+    c.user = absl::StrCat(sandbox->uid, ":", sandbox->uid);
+    c.cpu_milli = sandbox->cpu_milli;
+    c.memory_mib = sandbox->memory_mib;
+    c.pids_limit = sandbox->pids_limit;
+  }
   if (auto p = placement.replicas.find(launch.task_name); p != placement.replicas.end()) c.gpus = p->second.gpu_indices;
   return c;
 }

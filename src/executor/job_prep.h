@@ -21,6 +21,7 @@
 #include "runtime/replica_env.h"
 #include "runtime/package_cache.h"
 #include "runtime/runtimes.h"
+#include "sandbox/plan.h"
 #include "rundir/replica_files.h"
 
 namespace mle::executor {
@@ -38,10 +39,22 @@ absl::Status PullJobImages(const model::Job& job, const containers::Podman* podm
 // the environment names of `env` (the replica's whole contract; values stay
 // in podman's environment), the bucket root and the replica's run directory
 // mounted at the same paths, its GPUs, labels naming the run and the task.
+// Sandboxed (docs/security.md), the container runs as the job's identity
+// within the replica's limits, and only its work and hypertune directories
+// and the buckets its account reaches (read-only unless it may write them)
+// are mounted.
+struct ContainerSandbox {
+  uid_t uid = 0;
+  std::vector<sandbox::BucketAccess> buckets;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int64_t pids_limit = 0;
+};
 containers::ContainerRun ContainerRunOf(const model::Job& job, const runtime::ReplicaLaunch& launch,
                                         const std::string& run_dir, const std::string& replica_dir,
                                         const std::string& gcs_root, const std::map<std::string, std::string>& env,
-                                        const model::Placement& placement);
+                                        const model::Placement& placement,
+                                        const ContainerSandbox* sandbox = nullptr);
 // The environment `podman run` of `run` needs (CONTAINERS_CONF), whether its
 // image is a simulated stand-in (MLENGINE_SIMULATED_IMAGE), and the
 // contract as the container sees it: GPUs given through CDI are numbered

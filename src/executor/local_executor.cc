@@ -123,6 +123,15 @@ void RemoveContainers(const containers::Podman* podman, const std::string& run_d
   }
 }
 
+// Variables the dynamic loader or libc act on at a program's start (glibc's
+// UNSECURE_ENVVARS, which it drops for setuid programs), and any LD_*.
+bool IsLoaderVariable(const std::string& name) {
+  static const std::set<std::string> kNames = {"GCONV_PATH", "GETCONF_DIR", "HOSTALIASES", "LOCALDOMAIN",
+                                               "LOCPATH",    "MALLOC_TRACE", "NIS_PATH",   "NLSPATH",
+                                               "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR", "TZDIR"};
+  return absl::StartsWith(name, "LD_") || absl::StartsWith(name, "GLIBC_TUNABLES") || kNames.count(name) > 0;
+}
+
 // What the warm interpreter becomes for `launch` (a python replica:
 // PYTHON -m MODULE ARGS), or nullopt with why it must start cold.
 std::optional<codec::WarmSpec> WarmSpecOf(const model::Job& job, const runtime::ReplicaLaunch& launch,
@@ -217,11 +226,13 @@ std::vector<int> LocalExecutor::AllocatePorts(int n) {
 void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, model::JobDemand demand,
                                     model::Placement placement) {
   const JobRef ref{job.project, job.job_id};
+  uid_t sandbox_uid = 0;  // the identity this start took (released if it fails)
   auto fail = [&](Ending ending, const std::string& message) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       jobs_.erase(key);
     }
+    if (options_.sandbox != nullptr && sandbox_uid != 0) options_.sandbox->EndJob(ref.project, ref.job_id, sandbox_uid);
     events_->JobEnded(ref, ending == Ending::kStopped ? Outcome::kStopped : Outcome::kFailed, message);
   };
   const bool containers = IsContainerJob(job);
@@ -269,6 +280,19 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     return fail(Ending::kFailed, absl::StrCat("cannot create the job's run directory ", run.dir, ": ", s.message()));
   }
 
+  // The job's identity and what its account reaches, before anything of
+  // it is written that a restart would adopt.
+  std::optional<JobSandbox> job_sandbox;
+  if (options_.sandbox != nullptr) {
+    auto begun = options_.sandbox->BeginJob(job, run.dir);
+    if (!begun.ok()) {
+      lock.unlock();
+      return fail(Ending::kFailed, absl::StrCat("The job could not be started in its sandbox: ", begun.status().message()));
+    }
+    job_sandbox = *std::move(begun);
+    sandbox_uid = run.uid = job_sandbox->uid;
+  }
+
   // Ports: one per clustered replica, one for torch's rendezvous.
   int needed = 1;
   for (const auto& r : demand.replicas) needed += r.role == "evaluator" ? 0 : 1;
@@ -305,6 +329,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
   rundir::RunManifest manifest;
   manifest.tpu_hosts = placement.tpu_hosts;
   manifest.tpu_simulated = placement.tpu_simulated;
+  manifest.uid = run.uid;
   for (const auto& launch : launches) {
     rundir::ManifestReplica r;
     r.task = launch.task_name;
@@ -313,8 +338,31 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     manifest.replicas.push_back(std::move(r));
   }
   absl::Status prepared = absl::OkStatus();
+  std::map<std::string, std::string> sandbox_specs;  // task -> its sandbox spec file
+  std::map<std::string, int64_t> memory_limits;      // task -> MiB
+  std::vector<std::string> read_only;  // the job's package environment
+  if (!env.digest.empty()) read_only.push_back(fs::path(env.python).parent_path().parent_path().string());
   for (const auto& launch : launches) {
     if (prepared.ok()) prepared = rundir::CreateDirectories(common::ReplicaDir(run.dir, launch.task_name) + "/work");
+    if (!prepared.ok() || !job_sandbox) continue;
+    model::ReplicaDemand replica_demand;
+    for (const auto& r : demand.replicas) {
+      if (r.TaskName() == launch.task_name) replica_demand = r;
+    }
+    memory_limits[launch.task_name] = replica_demand.memory_mib;
+    if (containers) {
+      prepared = options_.sandbox->PrepareContainerReplica(*job_sandbox, run.dir, launch.task_name);
+      continue;
+    }
+    std::vector<int> gpus;
+    if (auto p = placement.replicas.find(launch.task_name); p != placement.replicas.end()) gpus = p->second.gpu_indices;
+    auto spec = options_.sandbox->PrepareReplica(*job_sandbox, job.project, job.job_id, run.dir, launch.task_name,
+                                                 replica_demand, read_only, gpus, options_.gcs_root);
+    if (spec.ok()) {
+      sandbox_specs[launch.task_name] = *spec;
+    } else {
+      prepared = spec.status();
+    }
   }
   if (prepared.ok()) prepared = rundir::WriteManifest(run.dir, manifest);
   if (!prepared.ok()) {
@@ -325,6 +373,11 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
 
   auto base = common::CurrentEnvironment();
   std::erase_if(base, [](const auto& kv) { return absl::StartsWith(kv.first, "MLENGINE_"); });
+  if (job_sandbox) {
+    // What the dynamic loader and libc act on never reaches the shim, which
+    // runs as root (glibc's list of variables it drops for setuid programs).
+    std::erase_if(base, [](const auto& kv) { return IsLoaderVariable(kv.first); });
+  }
   const std::string grace = absl::StrCat(std::max<int64_t>(0, absl::ToInt64Seconds(options_.cancel_grace)));
   for (size_t i = 0; i < launches.size(); ++i) {
     const runtime::ReplicaLaunch& launch = launches[i];
@@ -338,13 +391,29 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     // Every process of the replica carries it, even one that leaves its
     // session: how a restarted server finds what is left of a run.
     env_map["MLENGINE_RUN_DIR"] = run.dir;
+    const auto sandbox_spec = sandbox_specs.find(launch.task_name);
+    if (sandbox_spec != sandbox_specs.end()) Sandboxing::AdjustEnvironment(&env_map);
+    if (!job_sandbox) {
+      (void)rundir::AppendLogLine(common::ReplicaLogPath(run.dir, launch.task_name), false,
+                                  "mlengine: no sandbox: this replica runs as mlengined's own user with the whole "
+                                  "file system (the operator set sandbox: {enabled: false})");
+    }
     std::vector<std::string> argv = {options_.shim, "--log", common::ReplicaLogPath(run.dir, launch.task_name),
                                      "--exit", common::ReplicaExitPath(run.dir, launch.task_name),
                                      "--cwd", rdir + "/work", "--grace", grace};
     if (containers) {
       // The shim runs `podman run` and stops and removes the container
       // through podman (mlengine-replica, --container).
-      containers::ContainerRun c = ContainerRunOf(job, launch, run.dir, rdir, options_.gcs_root, env_map, placement);
+      std::optional<ContainerSandbox> confined;
+      if (job_sandbox) {
+        confined = ContainerSandbox{job_sandbox->uid, job_sandbox->buckets, 0, memory_limits[launch.task_name],
+                                    options_.sandbox->pids_limit()};
+        for (const auto& r : demand.replicas) {
+          if (r.TaskName() == launch.task_name) confined->cpu_milli = r.cpu_milli;
+        }
+      }
+      containers::ContainerRun c = ContainerRunOf(job, launch, run.dir, rdir, options_.gcs_root, env_map, placement,
+                                                  confined ? &*confined : nullptr);
       SetContainerEnvironment(*options_.podman, job, SimulatedImageNotes(options_.podman->settings(), job), c,
                               &env_map);
       argv.insert(argv.end(), {"--container", c.name, "--podman", options_.podman->settings().podman, "--"});
@@ -359,6 +428,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
         const std::vector<std::string> preload = options_.warm->PreloadOf(runtime);
         std::string why_cold;
         auto spec = WarmSpecOf(job, launch, preload, env, rdir + "/work", env_map, &why_cold);
+        if (spec && sandbox_spec != sandbox_specs.end()) spec->sandbox = sandbox_spec->second;
         const std::string spec_path = rdir + "/warm-spec.json";
         if (spec) {
           // The spec holds the replica's environment (its token too): the shim's to read only.
@@ -376,6 +446,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
                                       absl::StrCat("mlengine: cold start: ", why_cold));
         }
       }
+      if (sandbox_spec != sandbox_specs.end()) argv.insert(argv.end(), {"--sandbox", sandbox_spec->second});
       argv.push_back("--");
       argv.insert(argv.end(), launch.argv.begin(), launch.argv.end());
     }
@@ -398,6 +469,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     rep.task = launch.task_name;
     rep.pid = pid;
     rep.own_child = true;
+    rep.memory_mib = memory_limits[launch.task_name];
     manifest.replicas[i].pid = pid;
     AddToEpoll(rep);
   }
@@ -467,6 +539,10 @@ void LocalExecutor::BeginStop(RunningJob& job, Ending ending, std::string messag
 }
 
 std::string LocalExecutor::FailureMessage(const RunningJob& job, const Replica& replica) const {
+  if (options_.sandbox != nullptr && job.uid != 0) {
+    auto oom = options_.sandbox->MemoryFailure(job.ref.project, job.ref.job_id, replica.task, replica.memory_mib);
+    if (oom) return *oom;
+  }
   return DescribeReplicaEnd(job.dir, replica.task, replica.exit);
 }
 
@@ -485,6 +561,7 @@ void LocalExecutor::MaybeFinish(const std::string& key) {
   JobRef ref;
   Outcome outcome;
   std::string message;
+  uid_t uid = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(key);
@@ -506,6 +583,7 @@ void LocalExecutor::MaybeFinish(const std::string& key) {
     bool sweep = run.containers && run.force_killed;
     for (const auto& [task, r] : run.replicas) sweep = sweep || (run.containers && !r.exit.has_value());
     const std::string dir = run.dir;
+    uid = run.uid;
     jobs_.erase(it);
     if (sweep) {
       preparer_.Post([this, ref, outcome, message, dir] {
@@ -515,6 +593,9 @@ void LocalExecutor::MaybeFinish(const std::string& key) {
       return;
     }
   }
+  // Whatever of the job escaped its shims (its identity's processes) goes,
+  // with its cgroups, before the job is reported ended.
+  if (options_.sandbox != nullptr && uid != 0) options_.sandbox->EndJob(ref.project, ref.job_id, uid);
   events_->JobEnded(ref, outcome, message);
 }
 
@@ -598,6 +679,15 @@ std::optional<model::Placement> LocalExecutor::Recover(const model::Job& job) {
   run.ref = ref;
   run.dir = dir;
   run.preparing = false;
+  run.uid = manifest.uid;
+  if (run.uid != 0) {
+    if (options_.sandbox == nullptr) {
+      obs::Log("local").warn("{} ran sandboxed, as uid {}; the sandbox is now off, but it stays as it is", key,
+                             run.uid);
+    } else if (!options_.sandbox->runtime().identities->Hold(run.uid)) {
+      obs::Log("local").warn("{} runs as uid {}, outside the configured range", key, run.uid);
+    }
+  }
   for (const auto& m : manifest.replicas) {
     Replica r;
     r.task = m.task;
@@ -611,6 +701,7 @@ std::optional<model::Placement> LocalExecutor::Recover(const model::Job& job) {
         // replica was spawned: undo the start (end whatever did start) so
         // the job is placed again from scratch, never run twice.
         KillLeftovers(dir);
+        if (options_.sandbox != nullptr && manifest.uid != 0) options_.sandbox->EndJob(job.project, job.job_id, manifest.uid);
         return std::nullopt;
       }
     }

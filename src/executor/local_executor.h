@@ -23,6 +23,7 @@
 #include "common/worker_pool.h"
 #include "containers/podman.h"
 #include "executor/executor.h"
+#include "executor/sandboxing.h"
 #include "executor/warm_interpreters.h"
 #include "runtime/package_cache.h"
 #include "rundir/replica_files.h"
@@ -47,6 +48,10 @@ struct LocalExecutorOptions {
   // Warm starts: python replicas of a runtime with a warm interpreter are
   // forked by it (null: every replica starts cold).
   WarmInterpreters* warm = nullptr;
+  // Runs every replica in its sandbox (docs/security.md); null: replicas
+  // run as mlengined's own user with its whole file system (the operator
+  // turned the sandbox off).
+  const Sandboxing* sandbox = nullptr;
 };
 
 class LocalExecutor final : public Executor {
@@ -68,6 +73,7 @@ class LocalExecutor final : public Executor {
     pid_t pid = 0;
     int pidfd = -1;
     bool own_child = false;  // started by this process (reap it)
+    int64_t memory_mib = 0;  // its memory limit (0: none or not known)
     bool exited = false;
     std::optional<rundir::ReplicaExit> exit;  // how it ended; nullopt: killed without a record
   };
@@ -85,6 +91,7 @@ class LocalExecutor final : public Executor {
     bool preparing = true;
     bool containers = false;  // its replicas run in containers
     bool force_killed = false;  // a shim had to be SIGKILLed (it could not remove its container)
+    uid_t uid = 0;              // sandboxed: the identity its replicas run as
   };
 
   void PrepareAndStart(const std::string& key, model::Job job, model::JobDemand demand, model::Placement placement);

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -12,8 +13,8 @@
 namespace mle::executor {
 
 WarmInterpreters::WarmInterpreters(std::string dir, std::map<std::string, std::string> env,
-                                   std::map<std::string, WarmRuntimeSpec> runtimes)
-    : dir_(std::move(dir)), env_(std::move(env)), runtimes_(std::move(runtimes)) {}
+                                   std::map<std::string, WarmRuntimeSpec> runtimes, std::string sandbox_lib)
+    : dir_(std::move(dir)), env_(std::move(env)), runtimes_(std::move(runtimes)), sandbox_lib_(std::move(sandbox_lib)) {}
 
 WarmInterpreters::~WarmInterpreters() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -33,8 +34,11 @@ void WarmInterpreters::Start() {
 void WarmInterpreters::StartLocked(const std::string& runtime) {
   const WarmRuntimeSpec& spec = runtimes_.at(runtime);
   common::SpawnOptions spawn;
+  // --server-pid: the interpreter serves while we are its parent, from its
+  // first instant (we may be killed while it still imports).
   spawn.argv = {spec.python, "-m", "mlengine._warm", "--serve", absl::StrCat(dir_, "/", runtime, ".sock"),
-                "--preload", absl::StrJoin(spec.preload, ",")};
+                "--preload", absl::StrJoin(spec.preload, ","), "--server-pid", absl::StrCat(::getpid())};
+  if (!sandbox_lib_.empty()) spawn.argv.insert(spawn.argv.end(), {"--sandbox-lib", sandbox_lib_});
   spawn.env = env_;
   spawn.group = common::ProcessGroup::kNewSession;
   auto child = common::Spawn(spawn);

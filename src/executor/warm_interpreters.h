@@ -28,9 +28,11 @@ struct WarmRuntimeSpec {
 class WarmInterpreters {
  public:
   // `dir`: where the sockets live (DATA/warm); `env`: the interpreters'
-  // environment (mlengine's python/ on PYTHONPATH).
+  // environment (mlengine's python/ on PYTHONPATH); `sandbox_lib`:
+  // libmlengine-sandbox.so, with which a forked replica enters its sandbox
+  // ("": the interpreters cannot, and sandboxed replicas start cold).
   WarmInterpreters(std::string dir, std::map<std::string, std::string> env,
-                   std::map<std::string, WarmRuntimeSpec> runtimes);
+                   std::map<std::string, WarmRuntimeSpec> runtimes, std::string sandbox_lib = "");
   ~WarmInterpreters();
   WarmInterpreters(const WarmInterpreters&) = delete;
   WarmInterpreters& operator=(const WarmInterpreters&) = delete;
@@ -50,6 +52,7 @@ class WarmInterpreters {
   const std::string dir_;
   const std::map<std::string, std::string> env_;
   const std::map<std::string, WarmRuntimeSpec> runtimes_;
+  const std::string sandbox_lib_;
   mutable std::mutex mu_;
   std::map<std::string, pid_t> pids_;  // running interpreters, by runtime
 };

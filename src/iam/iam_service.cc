@@ -165,8 +165,27 @@ PolicyChain IamService::ChainOf(const Resource& resource) const {
   } else if (resource.kind != ResourceKind::kProject) {
     add(resource.Name());
   }
-  add(ProjectResource(project));
+  const std::string name = ProjectResource(project);
+  if (policies_.count(name)) {
+    add(name);
+  } else if (const Policy* initial = InitialPolicyOf(project)) {
+    chain.push_back(initial);
+  }
   return chain;
+}
+
+const Policy* IamService::InitialPolicyOf(const std::string& project) const {
+  if (projects_ == nullptr) return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(initial_mu_);
+    if (auto it = initial_policies_.find(project); it != initial_policies_.end()) return &it->second;
+  }
+  const std::optional<model::Project> p = projects_->FindProject(project);
+  if (!p) return nullptr;
+  Policy policy;
+  policy.bindings.push_back({std::string(kInitialDefaultAccountRole), {"serviceAccount:" + DefaultAccountEmail(p->number)}});
+  std::lock_guard<std::mutex> lock(initial_mu_);
+  return &initial_policies_.emplace(project, std::move(policy)).first->second;
 }
 
 absl::Status IamService::Authorize(const Principal& who, absl::string_view permission,
@@ -202,7 +221,11 @@ bool IamService::PrincipalExists(const std::string& member) const {
 Policy IamService::GetPolicy(const Resource& resource) const {
   std::shared_lock lock(mu_);
   auto it = policies_.find(resource.Name());
-  return it == policies_.end() ? Policy{} : it->second;
+  if (it != policies_.end()) return it->second;
+  if (resource.kind == ResourceKind::kProject) {
+    if (const Policy* initial = InitialPolicyOf(resource.project)) return *initial;
+  }
+  return Policy{};
 }
 
 absl::Status IamService::CheckMembersExist(const Policy& policy) const {
@@ -237,7 +260,12 @@ void IamService::SetPolicy(const Principal& who, const Resource& resource, Polic
     {
       std::shared_lock lock(mu_);
       auto it = policies_.find(name);
-      if (it != policies_.end()) current = it->second;
+      if (it != policies_.end()) {
+        current = it->second;
+      } else if (const Policy* initial = resource.kind == ResourceKind::kProject ? InitialPolicyOf(resource.project)
+                                                                                  : nullptr) {
+        current = *initial;
+      }
       absl::Status refused;
       if (etag && *etag != EtagOf(current.revision)) {
         refused = absl::AbortedError(
@@ -688,6 +716,13 @@ std::vector<std::string> IamService::BucketsOf(const std::string& project) const
   for (const auto& [b, p] : bucket_owner_) {
     if (p == project) out.push_back(b);
   }
+  return out;
+}
+
+std::vector<std::string> IamService::OwnedBuckets() const {
+  std::shared_lock lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [b, p] : bucket_owner_) out.push_back(b);
   return out;
 }
 

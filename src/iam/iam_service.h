@@ -86,6 +86,10 @@ class IamService {
   absl::Status Authorize(const Principal& who, absl::string_view permission, const Resource& resource) const;
 
   // ---- policies (getIamPolicy / setIamPolicy / testIamPermissions) ----
+  // A project nobody has set a policy on has its initial one: its default
+  // account (the one its jobs run as) holds kInitialDefaultAccountRole, so
+  // jobs reach their own project's buckets, as AI Platform's service agent
+  // did. An owner removes that binding like any other.
   Policy GetPolicy(const Resource& resource) const;
   // `etag`: the one the caller read (nullopt: overwrite, as Google allows);
   // a different current etag is ABORTED. The members must exist; the caller
@@ -148,6 +152,8 @@ class IamService {
   std::optional<std::string> BucketProject(const std::string& bucket) const;
   // The buckets of `project`.
   std::vector<std::string> BucketsOf(const std::string& project) const;
+  // Every bucket that belongs to a project.
+  std::vector<std::string> OwnedBuckets() const;
 
   // ---- audit ----
   // Appends a line (time_us 0: now), durably, then calls `done`.
@@ -168,6 +174,9 @@ class IamService {
   // Queues `prepare`; changes run one at a time, each after the last is durable.
   void Write(Prepare prepare) { changes_.Write(std::move(prepare)); }
   PolicyChain ChainOf(const Resource& resource) const;  // mu_ held
+  // The initial policy of `project` (see GetPolicy); null when the project
+  // is not known. The pointer stays valid while the service lives.
+  const Policy* InitialPolicyOf(const std::string& project) const;
   bool PrincipalExists(const std::string& member) const;  // mu_ held
   std::optional<std::string> DefaultAccountProject(const std::string& email) const;
   absl::Status CheckMembersExist(const Policy& policy) const;  // mu_ held
@@ -190,6 +199,8 @@ class IamService {
   std::map<std::string, Token> tokens_;              // by hash
   std::map<std::string, Policy> policies_;           // by resource name
   std::map<std::string, std::string> bucket_owner_;  // bucket -> project
+  mutable std::mutex initial_mu_;
+  mutable std::map<std::string, Policy> initial_policies_;  // by project; guarded by initial_mu_
 
   // Last: destroyed first, once every queued change has finished.
   db::ChangeQueue changes_{store_, [this](const std::function<void()>& apply) {

@@ -51,6 +51,8 @@ struct IssuedToken {
 // The accounts mlengine keeps for each project: the default one its jobs
 // run as, and its TPU service identity (the TPU guide's access steps).
 inline constexpr char kDefaultAccountDomain[] = "@cloud-ml.mlengine.iam.local";
+// What a project's default account holds in the project's initial policy.
+inline constexpr char kInitialDefaultAccountRole[] = "roles/storage.objectAdmin";
 inline constexpr char kTpuAccountDomain[] = "@cloud-tpu.mlengine.iam.local";
 std::string DefaultAccountEmail(int64_t project_number);  // service-NUMBER@cloud-ml.mlengine.iam.local
 std::string TpuAccountEmail(int64_t project_number);      // service-NUMBER@cloud-tpu.mlengine.iam.local

@@ -53,11 +53,13 @@ std::string ManifestPath(const std::string& run_dir) { return run_dir + "/replic
 // mlengine-run 1
 // stage starting|started
 // tpu <host> <0|1>                       one per TPU host
+// uid <uid>                              sandboxed: the job's identity
 // replica <task> <host> <gpus|-> <pid>   one per replica
 std::string FormatManifest(const RunManifest& m) {
   std::string out = absl::StrCat(kManifestHeader, "\nstage ",
                                  m.stage == RunManifest::Stage::kStarted ? "started" : "starting", "\n");
   for (const auto& h : m.tpu_hosts) absl::StrAppend(&out, "tpu ", h, " ", m.tpu_simulated ? 1 : 0, "\n");
+  if (m.uid != 0) absl::StrAppend(&out, "uid ", m.uid, "\n");
   for (const auto& r : m.replicas) {
     absl::StrAppend(&out, "replica ", r.task, " ", r.host, " ", r.gpus.empty() ? "-" : absl::StrJoin(r.gpus, ","),
                     " ", r.pid, "\n");
@@ -112,6 +114,8 @@ absl::StatusOr<RunManifest> ParseManifest(absl::string_view text) {
     } else if (f.size() == 3 && f[0] == "tpu" && (f[2] == "0" || f[2] == "1")) {
       m.tpu_hosts.emplace_back(f[1]);
       m.tpu_simulated = f[2] == "1";
+    } else if (f.size() == 2 && f[0] == "uid") {
+      if (!absl::SimpleAtoi(f[1], &m.uid) || m.uid == 0) return Corrupt("the run manifest", where + ": bad uid");
     } else if (f.size() == 5 && f[0] == "replica") {
       ManifestReplica r;
       r.task = std::string(f[1]);

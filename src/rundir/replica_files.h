@@ -46,6 +46,7 @@ struct RunManifest {
   std::vector<std::string> tpu_hosts;
   bool tpu_simulated = false;
   std::vector<ManifestReplica> replicas;
+  uint32_t uid = 0;  // the identity the job's replicas run as; 0: not sandboxed
   auto operator<=>(const RunManifest&) const = default;
 };
 

@@ -155,12 +155,23 @@ void PackageCache::RemoveLeftovers() {
   }
 }
 
+absl::StatusOr<common::CommandResult> PackageCache::Run(const std::vector<std::string>& argv,
+                                                        const common::CommandOptions& options,
+                                                        const std::string& writable,
+                                                        const std::vector<std::string>& readable) const {
+  if (runner_) return runner_(argv, options, writable, readable);
+  return common::RunCommand(argv, options);
+}
+
 absl::Status PackageCache::Build(const Runtime& runtime, const std::vector<std::string>& packages,
-                                 const fs::path& staging, const fs::path& final_dir) {
+                                 const fs::path& staging, const fs::path& final_dir) const {
+  if (auto s = rundir::CreateDirectories(staging.string()); !s.ok()) return s;
+  std::vector<std::string> readable;
+  for (const auto& p : packages) readable.push_back(fs::path(p).parent_path().string());
   common::CommandOptions venv_options;
   venv_options.timeout = absl::Minutes(2);
-  auto venv = common::RunCommand(
-      {runtime.python, "-m", "venv", "--system-site-packages", "--without-pip", staging.string()}, venv_options);
+  auto venv = Run({runtime.python, "-m", "venv", "--system-site-packages", "--without-pip", staging.string()},
+                  venv_options, staging.string(), readable);
   if (!venv.ok()) return venv.status();
   if (venv->exit_code != 0) {
     return absl::FailedPreconditionError(absl::StrCat("Creating the job's Python environment failed: ", venv->output));
@@ -177,7 +188,7 @@ absl::Status PackageCache::Build(const Runtime& runtime, const std::vector<std::
   common::CommandOptions pip_options;
   pip_options.cwd = staging.string();
   pip_options.env = env_vars;
-  auto install = common::RunCommand(pip, pip_options);
+  auto install = Run(pip, pip_options, staging.string(), readable);
   if (!install.ok()) return install.status();
   if (install->exit_code != 0) {
     return absl::FailedPreconditionError(

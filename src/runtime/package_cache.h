@@ -17,10 +17,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/subprocess.h"
 #include "runtime/runtimes.h"
 
 namespace mle::runtime {
@@ -31,9 +33,22 @@ struct PreparedEnvironment {
   bool cache_hit = false;
 };
 
+// Runs a command of a package build (the venv, then pip, which runs the
+// packages' setup.py) confined: it may write `writable` (the environment
+// being built, made beforehand) and read `readable` (the packages'
+// directories). executor/sandboxing.h runs it in a sandbox as an identity
+// of its own (docs/security.md).
+using BuildRunner = std::function<absl::StatusOr<common::CommandResult>(
+    const std::vector<std::string>& argv, const common::CommandOptions& options, const std::string& writable,
+    const std::vector<std::string>& readable)>;
+
 class PackageCache {
  public:
   explicit PackageCache(std::string root) : root_(std::move(root)) {}
+
+  // Builds run through `runner` from now on (none: as this process). Call
+  // before the first Prepare.
+  void SetBuildRunner(BuildRunner runner) { runner_ = std::move(runner); }
 
   // `packages` are local files (sdists, wheels, tar.gz). Without packages the
   // runtime's own interpreter is returned. FAILED_PRECONDITION with a message
@@ -52,10 +67,14 @@ class PackageCache {
   std::mutex* LockFor(const std::string& key);
   static std::string StagingName(const std::string& final_name);
   static void SweepStaging(const std::filesystem::path& parent, const std::string& final_name);
-  static absl::Status Build(const Runtime& runtime, const std::vector<std::string>& packages,
-                            const std::filesystem::path& staging, const std::filesystem::path& final_dir);
+  absl::Status Build(const Runtime& runtime, const std::vector<std::string>& packages,
+                     const std::filesystem::path& staging, const std::filesystem::path& final_dir) const;
+  absl::StatusOr<common::CommandResult> Run(const std::vector<std::string>& argv, const common::CommandOptions& options,
+                                            const std::string& writable,
+                                            const std::vector<std::string>& readable) const;
 
   const std::string root_;
+  BuildRunner runner_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<std::mutex>> locks_;
 };

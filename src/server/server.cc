@@ -26,9 +26,13 @@
 #include "common/clock.h"
 #include "db/store.h"
 #include "executor/local_executor.h"
+#include "executor/sandboxing.h"
 #include "executor/slurm/slurm_executor.h"
 #include "iam/iam_service.h"
 #include "obs/log.h"
+#include "sandbox/cgroups.h"
+#include "sandbox/host.h"
+#include "absl/strings/str_join.h"
 #include "rundir/file_io.h"
 #include "runtime/package_cache.h"
 #include "scheduler/scheduler.h"
@@ -123,6 +127,13 @@ struct Server::Parts {
   std::unique_ptr<runtime::PackageCache> packages;
   std::unique_ptr<containers::Podman> podman;            // null: no container jobs
   std::unique_ptr<containers::ImageResolver> images;
+  // The sandbox (null when the operator turned it off): before the
+  // executors and the warm interpreters that use it.
+  std::unique_ptr<sandbox::Cgroups> cgroups;
+  std::unique_ptr<sandbox::IdentityPool> identities;
+  std::unique_ptr<service::JobBucketAccess> bucket_access;
+  std::unique_ptr<executor::SandboxRuntime> sandbox_runtime;
+  std::unique_ptr<executor::Sandboxing> sandboxing;
   std::unique_ptr<executor::WarmInterpreters> warm;  // before the executor that uses it
   std::unique_ptr<executor::LocalExecutor> local_executor;
   std::unique_ptr<executor::slurm::SubprocessCommandRunner> slurm_runner;
@@ -168,6 +179,11 @@ struct Server::Parts {
     images.reset();
     podman.reset();
     credentials.reset();
+    sandboxing.reset();
+    sandbox_runtime.reset();
+    bucket_access.reset();
+    identities.reset();
+    cgroups.reset();
     store.reset();  // drains the writer: every acknowledged write is on disk
     if (lock_fd >= 0) ::close(lock_fd);
   }
@@ -187,7 +203,55 @@ struct Server::Parts {
   }
 
   absl::Status Build();
+  // The sandbox's parts, once the host has shown it can sandbox a replica;
+  // FAILED_PRECONDITION saying what is missing otherwise.
+  absl::Status BuildSandbox(const fs::path& data_dir, const fs::path& python_dir);
 };
+
+absl::Status Server::Parts::BuildSandbox(const fs::path& data_dir, const fs::path& python_dir) {
+  auto detected = sandbox::Cgroups::DetectHost();
+  std::vector<std::string> problems;
+  if (detected.ok()) {
+    cgroups = std::make_unique<sandbox::Cgroups>(*std::move(detected));
+    if (auto s = cgroups->Prepare(); !s.ok()) problems.push_back(std::string(s.message()));
+  } else {
+    problems.push_back(std::string(detected.status().message()));
+  }
+  const fs::path lib = FindBeside(options.executable, {"../sandbox/libmlengine-sandbox.so", "libmlengine-sandbox.so",
+                                                       "../lib/mlengine/libmlengine-sandbox.so"});
+  if (lib.empty()) problems.push_back("cannot find libmlengine-sandbox.so next to mlengined");
+  const fs::path tool = FindBeside(options.executable, {"../sandbox/mlengine-sandbox", "mlengine-sandbox"});
+  if (tool.empty()) problems.push_back("cannot find mlengine-sandbox next to mlengined");
+  std::vector<std::string> read_only = {python_dir.string(), lib.parent_path().string()};
+  for (const auto& rt : config.runtimes.runtimes()) {
+    // A runtime outside /usr (a conda or a venv of its own) is seen whole.
+    read_only.push_back(fs::path(rt.python).parent_path().parent_path().string());
+  }
+  sandbox::HostLayout layout = sandbox::DetectHostLayout(read_only);
+  if (auto s = sandbox::CheckHost(config.sandbox, layout, data_dir.string(), (data_dir / "sandbox-check").string());
+      !s.ok()) {
+    problems.push_back(std::string(s.message()));
+  }
+  if (!problems.empty()) {
+    return absl::FailedPreconditionError(absl::StrJoin(problems, "\n"));
+  }
+  identities = std::make_unique<sandbox::IdentityPool>(config.sandbox.first_uid, config.sandbox.uid_count);
+  bucket_access = std::make_unique<service::JobBucketAccess>(*iam, *jobs);
+  sandbox_runtime = std::make_unique<executor::SandboxRuntime>();
+  sandbox_runtime->settings = config.sandbox;
+  sandbox_runtime->layout = std::move(layout);
+  sandbox_runtime->cgroups = cgroups.get();
+  sandbox_runtime->identities = identities.get();
+  sandbox_runtime->buckets = bucket_access.get();
+  sandbox_runtime->sandbox_lib = lib.string();
+  sandbox_runtime->sandbox_tool = tool.string();
+  sandboxing = std::make_unique<executor::Sandboxing>(*sandbox_runtime);
+  packages->SetBuildRunner(sandboxing->BuildRunner());
+  obs::Log("server").info("sandbox: on; jobs run as uids {}-{}, limited through cgroup {}", config.sandbox.first_uid,
+                          config.sandbox.first_uid + config.sandbox.uid_count - 1,
+                          cgroups->version() == sandbox::CgroupVersion::kV1 ? "v1" : "v2");
+  return absl::OkStatus();
+}
 
 absl::Status Server::Parts::Build() {
   const fs::path data_dir = fs::absolute(options.data_dir);
@@ -260,7 +324,8 @@ absl::Status Server::Parts::Build() {
   }
   scheduler::SchedulerOptions sched_options;
   sched_options.inventory = DetectLocalInventory(config);
-  sched_options.resources.fallback = {config.replica_cpu_milli, 0};
+  sched_options.resources.fallback = {config.replica_cpu_milli,
+                                      config.sandbox.enabled ? config.replica_memory_mib : 0};
   sched_options.quotas = config.quotas;
   sched_options.shares = config.shares;
 
@@ -269,6 +334,19 @@ absl::Status Server::Parts::Build() {
   jobs = std::make_unique<service::JobService>(*store, clock, validation);
   jobs->AttachImages(images.get());
   credentials = std::make_unique<service::JobCredentials>(*iam, *jobs);
+  if (config.sandbox.enabled && options.executor == "slurm") {
+    return absl::FailedPreconditionError(
+        "the Slurm executor does not run replicas in the sandbox yet (docs/security.md): say so in the "
+        "configuration with `sandbox: {enabled: false}` to run Slurm jobs unsandboxed");
+  }
+  if (config.sandbox.enabled && options.executor == "local") {
+    if (auto s = BuildSandbox(data_dir, python_dir); !s.ok()) return s;
+  } else if (options.executor != "none") {
+    obs::Log("server").warn(
+        "the sandbox is OFF (sandbox: {{enabled: false}}): every job runs as {} with the whole file system, "
+        "including the data directory and its tokens, every bucket and all of this machine",
+        CurrentUserName());
+  }
 
   executor::Executor* executor = nullptr;
   if (options.executor == "local") {
@@ -281,6 +359,7 @@ absl::Status Server::Parts::Build() {
     o.credentials = credentials.get();
     o.api_endpoint = endpoint;
     o.podman = podman.get();
+    o.sandbox = sandboxing.get();
     // Warm starts: a warm interpreter for each runtime that asks for one.
     std::map<std::string, executor::WarmRuntimeSpec> warm_runtimes;
     for (const auto& rt : config.runtimes.runtimes()) {
@@ -292,7 +371,8 @@ absl::Status Server::Parts::Build() {
       env["PYTHONPATH"] = python_dir.string();
       env.insert_or_assign("PYTHONUNBUFFERED", std::string("1"));
       warm = std::make_unique<executor::WarmInterpreters>((data_dir / "warm").string(), std::move(env),
-                                                         std::move(warm_runtimes));
+                                                         std::move(warm_runtimes),
+                                                         sandbox_runtime ? sandbox_runtime->sandbox_lib : "");
       warm->Start();
       o.warm = warm.get();
     }
@@ -368,7 +448,9 @@ absl::Status Server::Parts::Build() {
   }
   cluster = std::make_unique<service::ClusterService>(*scheduler, std::move(cluster_options));
   router = std::make_unique<api::ApiRouter>(*jobs, *logs, *iam, *quotas, *studies, *job_runs, *cluster);
-  metrics = std::make_unique<api::MetricsEndpoint>(*jobs, *iam, options.metrics_access);
+  std::function<bool(uint32_t)> is_job_uid;
+  if (identities) is_job_uid = [pool = identities.get()](uint32_t uid) { return pool->Contains(uid); };
+  metrics = std::make_unique<api::MetricsEndpoint>(*jobs, *iam, options.metrics_access, std::move(is_job_uid));
   console = std::make_unique<api::ConsoleEndpoint>(ConsoleDirectory(config.console_dir, options.executable));
   obs::Log("server").info("{}", console->Describe());
   http->Serve(api::Dispatch(*router, *storage, *metrics, *console));

@@ -93,6 +93,34 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
     if (auto local = root["local"]) {
       config.cpu_oversubscription = local["cpu_oversubscription"].as<int>(config.cpu_oversubscription);
       config.replica_cpu_milli = local["replica_cpu_milli"].as<int64_t>(config.replica_cpu_milli);
+      config.replica_memory_mib = local["replica_memory_mib"].as<int64_t>(config.replica_memory_mib);
+      if (config.replica_cpu_milli <= 0 || config.replica_memory_mib < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(origin, ": local.replica_cpu_milli must be positive and local.replica_memory_mib not negative"));
+      }
+    }
+    if (auto sandbox = root["sandbox"]) {
+      for (const auto& kv : sandbox) {
+        const std::string key = kv.first.as<std::string>();
+        if (key != "enabled" && key != "first_uid" && key != "uid_count" && key != "pids_limit") {
+          return absl::InvalidArgumentError(absl::StrCat(
+              origin, ": sandbox.", key, ": unknown key; known: enabled, first_uid, uid_count, pids_limit"));
+        }
+      }
+      auto& sb = config.sandbox;
+      sb.enabled = sandbox["enabled"].as<bool>(sb.enabled);
+      const int64_t first = sandbox["first_uid"].as<int64_t>(sb.first_uid);
+      const int64_t count = sandbox["uid_count"].as<int64_t>(sb.uid_count);
+      if (first < 1000 || count < 1 || first + count > 0xffffffffLL) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            origin, ": sandbox.first_uid and sandbox.uid_count must name a range of ids from 1000 up"));
+      }
+      sb.first_uid = static_cast<uid_t>(first);
+      sb.uid_count = static_cast<uint32_t>(count);
+      sb.pids_limit = sandbox["pids_limit"].as<int64_t>(sb.pids_limit);
+      if (sb.pids_limit < 16) {
+        return absl::InvalidArgumentError(absl::StrCat(origin, ": sandbox.pids_limit must be at least 16"));
+      }
     }
     if (auto hosts = root["tpu_hosts"]) {
       for (const auto& h : hosts) {
@@ -216,6 +244,13 @@ model::Inventory DetectLocalInventory(const ServerConfig& config) {
   local.name = "localhost";
   const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
   local.cpu_milli = static_cast<int64_t>(cores > 0 ? cores : 1) * 1000 * config.cpu_oversubscription;
+  // Memory is counted where each replica is held to its share (the sandbox's
+  // limits): this machine's memory, as the kernel reports it.
+  if (config.sandbox.enabled && config.replica_memory_mib > 0) {
+    const long pages = ::sysconf(_SC_PHYS_PAGES);
+    const long page = ::sysconf(_SC_PAGE_SIZE);
+    if (pages > 0 && page > 0) local.memory_mib = static_cast<int64_t>(pages) * page / (1024 * 1024);
+  }
   if (common::FindProgram("nvidia-smi")) {
     common::CommandOptions options;
     options.timeout = absl::Seconds(20);

@@ -15,6 +15,7 @@
 #include "model/demand.h"
 #include "model/resources.h"
 #include "runtime/runtimes.h"
+#include "sandbox/host.h"
 #include "scheduler/fair_share.h"
 #include "scheduler/quota.h"
 
@@ -38,6 +39,11 @@ struct ServerConfig {
   runtime::RuntimeCatalog runtimes;
   int cpu_oversubscription = 4;
   int64_t replica_cpu_milli = 1000;
+  // `local.replica_memory_mib`: what each replica may use (its memory limit
+  // in the sandbox), counted against this machine's memory.
+  int64_t replica_memory_mib = 2048;
+  // `sandbox:` (docs/security.md).
+  sandbox::SandboxSettings sandbox;
   std::vector<TpuHostConfig> tpu_hosts;
   std::map<std::string, std::vector<std::string>> gpu_types;  // enum type -> model substrings
   int cancel_grace_seconds = 10;

@@ -5,16 +5,30 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/time_format.h"
+#include "iam/roles.h"
 
 namespace mle::service {
 
-absl::StatusOr<executor::Credential> JobCredentials::IssueFor(const model::Job& job) {
+namespace {
+
+// The account a job runs as: its trainingInput.serviceAccount, or its
+// project's default account.
+absl::StatusOr<std::string> AccountOf(const model::Job& job, const JobService& jobs) {
   std::string account = job.training_input ? absl::AsciiStrToLower(job.training_input->service_account) : "";
   if (account.empty()) {
-    auto project = jobs_.FindProject(job.project);
+    auto project = jobs.FindProject(job.project);
     if (!project) return absl::NotFoundError(absl::StrCat("project ", job.project, " is not known"));
     account = project->service_account;
   }
+  return account;
+}
+
+}  // namespace
+
+absl::StatusOr<executor::Credential> JobCredentials::IssueFor(const model::Job& job) {
+  auto found = AccountOf(job, jobs_);
+  if (!found.ok()) return found.status();
+  const std::string account = *found;
   absl::Duration lifetime = absl::Hours(24 * 7);
   if (job.training_input && job.training_input->scheduling &&
       !job.training_input->scheduling->max_running_time.empty()) {
@@ -27,6 +41,19 @@ absl::StatusOr<executor::Credential> JobCredentials::IssueFor(const model::Job& 
   auto token = issued.get_future().get();
   if (!token.ok()) return token.status();
   return executor::Credential{account, token->token};
+}
+
+std::vector<executor::BucketGrant> JobBucketAccess::BucketsFor(const model::Job& job) const {
+  std::vector<executor::BucketGrant> out;
+  auto account = AccountOf(job, jobs_);
+  if (!account.ok()) return out;
+  const iam::Principal who = iam::Principal::ServiceAccount(*account);
+  for (const auto& bucket : iam_.OwnedBuckets()) {
+    const iam::Resource r = iam::Resource::Bucket(bucket);
+    if (!iam_.Authorize(who, iam::perm::kObjectsGet, r).ok()) continue;
+    out.push_back({bucket, iam_.Authorize(who, iam::perm::kObjectsCreate, r).ok()});
+  }
+  return out;
 }
 
 }  // namespace mle::service

@@ -22,4 +22,16 @@ class JobCredentials final : public executor::CredentialIssuer {
   const JobService& jobs_;
 };
 
+// JobBucketAccess: mlengined's BucketAccessPolicy, decided by IAM for the
+// account the job runs as (as JobCredentials chooses it). Thread-safe.
+class JobBucketAccess final : public executor::BucketAccessPolicy {
+ public:
+  JobBucketAccess(const iam::IamService& iam, const JobService& jobs) : iam_(iam), jobs_(jobs) {}
+  std::vector<executor::BucketGrant> BucketsFor(const model::Job& job) const override;
+
+ private:
+  const iam::IamService& iam_;
+  const JobService& jobs_;
+};
+
 }  // namespace mle::service

@@ -41,8 +41,17 @@
 // the zygote does not answer, PROGRAM is started as usual (a cold start);
 // the log's first line says which start the replica got (TEXT, or why cold).
 //
-// Deliberately small and dependency-free (libc only): it is on the start-up
-// path of every replica.
+// Sandboxed replicas (--sandbox FILE, docs/security.md): the child enters
+// the sandbox FILE describes (sandbox/enter.h: the job's identity, cgroups
+// and file system view) before it execs PROGRAM; a forked warm start's
+// child enters the same sandbox inside the warm interpreter (its spec names
+// FILE). A sandbox that cannot be entered ends the replica with status 126
+// and the reason in its log; PROGRAM never runs outside it. The shim itself
+// stays outside, as root: it must be able to end everything the replica
+// starts.
+//
+// Deliberately small and dependency-free (libc, and the sandbox's own
+// std-only code): it is on the start-up path of every replica.
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -62,6 +71,9 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include "sandbox/enter.h"
+#include "sandbox/spec.h"
 
 namespace {
 
@@ -258,9 +270,10 @@ bool WriteExitFile(const std::string& exit_path, const std::string& text) {
 int Usage() {
   fprintf(stderr,
           "usage: mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS] "
-          "[--container NAME --podman PODMAN] -- PROGRAM [ARGS...]\n"
+          "[--container NAME --podman PODMAN] [--sandbox FILE] -- PROGRAM [ARGS...]\n"
           "       mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS] --warm SOCKET --spec FILE "
-          "[--note TEXT] -- PROGRAM [ARGS...]   (forked by the warm interpreter; PROGRAM if it cannot)\n");
+          "[--note TEXT] [--sandbox FILE] -- PROGRAM [ARGS...]   (forked by the warm interpreter; PROGRAM if it "
+          "cannot)\n");
   return 2;
 }
 
@@ -389,7 +402,7 @@ int ForkFromZygote(const std::string& socket_path, const std::string& spec_path,
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string log_path, exit_path, cwd, container, podman, warm_socket, spec_path, note;
+  std::string log_path, exit_path, cwd, container, podman, warm_socket, spec_path, note, sandbox_path;
   long grace_seconds = 10;
   int i = 1;
   for (; i < argc; ++i) {
@@ -404,6 +417,7 @@ int main(int argc, char** argv) {
     else if (a == "--warm") warm_socket = argv[++i];
     else if (a == "--spec") spec_path = argv[++i];
     else if (a == "--note") note = argv[++i];
+    else if (a == "--sandbox") sandbox_path = argv[++i];
     else if (a == "--grace") {
       char* end = nullptr;
       grace_seconds = strtol(argv[++i], &end, 10);
@@ -417,8 +431,14 @@ int main(int argc, char** argv) {
   if (warm_socket.empty() != spec_path.empty() || (!warm_socket.empty() && !container.empty())) {
     return Usage();
   }
+  if (!sandbox_path.empty() && !container.empty()) return Usage();  // podman runs as root; the container is confined
   std::vector<char*> program(argv + i, argv + argc);
   program.push_back(nullptr);
+  // Read while we are root and before anything starts; a spec that cannot
+  // be read fails the replica in its child (its reason in the log).
+  mle::sandbox::SandboxSpec sandbox;
+  std::string sandbox_error;
+  if (!sandbox_path.empty()) mle::sandbox::ReadSpec(sandbox_path, &sandbox, &sandbox_error);
 
   setsid();  // a no-op when the executor already spawned us as a session leader
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
@@ -474,7 +494,13 @@ int main(int argc, char** argv) {
     dup2(err[1], 2);
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);  // dup2 makes fd 0 inheritable
     if (devnull >= 0) dup2(devnull, 0);
-    if (!cwd.empty() && chdir(cwd.c_str()) != 0) {
+    if (!sandbox_path.empty()) {
+      if (sandbox_error.empty()) sandbox_error = mle::sandbox::EnterSandbox(sandbox);
+      if (!sandbox_error.empty()) {
+        fprintf(stderr, "mlengine-replica: cannot start the replica in its sandbox: %s\n", sandbox_error.c_str());
+        _exit(126);
+      }
+    } else if (!cwd.empty() && chdir(cwd.c_str()) != 0) {
       fprintf(stderr, "mlengine-replica: cannot enter working directory %s: %s\n", cwd.c_str(), strerror(errno));
       _exit(127);
     }

@@ -414,6 +414,14 @@ class Cli:
         self.env["MLENGINE_PROJECT"] = project
         self.env["MLENGINE_BIN"] = MLENGINE
         self.set_up_tpu_access()
+        self.make_bucket()
+
+    def make_bucket(self):
+        """The test's bucket, in its project (as a user makes one): the
+        project's jobs reach it through their sandbox. A bucket made by an
+        upload into it belongs to no project, and no job sees it."""
+        r = self("storage", "mb", f"gs://{self.bucket}")
+        assert r.rc == 0 or "already exists" in r.err, r
 
     def set_up_tpu_access(self):
         """The TPU guide's access steps, as a user runs them: the project's TPU

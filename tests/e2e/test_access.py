@@ -57,6 +57,10 @@ def test_replicas_hold_a_token_of_the_account_they_run_as_and_only_while_they_ru
     cli.ok("iam", "service-accounts", "create", "reader")
     reader = f"reader@{cli.project}.iam.mlengine.local"
     cli.ok("projects", "add-iam-policy-binding", f"--member=serviceAccount:{reader}", "--role=roles/ml.viewer")
+    # It waits for a gate in the project's bucket: it must be able to read it
+    # (its sandbox shows only the buckets its account may read).
+    cli.ok("projects", "add-iam-policy-binding", f"--member=serviceAccount:{reader}",
+           "--role=roles/storage.objectViewer")
     jobs = f"/v1/projects/{cli.project}/jobs"
     gate = f"gs://{cli.bucket}/{names.job('gate')}"
     job = names.job("reader")

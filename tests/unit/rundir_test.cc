@@ -38,6 +38,7 @@ TEST(RunManifestTest, RoundTrips) {
       {Stage::kStarted, {}, false, {{"master-replica-0", "localhost", {0, 1}, 1234}, {"worker-replica-0", "localhost", {2}, 1235}}},
       {Stage::kStarted, {"tpuhost1", "tpuhost2"}, true, {{"master-replica-0", "localhost", {}, 99}, {"tpu-replica-0", "localhost", {}, 100}}},
       {Stage::kStarting, {}, false, {}},
+      {Stage::kStarted, {}, false, {{"master-replica-0", "localhost", {}, 7}}, 524300},  // sandboxed: its uid
   };
   for (const auto& m : rows) {
     auto parsed = ParseManifest(FormatManifest(m));

@@ -1,0 +1,216 @@
+#include "executor/sandboxing.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/run_layout.h"
+#include "executor/job_prep.h"
+#include "obs/log.h"
+#include "rundir/file_io.h"
+#include "sandbox/spec.h"
+
+namespace mle::executor {
+namespace fs = std::filesystem;
+namespace {
+
+std::string JobSandboxDir(const std::string& run_dir) { return run_dir + "/sandbox"; }
+
+// A directory of the replica that only its identity may use.
+absl::Status OwnedDirectory(const std::string& path, uid_t uid, mode_t mode) {
+  if (auto s = rundir::CreateDirectories(path); !s.ok()) return s;
+  if (::chown(path.c_str(), uid, uid) != 0 || ::chmod(path.c_str(), mode) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot give ", path, " to uid ", uid, ": ",
+                                                      std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string JobCgroup(const std::string& project, const std::string& job_id) { return project + "/" + job_id; }
+std::string ReplicaCgroup(const std::string& project, const std::string& job_id, const std::string& task) {
+  return JobCgroup(project, job_id) + "/" + task;
+}
+
+absl::StatusOr<JobSandbox> Sandboxing::BeginJob(const model::Job& job, const std::string& run_dir, uid_t uid) const {
+  JobSandbox out;
+  if (uid == 0) {
+    auto acquired = runtime_.identities->Acquire();
+    if (!acquired) {
+      return absl::ResourceExhaustedError(absl::StrCat("every one of the ", runtime_.settings.uid_count,
+                                                       " identities jobs run as is in use"));
+    }
+    uid = *acquired;
+  } else {
+    runtime_.identities->Hold(uid);
+  }
+  out.uid = uid;
+  if (runtime_.buckets != nullptr) {
+    for (const auto& g : runtime_.buckets->BucketsFor(job)) out.buckets.push_back({g.bucket, g.writable});
+  }
+  const std::string dir = JobSandboxDir(run_dir);
+  absl::Status s = rundir::CreateDirectories(dir);
+  if (s.ok()) {
+    s = rundir::WriteFileAtomically(dir + "/passwd",
+                                    sandbox::PasswdWithIdentity(ReadFileOrEmpty("/etc/passwd"), uid, uid), 0644);
+  }
+  if (s.ok()) {
+    s = rundir::WriteFileAtomically(dir + "/group", sandbox::GroupWithIdentity(ReadFileOrEmpty("/etc/group"), uid),
+                                    0644);
+  }
+  if (!s.ok()) {
+    runtime_.identities->Release(uid);
+    return absl::FailedPreconditionError(absl::StrCat("cannot prepare the job's sandbox: ", s.message()));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> Sandboxing::PrepareReplica(const JobSandbox& job, const std::string& project,
+                                                       const std::string& job_id, const std::string& run_dir,
+                                                       const std::string& task, const model::ReplicaDemand& demand,
+                                                       const std::vector<std::string>& read_only,
+                                                       const std::vector<int>& gpus,
+                                                       const std::string& gcs_root) const {
+  const std::string rdir = common::ReplicaDir(run_dir, task);
+  sandbox::ReplicaView view;
+  view.uid = job.uid;
+  view.gid = job.uid;
+  view.cwd = rdir + "/work";
+  view.tmp = rdir + "/tmp";
+  const std::string hypertune = rdir + "/hypertune";
+  view.writable = {view.cwd, hypertune};
+  for (const auto& dir : {view.cwd, view.tmp, hypertune}) {
+    if (auto s = OwnedDirectory(dir, job.uid, dir == view.tmp ? 01777 : 0755); !s.ok()) return s;
+  }
+  view.read_only = read_only;
+  view.gcs_root = gcs_root;
+  view.buckets = job.buckets;
+  view.gpus = gpus;
+  view.passwd = JobSandboxDir(run_dir) + "/passwd";
+  view.group = JobSandboxDir(run_dir) + "/group";
+  sandbox::CgroupLimits limits;
+  limits.cpu_milli = demand.cpu_milli;
+  limits.memory_mib = demand.memory_mib;
+  limits.pids = runtime_.settings.pids_limit;
+  auto dirs = runtime_.cgroups->Create(ReplicaCgroup(project, job_id, task), limits);
+  if (!dirs.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot limit the replica ", task, ": ", dirs.status().message()));
+  }
+  view.cgroups = *dirs;
+  const sandbox::SandboxSpec spec = sandbox::PlanReplicaSandbox(runtime_.layout, view);
+  std::string text, error;
+  if (!sandbox::EncodeSpec(spec, &text, &error)) {
+    return absl::FailedPreconditionError(absl::StrCat("the replica ", task, " cannot be sandboxed: ", error));
+  }
+  const std::string path = rdir + "/sandbox";
+  if (auto s = rundir::WriteFileAtomically(path, text, 0600); !s.ok()) return s;
+  return path;
+}
+
+absl::Status Sandboxing::PrepareContainerReplica(const JobSandbox& job, const std::string& run_dir,
+                                                 const std::string& task) const {
+  const std::string rdir = common::ReplicaDir(run_dir, task);
+  for (const auto& dir : {rdir + "/work", rdir + "/hypertune"}) {
+    if (auto s = OwnedDirectory(dir, job.uid, 0755); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+std::optional<std::string> Sandboxing::MemoryFailure(const std::string& project, const std::string& job_id,
+                                                     const std::string& task, int64_t limit_mib) const {
+  auto usage = runtime_.cgroups->Usage(ReplicaCgroup(project, job_id, task));
+  if (!usage.ok() || usage->oom_kills == 0) return std::nullopt;
+  return absl::StrCat("The replica ", task, " ran out of memory: the kernel killed it at its memory limit",
+                      limit_mib > 0 ? absl::StrCat(" of ", limit_mib, " MiB") : std::string(),
+                      ". Use less memory, or ask for a machine type with more (the operator's configuration says "
+                      "what each one gets).");
+}
+
+void Sandboxing::EndJob(const std::string& project, const std::string& job_id, uid_t uid) const {
+  if (uid != 0) sandbox::KillIdentity(uid);
+  if (auto s = runtime_.cgroups->Remove(JobCgroup(project, job_id)); !s.ok()) {
+    obs::Log("local").error("cannot remove the cgroups of {}/{}: {}", project, job_id, std::string(s.message()));
+  }
+  if (uid != 0) runtime_.identities->Release(uid);
+}
+
+runtime::BuildRunner Sandboxing::BuildRunner() const {
+  return [this](const std::vector<std::string>& argv, const common::CommandOptions& options,
+                const std::string& writable, const std::vector<std::string>& readable)
+             -> absl::StatusOr<common::CommandResult> {
+    auto acquired = runtime_.identities->Acquire();
+    if (!acquired) return absl::ResourceExhaustedError("every identity jobs run as is in use");
+    const uid_t uid = *acquired;
+    const fs::path work = fs::path(writable).parent_path().parent_path() / ".builds" / std::to_string(uid);
+    const std::string cgroup = absl::StrCat("builds/", uid);
+    std::error_code ec;
+    fs::remove_all(work, ec);
+    absl::StatusOr<common::CommandResult> result = absl::UnknownError("the build did not run");
+    absl::Status s = OwnedDirectory((work / "tmp").string(), uid, 01777);
+    if (s.ok()) s = OwnedDirectory(writable, uid, 0755);
+    absl::StatusOr<std::vector<std::string>> dirs =
+        s.ok() ? runtime_.cgroups->Create(cgroup, {0, 0, runtime_.settings.pids_limit})
+               : absl::StatusOr<std::vector<std::string>>(s);
+    if (dirs.ok()) {
+      sandbox::ReplicaView view;
+      view.uid = uid;
+      view.gid = uid;
+      view.cwd = options.cwd.empty() ? writable : options.cwd;
+      view.writable = {writable};
+      view.tmp = (work / "tmp").string();
+      view.read_only = readable;
+      view.cgroups = *dirs;
+      std::string text, error;
+      if (!sandbox::EncodeSpec(sandbox::PlanReplicaSandbox(runtime_.layout, view), &text, &error)) {
+        s = absl::FailedPreconditionError(absl::StrCat("the package build cannot be sandboxed: ", error));
+      } else {
+        s = rundir::WriteFileAtomically((work / "spec").string(), text, 0600);
+      }
+    } else {
+      s = dirs.status();
+    }
+    if (s.ok()) {
+      std::vector<std::string> confined = {runtime_.sandbox_tool, "--spec", (work / "spec").string(), "--"};
+      confined.insert(confined.end(), argv.begin(), argv.end());
+      common::CommandOptions o = options;
+      // Only what a build needs of mlengined's environment.
+      std::map<std::string, std::string> env;
+      for (const auto& [k, v] : options.env ? *options.env : common::CurrentEnvironment()) {
+        if (k == "PATH" || k == "LANG" || absl::StartsWith(k, "LC_") || absl::StartsWith(k, "PIP_") ||
+            absl::StartsWith(k, "PYTHON")) {
+          env[k] = v;
+        }
+      }
+      AdjustEnvironment(&env);
+      o.env = env;
+      result = common::RunCommand(confined, o);
+    } else {
+      result = s;
+    }
+    // Nothing of the build outlives it, and what it built is root's.
+    sandbox::KillIdentity(uid);
+    (void)runtime_.cgroups->Remove(cgroup);
+    for (fs::recursive_directory_iterator it(writable, ec), end; !ec && it != end; it.increment(ec)) {
+      (void)::lchown(it->path().c_str(), 0, 0);
+    }
+    (void)::lchown(writable.c_str(), 0, 0);
+    fs::remove_all(work, ec);
+    runtime_.identities->Release(uid);
+    return result;
+  };
+}
+
+void Sandboxing::AdjustEnvironment(std::map<std::string, std::string>* env) {
+  (*env)["HOME"] = "/tmp";
+  (*env)["TMPDIR"] = "/tmp";
+  (*env)["USER"] = "mlengine-job";
+  (*env)["LOGNAME"] = "mlengine-job";
+}
+
+}  // namespace mle::executor

@@ -1,0 +1,98 @@
+// Sandboxing: what an executor does to run a job's replicas in their
+// sandbox (docs/security.md), the same for every executor and every start
+// (cold, warm, a package build):
+//  - BeginJob: the job's identity (a uid of the pool), the buckets its
+//    account reaches, its /etc/passwd and /etc/group;
+//  - PrepareReplica: the replica's private directories owned by that
+//    identity, its cgroup with the limits the scheduler counted, and its
+//    spec file (sandbox/spec.h) for the shim or the warm interpreter;
+//  - MemoryFailure: why a replica the kernel killed at its memory limit
+//    ended, for errorMessage;
+//  - EndJob: every process of the identity killed, the cgroups removed, the
+//    identity released.
+// Thread-safe (its parts are).
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "executor/executor.h"
+#include "model/job.h"
+#include "model/resources.h"
+#include "runtime/package_cache.h"
+#include "sandbox/cgroups.h"
+#include "sandbox/host.h"
+#include "sandbox/plan.h"
+
+namespace mle::executor {
+
+// What every sandbox is made from; built once by the server.
+struct SandboxRuntime {
+  sandbox::SandboxSettings settings;
+  sandbox::HostLayout layout;
+  const sandbox::Cgroups* cgroups = nullptr;
+  sandbox::IdentityPool* identities = nullptr;
+  const BucketAccessPolicy* buckets = nullptr;  // null: no bucket is visible
+  std::string sandbox_lib;   // libmlengine-sandbox.so, for the warm interpreter
+  std::string sandbox_tool;  // mlengine-sandbox, for package builds
+};
+
+struct JobSandbox {
+  uid_t uid = 0;
+  std::vector<sandbox::BucketAccess> buckets;
+};
+
+class Sandboxing {
+ public:
+  explicit Sandboxing(const SandboxRuntime& runtime) : runtime_(runtime) {}
+
+  // `uid`: the job's identity when it already has one (recovery); 0: a new
+  // one. RESOURCE_EXHAUSTED when every identity is in use.
+  absl::StatusOr<JobSandbox> BeginJob(const model::Job& job, const std::string& run_dir, uid_t uid = 0) const;
+  // Everything the replica `task` needs to start sandboxed; returns the spec
+  // file's path. `read_only`: more host directories it reads (its package
+  // environment). FAILED_PRECONDITION saying what could not be made.
+  absl::StatusOr<std::string> PrepareReplica(const JobSandbox& job, const std::string& project,
+                                             const std::string& job_id, const std::string& run_dir,
+                                             const std::string& task, const model::ReplicaDemand& demand,
+                                             const std::vector<std::string>& read_only,
+                                             const std::vector<int>& gpus, const std::string& gcs_root) const;
+  // A container replica's part: its work and hypertune directories, owned
+  // by the job's identity (podman confines the rest: job_prep.h's
+  // ContainerSandbox).
+  absl::Status PrepareContainerReplica(const JobSandbox& job, const std::string& run_dir,
+                                       const std::string& task) const;
+  int64_t pids_limit() const { return runtime_.settings.pids_limit; }
+  // "The replica master-0 ran out of memory: ..." when the kernel killed a
+  // process of it at its memory limit; nullopt otherwise.
+  // `limit_mib`: its limit (0: not known).
+  std::optional<std::string> MemoryFailure(const std::string& project, const std::string& job_id,
+                                           const std::string& task, int64_t limit_mib) const;
+  // Ends what is left of the job (its identity's processes, its cgroups)
+  // and releases its identity. Idempotent.
+  void EndJob(const std::string& project, const std::string& job_id, uid_t uid) const;
+
+  // Package builds (runtime/package_cache.h), each in a sandbox as an
+  // identity of its own: its `writable` directory and what it reads, no
+  // bucket, a pids limit; what it built is root's afterwards.
+  runtime::BuildRunner BuildRunner() const;
+
+  // The environment every sandboxed replica gets over the job's: HOME and
+  // TMPDIR in its own /tmp, USER and LOGNAME its identity's name.
+  static void AdjustEnvironment(std::map<std::string, std::string>* env);
+  const SandboxRuntime& runtime() const { return runtime_; }
+
+ private:
+  const SandboxRuntime& runtime_;
+};
+
+// The cgroup of a replica (below mlengined's own `mlengine/`).
+std::string ReplicaCgroup(const std::string& project, const std::string& job_id, const std::string& task);
+std::string JobCgroup(const std::string& project, const std::string& job_id);
+
+}  // namespace mle::executor

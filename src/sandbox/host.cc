@@ -1,0 +1,216 @@
+#include "sandbox/host.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "sandbox/enter.h"
+
+namespace mle::sandbox {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kSystemDirs[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/usr", "/etc", "/sys"};
+constexpr const char* kDevices[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"};
+
+// Whether some process runs as `uid` (real, effective or saved).
+bool AnyProcessOf(uid_t uid) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    int pid = 0;
+    if (!absl::SimpleAtoi(e.path().filename().string(), &pid)) continue;
+    std::ifstream status(e.path() / "status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("Uid:", 0) != 0) continue;
+      unsigned real = 0, effective = 0, saved = 0;
+      if (std::sscanf(line.c_str() + 4, "%u %u %u", &real, &effective, &saved) == 3 &&
+          (real == uid || effective == uid || saved == uid)) {
+        return true;
+      }
+      break;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+HostLayout DetectHostLayout(const std::vector<std::string>& extra_read_only) {
+  HostLayout layout;
+  std::error_code ec;
+  for (const char* dir : kSystemDirs) {
+    const fs::path p(dir);
+    if (fs::is_symlink(p, ec)) {
+      layout.links.emplace_back(dir, fs::read_symlink(p, ec).string());
+    } else if (fs::is_directory(p, ec)) {
+      layout.read_only.push_back(dir);
+    }
+  }
+  for (const auto& extra : extra_read_only) {
+    const fs::path canonical = fs::canonical(extra, ec);
+    if (ec || !fs::is_directory(canonical, ec)) continue;
+    bool covered = false;
+    for (const auto& dir : layout.read_only) {
+      const std::string c = canonical.string();
+      covered = covered || c == dir || c.rfind(dir + "/", 0) == 0;
+    }
+    if (!covered) layout.read_only.push_back(canonical.string());
+  }
+  for (const char* dev : kDevices) {
+    if (fs::exists(dev, ec)) layout.devices.push_back(dev);
+  }
+  for (const auto& e : fs::directory_iterator("/dev", ec)) {
+    if (e.path().filename().string().rfind("nvidia", 0) == 0 && !e.is_directory(ec)) {
+      layout.devices.push_back(e.path().string());
+    }
+  }
+  return layout;
+}
+
+absl::Status CheckHost(const SandboxSettings& settings, const HostLayout& layout, const std::string& data_dir,
+                       const std::string& scratch) {
+  std::vector<std::string> problems;
+  const uid_t last = settings.first_uid + settings.uid_count - 1;
+  if (settings.first_uid < 1000 || settings.uid_count == 0 || last < settings.first_uid) {
+    problems.push_back(absl::StrCat("the uid range ", settings.first_uid, " + ", settings.uid_count,
+                                    " is not a range of unprivileged ids (start at 1000 or above)"));
+  } else {
+    setpwent();
+    while (passwd* p = getpwent()) {
+      if (p->pw_uid >= settings.first_uid && p->pw_uid <= last) {
+        problems.push_back(absl::StrCat("the user ", p->pw_name, " (uid ", p->pw_uid, ") is in the uid range ",
+                                        settings.first_uid, "-", last, " jobs run as"));
+      }
+    }
+    endpwent();
+    setgrent();
+    while (group* g = getgrent()) {
+      if (g->gr_gid >= settings.first_uid && g->gr_gid <= last) {
+        problems.push_back(absl::StrCat("the group ", g->gr_name, " (gid ", g->gr_gid, ") is in the id range ",
+                                        settings.first_uid, "-", last, " jobs run as"));
+      }
+    }
+    endgrent();
+  }
+  std::error_code ec;
+  const std::string data = fs::weakly_canonical(data_dir, ec).string();
+  for (const auto& dir : layout.read_only) {
+    if (data == dir || data.rfind(dir + "/", 0) == 0) {
+      problems.push_back(absl::StrCat("the data directory ", data, " is inside ", dir,
+                                      ", which every job sees; put it elsewhere (e.g. /var/lib/mlengine)"));
+    }
+  }
+
+  // The real thing, in a child: enter a sandbox as a job would, and check
+  // that the data directory is out of sight.
+  if (geteuid() != 0) {
+    problems.push_back("mlengined runs as uid " + std::to_string(geteuid()) +
+                       "; it must run as root to give each job an identity and a view of its own");
+  } else if (problems.empty()) {
+    ReplicaView view;
+    view.uid = settings.first_uid;
+    view.gid = settings.first_uid;
+    view.cwd = scratch + "/work";
+    view.tmp = scratch + "/tmp";
+    view.writable = {view.cwd};
+    fs::create_directories(view.cwd, ec);
+    fs::create_directories(view.tmp, ec);
+    const SandboxSpec spec = PlanReplicaSandbox(layout, view);
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return absl::InternalError(std::strerror(errno));
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(pipe_fds[0]);
+      std::string why = EnterSandbox(spec);
+      // Only the paths to what is bound exist there, never the server's files.
+      for (const char* file : {"/lock", "/admin.token", "/mlengine.db"}) {
+        if (why.empty() && ::access((data + file).c_str(), F_OK) == 0) {
+          why = "the data directory's files are visible inside the sandbox";
+        }
+      }
+      if (why.empty() && ::access("/proc/1/status", F_OK) == 0) why = "/proc shows processes of other users";
+      if (!why.empty()) (void)!::write(pipe_fds[1], why.data(), why.size());
+      ::_exit(why.empty() ? 0 : 1);
+    }
+    ::close(pipe_fds[1]);
+    std::string why;
+    char buf[512];
+    for (ssize_t n; (n = ::read(pipe_fds[0], buf, sizeof(buf))) > 0;) why.append(buf, static_cast<size_t>(n));
+    ::close(pipe_fds[0]);
+    int status = 0;
+    if (pid < 0) {
+      why = std::string("cannot fork: ") + std::strerror(errno);
+    } else {
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      if (why.empty() && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) why = "the test sandbox did not start";
+    }
+    if (!why.empty()) {
+      problems.push_back("a test replica could not enter its sandbox (" + why +
+                         "): the host must allow mount and IPC namespaces, open_tree and pivot_root (Linux 5.12 or "
+                         "later, as root, not inside a restricted container)");
+    }
+    fs::remove_all(scratch, ec);
+  }
+  if (problems.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "mlengined cannot sandbox jobs on this host: ", absl::StrJoin(problems, "; "),
+      ". Fix that, or run jobs without a sandbox by saying so in the configuration: `sandbox: {enabled: false}` "
+      "(every job can then read the data directory, its tokens and every bucket, and use all of the host)."));
+}
+
+std::optional<uid_t> IdentityPool::Acquire() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (uint32_t tried = 0; tried < count_; ++tried) {
+    const uid_t uid = first_ + next_;
+    next_ = (next_ + 1) % count_;
+    if (held_.insert(uid).second) return uid;
+  }
+  return std::nullopt;
+}
+
+bool IdentityPool::Hold(uid_t uid) {
+  if (!Contains(uid)) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  held_.insert(uid);
+  return true;
+}
+
+void IdentityPool::Release(uid_t uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  held_.erase(uid);
+}
+
+void KillIdentity(uid_t uid) {
+  if (uid == 0) return;
+  for (int round = 0; round < 100 && AnyProcessOf(uid); ++round) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      // Only async-signal-safe calls: mlengined has threads.
+      if (::syscall(SYS_setresuid, uid, uid, uid) == 0) ::kill(-1, SIGKILL);
+      ::_exit(0);
+    }
+    if (pid < 0) return;
+    int status;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    ::usleep(round == 0 ? 1000 : 10000);
+  }
+}
+
+}  // namespace mle::sandbox

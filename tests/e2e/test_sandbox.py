@@ -1,0 +1,140 @@
+"""Every job in a sandbox (docs/security.md). A hostile trainer
+(trainers/hostile) tries what a user who may submit a job must not be able
+to do on a shared mlengine: read the operator's token, the database,
+another project's bucket or another job's run; find, read or signal
+mlengined or a warm interpreter; become root; write the system; mount.
+Each attempt must fail, cold and warm-forked, and nothing outside the job
+may change. Then the limits: a memory hog ends FAILED naming its limit
+while a neighbour finishes, a spinner with 8 processes counted as one CPU
+gets about one, a fork bomb stops at the pids limit."""
+
+import json
+import os
+import re
+
+import pytest
+
+from conftest import TRAINERS, Server, config_yaml, make_cli
+
+HOSTILE_PKG = os.path.join(TRAINERS, "hostile", "trainer")
+MEMORY_MIB = 256
+PIDS_LIMIT = 64
+
+
+def sandbox_config():
+    text = config_yaml(replica_cpu_milli=1000)
+    marker = "    description: the e2e suite's runtime\n"
+    assert marker in text
+    text = text.replace(marker, marker + "    warm_start: {preload: [numpy]}\n")
+    text = text.replace("local:\n", f"local:\n  replica_memory_mib: {MEMORY_MIB}\n")
+    return text + f"sandbox: {{pids_limit: {PIDS_LIMIT}}}\n"
+
+
+@pytest.fixture(scope="module")
+def sserver(tmp_path_factory):
+    s = Server(tmp_path_factory.mktemp("sandbox-server"), sandbox_config())
+    yield s
+    problems = s.finish()
+    assert not problems, "\n".join(problems) + "\n" + s.server_log()
+
+
+@pytest.fixture
+def scli(sserver, tmp_path, names):
+    return make_cli(sserver, tmp_path, names)
+
+
+def report(cli, job):
+    line = cli.wait_log(job, "REPORT ")
+    text = next(e["message"] for e in line if e["message"].startswith("REPORT "))
+    return json.loads(text[len("REPORT "):])
+
+
+def ended(cli, job, timeout=180):
+    return cli.wait_state(job, {"SUCCEEDED", "FAILED", "CANCELLED"}, timeout=timeout)
+
+
+@pytest.mark.parametrize("start", ["cold", "warm"])
+def test_a_hostile_trainer_is_refused_everything_outside_its_job(sserver, scli, names, tmp_path, start):
+    # Another project with a bucket holding a secret, and a finished job of its own.
+    other = make_cli(sserver, tmp_path, names, tag="other")
+    other.project = scli.project + "-o"
+    other.env["MLENGINE_PROJECT"] = other.project
+    other.bucket = scli.bucket + "-o"
+    sserver.projects.add(other.project)
+    other.make_bucket()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("other project's secret\n")
+    other.ok("storage", "cp", str(secret), f"gs://{other.bucket}/secret.txt")
+    other_job = names.job("other")
+    assert other.submit(other_job, args=["--lines", "2"]).rc == 0
+    assert ended(other, other_job)["state"] == "SUCCEEDED"
+    token = open(os.path.join(sserver.data_dir, "admin.token")).read()
+
+    job = names.job(f"hostile_{start}")
+    flags = ["--labels", "mlengine-warm-start=false"] if start == "cold" else []
+    r = scli.submit(job, *flags, package=HOSTILE_PKG, args=[
+        "--server-pid", str(sserver.proc.pid), "--other-bucket", other.bucket, "--own-bucket", scli.bucket,
+        "--other-run", sserver.run_dir(other.project, other_job)])
+    assert r.rc == 0, r
+    desc = ended(scli, job)
+    assert desc["state"] == "SUCCEEDED", scli.explain(job)
+    results = report(scli, job)
+    opened = {k: v for k, v in results.items() if v != "blocked"}
+    assert not opened, f"attacks that worked: {opened}\n{scli.explain(job)}"
+    assert len(results) >= 25, results
+    text = sserver.log_text(scli.project, job)
+    assert ("mlengine: warm start" in text) == (start == "warm"), text[:2000]
+    # The job's own bucket and /tmp worked; nothing else changed.
+    assert "OWN wrote" in text, text
+    assert scli.ok("storage", "cat", f"gs://{scli.bucket}/sandbox-own/written.txt").out == "mine\n"
+    listed = other.ok("storage", "ls", f"gs://{other.bucket}").out.split()
+    assert f"gs://{other.bucket}/secret.txt" in listed and not [o for o in listed if "pwned" in o], listed
+    assert other.ok("storage", "cat", f"gs://{other.bucket}/secret.txt").out == secret.read_text()
+    assert open(os.path.join(sserver.data_dir, "admin.token")).read() == token
+    assert sserver.proc.poll() is None
+    uid = int(re.search(r"uid=(\d+)", text).group(1))
+    assert uid >= 524288, text
+
+
+def test_a_memory_hog_fails_naming_its_limit_while_a_neighbour_finishes(scli, names):
+    neighbour = names.job("neighbour")
+    hog = names.job("hog")
+    assert scli.submit(neighbour, args=["--sleep", "3"]).rc == 0
+    assert scli.submit(hog, package=HOSTILE_PKG, args=["--hog", str(4 * MEMORY_MIB)]).rc == 0
+    desc = ended(scli, hog)
+    assert desc["state"] == "FAILED", scli.explain(hog)
+    assert "ran out of memory" in desc["errorMessage"] and f"{MEMORY_MIB} MiB" in desc["errorMessage"], desc
+    assert "master-replica-0" in desc["errorMessage"], desc
+    assert ended(scli, neighbour)["state"] == "SUCCEEDED", scli.explain(neighbour)
+
+
+def test_eight_spinning_processes_counted_as_one_cpu_get_about_one(scli, names):
+    job = names.job("spin")
+    assert scli.submit(job, package=HOSTILE_PKG, args=["--spin", "8:3"]).rc == 0
+    assert ended(scli, job)["state"] == "SUCCEEDED", scli.explain(job)
+    line = next(e["message"] for e in scli.wait_log(job, "CPU ") if e["message"].startswith("CPU "))
+    cpu, wall = (float(x) for x in line.split()[1:])
+    # One CPU's worth (the CFS quota), with room for the start and the end.
+    assert cpu / wall < 1.3, line
+
+
+def test_a_fork_bomb_stops_at_the_pids_limit(scli, names):
+    job = names.job("bomb")
+    assert scli.submit(job, package=HOSTILE_PKG, args=["--fork-bomb"]).rc == 0
+    assert ended(scli, job)["state"] == "SUCCEEDED", scli.explain(job)
+    line = next(e["message"] for e in scli.wait_log(job, "FORKED ") if e["message"].startswith("FORKED "))
+    n, err = line.split()[1:]
+    assert int(n) < PIDS_LIMIT and err == "EAGAIN", line
+
+
+def test_a_package_build_runs_sandboxed_too(scli, names):
+    # pip runs the package's setup.py when mlengined installs it: as an
+    # identity of its own, seeing nothing of the data directory.
+    job = names.job("build")
+    pkg = os.path.join(TRAINERS, "hostile_build", "trainer")  # its setup.py beside it, as gcloud takes it
+    assert scli.submit(job, package=pkg).rc == 0
+    assert ended(scli, job)["state"] == "SUCCEEDED", scli.explain(job)
+    line = next(e["message"] for e in scli.wait_log(job, "BUILD ") if e["message"].startswith("BUILD "))
+    found = json.loads(line[len("BUILD "):])
+    assert int(found.pop("uid")) >= 524288, found
+    assert all(v.startswith("blocked") for v in found.values()), found

@@ -1,0 +1,874 @@
+// Cgroups as data: detection on the texts of /proc/self/cgroup and
+// /proc/self/mountinfo (this host's hybrid layout, pure v2, broken hosts),
+// limits, usage and listing on fake trees of plain files laid out as the
+// kernel shows them, and, where the test runs as root on a host with the v1
+// controllers, the kernel itself enforcing the limits on forked children.
+#include "sandbox/cgroups.h"
+
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
+
+namespace mle::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// ---- This host's real layout (captured on the development VM) -------------
+
+constexpr char kHybridCgroup[] = R"(9:name=systemd:/
+8:pids:/
+7:blkio:/
+6:freezer:/
+5:devices:/
+4:memory:/process_api/ccad0ab77607e67f7bf76283b494e183
+3:cpuset:/
+2:cpuacct:/
+1:cpu:/
+0::/
+)";
+
+constexpr char kHybridMountinfo[] = R"(22 27 0:21 / /proc rw,relatime - proc proc rw
+23 27 0:22 / /sys rw,relatime - sysfs sysfs rw
+24 27 0:6 / /dev rw,relatime - devtmpfs devtmpfs rw,size=12334076k,nr_inodes=3083519,mode=755
+25 24 0:23 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=24683664k
+26 24 0:24 / /dev/pts rw,relatime - devpts devpts rw,mode=600,ptmxmode=000
+27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard,resv_strict,resuid=65534,resgid=65534
+28 27 0:25 / /mnt/sandboxing/model_tools_env/v1/python ro,nosuid,nodev,relatime - tmpfs model_tools_unavailable ro,size=4k,mode=755
+29 26 0:26 / /dev/pts rw,relatime - devpts devpts rw,mode=600,ptmxmode=000
+30 25 0:27 / /dev/shm rw,relatime - tmpfs tmpfs rw,size=24683664k
+31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
+34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+36 31 0:33 / /sys/fs/cgroup/devices rw,relatime - cgroup cgroup rw,devices
+37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer
+38 31 0:35 / /sys/fs/cgroup/blkio rw,relatime - cgroup cgroup rw,blkio
+39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
+40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+)";
+
+// A systemd host with pure cgroup v2 (Debian 12, Ubuntu 22.04 and later).
+constexpr char kV2Cgroup[] = "0::/system.slice/mlengined.service\n";
+constexpr char kV2Mountinfo[] =
+    R"(22 1 252:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw,errors=remount-ro
+23 22 0:21 / /sys rw,nosuid,nodev,noexec,relatime shared:2 - sysfs sysfs rw
+24 23 0:22 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot
+25 22 0:23 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw
+)";
+constexpr char kV2Own[] = "/sys/fs/cgroup/system.slice/mlengined.service";
+
+// An older systemd host: cgroup v1 with cpu and cpuacct in one hierarchy.
+constexpr char kV1CoMountedCgroup[] = R"(12:pids:/system.slice/mlengined.service
+6:memory:/system.slice/mlengined.service
+4:cpu,cpuacct:/system.slice/mlengined.service
+1:name=systemd:/system.slice/mlengined.service
+0::/system.slice/mlengined.service
+)";
+constexpr char kV1CoMountedMountinfo[] =
+    R"(25 22 0:22 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755
+26 25 0:23 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:10 - cgroup2 cgroup2 rw,nsdelegate
+30 25 0:27 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid,nodev,noexec,relatime shared:14 - cgroup cgroup rw,cpu,cpuacct
+31 25 0:28 / /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime shared:15 - cgroup cgroup rw,memory
+35 25 0:32 / /sys/fs/cgroup/pids rw,nosuid,nodev,noexec,relatime shared:19 - cgroup cgroup rw,pids
+)";
+
+// A container whose cgroup mounts show only its own subtree (no cgroup
+// namespace): the mount's root is the container's cgroup.
+constexpr char kContainerCgroup[] = R"(5:pids:/docker/abc
+4:memory:/docker/abc
+3:cpu,cpuacct:/docker/abc
+0::/docker/abc
+)";
+constexpr char kContainerMountinfo[] =
+    R"(700 690 0:50 /docker/abc /sys/fs/cgroup/cpu,cpuacct ro,nosuid - cgroup cgroup rw,cpu,cpuacct
+701 690 0:51 /docker/abc /sys/fs/cgroup/memory ro,nosuid - cgroup cgroup rw,memory
+702 690 0:52 /docker/abc /sys/fs/cgroup/pids ro,nosuid - cgroup cgroup rw,pids
+)";
+
+// ---- Helpers -----------------------------------------------------------------
+
+void WriteText(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return std::string(absl::StripTrailingAsciiWhitespace(ss.str()));
+}
+
+// A fresh directory, removed with everything in it at the end.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "cgroups_test.XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string Expand(const std::string& s, const std::string& prefix) { return absl::StrReplaceAll(s, {{"$P", prefix}}); }
+
+// ---- Detect --------------------------------------------------------------
+
+struct DetectRow {
+  std::string name;
+  std::string proc_self_cgroup;
+  std::string mountinfo;
+  std::string controllers_at;  // under the prefix: a cgroup.controllers to write ("" none)
+  std::string controllers;
+  bool ok;
+  CgroupVersion version;
+  std::vector<std::string> dirs;  // of group "p/j/r", $P the prefix
+  std::vector<std::string> message_has;
+};
+
+const std::vector<DetectRow>& DetectRows() {
+  static const auto* rows = new std::vector<DetectRow>{
+      {"this host (hybrid): v1, memory below its own cgroup",
+       kHybridCgroup,
+       kHybridMountinfo,
+       "",
+       "",
+       true,
+       CgroupVersion::kV1,
+       {"$P/sys/fs/cgroup/cpu/mlengine/p/j/r",
+        "$P/sys/fs/cgroup/memory/process_api/ccad0ab77607e67f7bf76283b494e183/mlengine/p/j/r",
+        "$P/sys/fs/cgroup/pids/mlengine/p/j/r"},
+       {}},
+      {"pure v2 under systemd",
+       kV2Cgroup,
+       kV2Mountinfo,
+       absl::StrCat(kV2Own, "/cgroup.controllers"),
+       "cpuset cpu io memory pids\n",
+       true,
+       CgroupVersion::kV2,
+       {absl::StrCat("$P", kV2Own, "/mlengine/p/j/r")},
+       {}},
+      {"pure v2, already moved into its leaf by Prepare",
+       "0::/system.slice/mlengined.service/mlengined\n",
+       kV2Mountinfo,
+       absl::StrCat(kV2Own, "/cgroup.controllers"),
+       "cpuset cpu io memory pids\n",
+       true,
+       CgroupVersion::kV2,
+       {absl::StrCat("$P", kV2Own, "/mlengine/p/j/r")},
+       {}},
+      {"pure v2 in the root cgroup (a container with its own cgroup namespace)",
+       "0::/\n",
+       kV2Mountinfo,
+       "/sys/fs/cgroup/cgroup.controllers",
+       "cpu memory pids\n",
+       true,
+       CgroupVersion::kV2,
+       {"$P/sys/fs/cgroup/mlengine/p/j/r"},
+       {}},
+      {"v1 with cpu,cpuacct in one hierarchy",
+       kV1CoMountedCgroup,
+       kV1CoMountedMountinfo,
+       "",
+       "",
+       true,
+       CgroupVersion::kV1,
+       {"$P/sys/fs/cgroup/cpu,cpuacct/system.slice/mlengined.service/mlengine/p/j/r",
+        "$P/sys/fs/cgroup/memory/system.slice/mlengined.service/mlengine/p/j/r",
+        "$P/sys/fs/cgroup/pids/system.slice/mlengined.service/mlengine/p/j/r"},
+       {}},
+      {"v1 mounts rooted at the container's own cgroup",
+       kContainerCgroup,
+       kContainerMountinfo,
+       "",
+       "",
+       true,
+       CgroupVersion::kV1,
+       {"$P/sys/fs/cgroup/cpu,cpuacct/mlengine/p/j/r", "$P/sys/fs/cgroup/memory/mlengine/p/j/r",
+        "$P/sys/fs/cgroup/pids/mlengine/p/j/r"},
+       {}},
+      {"a mount point with an escaped space",
+       "0::/svc\n",
+       "24 23 0:22 / /sys/fs/my\\040cgroup rw - cgroup2 cgroup2 rw\n",
+       "/sys/fs/my cgroup/svc/cgroup.controllers",
+       "cpu memory pids",
+       true,
+       CgroupVersion::kV2,
+       {"$P/sys/fs/my cgroup/svc/mlengine/p/j/r"},
+       {}},
+      {"v2 without the memory controller",
+       kV2Cgroup,
+       kV2Mountinfo,
+       absl::StrCat(kV2Own, "/cgroup.controllers"),
+       "cpuset cpu io pids\n",
+       false,
+       CgroupVersion::kV2,
+       {},
+       {"cpu, memory and pids", "lists cpuset cpu io pids (missing memory)", "Delegate=yes",
+        "`sandbox: {enabled: false}`"}},
+      {"v2 whose cgroup.controllers cannot be read",
+       kV2Cgroup,
+       kV2Mountinfo,
+       "",
+       "",
+       false,
+       CgroupVersion::kV2,
+       {},
+       {"cgroup v2 at /sys/fs/cgroup, but cannot open", "cgroup.controllers"}},
+      {"hybrid without the pids hierarchy, and an empty unified tree",
+       "8:cpu:/\n4:memory:/\n0::/\n",
+       "32 31 0:29 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
+       "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+       "41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n",
+       "/sys/fs/cgroup/unified/cgroup.controllers",
+       "",
+       false,
+       CgroupVersion::kV1,
+       {},
+       {"cgroup v1 cpu, memory (missing pids)", "lists no controller (missing cpu, memory, pids)"}},
+      {"no cgroups at all",
+       "",
+       "22 1 252:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n",
+       "",
+       "",
+       false,
+       CgroupVersion::kV1,
+       {},
+       {"no cgroup v1 hierarchy of cpu, memory or pids", "no cgroup v2 mount", "Mount them",
+        "`sandbox: {enabled: false}` in the configuration (jobs then run without limits or isolation)"}},
+      {"a cgroup outside this namespace's view",
+       "0::/../../other\n",
+       kV2Mountinfo,
+       "",
+       "",
+       false,
+       CgroupVersion::kV2,
+       {},
+       {"no cgroup v2 mount holding this process's cgroup"}},
+  };
+  return *rows;
+}
+
+TEST(CgroupsDetect, Table) {
+  for (const DetectRow& row : DetectRows()) {
+    SCOPED_TRACE(row.name);
+    TempDir tmp;
+    if (!row.controllers_at.empty()) WriteText(tmp.path() + row.controllers_at, row.controllers);
+    absl::StatusOr<Cgroups> cgroups = Cgroups::Detect(row.proc_self_cgroup, row.mountinfo, tmp.path());
+    if (!row.ok) {
+      ASSERT_FALSE(cgroups.ok());
+      EXPECT_EQ(cgroups.status().code(), absl::StatusCode::kFailedPrecondition);
+      for (const std::string& part : row.message_has) {
+        EXPECT_THAT(std::string(cgroups.status().message()), HasSubstr(part));
+      }
+      continue;
+    }
+    ASSERT_TRUE(cgroups.ok()) << cgroups.status();
+    EXPECT_EQ(cgroups->version(), row.version);
+    std::vector<std::string> want;
+    for (const std::string& d : row.dirs) want.push_back(Expand(d, tmp.path()));
+    EXPECT_EQ(cgroups->Dirs("p/j/r"), want);
+  }
+}
+
+TEST(CgroupsDetect, HostDetectsOrSaysWhy) {
+  absl::StatusOr<Cgroups> cgroups = Cgroups::DetectHost();
+  if (!cgroups.ok()) {
+    EXPECT_EQ(cgroups.status().code(), absl::StatusCode::kFailedPrecondition) << cgroups.status();
+    EXPECT_THAT(std::string(cgroups.status().message()), HasSubstr("sandbox: {enabled: false}"));
+  }
+}
+
+// ---- Names ----------------------------------------------------------------
+
+TEST(CgroupsNames, Table) {
+  struct Row {
+    std::string name;
+    bool valid;
+  };
+  const Row rows[] = {
+      {"a", true},         {"proj/job/master-0", true},
+      {"A.b_c-9/x", true}, {"..a/b..", true},
+      {"", false},         {"/a", false},
+      {"a/", false},       {"a//b", false},
+      {".", false},        {"..", false},
+      {"a/../b", false},   {"a/./b", false},
+      {"a b", false},      {"a\nb", false},
+      {"a:b", false},      {"caf\xc3\xa9", false},
+      {"a/b\\c", false},   {"~", false},
+  };
+  TempDir tmp;
+  WriteText(tmp.path() + kV2Own + "/cgroup.controllers", "cpu memory pids");
+  absl::StatusOr<Cgroups> cgroups = Cgroups::Detect(kV2Cgroup, kV2Mountinfo, tmp.path());
+  ASSERT_TRUE(cgroups.ok()) << cgroups.status();
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    EXPECT_EQ(cgroups->Dirs(row.name).empty(), !row.valid);
+    EXPECT_EQ(cgroups->Create(row.name, {}).status().code(),
+              row.valid ? absl::StatusCode::kOk : absl::StatusCode::kInvalidArgument);
+    if (row.valid) continue;
+    EXPECT_EQ(cgroups->Usage(row.name).status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(cgroups->Remove(row.name).code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_TRUE(cgroups->Processes(row.name).empty());
+  }
+}
+
+// ---- Fake trees: v1 (this host's layout) and v2 ------------------------------
+
+// A Cgroups of `version` on plain files below a temp dir; its own cgroup
+// directories exist (v2: with cgroup.procs holding `procs`).
+struct FakeHost {
+  explicit FakeHost(CgroupVersion version, const std::string& procs = "") {
+    if (version == CgroupVersion::kV1) {
+      for (const char* d : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/memory/process_api/ccad0ab77607e67f7bf76283b494e183",
+                            "/sys/fs/cgroup/pids"}) {
+        fs::create_directories(tmp.path() + d);
+      }
+      cgroups.emplace(*Cgroups::Detect(kHybridCgroup, kHybridMountinfo, tmp.path()));
+    } else {
+      own = tmp.path() + kV2Own;
+      WriteText(own + "/cgroup.controllers", "cpuset cpu io memory pids");
+      WriteText(own + "/cgroup.procs", procs);
+      cgroups.emplace(*Cgroups::Detect(kV2Cgroup, kV2Mountinfo, tmp.path()));
+    }
+  }
+  // The one directory of `name` holding controller `file`'s directory.
+  std::string Dir(const std::string& name, const std::string& controller) const {
+    for (const std::string& d : cgroups->Dirs(name)) {
+      if (cgroups->version() == CgroupVersion::kV2 || absl::StrContains(d, "/" + controller + "/")) return d;
+    }
+    return "";
+  }
+
+  TempDir tmp;
+  std::string own;  // v2
+  std::optional<Cgroups> cgroups;
+};
+
+TEST(CgroupsFakeV2, PrepareMovesItselfAndEnablesControllers) {
+  FakeHost host(CgroupVersion::kV2, absl::StrCat(::getpid(), "\n"));
+  ASSERT_TRUE(host.cgroups->Prepare().ok());
+  ASSERT_TRUE(host.cgroups->Prepare().ok());  // idempotent
+  EXPECT_EQ(ReadText(host.own + "/mlengined/cgroup.procs"), absl::StrCat(::getpid()));
+  EXPECT_EQ(ReadText(host.own + "/cgroup.subtree_control"), "+cpu +memory +pids");
+  EXPECT_EQ(ReadText(host.own + "/mlengine/cgroup.subtree_control"), "+cpu +memory +pids");
+}
+
+TEST(CgroupsFakeV2, PrepareNamesTheFileItCannotWrite) {
+  FakeHost host(CgroupVersion::kV2);
+  fs::create_directories(host.own + "/cgroup.subtree_control");  // open for writing fails (EISDIR)
+  absl::Status s = host.cgroups->Prepare();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr(host.own + "/cgroup.subtree_control: Is a directory"));
+}
+
+TEST(CgroupsFakeV2, CreateEnablesControllersInEachIntermediate) {
+  FakeHost host(CgroupVersion::kV2);
+  ASSERT_TRUE(host.cgroups->Prepare().ok());
+  absl::StatusOr<std::vector<std::string>> dirs = host.cgroups->Create("proj/job/master-0", {500, 64, 16});
+  ASSERT_TRUE(dirs.ok()) << dirs.status();
+  EXPECT_THAT(*dirs, ElementsAre(host.own + "/mlengine/proj/job/master-0"));
+  EXPECT_EQ(*dirs, host.cgroups->Dirs("proj/job/master-0"));
+  for (const char* d : {"/mlengine", "/mlengine/proj", "/mlengine/proj/job"}) {
+    EXPECT_EQ(ReadText(host.own + d + "/cgroup.subtree_control"), "+cpu +memory +pids") << d;
+  }
+  // The leaf holds processes: its subtree_control stays untouched.
+  EXPECT_FALSE(fs::exists((*dirs)[0] + "/cgroup.subtree_control"));
+}
+
+// Each row: limits, files that exist before Create, the files' contents after.
+struct LimitsRow {
+  std::string name;
+  CgroupVersion version;
+  CgroupLimits limits;
+  std::vector<std::string> present;  // "controller/file"
+  std::map<std::string, std::string> want;
+  std::vector<std::string> absent;
+};
+
+TEST(CgroupsFake, CreateWritesLimits) {
+  const std::vector<LimitsRow> rows = {
+      {"v2 all limits",
+       CgroupVersion::kV2,
+       {500, 64, 16},
+       {},
+       {{"cpu/cpu.max", "50000 100000"}, {"memory/memory.max", "67108864"}, {"pids/pids.max", "16"}},
+       {"memory/memory.swap.max"}},
+      {"v2 swap accounted: none allowed",
+       CgroupVersion::kV2,
+       {2000, 1024, 100},
+       {"memory/memory.swap.max"},
+       {{"cpu/cpu.max", "200000 100000"},
+        {"memory/memory.max", "1073741824"},
+        {"memory/memory.swap.max", "0"},
+        {"pids/pids.max", "100"}},
+       {}},
+      {"v2 no limits",
+       CgroupVersion::kV2,
+       {0, 0, 0},
+       {"memory/memory.swap.max"},
+       {{"cpu/cpu.max", "max 100000"},
+        {"memory/memory.max", "max"},
+        {"memory/memory.swap.max", "max"},
+        {"pids/pids.max", "max"}},
+       {}},
+      {"v2 a tiny CPU share gets the kernel's least quota",
+       CgroupVersion::kV2,
+       {5, 0, 0},
+       {},
+       {{"cpu/cpu.max", "1000 100000"}},
+       {}},
+      {"v1 all limits, memsw present",
+       CgroupVersion::kV1,
+       {500, 64, 16},
+       {"memory/memory.memsw.limit_in_bytes"},
+       {{"cpu/cpu.cfs_period_us", "100000"},
+        {"cpu/cpu.cfs_quota_us", "50000"},
+        {"memory/memory.limit_in_bytes", "67108864"},
+        {"memory/memory.memsw.limit_in_bytes", "67108864"},
+        {"pids/pids.max", "16"}},
+       {}},
+      {"v1 without swap accounting",
+       CgroupVersion::kV1,
+       {1500, 3, 1},
+       {},
+       {{"cpu/cpu.cfs_quota_us", "150000"}, {"memory/memory.limit_in_bytes", "3145728"}, {"pids/pids.max", "1"}},
+       {"memory/memory.memsw.limit_in_bytes"}},
+      {"v1 no limits",
+       CgroupVersion::kV1,
+       {0, 0, 0},
+       {"memory/memory.memsw.limit_in_bytes"},
+       {{"cpu/cpu.cfs_quota_us", "-1"},
+        {"memory/memory.limit_in_bytes", "-1"},
+        {"memory/memory.memsw.limit_in_bytes", "-1"},
+        {"pids/pids.max", "max"}},
+       {}},
+  };
+  for (const LimitsRow& row : rows) {
+    SCOPED_TRACE(row.name);
+    FakeHost host(row.version);
+    ASSERT_TRUE(host.cgroups->Prepare().ok());
+    const std::string name = "p/j/master-0";
+    auto split = [&](const std::string& cf) {
+      const size_t slash = cf.find('/');
+      return host.Dir(name, cf.substr(0, slash)) + cf.substr(slash);
+    };
+    for (const std::string& p : row.present) WriteText(split(p), "");
+    absl::StatusOr<std::vector<std::string>> dirs = host.cgroups->Create(name, row.limits);
+    ASSERT_TRUE(dirs.ok()) << dirs.status();
+    EXPECT_EQ(dirs->size(), row.version == CgroupVersion::kV1 ? 3u : 1u);
+    for (const auto& [file, text] : row.want) EXPECT_EQ(ReadText(split(file)), text) << file;
+    for (const std::string& file : row.absent) EXPECT_FALSE(fs::exists(split(file))) << file;
+  }
+}
+
+TEST(CgroupsFake, CreateRefusesNegativeLimitsAndControlFileNames) {
+  FakeHost host(CgroupVersion::kV2);
+  ASSERT_TRUE(host.cgroups->Prepare().ok());
+  for (const CgroupLimits& limits :
+       {CgroupLimits{-1, 0, 0}, CgroupLimits{0, -1, 0}, CgroupLimits{0, 0, -1}, CgroupLimits{0, int64_t{1} << 60, 0}}) {
+    EXPECT_EQ(host.cgroups->Create("g", limits).status().code(), absl::StatusCode::kInvalidArgument);
+  }
+  EXPECT_FALSE(fs::exists(host.own + "/mlengine/g"));
+  // A name that is one of the parent's files is no group.
+  absl::StatusOr<std::vector<std::string>> dirs = host.cgroups->Create("cgroup.subtree_control", {});
+  EXPECT_EQ(dirs.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(dirs.status().message()), HasSubstr("is not a cgroup directory"));
+}
+
+TEST(CgroupsFake, CreateNamesTheFileItCannotWrite) {
+  FakeHost host(CgroupVersion::kV1);
+  ASSERT_TRUE(host.cgroups->Prepare().ok());
+  const std::string cpu = host.Dir("g", "cpu");
+  fs::create_directories(cpu + "/cpu.cfs_quota_us");  // a directory: open for writing fails (EISDIR)
+  absl::StatusOr<std::vector<std::string>> dirs = host.cgroups->Create("g", {100, 0, 0});
+  ASSERT_FALSE(dirs.ok());
+  EXPECT_THAT(std::string(dirs.status().message()), HasSubstr(cpu + "/cpu.cfs_quota_us"));
+  EXPECT_THAT(std::string(dirs.status().message()), HasSubstr("Is a directory"));
+}
+
+// Each row: the counter files as the kernel writes them, the usage read.
+struct UsageRow {
+  std::string name;
+  CgroupVersion version;
+  std::map<std::string, std::string> files;  // "controller/file" -> text
+  absl::StatusCode code;
+  CgroupUsage want;
+  std::string message_has;
+};
+
+TEST(CgroupsFake, UsageParsesCounters) {
+  const std::vector<UsageRow> rows = {
+      {"v2 with memory.peak",
+       CgroupVersion::kV2,
+       {{"memory/memory.events", "low 0\nhigh 0\nmax 812\noom 3\noom_kill 2\noom_group_kill 0\n"},
+        {"memory/memory.peak", "67108864\n"},
+        {"pids/pids.events", "max 7\n"}},
+       absl::StatusCode::kOk,
+       {2, 67108864, 7},
+       ""},
+      {"v2 before memory.peak (kernels < 5.19): peak 0",
+       CgroupVersion::kV2,
+       {{"memory/memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n"}, {"pids/pids.events", "max 0\n"}},
+       absl::StatusCode::kOk,
+       {0, 0, 0},
+       ""},
+      {"v2 before oom_kill was counted (kernels < 4.13)",
+       CgroupVersion::kV2,
+       {{"memory/memory.events", "low 0\nhigh 0\nmax 4\noom 1\n"}, {"pids/pids.events", "max 1\n"}},
+       absl::StatusCode::kOk,
+       {0, 0, 1},
+       ""},
+      {"v2 oom_group_kill is not oom_kill",
+       CgroupVersion::kV2,
+       {{"memory/memory.events", "oom_group_kill 5\noom_kill 1\n"}, {"pids/pids.events", "max 0\n"}},
+       absl::StatusCode::kOk,
+       {1, 0, 0},
+       ""},
+      {"v2 garbled memory.events",
+       CgroupVersion::kV2,
+       {{"memory/memory.events", "oom_kill many\n"}, {"pids/pids.events", "max 0\n"}},
+       absl::StatusCode::kInternal,
+       {},
+       "memory.events: \"oom_kill many\""},
+      {"v2 pids.events missing",
+       CgroupVersion::kV2,
+       {{"memory/memory.events", "oom_kill 0\n"}},
+       absl::StatusCode::kNotFound,
+       {},
+       "pids.events"},
+      {"v1 as this host's kernel writes it",
+       CgroupVersion::kV1,
+       {{"memory/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n"},
+        {"memory/memory.max_usage_in_bytes", "67108864\n"},
+        {"pids/pids.events", "max 49\n"}},
+       absl::StatusCode::kOk,
+       {1, 67108864, 49},
+       ""},
+      {"v1 garbled max_usage_in_bytes",
+       CgroupVersion::kV1,
+       {{"memory/memory.oom_control", "oom_kill 0\n"},
+        {"memory/memory.max_usage_in_bytes", "lots\n"},
+        {"pids/pids.events", "max 0\n"}},
+       absl::StatusCode::kInternal,
+       {},
+       "memory.max_usage_in_bytes: \"lots\""},
+  };
+  for (const UsageRow& row : rows) {
+    SCOPED_TRACE(row.name);
+    FakeHost host(row.version);
+    ASSERT_TRUE(host.cgroups->Create("p/j/r", {}).ok());
+    for (const auto& [file, text] : row.files) {
+      const size_t slash = file.find('/');
+      WriteText(host.Dir("p/j/r", file.substr(0, slash)) + file.substr(slash), text);
+    }
+    absl::StatusOr<CgroupUsage> usage = host.cgroups->Usage("p/j/r");
+    ASSERT_EQ(usage.status().code(), row.code) << usage.status();
+    if (!usage.ok()) {
+      EXPECT_THAT(std::string(usage.status().message()), HasSubstr(row.message_has));
+      continue;
+    }
+    EXPECT_EQ(usage->oom_kills, row.want.oom_kills);
+    EXPECT_EQ(usage->memory_peak_bytes, row.want.memory_peak_bytes);
+    EXPECT_EQ(usage->pids_denied, row.want.pids_denied);
+  }
+}
+
+TEST(CgroupsFake, UsageOfAMissingGroupIsNotFound) {
+  FakeHost host(CgroupVersion::kV1);
+  EXPECT_EQ(host.cgroups->Usage("nobody").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(CgroupsFake, ProcessesAreEveryControllersDeduplicatedAndRecursive) {
+  FakeHost host(CgroupVersion::kV1);
+  ASSERT_TRUE(host.cgroups->Create("p/j/r", {}).ok());
+  ASSERT_TRUE(host.cgroups->Create("p/j/r/sub", {}).ok());
+  ASSERT_TRUE(host.cgroups->Create("p/other", {}).ok());
+  WriteText(host.Dir("p/j/r", "cpu") + "/cgroup.procs", "30\n10\n");
+  WriteText(host.Dir("p/j/r", "memory") + "/cgroup.procs", "10\n30\n");
+  WriteText(host.Dir("p/j/r", "pids") + "/cgroup.procs", "10\n20\n");
+  WriteText(host.Dir("p/j/r/sub", "memory") + "/cgroup.procs", "40\n");
+  WriteText(host.Dir("p/other", "memory") + "/cgroup.procs", "50\n");
+  EXPECT_THAT(host.cgroups->Processes("p/j/r"), ElementsAre(10, 20, 30, 40));
+  EXPECT_THAT(host.cgroups->Processes("p/j"), ElementsAre(10, 20, 30, 40));
+  EXPECT_THAT(host.cgroups->Processes("p"), ElementsAre(10, 20, 30, 40, 50));
+  EXPECT_TRUE(host.cgroups->Processes("nobody").empty());
+}
+
+TEST(CgroupsFake, ListFindsTheLeaves) {
+  for (CgroupVersion version : {CgroupVersion::kV1, CgroupVersion::kV2}) {
+    FakeHost host(version);
+    EXPECT_TRUE(host.cgroups->List().empty());
+    ASSERT_TRUE(host.cgroups->Prepare().ok());
+    EXPECT_TRUE(host.cgroups->List().empty());
+    for (const char* name : {"p/j/master-0", "p/j/worker-1", "q/k/master-0", "single"}) {
+      ASSERT_TRUE(host.cgroups->Create(name, {}).ok());
+    }
+    EXPECT_THAT(host.cgroups->List(), ElementsAre("p/j/master-0", "p/j/worker-1", "q/k/master-0", "single"));
+  }
+}
+
+TEST(CgroupsFake, RemoveOfAMissingGroupIsOk) {
+  FakeHost host(CgroupVersion::kV2);
+  EXPECT_TRUE(host.cgroups->Remove("p/j").ok());
+}
+
+// ---- The kernel: cgroup v1 as on this host (root only) ---------------------
+
+// Forks a child that joins `dirs` (writes "0" into each cgroup.procs), tells
+// the parent through a pipe, then returns `body()` as its exit status.
+pid_t ForkInGroup(const std::vector<std::string>& dirs, const std::function<int()>& body) {
+  int ready[2];
+  if (::pipe(ready) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(ready[0]);
+    for (const std::string& dir : dirs) {
+      const int fd = ::open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || ::write(fd, "0", 1) != 1) ::_exit(120);
+      ::close(fd);
+    }
+    if (::write(ready[1], "j", 1) != 1) ::_exit(121);
+    ::close(ready[1]);
+    ::_exit(body());
+  }
+  ::close(ready[1]);
+  char c = 0;
+  const bool joined = pid > 0 && ::read(ready[0], &c, 1) == 1;
+  ::close(ready[0]);
+  return joined ? pid : -1;
+}
+
+int WaitFor(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+class CgroupsV1Kernel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to create cgroups";
+    absl::StatusOr<Cgroups> host = Cgroups::DetectHost();
+    if (!host.ok() || host->version() != CgroupVersion::kV1) {
+      GTEST_SKIP() << "no cgroup v1 cpu, memory and pids here: " << host.status();
+    }
+    cgroups_.emplace(*host);
+    top_ = absl::StrCat("cgroups_test-", ::getpid());
+    // <own>/mlengine of each hierarchy, removed again (when empty) if this
+    // test made it.
+    for (const std::string& dir : cgroups_->Dirs(top_)) {
+      const std::string base = fs::path(dir).parent_path().string();
+      if (!fs::exists(base)) made_bases_.push_back(base);
+    }
+    ASSERT_TRUE(cgroups_->Prepare().ok());
+  }
+
+  void TearDown() override {
+    if (!cgroups_) return;
+    EXPECT_TRUE(cgroups_->Remove(top_).ok());
+    for (const std::string& dir : cgroups_->Dirs(top_)) EXPECT_FALSE(fs::exists(dir)) << dir;
+    for (const std::string& base : made_bases_) ::rmdir(base.c_str());
+  }
+
+  std::string Group(const std::string& leaf) const { return top_ + "/" + leaf; }
+
+  std::optional<Cgroups> cgroups_;
+  std::string top_;
+  std::vector<std::string> made_bases_;
+};
+
+constexpr CgroupLimits kSmall = {500, 64, 16};
+
+TEST_F(CgroupsV1Kernel, LimitsAsTheKernelReadsThemBack) {
+  struct Row {
+    CgroupLimits limits;
+    std::string quota, memory, pids;  // "" for memory: no limit (the kernel's largest page multiple)
+  };
+  // One group rewritten: raising memory past the old memsw limit and lowering
+  // it below need the two files in opposite orders.
+  const Row rows[] = {
+      {{500, 64, 16}, "50000", "67108864", "16"},     {{500, 128, 16}, "50000", "134217728", "16"},
+      {{2000, 32, 100}, "200000", "33554432", "100"}, {{0, 0, 0}, "-1", "", "max"},
+      {{5, 64, 1}, "1000", "67108864", "1"},
+  };
+  const std::string name = Group("rewritten");
+  for (const Row& row : rows) {
+    SCOPED_TRACE(absl::StrCat(row.limits.cpu_milli, " ", row.limits.memory_mib, " ", row.limits.pids));
+    absl::StatusOr<std::vector<std::string>> dirs = cgroups_->Create(name, row.limits);
+    ASSERT_TRUE(dirs.ok()) << dirs.status();
+    ASSERT_EQ(dirs->size(), 3u);
+    const std::string &cpu = (*dirs)[0], &memory = (*dirs)[1], &pids = (*dirs)[2];
+    EXPECT_EQ(ReadText(cpu + "/cpu.cfs_period_us"), "100000");
+    EXPECT_EQ(ReadText(cpu + "/cpu.cfs_quota_us"), row.quota);
+    std::vector<std::string> memory_files = {memory + "/memory.limit_in_bytes"};
+    if (fs::exists(memory + "/memory.memsw.limit_in_bytes")) {
+      memory_files.push_back(memory + "/memory.memsw.limit_in_bytes");
+    }
+    for (const std::string& file : memory_files) {
+      if (row.memory.empty()) {
+        EXPECT_GT(std::stoll(ReadText(file)), int64_t{1} << 62) << file;
+      } else {
+        EXPECT_EQ(ReadText(file), row.memory) << file;
+      }
+    }
+    EXPECT_EQ(ReadText(pids + "/pids.max"), row.pids);
+  }
+}
+
+TEST_F(CgroupsV1Kernel, ProcessesListsAMemberAndRemoveKillsIt) {
+  const std::string name = Group("member");
+  absl::StatusOr<std::vector<std::string>> dirs = cgroups_->Create(name, kSmall);
+  ASSERT_TRUE(dirs.ok()) << dirs.status();
+  absl::StatusOr<CgroupUsage> fresh = cgroups_->Usage(name);
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_EQ(fresh->oom_kills, 0);
+  EXPECT_EQ(fresh->pids_denied, 0);
+
+  int hold[2];
+  ASSERT_EQ(::pipe(hold), 0);
+  const pid_t child = ForkInGroup(*dirs, [&] {
+    ::close(hold[1]);
+    char c;
+    return ::read(hold[0], &c, 1) == 0 ? 0 : 1;  // blocks until killed
+  });
+  ::close(hold[0]);
+  ASSERT_GT(child, 0);
+  EXPECT_THAT(cgroups_->Processes(name), ElementsAre(child));
+  EXPECT_THAT(cgroups_->Processes(top_), ElementsAre(child));
+  EXPECT_THAT(cgroups_->List(), ::testing::Contains(name));
+
+  ASSERT_TRUE(cgroups_->Remove(name).ok());
+  const int status = WaitFor(child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  ::close(hold[1]);
+  for (const std::string& dir : *dirs) EXPECT_FALSE(fs::exists(dir)) << dir;
+  EXPECT_TRUE(cgroups_->Remove(name).ok());  // gone already: fine
+}
+
+TEST_F(CgroupsV1Kernel, MemoryLimitOomKills) {
+  const std::string name = Group("oom");
+  absl::StatusOr<std::vector<std::string>> dirs = cgroups_->Create(name, kSmall);
+  ASSERT_TRUE(dirs.ok()) << dirs.status();
+  const pid_t child = ForkInGroup(*dirs, [] {
+    constexpr size_t kSize = size_t{200} << 20;
+    char* p = static_cast<char*>(::mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (p == MAP_FAILED) return 2;
+    for (size_t i = 0; i < kSize; i += 4096) p[i] = 1;
+    return 0;  // survived: the limit did not hold
+  });
+  ASSERT_GT(child, 0);
+  const int status = WaitFor(child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  absl::StatusOr<CgroupUsage> usage = cgroups_->Usage(name);
+  ASSERT_TRUE(usage.ok()) << usage.status();
+  EXPECT_GE(usage->oom_kills, 1);
+  EXPECT_LE(usage->memory_peak_bytes, int64_t{64} << 20);
+  EXPECT_GE(usage->memory_peak_bytes, int64_t{48} << 20);
+}
+
+TEST_F(CgroupsV1Kernel, PidsLimitRefusesForks) {
+  const std::string name = Group("forks");
+  absl::StatusOr<std::vector<std::string>> dirs = cgroups_->Create(name, kSmall);
+  ASSERT_TRUE(dirs.ok()) << dirs.status();
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  const pid_t child = ForkInGroup(*dirs, [&] {
+    ::close(report[0]);
+    int hold[2];
+    if (::pipe(hold) != 0) return 3;
+    int counts[2] = {0, 0};  // forked, refused with EAGAIN
+    for (int i = 0; i < 64; ++i) {
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        ::close(hold[1]);
+        char c;
+        ::_exit(static_cast<int>(::read(hold[0], &c, 1)));  // until the parent closes hold
+      }
+      if (pid > 0) {
+        ++counts[0];
+      } else if (errno == EAGAIN) {
+        ++counts[1];
+      } else {
+        return 4;
+      }
+    }
+    ::close(hold[1]);
+    while (::wait(nullptr) > 0) {
+    }
+    return ::write(report[1], counts, sizeof(counts)) == sizeof(counts) ? 0 : 5;
+  });
+  ::close(report[1]);
+  ASSERT_GT(child, 0);
+  int counts[2] = {-1, -1};
+  EXPECT_EQ(::read(report[0], counts, sizeof(counts)), static_cast<ssize_t>(sizeof(counts)));
+  ::close(report[0]);
+  const int status = WaitFor(child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(counts[0], 15);  // 16 tasks: the child and 15 more
+  EXPECT_EQ(counts[1], 49);
+  absl::StatusOr<CgroupUsage> usage = cgroups_->Usage(name);
+  ASSERT_TRUE(usage.ok()) << usage.status();
+  EXPECT_GE(usage->pids_denied, 1);
+}
+
+TEST_F(CgroupsV1Kernel, RemoveTakesSubgroupsAndKillsTheirProcesses) {
+  std::vector<pid_t> children;
+  int hold[2];
+  ASSERT_EQ(::pipe(hold), 0);
+  for (const char* leaf : {"job/master-0", "job/worker-0"}) {
+    absl::StatusOr<std::vector<std::string>> dirs = cgroups_->Create(Group(leaf), kSmall);
+    ASSERT_TRUE(dirs.ok()) << dirs.status();
+    children.push_back(ForkInGroup(*dirs, [&] {
+      ::close(hold[1]);
+      char c;
+      return ::read(hold[0], &c, 1) == 0 ? 0 : 1;
+    }));
+    ASSERT_GT(children.back(), 0);
+  }
+  ::close(hold[0]);
+  EXPECT_EQ(cgroups_->Processes(Group("job")).size(), 2u);
+  ASSERT_TRUE(cgroups_->Remove(Group("job")).ok());
+  for (pid_t child : children) {
+    const int status = WaitFor(child);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  }
+  ::close(hold[1]);
+  for (const std::string& dir : cgroups_->Dirs(Group("job"))) EXPECT_FALSE(fs::exists(dir)) << dir;
+  EXPECT_THAT(cgroups_->List(), ::testing::Not(::testing::Contains(::testing::HasSubstr(Group("job")))));
+}
+
+}  // namespace
+}  // namespace mle::sandbox

@@ -1,0 +1,193 @@
+// The sandbox's pure parts: the spec file's format (both ways, and what it
+// refuses), the plan of a replica's view, the passwd/group of a view, the
+// identity pool. EnterSandbox itself is exercised by the e2e suite
+// (tests/e2e/test_sandbox.py) and by mlengined's start-up check.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "sandbox/host.h"
+#include "sandbox/plan.h"
+#include "sandbox/spec.h"
+
+namespace mle::sandbox {
+namespace {
+
+using Kind = ViewEntry::Kind;
+
+SandboxSpec Example() {
+  SandboxSpec s;
+  s.uid = 524300;
+  s.gid = 524300;
+  s.umask = 0;
+  s.cwd = "/data/runs/p/j/master-replica-0/work";
+  s.cgroups = {"/sys/fs/cgroup/cpu/mlengine/p/j/master-replica-0"};
+  s.view = {{Kind::kSymlink, false, "usr/bin", "/bin"},   {Kind::kBind, false, "/usr", "/usr"},
+            {Kind::kTmpfs, true, "mode=0755", "/dev"},    {Kind::kDevice, true, "/dev/null", "/dev/null"},
+            {Kind::kProc, false, "", "/proc"},            {Kind::kDir, false, "", "/data/buckets"},
+            {Kind::kBind, true, "/data/runs/x", "/tmp"}};
+  return s;
+}
+
+TEST(SandboxSpecTest, RoundTrips) {
+  std::string text, error;
+  ASSERT_TRUE(EncodeSpec(Example(), &text, &error)) << error;
+  EXPECT_EQ(text.substr(0, text.find('\n')), kSpecFormat);
+  SandboxSpec parsed;
+  ASSERT_TRUE(ParseSpec(text, &parsed, &error)) << error << "\n" << text;
+  EXPECT_EQ(parsed, Example());
+}
+
+TEST(SandboxSpecTest, EncodeRefuses) {
+  struct Row {
+    const char* name;
+    void (*change)(SandboxSpec&);
+  };
+  const Row rows[] = {
+      {"root uid", [](SandboxSpec& s) { s.uid = 0; }},
+      {"root gid", [](SandboxSpec& s) { s.gid = 0; }},
+      {"relative cwd", [](SandboxSpec& s) { s.cwd = "work"; }},
+      {"a tab in a path", [](SandboxSpec& s) { s.view[1].target = "/us\tr"; }},
+      {"a newline in a source", [](SandboxSpec& s) { s.view[1].source = "/usr\nbind\trw\t/\t/x"; }},
+      {"a relative bind source", [](SandboxSpec& s) { s.view[1].source = "usr"; }},
+      {"a relative cgroup", [](SandboxSpec& s) { s.cgroups = {"mlengine/x"}; }},
+  };
+  for (const auto& row : rows) {
+    SandboxSpec s = Example();
+    row.change(s);
+    std::string text, error;
+    EXPECT_FALSE(EncodeSpec(s, &text, &error)) << row.name;
+    EXPECT_FALSE(error.empty()) << row.name;
+  }
+}
+
+TEST(SandboxSpecTest, ParseRefuses) {
+  const std::string head = std::string(kSpecFormat) + "\nuid\t524300\ngid\t524300\ncwd\t/w\n";
+  const std::vector<std::pair<std::string, std::string>> rows = {
+      {"", "empty"},
+      {"mlengine.sandbox/v9\nuid\t5\ngid\t5\ncwd\t/w\n", "line 1"},
+      {std::string(kSpecFormat) + "\nuid\t0\ngid\t5\ncwd\t/w\n", "bad uid"},
+      {std::string(kSpecFormat) + "\nuid\t-5\ngid\t5\ncwd\t/w\n", "bad uid"},
+      {std::string(kSpecFormat) + "\ngid\t5\ncwd\t/w\n", "lacks its uid"},
+      {head + "bind\trx\t/a\t/b\n", "bad bind"},
+      {head + "bind\tro\ta\t/b\n", "bad bind"},
+      {head + "bind\tro\t/a\n", "bad bind"},
+      {head + "umask\t999\n", "bad umask"},
+      {head + "chroot\t/\n", "unknown record chroot"},
+      {head + "proc\tproc\n", "bad proc"},
+  };
+  for (const auto& [text, why] : rows) {
+    SandboxSpec s;
+    std::string error;
+    EXPECT_FALSE(ParseSpec(text, &s, &error)) << text;
+    EXPECT_NE(error.find(why), std::string::npos) << error << " (wanted " << why << ")";
+  }
+}
+
+bool Has(const SandboxSpec& s, Kind kind, const std::string& target, bool writable = false) {
+  for (const auto& e : s.view) {
+    if (e.kind == kind && e.target == target && (kind != Kind::kBind || e.writable == writable)) return true;
+  }
+  return false;
+}
+
+TEST(PlanReplicaSandboxTest, TheViewHoldsWhatTheJobMayReachAndNothingElse) {
+  HostLayout host;
+  host.links = {{"/bin", "usr/bin"}, {"/lib", "usr/lib"}};
+  host.read_only = {"/usr", "/etc", "/sys", "/opt/mlengine/python"};
+  host.devices = {"/dev/null", "/dev/urandom", "/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia1"};
+  ReplicaView v;
+  v.uid = v.gid = 524301;
+  v.cwd = "/data/runs/p/j/master-replica-0/work";
+  v.writable = {v.cwd, "/data/runs/p/j/master-replica-0/hypertune"};
+  v.tmp = "/data/runs/p/j/master-replica-0/tmp";
+  v.read_only = {"/data/envs/rt/abc"};
+  v.gcs_root = "/data/buckets";
+  v.buckets = {{"mine", true}, {"shared", false}};
+  v.gpus = {1};
+  v.cgroups = {"/cg/cpu/x"};
+  v.passwd = "/data/runs/p/j/sandbox/passwd";
+  const SandboxSpec s = PlanReplicaSandbox(host, v);
+  EXPECT_EQ(s.uid, 524301u);
+  EXPECT_EQ(s.cwd, v.cwd);
+  EXPECT_EQ(s.cgroups, v.cgroups);
+  EXPECT_TRUE(Has(s, Kind::kSymlink, "/bin"));
+  EXPECT_TRUE(Has(s, Kind::kBind, "/usr"));
+  EXPECT_TRUE(Has(s, Kind::kBind, "/opt/mlengine/python"));
+  EXPECT_TRUE(Has(s, Kind::kBind, "/data/envs/rt/abc"));
+  EXPECT_TRUE(Has(s, Kind::kBind, v.cwd, true));
+  EXPECT_TRUE(Has(s, Kind::kBind, "/data/runs/p/j/master-replica-0/hypertune", true));
+  EXPECT_TRUE(Has(s, Kind::kBind, "/tmp", true));
+  EXPECT_TRUE(Has(s, Kind::kBind, "/data/buckets/mine", true));
+  EXPECT_TRUE(Has(s, Kind::kBind, "/data/buckets/shared", false));
+  EXPECT_TRUE(Has(s, Kind::kBind, "/etc/passwd", false));
+  EXPECT_TRUE(Has(s, Kind::kProc, "/proc"));
+  EXPECT_TRUE(Has(s, Kind::kDir, "/data/buckets"));
+  // Its own GPU and the control device; not another replica's GPU.
+  EXPECT_TRUE(Has(s, Kind::kDevice, "/dev/nvidia1"));
+  EXPECT_TRUE(Has(s, Kind::kDevice, "/dev/nvidiactl"));
+  EXPECT_FALSE(Has(s, Kind::kDevice, "/dev/nvidia0"));
+  // Nothing of the data directory but those.
+  for (const auto& e : s.view) {
+    if (e.kind == Kind::kBind && e.source.rfind("/data", 0) == 0) {
+      EXPECT_TRUE(e.source == v.cwd || e.source == v.tmp || e.source.find("/hypertune") != std::string::npos ||
+                  e.source.rfind("/data/buckets/", 0) == 0 || e.source == "/data/envs/rt/abc" ||
+                  e.source == v.passwd)
+          << e.source;
+    }
+  }
+  // Parents before children.
+  for (size_t i = 1; i < s.view.size(); ++i) EXPECT_LE(s.view[i - 1].target, s.view[i].target);
+}
+
+TEST(PlanReplicaSandboxTest, NoGpuNoGpuDevices) {
+  HostLayout host;
+  host.devices = {"/dev/null", "/dev/nvidiactl", "/dev/nvidia0"};
+  ReplicaView v;
+  v.uid = v.gid = 524301;
+  v.cwd = "/w";
+  v.tmp = "/t";
+  const SandboxSpec s = PlanReplicaSandbox(host, v);
+  EXPECT_TRUE(Has(s, Kind::kDevice, "/dev/null"));
+  EXPECT_FALSE(Has(s, Kind::kDevice, "/dev/nvidiactl"));
+  EXPECT_FALSE(Has(s, Kind::kDevice, "/dev/nvidia0"));
+}
+
+TEST(PlanReplicaSandboxTest, NothingIsMountedInsideAReadOnlyBindOfTheHost) {
+  // A data directory under /usr would need mount points there (mlengined
+  // refuses to start with one: CheckHost); the plan drops them.
+  HostLayout host;
+  host.read_only = {"/usr"};
+  ReplicaView v;
+  v.uid = v.gid = 524301;
+  v.cwd = "/usr/local/data/w";
+  v.writable = {v.cwd};
+  v.tmp = "/t";
+  const SandboxSpec s = PlanReplicaSandbox(host, v);
+  EXPECT_FALSE(Has(s, Kind::kBind, v.cwd, true));
+}
+
+TEST(PasswdWithIdentityTest, AddsTheJobAndReplacesAnEntryOfItsUid) {
+  const std::string host = "root:x:0:0:root:/root:/bin/bash\nclash:x:524301:10::/:/bin/sh\n";
+  const std::string out = PasswdWithIdentity(host, 524301, 524301);
+  EXPECT_NE(out.find("root:x:0:0"), std::string::npos);
+  EXPECT_EQ(out.find("clash"), std::string::npos);
+  EXPECT_NE(out.find("mlengine-job:x:524301:524301:mlengine job:/tmp:/usr/sbin/nologin\n"), std::string::npos);
+  EXPECT_NE(GroupWithIdentity("root:x:0:\n", 524301).find("mlengine-job:x:524301:\n"), std::string::npos);
+}
+
+TEST(IdentityPoolTest, OneUidPerJobRoundRobinAndNoneWhenAllAreHeld) {
+  IdentityPool pool(1000, 3);
+  EXPECT_EQ(pool.Acquire(), 1000u);
+  EXPECT_TRUE(pool.Hold(1002));  // a job found running at recovery
+  EXPECT_EQ(pool.Acquire(), 1001u);
+  EXPECT_EQ(pool.Acquire(), std::nullopt);
+  pool.Release(1000);
+  EXPECT_EQ(pool.Acquire(), 1000u);
+  EXPECT_FALSE(pool.Hold(999));
+  EXPECT_FALSE(pool.Contains(1003));
+}
+
+}  // namespace
+}  // namespace mle::sandbox
