@@ -119,6 +119,16 @@ std::string EncodeLaunchJob(const LaunchJob& job) {
                          {"gpuDevices", c.gpu_devices}, {"registryInsecure", c.registry_insecure},
                          {"containersConf", c.containers_conf}, {"simulated", c.simulated}};
   }
+  if (job.sandbox) {
+    doc["sandbox"] = {{"uid", job.sandbox->uid},
+                      {"buckets", job.sandbox->buckets},
+                      {"readOnly", job.sandbox->read_only},
+                      {"pidsLimit", job.sandbox->pids_limit},
+                      {"limits", json::object()}};
+    for (const auto& [task, l] : job.sandbox->limits) {
+      doc["sandbox"]["limits"][task] = {{"cpuMilli", l.cpu_milli}, {"memoryMib", l.memory_mib}};
+    }
+  }
   return doc.dump(2) + "\n";
 }
 
@@ -131,7 +141,7 @@ std::string EncodeWarmSpec(const WarmSpec& spec) {
 }
 
 absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
-  auto doc = ParseDocument(text, kLaunchJobFormat, {"project", "jobId", "trainingInput", "components", "credential", "containers", "trial"});
+  auto doc = ParseDocument(text, kLaunchJobFormat, {"project", "jobId", "trainingInput", "components", "credential", "containers", "trial", "sandbox"});
   if (!doc.ok()) return doc.status();
   LaunchJob out;
   auto project = String(*doc, "project", true);
@@ -204,6 +214,41 @@ absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
       }
     }
     out.containers = std::move(lc);
+  }
+  if (auto sb = doc->find("sandbox"); sb != doc->end()) {
+    LaunchSandbox ls;
+    auto uid = sb->is_object() ? sb->find("uid") : sb->end();
+    if (uid == sb->end() || !uid->is_number_unsigned() || uid->get<uint64_t>() == 0 ||
+        uid->get<uint64_t>() > 0xfffffffeULL) {
+      return Malformed("has a \"sandbox\" without a uid above 0");
+    }
+    ls.uid = static_cast<uint32_t>(uid->get<uint64_t>());
+    auto buckets = sb->find("buckets");
+    if (buckets == sb->end() || !buckets->is_object()) return Malformed("has no sandbox.buckets object");
+    for (const auto& [name, writable] : buckets->items()) {
+      if (!writable.is_boolean()) return Malformed(absl::StrCat("has a sandbox.buckets value that is not a boolean: ", name));
+      ls.buckets[name] = writable.get<bool>();
+    }
+    auto read_only = sb->find("readOnly");
+    if (read_only == sb->end() || !read_only->is_array()) return Malformed("has no sandbox.readOnly list");
+    for (const auto& dir : *read_only) {
+      if (!dir.is_string()) return Malformed("has a sandbox.readOnly entry that is not a string");
+      ls.read_only.push_back(dir.get<std::string>());
+    }
+    auto pids = sb->find("pidsLimit");
+    if (pids == sb->end() || !pids->is_number_integer()) return Malformed("has no integer sandbox.pidsLimit");
+    ls.pids_limit = pids->get<int64_t>();
+    auto limits = sb->find("limits");
+    if (limits == sb->end() || !limits->is_object()) return Malformed("has no sandbox.limits object");
+    for (const auto& [task, l] : limits->items()) {
+      auto cpu = l.is_object() ? l.find("cpuMilli") : l.end();
+      auto memory = l.is_object() ? l.find("memoryMib") : l.end();
+      if (cpu == l.end() || memory == l.end() || !cpu->is_number_integer() || !memory->is_number_integer()) {
+        return Malformed(absl::StrCat("has sandbox.limits of ", task, " without integer cpuMilli and memoryMib"));
+      }
+      ls.limits[task] = {cpu->get<int64_t>(), memory->get<int64_t>()};
+    }
+    out.sandbox = std::move(ls);
   }
   return out;
 }

@@ -49,6 +49,21 @@ struct LaunchContainers {
   bool operator==(const LaunchContainers&) const = default;
 };
 
+// The sandbox the job's replicas run in on the nodes (docs/security.md):
+// mlengined chose the identity and the buckets; each node's launcher makes
+// the cgroups and the view.
+struct LaunchSandbox {
+  uint32_t uid = 0;
+  std::map<std::string, bool> buckets;   // bucket -> writable
+  std::vector<std::string> read_only;    // more host directories every view holds (runtimes, mlengine's python)
+  int64_t pids_limit = 0;
+  struct Limits {
+    int64_t cpu_milli = 0;   // 0: none
+    int64_t memory_mib = 0;  // 0: none
+  };
+  std::map<std::string, Limits> limits;  // task -> its limits
+};
+
 struct LaunchJob {
   std::string project;
   std::string job_id;
@@ -60,6 +75,7 @@ struct LaunchJob {
   std::string access_token;
   std::string api_endpoint;
   std::optional<LaunchContainers> containers;  // a custom container job
+  std::optional<LaunchSandbox> sandbox;        // none: replicas run unsandboxed
   // A trial of a tuning job (model::Job::trial_of, trial_id); empty otherwise.
   std::string trial_of;
   std::string trial_id;

@@ -200,6 +200,10 @@ std::string SignalName(int sig) {
 
 std::string DescribeReplicaEnd(const std::string& job_dir, const std::string& task,
                                const std::optional<rundir::ReplicaExit>& exit) {
+  // A node's launcher found the replica killed at its memory limit.
+  if (std::string oom = ReadFileOrEmpty(common::ReplicaDir(job_dir, task) + "/" + kMemoryNote); !oom.empty()) {
+    return oom;
+  }
   std::string what;
   if (!exit) {
     what = "was killed before it could record how it ended";

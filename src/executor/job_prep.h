@@ -86,6 +86,9 @@ std::optional<rundir::ReplicaExit> ReadReplicaExit(const std::string& path);
 std::vector<std::string> LogTail(const std::string& path, size_t n);
 // "9 (SIGKILL: Killed)".
 std::string SignalName(int sig);
+// In a replica's directory: why it ended when that was its memory limit
+// (the node's launcher writes it under Slurm); DescribeReplicaEnd says it.
+inline constexpr char kMemoryNote[] = "out-of-memory";
 // How a replica ended, for errorMessage, with the last lines of its log.
 // `exit` nullopt: it ended without a record (killed).
 std::string DescribeReplicaEnd(const std::string& job_dir, const std::string& task,

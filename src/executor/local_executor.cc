@@ -123,15 +123,6 @@ void RemoveContainers(const containers::Podman* podman, const std::string& run_d
   }
 }
 
-// Variables the dynamic loader or libc act on at a program's start (glibc's
-// UNSECURE_ENVVARS, which it drops for setuid programs), and any LD_*.
-bool IsLoaderVariable(const std::string& name) {
-  static const std::set<std::string> kNames = {"GCONV_PATH", "GETCONF_DIR", "HOSTALIASES", "LOCALDOMAIN",
-                                               "LOCPATH",    "MALLOC_TRACE", "NIS_PATH",   "NLSPATH",
-                                               "RESOLV_HOST_CONF", "RES_OPTIONS", "TMPDIR", "TZDIR"};
-  return absl::StartsWith(name, "LD_") || absl::StartsWith(name, "GLIBC_TUNABLES") || kNames.count(name) > 0;
-}
-
 // What the warm interpreter becomes for `launch` (a python replica:
 // PYTHON -m MODULE ARGS), or nullopt with why it must start cold.
 std::optional<codec::WarmSpec> WarmSpecOf(const model::Job& job, const runtime::ReplicaLaunch& launch,

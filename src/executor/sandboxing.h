@@ -91,6 +91,11 @@ class Sandboxing {
   const SandboxRuntime& runtime_;
 };
 
+// Variables the dynamic loader or libc act on at a program's start (glibc's
+// UNSECURE_ENVVARS, which it drops for setuid programs), and any LD_*: they
+// never reach mlengine-replica, which runs as root, for a sandboxed replica.
+bool IsLoaderVariable(const std::string& name);
+
 // The cgroup of a replica (below mlengined's own `mlengine/`).
 std::string ReplicaCgroup(const std::string& project, const std::string& job_id, const std::string& task);
 std::string JobCgroup(const std::string& project, const std::string& job_id);

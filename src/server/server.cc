@@ -134,6 +134,7 @@ struct Server::Parts {
   std::unique_ptr<service::JobBucketAccess> bucket_access;
   std::unique_ptr<executor::SandboxRuntime> sandbox_runtime;
   std::unique_ptr<executor::Sandboxing> sandboxing;
+  std::vector<std::string> sandbox_read_only;  // what every view holds beside the system
   std::unique_ptr<executor::WarmInterpreters> warm;  // before the executor that uses it
   std::unique_ptr<executor::LocalExecutor> local_executor;
   std::unique_ptr<executor::slurm::SubprocessCommandRunner> slurm_runner;
@@ -222,12 +223,12 @@ absl::Status Server::Parts::BuildSandbox(const fs::path& data_dir, const fs::pat
   if (lib.empty()) problems.push_back("cannot find libmlengine-sandbox.so next to mlengined");
   const fs::path tool = FindBeside(options.executable, {"../sandbox/mlengine-sandbox", "mlengine-sandbox"});
   if (tool.empty()) problems.push_back("cannot find mlengine-sandbox next to mlengined");
-  std::vector<std::string> read_only = {python_dir.string(), lib.parent_path().string()};
+  sandbox_read_only = {python_dir.string(), lib.parent_path().string()};
   for (const auto& rt : config.runtimes.runtimes()) {
     // A runtime outside /usr (a conda or a venv of its own) is seen whole.
-    read_only.push_back(fs::path(rt.python).parent_path().parent_path().string());
+    sandbox_read_only.push_back(fs::path(rt.python).parent_path().parent_path().string());
   }
-  sandbox::HostLayout layout = sandbox::DetectHostLayout(read_only);
+  sandbox::HostLayout layout = sandbox::DetectHostLayout(sandbox_read_only);
   if (auto s = sandbox::CheckHost(config.sandbox, layout, data_dir.string(), (data_dir / "sandbox-check").string());
       !s.ok()) {
     problems.push_back(std::string(s.message()));
@@ -334,12 +335,7 @@ absl::Status Server::Parts::Build() {
   jobs = std::make_unique<service::JobService>(*store, clock, validation);
   jobs->AttachImages(images.get());
   credentials = std::make_unique<service::JobCredentials>(*iam, *jobs);
-  if (config.sandbox.enabled && options.executor == "slurm") {
-    return absl::FailedPreconditionError(
-        "the Slurm executor does not run replicas in the sandbox yet (docs/security.md): say so in the "
-        "configuration with `sandbox: {enabled: false}` to run Slurm jobs unsandboxed");
-  }
-  if (config.sandbox.enabled && options.executor == "local") {
+  if (config.sandbox.enabled && options.executor != "none") {
     if (auto s = BuildSandbox(data_dir, python_dir); !s.ok()) return s;
   } else if (options.executor != "none") {
     obs::Log("server").warn(
@@ -395,6 +391,8 @@ absl::Status Server::Parts::Build() {
     so.credentials = credentials.get();
     so.api_endpoint = endpoint;
     so.podman = podman.get();
+    so.sandbox = sandboxing.get();
+    if (sandbox_runtime) so.sandbox_read_only = sandbox_read_only;
     so.settings = config.slurm.settings;
     so.resources = config.slurm.machines;
     so.max_poll = absl::Seconds(std::max(1, config.slurm.max_poll_seconds));

@@ -261,3 +261,54 @@ def test_a_tpu_tf_version_that_does_not_go_with_the_image_is_refused(ccli, names
     r = submit(ccli, job, config)
     assert r.rc != 0, r
     assert "pytorch-1.11" in r.err, r
+
+
+HOSTILE_CONTAINER = r'''
+import json, os, sys
+gcs = os.environ["MLENGINE_GCS_ROOT"]; data = os.path.dirname(gcs); other = sys.argv[1]; own = sys.argv[2]
+st = dict(l.split(":", 1) for l in open("/proc/self/status") if ":" in l)
+found = {"uid": os.getuid(), "cap_eff": st["CapEff"].strip(), "no_new_privs": st["NoNewPrivs"].strip()}
+def attempt(name, fn):
+    try:
+        found[name] = "OPEN " + str(fn())
+    except Exception as e:
+        found[name] = "blocked " + type(e).__name__
+attempt("admin-token", lambda: open(os.path.join(data, "admin.token")).read()[:4])
+attempt("database", lambda: len(open(os.path.join(data, "mlengine.db"), "rb").read()))
+attempt("other-bucket", lambda: os.listdir(os.path.join(gcs, other)))
+attempt("other-bucket-write", lambda: open(os.path.join(gcs, other, "pwned"), "w").write("x"))
+attempt("become-root", lambda: os.setuid(0))
+attempt("find-server", lambda: next(p for p in os.listdir("/proc") if p.isdigit() and b"mlengined" in open(f"/proc/{p}/cmdline", "rb").read()))
+os.makedirs(os.path.join(gcs, own, "from-container"), exist_ok=True)
+open(os.path.join(gcs, own, "from-container", "ok.txt"), "w").write("mine\n")
+print("FOUND " + json.dumps(found), flush=True)
+'''
+
+
+def test_a_hostile_container_is_refused_everything_outside_its_job(cserver, ccli, names, tmp_path):
+    """The sandbox in a container: not root on the host, no capabilities,
+    only its project's bucket mounted (docs/security.md)."""
+    other = make_cli(cserver, tmp_path, names, tag="other")
+    other.project = ccli.project + "-o"
+    other.env["MLENGINE_PROJECT"] = other.project
+    other.bucket = ccli.bucket + "-o"
+    cserver.projects.add(other.project)
+    other.make_bucket()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("secret\n")
+    other.ok("storage", "cp", str(secret), f"gs://{other.bucket}/secret.txt")
+    job = names.job("hostile")
+    config = write_config(tmp_path, {"scaleTier": "BASIC", "masterConfig": {
+        "imageUri": GUIDE_MASTER, "containerCommand": ["python3", "-c", HOSTILE_CONTAINER]}})
+    r = ccli("jobs", "submit", "training", job, "--region", REGION, f"--config={config}", "--",
+             other.bucket, ccli.bucket, timeout=300)
+    assert r.rc == 0, r
+    done = wait_end(ccli, job)
+    assert done["state"] == "SUCCEEDED", ccli.explain(job)
+    line = next(e["message"] for e in ccli.wait_log(job, "FOUND ") if e["message"].startswith("FOUND "))
+    found = json.loads(line[len("FOUND "):])
+    assert found.pop("uid") >= 524288, found
+    assert int(found.pop("cap_eff"), 16) == 0 and found.pop("no_new_privs") == "1", found
+    assert all(v.startswith("blocked") for v in found.values()), found
+    assert ccli.ok("storage", "cat", f"gs://{ccli.bucket}/from-container/ok.txt").out == "mine\n"
+    assert other.ok("storage", "cat", f"gs://{other.bucket}/secret.txt").out == "secret\n"

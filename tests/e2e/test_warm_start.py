@@ -139,3 +139,19 @@ def test_cancel_leaves_no_warm_replica(wserver, wcli, names):
     wcli.wait_state(job, {"CANCELLED"}, timeout=60)
     assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(") ")[1][0] == "Z"
     assert start_line(wcli, job).startswith("mlengine: warm start")
+
+
+def test_a_warm_interpreter_never_outlives_a_server_killed_while_it_imports(tmp_path):
+    """kill -9 of mlengined while its warm interpreter still imports torch
+    (the first second or two after a start): the interpreter ends once it
+    sees its server gone, instead of serving an unlinked socket for nobody
+    (a crash loop would pile them up, about 280 MiB each)."""
+    from conftest import Server, describe_procs, procs_of_data_dir, wait_no_procs
+    config = warm_config()
+    for attempt in range(2):  # twice: the second server must not find the first's interpreter
+        s = Server(tmp_path / "crash", config)
+        s.kill()
+        left = wait_no_procs(lambda: [p for p in procs_of_data_dir(s.data_dir) if "mlengine._warm" in " ".join(p[1])],
+                             timeout=30)
+        assert not left, f"start {attempt + 1}: warm interpreters outlived their killed server:\n{describe_procs(left)}"
+    assert not glob.glob(os.path.join(s.data_dir, "warm", "*.sock"))

@@ -38,6 +38,9 @@
 #include "common/run_layout.h"
 #include "common/subprocess.h"
 #include "executor/job_prep.h"
+#include "executor/sandboxing.h"
+#include "sandbox/cgroups.h"
+#include "sandbox/host.h"
 #include "executor/slurm/slurm_parsers.h"
 #include "executor/slurm/slurm_plan.h"
 #include "model/demand.h"
@@ -95,7 +98,36 @@ struct Loaded {
   std::vector<Component> components;
   std::string service_account, access_token, api_endpoint;  // the replicas' credential, if given
   std::optional<codec::LaunchContainers> containers;        // a custom container job
+  std::optional<codec::LaunchSandbox> sandbox;              // the replicas' sandbox (none: unsandboxed)
 };
+
+// This node's side of the job's sandbox (docs/security.md): mlengined chose
+// the identity and the buckets; the cgroups and the view are made here.
+struct NodeSandbox {
+  std::optional<sandbox::Cgroups> cgroups;
+  std::unique_ptr<sandbox::IdentityPool> identities;
+  SandboxRuntime runtime;
+  std::unique_ptr<Sandboxing> sandboxing;
+  JobSandbox job;
+};
+
+absl::StatusOr<std::unique_ptr<NodeSandbox>> MakeNodeSandbox(const codec::LaunchSandbox& ls) {
+  auto node = std::make_unique<NodeSandbox>();
+  auto cgroups = sandbox::Cgroups::DetectHost();
+  if (!cgroups.ok()) return cgroups.status();
+  node->cgroups = *std::move(cgroups);
+  if (auto s = node->cgroups->Prepare(); !s.ok()) return s;
+  node->identities = std::make_unique<sandbox::IdentityPool>(ls.uid, 1);
+  node->identities->Hold(ls.uid);
+  node->runtime.settings.pids_limit = ls.pids_limit;
+  node->runtime.layout = sandbox::DetectHostLayout(ls.read_only);
+  node->runtime.cgroups = &*node->cgroups;
+  node->runtime.identities = node->identities.get();
+  node->sandboxing = std::make_unique<Sandboxing>(node->runtime);
+  node->job.uid = ls.uid;
+  for (const auto& [bucket, writable] : ls.buckets) node->job.buckets.push_back({bucket, writable});
+  return node;
+}
 
 absl::StatusOr<Loaded> Load(const Flags& f) {
   auto launch = rundir::ReadLaunchJob(f.run_dir);
@@ -112,6 +144,7 @@ absl::StatusOr<Loaded> Load(const Flags& f) {
   l.access_token = launch->access_token;
   l.api_endpoint = launch->api_endpoint;
   l.containers = launch->containers;
+  l.sandbox = launch->sandbox;
   if (l.containers) l.job.resolved_images = l.containers->images;
   return l;
 }
@@ -148,6 +181,32 @@ int RunTask(const Flags& f, const Loaded& l) {
   const std::string rdir = common::ReplicaDir(f.run_dir, task);
   env["CLOUD_ML_HP_METRIC_FILE"] = common::ReplicaMetricPath(f.run_dir, task);
   if (auto s = rundir::CreateDirectories(rdir + "/work"); !s.ok()) return Die(std::string(s.message()));
+  // A replica that cannot start is recorded as ended, so the job's
+  // errorMessage says why.
+  auto never_started = [&](const std::string& why, int code) {
+    (void)rundir::AppendLogLine(common::ReplicaLogPath(f.run_dir, task), true, why);
+    (void)rundir::WriteExit(common::ReplicaExitPath(f.run_dir, task), {false, code});
+    return Die(why);
+  };
+  std::unique_ptr<NodeSandbox> node_sandbox;
+  codec::LaunchSandbox::Limits limits;
+  if (l.sandbox) {
+    auto made = MakeNodeSandbox(*l.sandbox);
+    if (!made.ok()) {
+      return never_started(absl::StrCat("mlengine-replica: cannot start the replica in its sandbox on ",
+                                        Env("SLURMD_NODENAME"), ": ", made.status().message()),
+                           126);
+    }
+    node_sandbox = *std::move(made);
+    if (auto it = l.sandbox->limits.find(task); it != l.sandbox->limits.end()) limits = it->second;
+    // What the loader and libc act on never reaches the shim (root).
+    std::erase_if(env, [](const auto& kv) { return IsLoaderVariable(kv.first); });
+    Sandboxing::AdjustEnvironment(&env);
+  } else {
+    (void)rundir::AppendLogLine(common::ReplicaLogPath(f.run_dir, task), false,
+                                "mlengine: no sandbox: this replica runs as root with the node's whole file system "
+                                "(the operator set sandbox: {enabled: false})");
+  }
 
   std::vector<std::string> argv = {f.shim, "--log", common::ReplicaLogPath(f.run_dir, task), "--exit",
                                    common::ReplicaExitPath(f.run_dir, task), "--cwd", rdir + "/work"};
@@ -185,12 +244,40 @@ int RunTask(const Flags& f, const Loaded& l) {
     }
     model::Placement placement;
     placement.replicas[task].gpu_indices = gpus;
-    containers::ContainerRun run = ContainerRunOf(l.job, rl, f.run_dir, rdir, f.gcs_root, env, placement);
+    std::optional<ContainerSandbox> confined;
+    if (node_sandbox) {
+      if (auto s = node_sandbox->sandboxing->PrepareContainerReplica(node_sandbox->job, f.run_dir, task); !s.ok()) {
+        return never_started(absl::StrCat("mlengine-replica: cannot prepare the replica's sandbox: ", s.message()), 126);
+      }
+      confined = ContainerSandbox{node_sandbox->job.uid, node_sandbox->job.buckets, limits.cpu_milli, limits.memory_mib,
+                                  l.sandbox->pids_limit};
+    }
+    containers::ContainerRun run = ContainerRunOf(l.job, rl, f.run_dir, rdir, f.gcs_root, env, placement,
+                                                  confined ? &*confined : nullptr);
     SetContainerEnvironment(podman, l.job, lc.simulated, run, &env);
     argv.insert(argv.end(), {"--container", run.name, "--podman", settings.podman, "--"});
     const auto podman_argv = containers::PodmanRunArgv(settings, run);
     argv.insert(argv.end(), podman_argv.begin(), podman_argv.end());
   } else {
+    if (node_sandbox) {
+      std::vector<int> gpus;
+      for (absl::string_view g : absl::StrSplit(env["CUDA_VISIBLE_DEVICES"], ',', absl::SkipEmpty())) {
+        int index = 0;
+        if (absl::SimpleAtoi(g, &index)) gpus.push_back(index);
+      }
+      model::ReplicaDemand demand;
+      demand.cpu_milli = limits.cpu_milli;
+      demand.memory_mib = limits.memory_mib;
+      // (The job's package environment is in the launch document's read_only.)
+      auto spec = node_sandbox->sandboxing->PrepareReplica(node_sandbox->job, l.job.project, l.job.job_id, f.run_dir,
+                                                           task, demand, {}, gpus, f.gcs_root);
+      if (!spec.ok()) {
+        return never_started(absl::StrCat("mlengine-replica: cannot prepare the replica's sandbox: ",
+                                          spec.status().message()),
+                             126);
+      }
+      argv.insert(argv.end(), {"--sandbox", *spec});
+    }
     argv.push_back("--");
     argv.insert(argv.end(), launch->argv.begin(), launch->argv.end());
   }
@@ -198,7 +285,24 @@ int RunTask(const Flags& f, const Loaded& l) {
   exec.argv = std::move(argv);
   exec.env = std::move(env);
   exec.in = common::Stdio::Inherit();
-  return Die(std::string(common::Exec(exec).message()));
+  if (!node_sandbox) return Die(std::string(common::Exec(exec).message()));
+  // Sandboxed: the shim runs as a child, so that once it ended this node's
+  // cgroup of the replica is read (was it killed for memory?) and removed.
+  // Stop signals reach the shim from Slurm itself (the step's processes).
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::signal(sig, SIG_IGN);
+  auto child = common::Spawn(exec);
+  if (!child.ok()) return never_started(std::string(child.status().message()), 127);
+  const int status = child->Wait();
+  const std::string cgroup = ReplicaCgroup(l.job.project, l.job.job_id, task);
+  if (auto oom = node_sandbox->sandboxing->MemoryFailure(l.job.project, l.job.job_id, task, limits.memory_mib)) {
+    (void)rundir::WriteFileAtomically(rdir + "/" + kMemoryNote, *oom);
+  }
+  if (auto s = node_sandbox->cgroups->Remove(cgroup); !s.ok()) Log().warn("{}", std::string(s.message()));
+  // The job's group, once no other replica of it on this node uses it
+  // (rmdir refuses a group that has children). The project's stays: another
+  // job of it may be making its group there now.
+  for (const auto& dir : node_sandbox->cgroups->Dirs(JobCgroup(l.job.project, l.job.job_id))) ::rmdir(dir.c_str());
+  return status;
 }
 
 // Starts `argv` (srun) with the launcher's stdio; waitpid(-1) in RunBatch reaps it.

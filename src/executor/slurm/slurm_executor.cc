@@ -1,6 +1,7 @@
 #include "executor/slurm/slurm_executor.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -222,6 +223,32 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
     if (auto s = rundir::WriteFileAtomically(lc.containers_conf, containers::ContainersConf(cs)); !s.ok()) return s;
     launch.containers = std::move(lc);
   }
+  if (options_.sandbox != nullptr) {
+    // One identity for the job's whole life, resubmissions included.
+    uint32_t uid = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = sandbox_uids_.find(Key(t.ref)); it != sandbox_uids_.end()) uid = it->second;
+    }
+    auto begun = options_.sandbox->BeginJob(job, t.dir, uid);
+    if (!begun.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("The job could not be started in its sandbox: ", begun.status().message()));
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      sandbox_uids_[Key(t.ref)] = begun->uid;
+    }
+    codec::LaunchSandbox ls;
+    ls.uid = begun->uid;
+    for (const auto& b : begun->buckets) ls.buckets[b.bucket] = b.writable;
+    ls.read_only = options_.sandbox_read_only;
+    // The job's package environment (the interpreter is its bin/python).
+    ls.read_only.push_back(std::filesystem::path(python).parent_path().parent_path().string());
+    ls.pids_limit = options_.sandbox->pids_limit();
+    for (const auto& r : demand.replicas) ls.limits[r.TaskName()] = {r.cpu_milli, r.memory_mib};
+    launch.sandbox = std::move(ls);
+  }
   if (auto s = rundir::WriteLaunchJob(t.dir, launch); !s.ok()) return s;
   if (auto s = rundir::WriteSlurmTasks(t.dir, t.tasks); !s.ok()) return s;
 
@@ -357,6 +384,12 @@ std::optional<model::Placement> SlurmExecutor::Recover(const model::Job& job) {
     obs::Log("slurm").warn("{}; using the tasks its job plans", std::string(read.status().message()));
   }
   uint64_t generation = 0;
+  // Its identity, held again (the launch document says which it was given).
+  if (auto launch = rundir::ReadLaunchJob(dir); options_.sandbox != nullptr && launch.ok() && launch->sandbox) {
+    options_.sandbox->runtime().identities->Hold(launch->sandbox->uid);
+    std::lock_guard<std::mutex> lock(mu_);
+    sandbox_uids_[key] = launch->sandbox->uid;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     Entry& e = jobs_[key];
@@ -400,7 +433,23 @@ void SlurmExecutor::Finish(const std::string& key, uint64_t generation, Outcome 
     ref = it->second.job.ref;
     jobs_.erase(it);
   }
+  EndSandbox(ref);
   events_->JobEnded(ref, outcome, message);
+}
+
+void SlurmExecutor::EndSandbox(const JobRef& ref) {
+  if (options_.sandbox == nullptr) return;
+  uint32_t uid = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sandbox_uids_.find(Key(ref));
+    if (it == sandbox_uids_.end()) return;
+    uid = it->second;
+    sandbox_uids_.erase(it);
+  }
+  // Its processes and cgroups are the nodes' (Slurm ends the steps, each
+  // node's launcher removes its cgroups): here only the identity goes back.
+  options_.sandbox->runtime().identities->Release(uid);
 }
 
 bool SlurmExecutor::ChangeOnDisk() {
@@ -585,6 +634,7 @@ void SlurmExecutor::CarryOut(const std::string& key, uint64_t generation, Step s
         if (r.outcome == Outcome::kFailed || r.outcome == Outcome::kLost) {
           obs::Metrics::Default().ReplicaFailures("slurm").Increment();
         }
+        EndSandbox(step.next.ref);
         events_->JobEnded(step.next.ref, r.outcome, r.message);
         break;
     }

@@ -54,6 +54,7 @@
 #include "common/worker_pool.h"
 #include "containers/podman.h"
 #include "executor/executor.h"
+#include "executor/sandboxing.h"
 #include "executor/slurm/slurm_commands.h"
 #include "executor/slurm/slurm_plan.h"
 #include "executor/slurm/slurm_tracking.h"
@@ -79,6 +80,11 @@ struct SlurmExecutorOptions {
   // Runs custom container jobs (null: they are refused at submission); the
   // nodes need podman and reach containers.registry.
   const containers::Podman* podman = nullptr;
+  // Runs every replica in its sandbox on its node (docs/security.md): the
+  // identity and buckets chosen here, the cgroups and view made by each
+  // node's launcher; null: replicas run unsandboxed, as root.
+  const Sandboxing* sandbox = nullptr;
+  std::vector<std::string> sandbox_read_only;  // what every view holds beside the system (runtimes, python/)
   SlurmSettings settings;
   model::ResourceTable resources = model::ResourceTable::Defaults();  // machine type -> CPUs, memory
   absl::Duration min_poll = absl::Milliseconds(100);
@@ -161,6 +167,8 @@ class SlurmExecutor final : public Executor, public scheduler::QuotaMirror {
   // sbatch's answer (the Slurm job id), or an error for the user: UNKNOWN
   // when the answer was lost and Slurm may have queued the job.
   absl::StatusOr<int64_t> SubmitToSlurm(const TrackedJob& t, const model::Job& job, const model::JobDemand& demand);
+  // The job ended: its identity is released.
+  void EndSandbox(const JobRef& ref);
   void PollLoop();
   // A job's outcome file, or the replica log of a job not yet running, exists.
   bool ChangeOnDisk();
@@ -196,6 +204,7 @@ class SlurmExecutor final : public Executor, public scheduler::QuotaMirror {
   std::mutex mu_;
   std::condition_variable poll_cv_;
   std::map<std::string, Entry> jobs_;    // guarded by mu_
+  std::map<std::string, uint32_t> sandbox_uids_;  // job key -> its identity; guarded by mu_
   uint64_t next_generation_ = 1;         // guarded by mu_
   bool poll_soon_ = false;               // guarded by mu_
   bool stopping_ = false;                // guarded by mu_

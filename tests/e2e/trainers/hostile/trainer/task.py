@@ -74,7 +74,7 @@ def main():
             else None)
     # The path to its own run exists (its work directory is bound there);
     # nothing beside it does.
-    run = os.environ["MLENGINE_RUN_DIR"]
+    run = os.environ.get("MLENGINE_RUN_DIR") or os.path.dirname(os.path.dirname(os.getcwd()))  # cwd: RUN/TASK/work
     project_dir = os.path.dirname(run)
     attempt("other-projects-runs", lambda: f"listed {os.listdir(os.path.dirname(project_dir))}"
             if os.listdir(os.path.dirname(project_dir)) != [os.path.basename(project_dir)] else None)
