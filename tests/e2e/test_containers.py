@@ -153,12 +153,15 @@ def test_a_distributed_container_job_trains_with_gloo_across_replicas(ccli, name
 def test_inside_a_container_the_contract_buckets_and_credentials_are_the_same(ccli, names, tmp_path):
     job = names.job("env")
     out = f"gs://{ccli.bucket}/{job}/hello.txt"
-    ccli.ok("storage", "mb", f"gs://{ccli.bucket}")
-    # The job runs as the project's default account, which may use the
-    # project's buckets once an owner grants it a storage role.
+    # The job runs as the project's default account, which uses the
+    # project's buckets: the project's initial policy grants it
+    # roles/storage.objectAdmin (docs/security.md).
     account = ccli.server.get_json(f"/v1/projects/{ccli.project}:getConfig")["serviceAccount"]
-    ccli.ok("projects", "add-iam-policy-binding", f"--member=serviceAccount:{account}",
-            "--role=roles/storage.objectAdmin")
+    status, text = ccli.server.request("POST", f"/v1/projects/{ccli.project}:getIamPolicy", {})
+    assert status == 200, text
+    policy = json.loads(text)
+    assert {"role": "roles/storage.objectAdmin", "members": [f"serviceAccount:{account}"]} in [
+        {"role": b["role"], "members": b["members"]} for b in policy["bindings"]], policy
     r = ccli("jobs", "submit", "training", job, "--region", REGION, "--master-image-uri", GUIDE_MASTER,
              "--scale-tier", "BASIC", "--", "write", out, "from a container", timeout=300)
     assert r.rc == 0, r
@@ -278,7 +281,7 @@ attempt("database", lambda: len(open(os.path.join(data, "mlengine.db"), "rb").re
 attempt("other-bucket", lambda: os.listdir(os.path.join(gcs, other)))
 attempt("other-bucket-write", lambda: open(os.path.join(gcs, other, "pwned"), "w").write("x"))
 attempt("become-root", lambda: os.setuid(0))
-attempt("find-server", lambda: next(p for p in os.listdir("/proc") if p.isdigit() and b"mlengined" in open(f"/proc/{p}/cmdline", "rb").read()))
+attempt("find-server", lambda: next(p for p in os.listdir("/proc") if p.isdigit() and os.path.basename(open(f"/proc/{p}/cmdline", "rb").read().split(b"\0")[0]) == b"mlengined"))
 os.makedirs(os.path.join(gcs, own, "from-container"), exist_ok=True)
 open(os.path.join(gcs, own, "from-container", "ok.txt"), "w").write("mine\n")
 print("FOUND " + json.dumps(found), flush=True)
@@ -299,9 +302,9 @@ def test_a_hostile_container_is_refused_everything_outside_its_job(cserver, ccli
     other.ok("storage", "cp", str(secret), f"gs://{other.bucket}/secret.txt")
     job = names.job("hostile")
     config = write_config(tmp_path, {"scaleTier": "BASIC", "masterConfig": {
-        "imageUri": GUIDE_MASTER, "containerCommand": ["python3", "-c", HOSTILE_CONTAINER]}})
-    r = ccli("jobs", "submit", "training", job, "--region", REGION, f"--config={config}", "--",
-             other.bucket, ccli.bucket, timeout=300)
+        "imageUri": GUIDE_MASTER, "containerCommand": ["python3", "-c", HOSTILE_CONTAINER],
+        "containerArgs": [other.bucket, ccli.bucket]}})
+    r = ccli("jobs", "submit", "training", job, "--region", REGION, f"--config={config}", timeout=300)
     assert r.rc == 0, r
     done = wait_end(ccli, job)
     assert done["state"] == "SUCCEEDED", ccli.explain(job)
