@@ -130,6 +130,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=200)
     ap.add_argument("--samples", type=int, default=15)
     ap.add_argument("--cold-samples", type=int, default=3)
+    ap.add_argument("--sandbox", choices=["on", "off"], default="on",
+                    help="the server's sandbox (docs/security.md); the goal holds with it on")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     with tempfile.TemporaryDirectory() as tmp:
@@ -138,7 +140,8 @@ def main():
         slots = 8
         with open(config, "w") as f:
             f.write("runtimes:\n  - {name: pytorch-1.13-cpu, python: /usr/bin/python3, python_version: '3.11'}\n"
-                    f"local: {{cpu_oversubscription: {slots // os.cpu_count() or 1}, replica_cpu_milli: 1000}}\n")
+                    f"local: {{cpu_oversubscription: {slots // os.cpu_count() or 1}, replica_cpu_milli: 1000}}\n"
+                    f"sandbox: {{enabled: {'true' if args.sandbox == 'on' else 'false'}}}\n")
         # Direct peer: the module on disk.
         direct = os.path.join(tmp, "direct")
         os.makedirs(os.path.join(direct, "trivial_trainer"))

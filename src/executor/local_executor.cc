@@ -671,14 +671,6 @@ std::optional<model::Placement> LocalExecutor::Recover(const model::Job& job) {
   run.dir = dir;
   run.preparing = false;
   run.uid = manifest.uid;
-  if (run.uid != 0) {
-    if (options_.sandbox == nullptr) {
-      obs::Log("local").warn("{} ran sandboxed, as uid {}; the sandbox is now off, but it stays as it is", key,
-                             run.uid);
-    } else if (!options_.sandbox->runtime().identities->Hold(run.uid)) {
-      obs::Log("local").warn("{} runs as uid {}, outside the configured range", key, run.uid);
-    }
-  }
   for (const auto& m : manifest.replicas) {
     Replica r;
     r.task = m.task;
@@ -691,8 +683,11 @@ std::optional<model::Placement> LocalExecutor::Recover(const model::Job& job) {
         // The server stopped while it was starting this job, before this
         // replica was spawned: undo the start (end whatever did start) so
         // the job is placed again from scratch, never run twice.
+        // Its uid is not taken again: another job may hold it by now (this
+        // record is stale), so only what carries the run's name, and its
+        // cgroups, are ended.
         KillLeftovers(dir);
-        if (options_.sandbox != nullptr && manifest.uid != 0) options_.sandbox->EndJob(job.project, job.job_id, manifest.uid);
+        if (options_.sandbox != nullptr && manifest.uid != 0) options_.sandbox->EndJob(job.project, job.job_id, 0);
         return std::nullopt;
       }
     }
@@ -701,6 +696,16 @@ std::optional<model::Placement> LocalExecutor::Recover(const model::Job& job) {
     rp.gpu_indices = m.gpus;
     placement.replicas[m.task] = rp;
     run.replicas[m.task] = r;
+  }
+  // Adopted: its identity is its own again.
+  if (run.uid != 0) {
+    if (options_.sandbox == nullptr) {
+      obs::Log("local").warn("{} ran sandboxed, as uid {}; the sandbox is now off, but it stays as it is", key,
+                             run.uid);
+    } else if (!options_.sandbox->runtime().identities->Hold(run.uid, JobCgroup(job.project, job.job_id))) {
+      obs::Log("local").error("{} runs as uid {}, which is outside the configured range or another job's", key,
+                              run.uid);
+    }
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <atomic>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -70,15 +71,16 @@ std::string ReplicaCgroup(const std::string& project, const std::string& job_id,
 
 absl::StatusOr<JobSandbox> Sandboxing::BeginJob(const model::Job& job, const std::string& run_dir, uid_t uid) const {
   JobSandbox out;
+  const std::string owner = JobCgroup(job.project, job.job_id);
   if (uid == 0) {
-    auto acquired = runtime_.identities->Acquire();
+    auto acquired = runtime_.identities->Acquire(owner);
     if (!acquired) {
       return absl::ResourceExhaustedError(absl::StrCat("every one of the ", runtime_.settings.uid_count,
                                                        " identities jobs run as is in use"));
     }
     uid = *acquired;
-  } else {
-    runtime_.identities->Hold(uid);
+  } else if (!runtime_.identities->Hold(uid, owner)) {
+    return absl::FailedPreconditionError(absl::StrCat("its identity, uid ", uid, ", is held by another job"));
   }
   out.uid = uid;
   if (runtime_.buckets != nullptr) {
@@ -91,7 +93,7 @@ absl::StatusOr<JobSandbox> Sandboxing::BeginJob(const model::Job& job, const std
   }
   if (s.ok()) s = WriteFile(dir + "/group", sandbox::GroupWithIdentity(ReadFileOrEmpty("/etc/group"), uid), 0644);
   if (!s.ok()) {
-    runtime_.identities->Release(uid);
+    runtime_.identities->Release(uid, owner);
     return absl::FailedPreconditionError(absl::StrCat("cannot prepare the job's sandbox: ", s.message()));
   }
   return out;
@@ -159,18 +161,24 @@ std::optional<std::string> Sandboxing::MemoryFailure(const std::string& project,
 }
 
 void Sandboxing::EndJob(const std::string& project, const std::string& job_id, uid_t uid) const {
-  if (uid != 0) sandbox::KillIdentity(uid);
+  // A sandboxed process cannot leave its cgroup: removing the job's groups
+  // kills whatever of it is left (a container's processes are podman's to
+  // end, which its shim did before it exited).
+  const std::string owner = JobCgroup(project, job_id);
+  const bool owns = uid != 0 && runtime_.identities->Owns(uid, owner);
   if (auto s = runtime_.cgroups->Remove(JobCgroup(project, job_id)); !s.ok()) {
     obs::Log("local").error("cannot remove the cgroups of {}/{}: {}", project, job_id, std::string(s.message()));
   }
-  if (uid != 0) runtime_.identities->Release(uid);
+  if (owns) runtime_.identities->Release(uid, owner);
 }
 
 runtime::BuildRunner Sandboxing::BuildRunner() const {
   return [this](const std::vector<std::string>& argv, const common::CommandOptions& options,
                 const std::string& writable, const std::vector<std::string>& readable)
              -> absl::StatusOr<common::CommandResult> {
-    auto acquired = runtime_.identities->Acquire();
+    static std::atomic<uint64_t> builds{0};
+    const std::string owner = absl::StrCat("build ", builds.fetch_add(1));
+    auto acquired = runtime_.identities->Acquire(owner);
     if (!acquired) return absl::ResourceExhaustedError("every identity jobs run as is in use");
     const uid_t uid = *acquired;
     const fs::path work = fs::path(writable).parent_path().parent_path() / ".builds" / std::to_string(uid);
@@ -219,15 +227,15 @@ runtime::BuildRunner Sandboxing::BuildRunner() const {
     } else {
       result = s;
     }
-    // Nothing of the build outlives it, and what it built is root's.
-    sandbox::KillIdentity(uid);
+    // Nothing of the build outlives it (its cgroup's processes are killed
+    // as it is removed), and what it built is root's.
     (void)runtime_.cgroups->Remove(cgroup);
     for (fs::recursive_directory_iterator it(writable, ec), end; !ec && it != end; it.increment(ec)) {
       (void)::lchown(it->path().c_str(), 0, 0);
     }
     (void)::lchown(writable.c_str(), 0, 0);
     fs::remove_all(work, ec);
-    runtime_.identities->Release(uid);
+    runtime_.identities->Release(uid, owner);
     return result;
   };
 }

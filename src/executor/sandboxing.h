@@ -8,7 +8,7 @@
 //    spec file (sandbox/spec.h) for the shim or the warm interpreter;
 //  - MemoryFailure: why a replica the kernel killed at its memory limit
 //    ended, for errorMessage;
-//  - EndJob: every process of the identity killed, the cgroups removed, the
+//  - EndJob: the job's cgroups removed (what is left in them killed), its
 //    identity released.
 // Thread-safe (its parts are).
 #pragma once
@@ -73,8 +73,8 @@ class Sandboxing {
   // `limit_mib`: its limit (0: not known).
   std::optional<std::string> MemoryFailure(const std::string& project, const std::string& job_id,
                                            const std::string& task, int64_t limit_mib) const;
-  // Ends what is left of the job (its identity's processes, its cgroups)
-  // and releases its identity. Idempotent.
+  // Ends what is left of the job (its cgroups' processes) and releases its
+  // identity if the job holds it. Idempotent.
   void EndJob(const std::string& project, const std::string& job_id, uid_t uid) const;
 
   // Package builds (runtime/package_cache.h), each in a sandbox as an

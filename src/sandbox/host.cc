@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -26,27 +28,6 @@ namespace {
 
 constexpr const char* kSystemDirs[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/usr", "/etc", "/sys"};
 constexpr const char* kDevices[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"};
-
-// Whether some process runs as `uid` (real, effective or saved).
-bool AnyProcessOf(uid_t uid) {
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/proc", ec)) {
-    int pid = 0;
-    if (!absl::SimpleAtoi(e.path().filename().string(), &pid)) continue;
-    std::ifstream status(e.path() / "status");
-    std::string line;
-    while (std::getline(status, line)) {
-      if (line.rfind("Uid:", 0) != 0) continue;
-      unsigned real = 0, effective = 0, saved = 0;
-      if (std::sscanf(line.c_str() + 4, "%u %u %u", &real, &effective, &saved) == 3 &&
-          (real == uid || effective == uid || saved == uid)) {
-        return true;
-      }
-      break;
-    }
-  }
-  return false;
-}
 
 }  // namespace
 
@@ -174,42 +155,68 @@ absl::Status CheckHost(const SandboxSettings& settings, const HostLayout& layout
       "(every job can then read the data directory, its tokens and every bucket, and use all of the host)."));
 }
 
-std::optional<uid_t> IdentityPool::Acquire() {
+IdentityPool::IdentityPool(uid_t first, uint32_t count, std::string lease_dir)
+    : first_(first), count_(count), lease_dir_(std::move(lease_dir)) {
+  if (!lease_dir_.empty()) {
+    std::error_code ec;
+    fs::create_directories(lease_dir_, ec);
+    std::random_device random;
+    next_ = count_ > 0 ? random() % count_ : 0;
+  }
+}
+
+IdentityPool::~IdentityPool() {
+  for (const auto& [uid, fd] : leases_) ::close(fd);
+}
+
+bool IdentityPool::Lease(uid_t uid) {
+  if (lease_dir_.empty() || leases_.count(uid)) return true;
+  const std::string path = absl::StrCat(lease_dir_, "/", uid);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return false;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return false;
+  }
+  leases_[uid] = fd;
+  return true;
+}
+
+std::optional<uid_t> IdentityPool::Acquire(const std::string& owner) {
   std::lock_guard<std::mutex> lock(mu_);
   for (uint32_t tried = 0; tried < count_; ++tried) {
     const uid_t uid = first_ + next_;
     next_ = (next_ + 1) % count_;
-    if (held_.insert(uid).second) return uid;
+    if (held_.count(uid) || !Lease(uid)) continue;
+    held_.emplace(uid, owner);
+    return uid;
   }
   return std::nullopt;
 }
 
-bool IdentityPool::Hold(uid_t uid) {
+bool IdentityPool::Hold(uid_t uid, const std::string& owner) {
   if (!Contains(uid)) return false;
   std::lock_guard<std::mutex> lock(mu_);
-  held_.insert(uid);
+  if (auto it = held_.find(uid); it != held_.end()) return it->second == owner;
+  if (!Lease(uid)) return false;
+  held_.emplace(uid, owner);
   return true;
 }
 
-void IdentityPool::Release(uid_t uid) {
+bool IdentityPool::Owns(uid_t uid, const std::string& owner) const {
   std::lock_guard<std::mutex> lock(mu_);
-  held_.erase(uid);
+  auto it = held_.find(uid);
+  return it != held_.end() && it->second == owner;
 }
 
-void KillIdentity(uid_t uid) {
-  if (uid == 0) return;
-  for (int round = 0; round < 100 && AnyProcessOf(uid); ++round) {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      // Only async-signal-safe calls: mlengined has threads.
-      if (::syscall(SYS_setresuid, uid, uid, uid) == 0) ::kill(-1, SIGKILL);
-      ::_exit(0);
-    }
-    if (pid < 0) return;
-    int status;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    ::usleep(round == 0 ? 1000 : 10000);
+void IdentityPool::Release(uid_t uid, const std::string& owner) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = held_.find(uid);
+  if (it == held_.end() || it->second != owner) return;
+  held_.erase(it);
+  if (auto lease = leases_.find(uid); lease != leases_.end()) {
+    ::close(lease->second);  // the lock goes with the descriptor
+    leases_.erase(lease);
   }
 }
 

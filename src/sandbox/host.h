@@ -1,7 +1,7 @@
 // The host side of the sandbox, in mlengined: what the host offers every
 // view (DetectHostLayout), whether the host can sandbox jobs at all
-// (CheckHost, at start), the identities jobs run as (IdentityPool) and
-// ending every process of one (KillIdentity).
+// (CheckHost, at start), the identities jobs run as (IdentityPool, leased
+// host-wide).
 #pragma once
 
 #include <sys/types.h>
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
-#include <set>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,29 +46,46 @@ absl::Status CheckHost(const SandboxSettings& settings, const HostLayout& layout
 
 // Which uid a running job holds: one each, never two jobs the same, reused
 // only after it was released (round-robin, so the last job's uid is taken
-// last). Thread-safe.
+// last). Each uid is held by an owner (a job's "project/job"): only its
+// owner releases it, and only its owner may act on its processes, so a
+// stale record naming a uid another job now holds (a start undone at
+// recovery) can neither free nor kill it. Thread-safe.
+//
+// With a `lease_dir` (mlengined uses /run/mlengine/uids), a held uid is also
+// leased host-wide: an flock on lease_dir/UID, held while the job holds the
+// uid, so two mlengined on one host (tests run several) never give one uid
+// to two jobs; each starts its round at a random place, so a uid whose
+// server died (its jobs may still run, to be adopted) is rarely next.
 class IdentityPool {
  public:
-  IdentityPool(uid_t first, uint32_t count) : first_(first), count_(count) {}
-  // A free uid; nullopt when every one is held.
-  std::optional<uid_t> Acquire();
-  // Marks `uid` held (a job found running at recovery); false when it is
-  // outside the range.
-  bool Hold(uid_t uid);
-  void Release(uid_t uid);
+  IdentityPool(uid_t first, uint32_t count, std::string lease_dir = "");
+  ~IdentityPool();
+  IdentityPool(const IdentityPool&) = delete;
+  IdentityPool& operator=(const IdentityPool&) = delete;
+  // A free uid for `owner`; nullopt when every one is held.
+  std::optional<uid_t> Acquire(const std::string& owner);
+  // Marks `uid` held by `owner` (a job found running at recovery, a job
+  // keeping its identity); false when it is outside the range or another
+  // owner holds it.
+  bool Hold(uid_t uid, const std::string& owner);
+  // Whether `owner` holds `uid`.
+  bool Owns(uid_t uid, const std::string& owner) const;
+  // Releases `uid` if `owner` holds it.
+  void Release(uid_t uid, const std::string& owner);
   bool Contains(uid_t uid) const { return uid >= first_ && uid - first_ < count_; }
 
  private:
+  // Takes the host-wide lease of `uid`; false when another process holds it.
+  bool Lease(uid_t uid);  // mu_ held
+
   const uid_t first_;
   const uint32_t count_;
-  std::mutex mu_;
-  std::set<uid_t> held_;  // guarded by mu_
-  uint32_t next_ = 0;     // guarded by mu_
+  const std::string lease_dir_;
+  mutable std::mutex mu_;
+  std::map<uid_t, std::string> held_;  // uid -> owner; guarded by mu_
+  std::map<uid_t, int> leases_;        // uid -> its locked lease file; guarded by mu_
+  uint32_t next_ = 0;                  // guarded by mu_
 };
 
-// SIGKILLs every process running as `uid` (as that uid: kill(-1) reaches
-// exactly its own processes), until none is left (bounded). For a job's
-// uid once the job ended: whatever escaped its shim goes too.
-void KillIdentity(uid_t uid);
 
 }  // namespace mle::sandbox

@@ -258,7 +258,9 @@ test('logs follow a running job; filter, first error and download', async () => 
   const job = 'logs_follow';
   // The 40 lines come over 4 s; then the job holds until the test has seen
   // some of them while it runs, and only then prints the rest and ends.
-  const hold = path.join(server.root, `${job}.hold`);
+  // In P's bucket: the job sees nothing of the host beside its sandbox's
+  // view (docs/security.md), where its project's bucket is.
+  const hold = path.join(server.dataDir, 'buckets', B, `${job}.hold`);
   await create(P, job, ['--lines', '40', '--over', '4', '--hold', hold,
     '--warn', 'ERROR: first failure <i>here</i>', '--warn', 'ERROR: second failure']);
   const o = await open();

@@ -23,6 +23,7 @@ class Fake:
         self.error_message = ""
         self.jobs = {}
         self.objects = {}
+        self.buckets = {}   # name -> project
         self.list_pages = []
 
 
@@ -78,6 +79,16 @@ def make_handler(fake):
                 if fake.error_message:
                     job["errorMessage"] = fake.error_message
                 return self.reply(200, job)
+            m = re.fullmatch(r"/storage/v1/b/([^/]+)", path)
+            if m and method == "GET" and m.group(1) in fake.buckets:
+                return self.reply(200, {"kind": "storage#bucket", "name": m.group(1)})
+            if path == "/storage/v1/b" and method == "POST":
+                name = json.loads(body)["name"]
+                if name in fake.buckets:
+                    return self.reply(409, {"error": {"code": 409, "status": "ALREADY_EXISTS",
+                                                      "message": f"The bucket {name} already exists."}})
+                fake.buckets[name] = q.get("project")
+                return self.reply(200, {"kind": "storage#bucket", "name": name})
             m = re.fullmatch(r"/upload/storage/v1/b/([^/]+)/o", path)
             if m and method == "POST":
                 fake.objects[(m.group(1), q["name"])] = body
@@ -185,6 +196,10 @@ def test_submit_uploads_the_sdist_to_the_hashed_location(fake, tmp_path):
     assert hashlib.sha256(sdist[2] + extra[2]).hexdigest() == m.group(1)
     created = fake.jobs["job_2"]["trainingInput"]
     assert created["packageUris"] == [f"gs://stage/{sdist[1]['name']}", f"gs://stage/{extra[1]['name']}"]
+    # The staging bucket did not exist: it was made in the job's project
+    # first (as gcloud does), so the project's jobs may read it.
+    assert fake.buckets == {"stage": "proj"}
+    assert "Creating the staging bucket gs://stage/ in project proj" in r.err, r
 
 
 def test_list_follows_next_page_token(fake):

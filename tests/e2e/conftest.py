@@ -565,6 +565,31 @@ def cli(server, tmp_path, names):
     return make_cli(server, tmp_path, names)
 
 
+SECRET = "another project's secret\n"
+
+
+def other_project_with_a_secret(cli, tmp_path, names):
+    """A second project on `cli`'s server, whose bucket holds
+    gs://BUCKET/secret.txt (SECRET): what the sandbox tests' hostile jobs
+    must not reach. Its Cli."""
+    other = make_cli(cli.server, tmp_path, names, tag="other")
+    other.project = cli.project + "-o"
+    other.env["MLENGINE_PROJECT"] = other.project
+    other.bucket = cli.bucket + "-o"
+    cli.server.projects.add(other.project)
+    other.make_bucket()
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET)
+    other.ok("storage", "cp", str(secret), f"gs://{other.bucket}/secret.txt")
+    return other
+
+
+def assert_secret_untouched(other):
+    assert other.ok("storage", "cat", f"gs://{other.bucket}/secret.txt").out == SECRET
+    listed = other.ok("storage", "ls", f"gs://{other.bucket}").out.split()
+    assert not [o for o in listed if "pwned" in o], listed
+
+
 def parse_log_lines(text):
     """stream-logs output -> [(timestamp, task, message)] and the lines that do not parse."""
     parsed, other = [], []

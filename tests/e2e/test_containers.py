@@ -17,7 +17,8 @@ import sys
 
 import pytest
 
-from conftest import (REGION, TERMINAL, Server, config_yaml, make_cli, procs_of_job, wait_no_procs)
+from conftest import (REGION, TERMINAL, Server, assert_secret_untouched, config_yaml, make_cli,
+                      other_project_with_a_secret, procs_of_job, wait_no_procs)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
 import images  # noqa: E402
@@ -291,15 +292,7 @@ print("FOUND " + json.dumps(found), flush=True)
 def test_a_hostile_container_is_refused_everything_outside_its_job(cserver, ccli, names, tmp_path):
     """The sandbox in a container: not root on the host, no capabilities,
     only its project's bucket mounted (docs/security.md)."""
-    other = make_cli(cserver, tmp_path, names, tag="other")
-    other.project = ccli.project + "-o"
-    other.env["MLENGINE_PROJECT"] = other.project
-    other.bucket = ccli.bucket + "-o"
-    cserver.projects.add(other.project)
-    other.make_bucket()
-    secret = tmp_path / "secret.txt"
-    secret.write_text("secret\n")
-    other.ok("storage", "cp", str(secret), f"gs://{other.bucket}/secret.txt")
+    other = other_project_with_a_secret(ccli, tmp_path, names)
     job = names.job("hostile")
     config = write_config(tmp_path, {"scaleTier": "BASIC", "masterConfig": {
         "imageUri": GUIDE_MASTER, "containerCommand": ["python3", "-c", HOSTILE_CONTAINER],
@@ -314,4 +307,4 @@ def test_a_hostile_container_is_refused_everything_outside_its_job(cserver, ccli
     assert int(found.pop("cap_eff"), 16) == 0 and found.pop("no_new_privs") == "1", found
     assert all(v.startswith("blocked") for v in found.values()), found
     assert ccli.ok("storage", "cat", f"gs://{ccli.bucket}/from-container/ok.txt").out == "mine\n"
-    assert other.ok("storage", "cat", f"gs://{other.bucket}/secret.txt").out == "secret\n"
+    assert_secret_untouched(other)

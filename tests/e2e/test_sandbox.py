@@ -14,7 +14,8 @@ import re
 
 import pytest
 
-from conftest import TRAINERS, Server, config_yaml, make_cli
+from conftest import (TRAINERS, Server, assert_secret_untouched, config_yaml, make_cli,
+                      other_project_with_a_secret)
 
 HOSTILE_PKG = os.path.join(TRAINERS, "hostile", "trainer")
 MEMORY_MIB = 256
@@ -56,15 +57,7 @@ def ended(cli, job, timeout=180):
 @pytest.mark.parametrize("start", ["cold", "warm"])
 def test_a_hostile_trainer_is_refused_everything_outside_its_job(sserver, scli, names, tmp_path, start):
     # Another project with a bucket holding a secret, and a finished job of its own.
-    other = make_cli(sserver, tmp_path, names, tag="other")
-    other.project = scli.project + "-o"
-    other.env["MLENGINE_PROJECT"] = other.project
-    other.bucket = scli.bucket + "-o"
-    sserver.projects.add(other.project)
-    other.make_bucket()
-    secret = tmp_path / "secret.txt"
-    secret.write_text("other project's secret\n")
-    other.ok("storage", "cp", str(secret), f"gs://{other.bucket}/secret.txt")
+    other = other_project_with_a_secret(scli, tmp_path, names)
     other_job = names.job("other")
     assert other.submit(other_job, args=["--lines", "2"]).rc == 0
     assert ended(other, other_job)["state"] == "SUCCEEDED"
@@ -87,9 +80,7 @@ def test_a_hostile_trainer_is_refused_everything_outside_its_job(sserver, scli, 
     # The job's own bucket and /tmp worked; nothing else changed.
     assert "OWN wrote" in text, text
     assert scli.ok("storage", "cat", f"gs://{scli.bucket}/sandbox-own/written.txt").out == "mine\n"
-    listed = other.ok("storage", "ls", f"gs://{other.bucket}").out.split()
-    assert f"gs://{other.bucket}/secret.txt" in listed and not [o for o in listed if "pwned" in o], listed
-    assert other.ok("storage", "cat", f"gs://{other.bucket}/secret.txt").out == secret.read_text()
+    assert_secret_untouched(other)
     assert open(os.path.join(sserver.data_dir, "admin.token")).read() == token
     assert sserver.proc.poll() is None
     uid = int(re.search(r"uid=(\d+)", text).group(1))

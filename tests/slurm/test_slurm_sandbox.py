@@ -24,15 +24,7 @@ def ended(cli, job, timeout=240):
 
 
 def test_a_hostile_trainer_is_refused_everything_on_its_node(slurm_server, cli, names, tmp_path):
-    other = e2e.make_cli(slurm_server, tmp_path, names, tag="other")
-    other.project = cli.project + "-o"
-    other.env["MLENGINE_PROJECT"] = other.project
-    other.bucket = cli.bucket + "-o"
-    slurm_server.projects.add(other.project)
-    other.make_bucket()
-    secret = tmp_path / "secret.txt"
-    secret.write_text("other project's secret\n")
-    other.ok("storage", "cp", str(secret), f"gs://{other.bucket}/secret.txt")
+    other = e2e.other_project_with_a_secret(cli, tmp_path, names)
 
     job = names.job("hostile")
     r = cli.submit(job, package=HOSTILE_PKG, args=[
@@ -47,8 +39,7 @@ def test_a_hostile_trainer_is_refused_everything_on_its_node(slurm_server, cli, 
     assert not opened, f"attacks that worked under Slurm: {opened}\n{text[-4000:]}"
     assert int(re.search(r"uid=(\d+)", text).group(1)) >= 524288, text
     assert cli.ok("storage", "cat", f"gs://{cli.bucket}/sandbox-own/written.txt").out == "mine\n"
-    assert other.ok("storage", "cat", f"gs://{other.bucket}/secret.txt").out == secret.read_text()
-    assert "pwned" not in other.ok("storage", "ls", f"gs://{other.bucket}").out
+    e2e.assert_secret_untouched(other)
 
 
 def test_a_memory_hog_is_killed_at_its_limit_on_its_node(slurm_server, cli, names):

@@ -179,14 +179,27 @@ TEST(PasswdWithIdentityTest, AddsTheJobAndReplacesAnEntryOfItsUid) {
 
 TEST(IdentityPoolTest, OneUidPerJobRoundRobinAndNoneWhenAllAreHeld) {
   IdentityPool pool(1000, 3);
-  EXPECT_EQ(pool.Acquire(), 1000u);
-  EXPECT_TRUE(pool.Hold(1002));  // a job found running at recovery
-  EXPECT_EQ(pool.Acquire(), 1001u);
-  EXPECT_EQ(pool.Acquire(), std::nullopt);
-  pool.Release(1000);
-  EXPECT_EQ(pool.Acquire(), 1000u);
-  EXPECT_FALSE(pool.Hold(999));
+  EXPECT_EQ(pool.Acquire("p/a"), 1000u);
+  EXPECT_TRUE(pool.Hold(1002, "p/c"));  // a job found running at recovery
+  EXPECT_EQ(pool.Acquire("p/b"), 1001u);
+  EXPECT_EQ(pool.Acquire("p/d"), std::nullopt);
+  pool.Release(1000, "p/a");
+  EXPECT_EQ(pool.Acquire("p/d"), 1000u);
+  EXPECT_FALSE(pool.Hold(999, "p/e"));
   EXPECT_FALSE(pool.Contains(1003));
+}
+
+TEST(IdentityPoolTest, OnlyItsOwnerReleasesAUid) {
+  // A stale record (a start undone at recovery) naming a uid another job
+  // holds now can neither take it nor free it.
+  IdentityPool pool(1000, 2);
+  EXPECT_TRUE(pool.Hold(1000, "p/live"));
+  EXPECT_FALSE(pool.Hold(1000, "p/stale"));
+  EXPECT_TRUE(pool.Hold(1000, "p/live"));  // the same job keeping it
+  EXPECT_FALSE(pool.Owns(1000, "p/stale"));
+  pool.Release(1000, "p/stale");
+  EXPECT_TRUE(pool.Owns(1000, "p/live"));
+  EXPECT_EQ(pool.Acquire("p/new"), 1001u);
 }
 
 }  // namespace

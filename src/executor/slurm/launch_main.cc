@@ -118,7 +118,7 @@ absl::StatusOr<std::unique_ptr<NodeSandbox>> MakeNodeSandbox(const codec::Launch
   node->cgroups = *std::move(cgroups);
   if (auto s = node->cgroups->Prepare(); !s.ok()) return s;
   node->identities = std::make_unique<sandbox::IdentityPool>(ls.uid, 1);
-  node->identities->Hold(ls.uid);
+  node->identities->Hold(ls.uid, "job");
   node->runtime.settings.pids_limit = ls.pids_limit;
   node->runtime.layout = sandbox::DetectHostLayout(ls.read_only);
   node->runtime.cgroups = &*node->cgroups;

@@ -386,7 +386,7 @@ std::optional<model::Placement> SlurmExecutor::Recover(const model::Job& job) {
   uint64_t generation = 0;
   // Its identity, held again (the launch document says which it was given).
   if (auto launch = rundir::ReadLaunchJob(dir); options_.sandbox != nullptr && launch.ok() && launch->sandbox) {
-    options_.sandbox->runtime().identities->Hold(launch->sandbox->uid);
+    options_.sandbox->runtime().identities->Hold(launch->sandbox->uid, JobCgroup(job.project, job.job_id));
     std::lock_guard<std::mutex> lock(mu_);
     sandbox_uids_[key] = launch->sandbox->uid;
   }
@@ -449,7 +449,7 @@ void SlurmExecutor::EndSandbox(const JobRef& ref) {
   }
   // Its processes and cgroups are the nodes' (Slurm ends the steps, each
   // node's launcher removes its cgroups): here only the identity goes back.
-  options_.sandbox->runtime().identities->Release(uid);
+  options_.sandbox->runtime().identities->Release(uid, JobCgroup(ref.project, ref.job_id));
 }
 
 bool SlurmExecutor::ChangeOnDisk() {
