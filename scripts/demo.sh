@@ -76,6 +76,9 @@ grep -E "inventory|Slurm cluster" "$DATA/mlengined.log" || true
 ENDPOINT=$(sed -n 's/^mlengined listening on //p' "$DATA/mlengined.out" | head -n 1)
 echo "web console: $ENDPOINT/console/ (sign in with the token in $DATA/admin.token; docs/console.md)"
 
+say "Making the project's bucket $BUCKET (its jobs see its buckets in their sandbox: docs/security.md)"
+"$MLENGINE_BIN" storage mb "$BUCKET"
+
 say "Staging the digits data set into $BUCKET/datasets/digits"
 /usr/bin/python3 examples/mnist/stage_data.py "$BUCKET/datasets/digits"
 
