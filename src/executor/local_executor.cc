@@ -330,17 +330,13 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
   }
   absl::Status prepared = absl::OkStatus();
   std::map<std::string, std::string> sandbox_specs;  // task -> its sandbox spec file
-  std::map<std::string, int64_t> memory_limits;      // task -> MiB
+  std::map<std::string, model::ReplicaDemand> demands;  // task -> what the scheduler counted for it
+  for (const auto& r : demand.replicas) demands[r.TaskName()] = r;
   std::vector<std::string> read_only;  // the job's package environment
   if (!env.digest.empty()) read_only.push_back(fs::path(env.python).parent_path().parent_path().string());
   for (const auto& launch : launches) {
     if (prepared.ok()) prepared = rundir::CreateDirectories(common::ReplicaDir(run.dir, launch.task_name) + "/work");
     if (!prepared.ok() || !job_sandbox) continue;
-    model::ReplicaDemand replica_demand;
-    for (const auto& r : demand.replicas) {
-      if (r.TaskName() == launch.task_name) replica_demand = r;
-    }
-    memory_limits[launch.task_name] = replica_demand.memory_mib;
     if (containers) {
       prepared = options_.sandbox->PrepareContainerReplica(*job_sandbox, run.dir, launch.task_name);
       continue;
@@ -348,7 +344,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     std::vector<int> gpus;
     if (auto p = placement.replicas.find(launch.task_name); p != placement.replicas.end()) gpus = p->second.gpu_indices;
     auto spec = options_.sandbox->PrepareReplica(*job_sandbox, job.project, job.job_id, run.dir, launch.task_name,
-                                                 replica_demand, read_only, gpus, options_.gcs_root);
+                                                 demands[launch.task_name], read_only, gpus, options_.gcs_root);
     if (spec.ok()) {
       sandbox_specs[launch.task_name] = *spec;
     } else {
@@ -397,11 +393,9 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
       // through podman (mlengine-replica, --container).
       std::optional<ContainerSandbox> confined;
       if (job_sandbox) {
-        confined = ContainerSandbox{job_sandbox->uid, job_sandbox->buckets, 0, memory_limits[launch.task_name],
+        const model::ReplicaDemand& d = demands[launch.task_name];
+        confined = ContainerSandbox{job_sandbox->uid, job_sandbox->buckets, d.cpu_milli, d.memory_mib,
                                     options_.sandbox->pids_limit()};
-        for (const auto& r : demand.replicas) {
-          if (r.TaskName() == launch.task_name) confined->cpu_milli = r.cpu_milli;
-        }
       }
       containers::ContainerRun c = ContainerRunOf(job, launch, run.dir, rdir, options_.gcs_root, env_map, placement,
                                                   confined ? &*confined : nullptr);
@@ -460,7 +454,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     rep.task = launch.task_name;
     rep.pid = pid;
     rep.own_child = true;
-    rep.memory_mib = memory_limits[launch.task_name];
+    rep.memory_mib = demands[launch.task_name].memory_mib;
     manifest.replicas[i].pid = pid;
     AddToEpoll(rep);
   }

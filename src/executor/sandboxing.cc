@@ -69,6 +69,9 @@ std::string ReplicaCgroup(const std::string& project, const std::string& job_id,
   return JobCgroup(project, job_id) + "/" + task;
 }
 
+Sandboxing::Sandboxing(const SandboxRuntime& runtime)
+    : runtime_(runtime), host_passwd_(ReadFileOrEmpty("/etc/passwd")), host_group_(ReadFileOrEmpty("/etc/group")) {}
+
 absl::StatusOr<JobSandbox> Sandboxing::BeginJob(const model::Job& job, const std::string& run_dir, uid_t uid) const {
   JobSandbox out;
   const std::string owner = JobCgroup(job.project, job.job_id);
@@ -89,9 +92,9 @@ absl::StatusOr<JobSandbox> Sandboxing::BeginJob(const model::Job& job, const std
   const std::string dir = JobSandboxDir(run_dir);
   absl::Status s = MakeDirectory(dir);
   if (s.ok()) {
-    s = WriteFile(dir + "/passwd", sandbox::PasswdWithIdentity(ReadFileOrEmpty("/etc/passwd"), uid, uid), 0644);
+    s = WriteFile(dir + "/passwd", sandbox::PasswdWithIdentity(host_passwd_, uid, uid), 0644);
   }
-  if (s.ok()) s = WriteFile(dir + "/group", sandbox::GroupWithIdentity(ReadFileOrEmpty("/etc/group"), uid), 0644);
+  if (s.ok()) s = WriteFile(dir + "/group", sandbox::GroupWithIdentity(host_group_, uid), 0644);
   if (!s.ok()) {
     runtime_.identities->Release(uid, owner);
     return absl::FailedPreconditionError(absl::StrCat("cannot prepare the job's sandbox: ", s.message()));

@@ -49,7 +49,9 @@ struct JobSandbox {
 
 class Sandboxing {
  public:
-  explicit Sandboxing(const SandboxRuntime& runtime) : runtime_(runtime) {}
+  // Reads the host's /etc/passwd and /etc/group once: every job's view gets
+  // them with its identity added.
+  explicit Sandboxing(const SandboxRuntime& runtime);
 
   // `uid`: the job's identity when it already has one (recovery); 0: a new
   // one. RESOURCE_EXHAUSTED when every identity is in use.
@@ -89,6 +91,8 @@ class Sandboxing {
 
  private:
   const SandboxRuntime& runtime_;
+  const std::string host_passwd_;
+  const std::string host_group_;
 };
 
 // Variables the dynamic loader or libc act on at a program's start (glibc's
