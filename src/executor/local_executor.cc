@@ -166,7 +166,10 @@ std::optional<codec::WarmSpec> WarmSpecOf(const model::Job& job, const runtime::
 
 LocalExecutor::LocalExecutor(LocalExecutorOptions options, runtime::RuntimeCatalog runtimes,
                              runtime::PackageCache& cache)
-    : options_(std::move(options)), runtimes_(std::move(runtimes)), cache_(cache) {
+    : options_(std::move(options)),
+      runtimes_(std::move(runtimes)),
+      cache_(cache),
+      preparer_(std::max(1, options_.start_threads), common::WorkerPool::OnStop::kDiscard) {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   epoll_event ev{};
@@ -214,6 +217,13 @@ std::vector<int> LocalExecutor::AllocatePorts(int n) {
   return out;
 }
 
+// A start in three steps, so that starts run side by side on the preparer's
+// threads and the executor's lock is held only for the moments that need
+// it: (1) claim the job and its ports, under the lock; (2) everything on
+// disk (run directory, sandbox, manifest, warm specs), each replica's
+// command and environment, without it; (3) spawn the replicas and record
+// them, under the lock. The job stays `preparing` throughout, so nothing
+// else finishes it meanwhile; a cancel seen at (1) or (3) stops it there.
 void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, model::JobDemand demand,
                                     model::Placement placement) {
   const JobRef ref{job.project, job.job_id};
@@ -221,7 +231,10 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
   auto fail = [&](Ending ending, const std::string& message) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      jobs_.erase(key);
+      if (auto it = jobs_.find(key); it != jobs_.end()) {
+        for (int p : it->second.ports) ports_in_use_.erase(p);
+        jobs_.erase(it);
+      }
     }
     if (options_.sandbox != nullptr && sandbox_uid != 0) options_.sandbox->EndJob(ref.project, ref.job_id, sandbox_uid);
     events_->JobEnded(ref, ending == Ending::kStopped ? Outcome::kStopped : Outcome::kFailed, message);
@@ -247,52 +260,63 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     credential = *std::move(issued);
   }
 
-  std::unique_lock<std::mutex> lock(mu_);
-  auto it = jobs_.find(key);
-  if (it == jobs_.end()) return;
-  RunningJob& run = it->second;
-  run.containers = containers;
-  if (run.cancel_requested) {
-    const std::string reason = run.cancel_reason;
-    lock.unlock();
-    return fail(Ending::kStopped, reason);
+  // (1) Claim: the job is still wanted; its ports, one per clustered
+  // replica and one for torch's rendezvous.
+  std::string run_dir;
+  std::vector<int> ports;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = jobs_.find(key);
+    if (it == jobs_.end()) return;
+    RunningJob& run = it->second;
+    run.containers = containers;
+    if (run.cancel_requested) {
+      const std::string reason = run.cancel_reason;
+      lock.unlock();
+      return fail(Ending::kStopped, reason);
+    }
+    run_dir = run.dir;
+    int needed = 1;
+    for (const auto& r : demand.replicas) needed += r.role == "evaluator" ? 0 : 1;
+    ports = AllocatePorts(needed);
+    if (static_cast<int>(ports.size()) < needed) {
+      lock.unlock();
+      return fail(Ending::kFailed, absl::StrCat("No free ports in ", options_.first_port, "-", options_.last_port,
+                                                " for the job's ", needed, " endpoints."));
+    }
+    for (int p : ports) {
+      ports_in_use_.insert(p);
+      run.ports.insert(p);
+    }
   }
 
-  // A run directory left by an earlier attempt (a start undone at recovery)
-  // holds nothing alive: make sure, then start clean.
+  // (2) On disk, without the lock. A run directory left by an earlier
+  // attempt (a start undone at recovery) holds nothing alive: make sure,
+  // then start clean.
   std::error_code ec;
-  if (fs::exists(run.dir, ec)) {
-    KillLeftovers(run.dir);
-    RemoveContainers(options_.podman, run.dir);
-    fs::remove_all(run.dir, ec);
+  if (fs::exists(run_dir, ec)) {
+    KillLeftovers(run_dir);
+    RemoveContainers(options_.podman, run_dir);
+    fs::remove_all(run_dir, ec);
   }
-  if (auto s = ec ? absl::UnavailableError(ec.message()) : rundir::CreateDirectories(run.dir); !s.ok()) {
-    lock.unlock();
-    return fail(Ending::kFailed, absl::StrCat("cannot create the job's run directory ", run.dir, ": ", s.message()));
+  if (auto s = ec ? absl::UnavailableError(ec.message())
+                  : rundir::CreateDirectories(run_dir, rundir::Durability::kProcessCrash);
+      !s.ok()) {
+    return fail(Ending::kFailed, absl::StrCat("cannot create the job's run directory ", run_dir, ": ", s.message()));
   }
 
   // The job's identity and what its account reaches, before anything of
   // it is written that a restart would adopt.
   std::optional<JobSandbox> job_sandbox;
   if (options_.sandbox != nullptr) {
-    auto begun = options_.sandbox->BeginJob(job, run.dir);
+    auto begun = options_.sandbox->BeginJob(job, run_dir);
     if (!begun.ok()) {
-      lock.unlock();
       return fail(Ending::kFailed, absl::StrCat("The job could not be started in its sandbox: ", begun.status().message()));
     }
     job_sandbox = *std::move(begun);
-    sandbox_uid = run.uid = job_sandbox->uid;
+    sandbox_uid = job_sandbox->uid;
   }
 
-  // Ports: one per clustered replica, one for torch's rendezvous.
-  int needed = 1;
-  for (const auto& r : demand.replicas) needed += r.role == "evaluator" ? 0 : 1;
-  std::vector<int> ports = AllocatePorts(needed);
-  if (static_cast<int>(ports.size()) < needed) {
-    lock.unlock();
-    return fail(Ending::kFailed, absl::StrCat("No free ports in ", options_.first_port, "-", options_.last_port,
-                                              " for the job's ", needed, " endpoints."));
-  }
   runtime::LaunchContext ctx;
   ctx.python = env.python;
   ctx.gcs_root = options_.gcs_root;
@@ -309,18 +333,14 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     if (r.role != "evaluator") ctx.ports[r.TaskName()] = ports[next++];
   }
   ctx.torch_port = ports[next];
-  for (int p : ports) {
-    ports_in_use_.insert(p);
-    run.ports.insert(p);
-  }
 
-  // The manifest is durable before the first replica starts: a restarted
+  // The manifest is on disk before the first replica starts: a restarted
   // server then finds every replica that did start (Recover).
   const std::vector<runtime::ReplicaLaunch> launches = runtime::BuildReplicaLaunches(job, demand, placement, ctx);
   rundir::RunManifest manifest;
   manifest.tpu_hosts = placement.tpu_hosts;
   manifest.tpu_simulated = placement.tpu_simulated;
-  manifest.uid = run.uid;
+  manifest.uid = sandbox_uid;
   for (const auto& launch : launches) {
     rundir::ManifestReplica r;
     r.task = launch.task_name;
@@ -335,15 +355,18 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
   std::vector<std::string> read_only;  // the job's package environment
   if (!env.digest.empty()) read_only.push_back(fs::path(env.python).parent_path().parent_path().string());
   for (const auto& launch : launches) {
-    if (prepared.ok()) prepared = rundir::CreateDirectories(common::ReplicaDir(run.dir, launch.task_name) + "/work");
+    if (prepared.ok()) {
+      prepared = rundir::CreateDirectories(common::ReplicaDir(run_dir, launch.task_name) + "/work",
+                                           rundir::Durability::kProcessCrash);
+    }
     if (!prepared.ok() || !job_sandbox) continue;
     if (containers) {
-      prepared = options_.sandbox->PrepareContainerReplica(*job_sandbox, run.dir, launch.task_name);
+      prepared = options_.sandbox->PrepareContainerReplica(*job_sandbox, run_dir, launch.task_name);
       continue;
     }
     std::vector<int> gpus;
     if (auto p = placement.replicas.find(launch.task_name); p != placement.replicas.end()) gpus = p->second.gpu_indices;
-    auto spec = options_.sandbox->PrepareReplica(*job_sandbox, job.project, job.job_id, run.dir, launch.task_name,
+    auto spec = options_.sandbox->PrepareReplica(*job_sandbox, job.project, job.job_id, run_dir, launch.task_name,
                                                  demands[launch.task_name], read_only, gpus, options_.gcs_root);
     if (spec.ok()) {
       sandbox_specs[launch.task_name] = *spec;
@@ -351,12 +374,8 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
       prepared = spec.status();
     }
   }
-  if (prepared.ok()) prepared = rundir::WriteManifest(run.dir, manifest);
-  if (!prepared.ok()) {
-    for (int p : run.ports) ports_in_use_.erase(p);
-    lock.unlock();
-    return fail(Ending::kFailed, absl::StrCat("The job could not be started: ", prepared.message()));
-  }
+  if (prepared.ok()) prepared = rundir::WriteManifest(run_dir, manifest);
+  if (!prepared.ok()) return fail(Ending::kFailed, absl::StrCat("The job could not be started: ", prepared.message()));
 
   auto base = common::CurrentEnvironment();
   std::erase_if(base, [](const auto& kv) { return absl::StartsWith(kv.first, "MLENGINE_"); });
@@ -366,27 +385,27 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     std::erase_if(base, [](const auto& kv) { return IsLoaderVariable(kv.first); });
   }
   const std::string grace = absl::StrCat(std::max<int64_t>(0, absl::ToInt64Seconds(options_.cancel_grace)));
-  for (size_t i = 0; i < launches.size(); ++i) {
-    const runtime::ReplicaLaunch& launch = launches[i];
-    const std::string rdir = common::ReplicaDir(run.dir, launch.task_name);
+  std::vector<common::SpawnOptions> spawns;  // one per launch, in order
+  for (const runtime::ReplicaLaunch& launch : launches) {
+    const std::string rdir = common::ReplicaDir(run_dir, launch.task_name);
     auto env_map = base;
     for (const auto& [k, v] : launch.env) env_map[k] = v;
     if (auto old = base.find("PYTHONPATH"); old != base.end() && !old->second.empty()) {
       env_map["PYTHONPATH"] = launch.env.at("PYTHONPATH") + ":" + old->second;
     }
-    env_map["CLOUD_ML_HP_METRIC_FILE"] = common::ReplicaMetricPath(run.dir, launch.task_name);
+    env_map["CLOUD_ML_HP_METRIC_FILE"] = common::ReplicaMetricPath(run_dir, launch.task_name);
     // Every process of the replica carries it, even one that leaves its
     // session: how a restarted server finds what is left of a run.
-    env_map["MLENGINE_RUN_DIR"] = run.dir;
+    env_map["MLENGINE_RUN_DIR"] = run_dir;
     const auto sandbox_spec = sandbox_specs.find(launch.task_name);
     if (sandbox_spec != sandbox_specs.end()) Sandboxing::AdjustEnvironment(&env_map);
     if (!job_sandbox) {
-      (void)rundir::AppendLogLine(common::ReplicaLogPath(run.dir, launch.task_name), false,
+      (void)rundir::AppendLogLine(common::ReplicaLogPath(run_dir, launch.task_name), false,
                                   "mlengine: no sandbox: this replica runs as mlengined's own user with the whole "
                                   "file system (the operator set sandbox: {enabled: false})");
     }
-    std::vector<std::string> argv = {options_.shim, "--log", common::ReplicaLogPath(run.dir, launch.task_name),
-                                     "--exit", common::ReplicaExitPath(run.dir, launch.task_name),
+    std::vector<std::string> argv = {options_.shim, "--log", common::ReplicaLogPath(run_dir, launch.task_name),
+                                     "--exit", common::ReplicaExitPath(run_dir, launch.task_name),
                                      "--cwd", rdir + "/work", "--grace", grace};
     if (containers) {
       // The shim runs `podman run` and stops and removes the container
@@ -397,7 +416,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
         confined = ContainerSandbox{job_sandbox->uid, job_sandbox->buckets, d.cpu_milli, d.memory_mib,
                                     options_.sandbox->pids_limit()};
       }
-      containers::ContainerRun c = ContainerRunOf(job, launch, run.dir, rdir, options_.gcs_root, env_map, placement,
+      containers::ContainerRun c = ContainerRunOf(job, launch, run_dir, rdir, options_.gcs_root, env_map, placement,
                                                   confined ? &*confined : nullptr);
       SetContainerEnvironment(*options_.podman, job, SimulatedImageNotes(options_.podman->settings(), job), c,
                               &env_map);
@@ -417,7 +436,9 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
         const std::string spec_path = rdir + "/warm-spec.json";
         if (spec) {
           // The spec holds the replica's environment (its token too): the shim's to read only.
-          if (auto s = rundir::WriteFileAtomically(spec_path, codec::EncodeWarmSpec(*spec) + "\n", 0600); !s.ok()) {
+          if (auto s = rundir::WriteFileAtomically(spec_path, codec::EncodeWarmSpec(*spec) + "\n", 0600,
+                                                   rundir::Durability::kProcessCrash);
+              !s.ok()) {
             spec.reset();
             why_cold = absl::StrCat("cannot write ", spec_path, ": ", s.message());
           }
@@ -427,7 +448,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
                                    absl::StrCat("mlengine: warm start: forked from an interpreter that imported ",
                                                 absl::StrJoin(preload, ", "))});
         } else {
-          (void)rundir::AppendLogLine(common::ReplicaLogPath(run.dir, launch.task_name), false,
+          (void)rundir::AppendLogLine(common::ReplicaLogPath(run_dir, launch.task_name), false,
                                       absl::StrCat("mlengine: cold start: ", why_cold));
         }
       }
@@ -435,32 +456,46 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
       argv.push_back("--");
       argv.insert(argv.end(), launch.argv.begin(), launch.argv.end());
     }
-
     common::SpawnOptions spawn;
     spawn.argv = std::move(argv);
     spawn.env = std::move(env_map);
     // Its own session (and process group) from the first instant, so a stop
     // signalled to the group right after the spawn cannot miss it.
     spawn.group = common::ProcessGroup::kNewSession;
-    auto child = common::Spawn(spawn);
+    spawns.push_back(std::move(spawn));
+  }
+
+  // (3) Spawn and record, under the lock: a cancel or a replica's exit from
+  // here on sees every replica that runs.
+  std::unique_lock<std::mutex> lock(mu_);
+  RunningJob& run = jobs_.at(key);  // preparing: only this thread removes it
+  if (run.cancel_requested) {
+    const std::string reason = run.cancel_reason;
+    lock.unlock();
+    return fail(Ending::kStopped, reason);
+  }
+  run.uid = sandbox_uid;
+  for (size_t i = 0; i < launches.size(); ++i) {
+    const std::string& task = launches[i].task_name;
+    auto child = common::Spawn(spawns[i]);
     if (!child.ok()) {
       BeginStop(run, Ending::kFailed,
-                absl::StrCat("The replica ", launch.task_name, " could not be started: ", child.status().message(), "."));
+                absl::StrCat("The replica ", task, " could not be started: ", child.status().message(), "."));
       break;
     }
     const pid_t pid = child->Release();  // reaped by the watcher (pidfd, waitpid)
     obs::Metrics::Default().ReplicaStarts("local").Increment();
-    Replica& rep = run.replicas[launch.task_name];
-    rep.task = launch.task_name;
+    Replica& rep = run.replicas[task];
+    rep.task = task;
     rep.pid = pid;
     rep.own_child = true;
-    rep.memory_mib = demands[launch.task_name].memory_mib;
+    rep.memory_mib = demands[task].memory_mib;
     manifest.replicas[i].pid = pid;
     AddToEpoll(rep);
   }
   if (run.ending == Ending::kNone) {
     manifest.stage = rundir::RunManifest::Stage::kStarted;  // every replica is running
-    if (auto s = rundir::WriteManifest(run.dir, manifest); !s.ok()) {
+    if (auto s = rundir::WriteManifest(run_dir, manifest); !s.ok()) {
       BeginStop(run, Ending::kFailed, absl::StrCat("The job could not be started: ", s.message()));
     }
   }
@@ -571,8 +606,9 @@ void LocalExecutor::MaybeFinish(const std::string& key) {
     uid = run.uid;
     jobs_.erase(it);
     if (sweep) {
-      preparer_.Post([this, ref, outcome, message, dir] {
+      preparer_.Post([this, ref, outcome, message, dir, uid] {
         RemoveContainers(options_.podman, dir);
+        if (options_.sandbox != nullptr && uid != 0) options_.sandbox->EndJob(ref.project, ref.job_id, uid);
         events_->JobEnded(ref, outcome, message);
       });
       return;

@@ -3,8 +3,9 @@
 // process group, a timestamped log and an exit file on disk), so replicas
 // survive a restart of mlengined and are found again by Recover().
 //
-// Threads: one preparation thread (package installs, then spawning) and one
-// watcher thread (pidfds in epoll: replica exits, grace-period kills). Events
+// Threads: start_threads preparation threads (package installs, the run's
+// files, spawning; several jobs start side by side) and one watcher thread
+// (pidfds in epoll: replica exits, grace-period kills). Events
 // go out through ExecutorEvents. Public methods are thread-safe.
 #pragma once
 
@@ -52,6 +53,9 @@ struct LocalExecutorOptions {
   // run as mlengined's own user with its whole file system (the operator
   // turned the sandbox off).
   const Sandboxing* sandbox = nullptr;
+  // Jobs prepared and started side by side (at least 1): a start mostly
+  // waits (on the database for its token, on the disk, on pip).
+  int start_threads = 4;
 };
 
 class LocalExecutor final : public Executor {
@@ -120,7 +124,7 @@ class LocalExecutor final : public Executor {
   std::atomic<bool> stopping_{false};  // read by both threads
   std::thread watcher_;
 
-  common::SerialWorker preparer_;  // package installs and spawning, in order
+  common::WorkerPool preparer_;  // package installs and spawning (options_.start_threads)
 };
 
 }  // namespace mle::executor

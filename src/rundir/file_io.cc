@@ -52,7 +52,7 @@ absl::Status SyncDirectory(const std::string& dir) {
   return absl::OkStatus();
 }
 
-absl::Status CreateDirectories(const std::string& dir) {
+absl::Status CreateDirectories(const std::string& dir, Durability durability) {
   std::vector<std::string> missing;
   for (fs::path p = fs::path(dir).lexically_normal(); !p.empty() && p != p.root_path(); p = p.parent_path()) {
     struct stat st;
@@ -69,24 +69,27 @@ absl::Status CreateDirectories(const std::string& dir) {
   }
   for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
     if (::mkdir(it->c_str(), 0755) != 0 && errno != EEXIST) return Errno("create directory", *it, errno);
+    if (durability == Durability::kProcessCrash) continue;
     if (auto s = SyncDirectory(Parent(*it)); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
 
-absl::Status WriteFileAtomically(const std::string& path, const std::string& contents, mode_t mode) {
+absl::Status WriteFileAtomically(const std::string& path, const std::string& contents, mode_t mode,
+                                 Durability durability) {
+  const bool sync = durability == Durability::kMachineCrash;
   const std::string tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return Errno("create", tmp, errno);
   absl::Status s = WriteAll(fd, contents, tmp);
-  if (s.ok() && ::fsync(fd) != 0) s = Errno("sync", tmp, errno);
+  if (s.ok() && sync && ::fsync(fd) != 0) s = Errno("sync", tmp, errno);
   if (::close(fd) != 0 && s.ok()) s = Errno("close", tmp, errno);
   if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = Errno("rename to " + path, tmp, errno);
   if (!s.ok()) {
     ::unlink(tmp.c_str());
     return s;
   }
-  return SyncDirectory(Parent(path));
+  return sync ? SyncDirectory(Parent(path)) : absl::OkStatus();
 }
 
 absl::Status SyncFilesystemOf(const std::string& path) {

@@ -132,7 +132,7 @@ absl::StatusOr<RunManifest> ParseManifest(absl::string_view text) {
 }
 
 absl::Status WriteManifest(const std::string& run_dir, const RunManifest& manifest) {
-  return WriteFileAtomically(ManifestPath(run_dir), FormatManifest(manifest));
+  return WriteFileAtomically(ManifestPath(run_dir), FormatManifest(manifest), 0644, Durability::kProcessCrash);
 }
 
 absl::StatusOr<std::optional<RunManifest>> ReadManifest(const std::string& run_dir) {

@@ -10,7 +10,10 @@
 //   RUN/<task>/log      "<RFC 3339 time> TAB <O|E> TAB <text>" per line
 //                       (written by mlengine-replica; ParseLogLine reads it).
 //
-// Writers are atomic and durable (rundir/file_io.h). Readers return
+// Writers are atomic (rundir/file_io.h); the manifest survives a crash of
+// the server, not of the machine (Durability::kProcessCrash: its replicas
+// end with the machine, and a restarted server that finds no manifest
+// starts the job again). Readers return
 // NOT_FOUND-free results (absent = nullopt) and DATA_LOSS, naming the file,
 // for contents that do not parse. Thread-safe (no state).
 #pragma once
@@ -28,7 +31,7 @@
 
 namespace mle::rundir {
 
-// The manifest of a local run. Written (durably) before the first replica
+// The manifest of a local run. Written before the first replica
 // is spawned, with every replica's placement and stage kStarting, and again
 // with the pids and kStarted once every replica runs. A restarted server
 // that finds kStarting looks for the replicas by their run directory: every

@@ -165,31 +165,43 @@ absl::Status CheckHost(const SandboxSettings& settings, const HostLayout& layout
       "(every job can then read the data directory, its tokens and every bucket, and use all of the host)."));
 }
 
-IdentityPool::IdentityPool(uid_t first, uint32_t count, std::string lease_dir)
-    : first_(first), count_(count), lease_dir_(std::move(lease_dir)) {
-  if (!lease_dir_.empty()) {
+IdentityPool::IdentityPool(uid_t first, uint32_t count, const std::string& lease_file)
+    : first_(first), count_(count) {
+  if (!lease_file.empty()) {
     std::error_code ec;
-    fs::create_directories(lease_dir_, ec);
+    fs::create_directories(fs::path(lease_file).parent_path(), ec);
+    lease_fd_ = ::open(lease_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (lease_fd_ < 0) {
+      lease_status_ = absl::FailedPreconditionError(
+          absl::StrCat("cannot open the uid lease file ", lease_file, ": ", std::strerror(errno)));
+    }
     std::random_device random;
     next_ = count_ > 0 ? random() % count_ : 0;
   }
 }
 
 IdentityPool::~IdentityPool() {
-  for (const auto& [uid, fd] : leases_) ::close(fd);
+  if (lease_fd_ >= 0) ::close(lease_fd_);  // every lease goes with it
 }
 
+namespace {
+bool LockByte(int fd, uid_t uid, short type) {
+  struct flock lock {};
+  lock.l_type = type;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = static_cast<off_t>(uid);
+  lock.l_len = 1;
+  return ::fcntl(fd, F_OFD_SETLK, &lock) == 0;
+}
+}  // namespace
+
 bool IdentityPool::Lease(uid_t uid) {
-  if (lease_dir_.empty() || leases_.count(uid)) return true;
-  const std::string path = absl::StrCat(lease_dir_, "/", uid);
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return false;
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    ::close(fd);
-    return false;
-  }
-  leases_[uid] = fd;
-  return true;
+  if (lease_fd_ < 0) return lease_status_.ok();  // no lease file wanted: in-process only
+  return LockByte(lease_fd_, uid, F_WRLCK);
+}
+
+void IdentityPool::Unlease(uid_t uid) {
+  if (lease_fd_ >= 0) LockByte(lease_fd_, uid, F_UNLCK);
 }
 
 std::optional<uid_t> IdentityPool::Acquire(const std::string& owner) {
@@ -224,10 +236,7 @@ void IdentityPool::Release(uid_t uid, const std::string& owner) {
   auto it = held_.find(uid);
   if (it == held_.end() || it->second != owner) return;
   held_.erase(it);
-  if (auto lease = leases_.find(uid); lease != leases_.end()) {
-    ::close(lease->second);  // the lock goes with the descriptor
-    leases_.erase(lease);
-  }
+  Unlease(uid);
 }
 
 }  // namespace mle::sandbox

@@ -51,14 +51,17 @@ absl::Status CheckHost(const SandboxSettings& settings, const HostLayout& layout
 // stale record naming a uid another job now holds (a start undone at
 // recovery) can neither free nor kill it. Thread-safe.
 //
-// With a `lease_dir` (mlengined uses /run/mlengine/uids), a held uid is also
-// leased host-wide: an flock on lease_dir/UID, held while the job holds the
-// uid, so two mlengined on one host (tests run several) never give one uid
-// to two jobs; each starts its round at a random place, so a uid whose
-// server died (its jobs may still run, to be adopted) is rarely next.
+// With a `lease_file` (mlengined uses /run/mlengine/uids.lock), a held uid
+// is also leased host-wide: a lock on byte UID of that one file (an open
+// file description lock, fcntl F_OFD_SETLK), held while the job holds the
+// uid and dropped by the kernel when the server's process ends, so two
+// mlengined on one host (tests run several) never give one uid to two jobs.
+// One file for every uid: a lease creates nothing on disk. Each pool starts
+// its round at a random place, so a uid whose server died (its jobs may
+// still run, to be adopted) is rarely next.
 class IdentityPool {
  public:
-  IdentityPool(uid_t first, uint32_t count, std::string lease_dir = "");
+  IdentityPool(uid_t first, uint32_t count, const std::string& lease_file = "");
   ~IdentityPool();
   IdentityPool(const IdentityPool&) = delete;
   IdentityPool& operator=(const IdentityPool&) = delete;
@@ -73,17 +76,20 @@ class IdentityPool {
   // Releases `uid` if `owner` holds it.
   void Release(uid_t uid, const std::string& owner);
   bool Contains(uid_t uid) const { return uid >= first_ && uid - first_ < count_; }
+  // Not OK when the lease file could not be opened: no uid can be had.
+  const absl::Status& status() const { return lease_status_; }
 
  private:
   // Takes the host-wide lease of `uid`; false when another process holds it.
-  bool Lease(uid_t uid);  // mu_ held
+  bool Lease(uid_t uid);    // mu_ held
+  void Unlease(uid_t uid);  // mu_ held
 
   const uid_t first_;
   const uint32_t count_;
-  const std::string lease_dir_;
+  int lease_fd_ = -1;  // the lease file; -1: none (see lease_status_)
+  absl::Status lease_status_;
   mutable std::mutex mu_;
   std::map<uid_t, std::string> held_;  // uid -> owner; guarded by mu_
-  std::map<uid_t, int> leases_;        // uid -> its locked lease file; guarded by mu_
   uint32_t next_ = 0;                  // guarded by mu_
 };
 

@@ -237,7 +237,8 @@ absl::Status Server::Parts::BuildSandbox(const fs::path& data_dir, const fs::pat
     return absl::FailedPreconditionError(absl::StrJoin(problems, "\n"));
   }
   identities = std::make_unique<sandbox::IdentityPool>(config.sandbox.first_uid, config.sandbox.uid_count,
-                                                       "/run/mlengine/uids");
+                                                       "/run/mlengine/uids.lock");
+  if (!identities->status().ok()) return identities->status();
   bucket_access = std::make_unique<service::JobBucketAccess>(*iam, *jobs);
   sandbox_runtime = std::make_unique<executor::SandboxRuntime>();
   sandbox_runtime->settings = config.sandbox;

@@ -4,6 +4,11 @@
 // (tests/e2e/test_sandbox.py) and by mlengined's start-up check.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -200,6 +205,42 @@ TEST(IdentityPoolTest, OnlyItsOwnerReleasesAUid) {
   pool.Release(1000, "p/stale");
   EXPECT_TRUE(pool.Owns(1000, "p/live"));
   EXPECT_EQ(pool.Acquire("p/new"), 1001u);
+}
+
+TEST(IdentityPoolTest, TwoPoolsSharingALeaseFileNeverHandOutOneUidTwice) {
+  // Two servers on one host: each pool leases its uids in the shared file
+  // (an open file description lock per uid), whatever its round's start.
+  const std::string dir = ::testing::TempDir() + "/identity-leases-" + std::to_string(::getpid());
+  const std::string file = dir + "/uids.lock";
+  auto a = std::make_unique<IdentityPool>(1000, 3, file);
+  IdentityPool b(1000, 3, file);
+  ASSERT_TRUE(a->status().ok()) << a->status();
+  std::set<uid_t> taken;
+  for (const char* job : {"a/1", "a/2"}) {
+    auto uid = a->Acquire(job);
+    ASSERT_TRUE(uid.has_value());
+    taken.insert(*uid);
+  }
+  auto last = b.Acquire("b/1");
+  ASSERT_TRUE(last.has_value());
+  EXPECT_FALSE(taken.count(*last)) << *last;
+  EXPECT_EQ(b.Acquire("b/2"), std::nullopt);  // the other two are a's
+  EXPECT_FALSE(b.Hold(*taken.begin(), "b/recovered"));
+  // Released by a, or gone with a's process: b may take it.
+  a->Release(*taken.begin(), "a/1");
+  EXPECT_EQ(b.Acquire("b/2"), *taken.begin());
+  a.reset();
+  EXPECT_EQ(b.Acquire("b/3"), *taken.rbegin());
+  EXPECT_TRUE(std::filesystem::is_regular_file(file));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(IdentityPoolTest, AnUnopenableLeaseFileIsAnError) {
+  IdentityPool pool(1000, 3, "/proc/self/no-such-dir/uids.lock");
+  EXPECT_FALSE(pool.status().ok());
+  EXPECT_NE(pool.status().message().find("uids.lock"), std::string::npos) << pool.status();
+  EXPECT_EQ(pool.Acquire("p/1"), std::nullopt);
 }
 
 }  // namespace
