@@ -494,8 +494,9 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     AddToEpoll(rep);
   }
   if (run.ending == Ending::kNone) {
-    manifest.stage = rundir::RunManifest::Stage::kStarted;  // every replica is running
-    if (auto s = rundir::WriteManifest(run_dir, manifest); !s.ok()) {
+    std::map<std::string, pid_t> pids;  // every replica is running
+    for (const auto& r : manifest.replicas) pids[r.task] = r.pid;
+    if (auto s = rundir::MarkManifestStarted(run_dir, pids); !s.ok()) {
       BeginStop(run, Ending::kFailed, absl::StrCat("The job could not be started: ", s.message()));
     }
   }

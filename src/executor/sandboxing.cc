@@ -22,7 +22,10 @@ namespace mle::executor {
 namespace fs = std::filesystem;
 namespace {
 
-std::string JobSandboxDir(const std::string& run_dir) { return run_dir + "/sandbox"; }
+// The job's /etc/passwd and /etc/group, in its run directory (no directory
+// of their own: every inode a start makes costs it).
+std::string JobPasswdPath(const std::string& run_dir) { return run_dir + "/passwd"; }
+std::string JobGroupPath(const std::string& run_dir) { return run_dir + "/group"; }
 
 // The sandbox's files and directories are made before the replica starts
 // and read once as it does: a crash of the machine before then starts the
@@ -89,12 +92,8 @@ absl::StatusOr<JobSandbox> Sandboxing::BeginJob(const model::Job& job, const std
   if (runtime_.buckets != nullptr) {
     for (const auto& g : runtime_.buckets->BucketsFor(job)) out.buckets.push_back({g.bucket, g.writable});
   }
-  const std::string dir = JobSandboxDir(run_dir);
-  absl::Status s = MakeDirectory(dir);
-  if (s.ok()) {
-    s = WriteFile(dir + "/passwd", sandbox::PasswdWithIdentity(host_passwd_, uid, uid), 0644);
-  }
-  if (s.ok()) s = WriteFile(dir + "/group", sandbox::GroupWithIdentity(host_group_, uid), 0644);
+  absl::Status s = WriteFile(JobPasswdPath(run_dir), sandbox::PasswdWithIdentity(host_passwd_, uid, uid), 0644);
+  if (s.ok()) s = WriteFile(JobGroupPath(run_dir), sandbox::GroupWithIdentity(host_group_, uid), 0644);
   if (!s.ok()) {
     runtime_.identities->Release(uid, owner);
     return absl::FailedPreconditionError(absl::StrCat("cannot prepare the job's sandbox: ", s.message()));
@@ -123,8 +122,8 @@ absl::StatusOr<std::string> Sandboxing::PrepareReplica(const JobSandbox& job, co
   view.gcs_root = gcs_root;
   view.buckets = job.buckets;
   view.gpus = gpus;
-  view.passwd = JobSandboxDir(run_dir) + "/passwd";
-  view.group = JobSandboxDir(run_dir) + "/group";
+  view.passwd = JobPasswdPath(run_dir);
+  view.group = JobGroupPath(run_dir);
   sandbox::CgroupLimits limits;
   limits.cpu_milli = demand.cpu_milli;
   limits.memory_mib = demand.memory_mib;

@@ -1,5 +1,8 @@
 #include "rundir/replica_files.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -55,6 +58,9 @@ std::string ManifestPath(const std::string& run_dir) { return run_dir + "/replic
 // tpu <host> <0|1>                       one per TPU host
 // uid <uid>                              sandboxed: the job's identity
 // replica <task> <host> <gpus|-> <pid>   one per replica
+// Appended once every replica runs (MarkManifestStarted), in one write:
+// pid <task> <pid>                       one per replica: its shim's pid
+// stage started
 std::string FormatManifest(const RunManifest& m) {
   std::string out = absl::StrCat(kManifestHeader, "\nstage ",
                                  m.stage == RunManifest::Stage::kStarted ? "started" : "starting", "\n");
@@ -123,6 +129,11 @@ absl::StatusOr<RunManifest> ParseManifest(absl::string_view text) {
       if (!ParseGpus(f[3], &r.gpus)) return Corrupt("the run manifest", where + ": bad GPU list");
       if (!ParsePid(f[4], &r.pid)) return Corrupt("the run manifest", where + ": bad pid");
       m.replicas.push_back(std::move(r));
+    } else if (f.size() == 3 && f[0] == "pid") {
+      auto r = std::find_if(m.replicas.begin(), m.replicas.end(),
+                            [&](const ManifestReplica& x) { return x.task == f[1]; });
+      if (r == m.replicas.end()) return Corrupt("the run manifest", where + ": no such replica");
+      if (!ParsePid(f[2], &r->pid)) return Corrupt("the run manifest", where + ": bad pid");
     } else {
       return Corrupt("the run manifest", where + ": not a manifest line");
     }
@@ -133,6 +144,22 @@ absl::StatusOr<RunManifest> ParseManifest(absl::string_view text) {
 
 absl::Status WriteManifest(const std::string& run_dir, const RunManifest& manifest) {
   return WriteFileAtomically(ManifestPath(run_dir), FormatManifest(manifest), 0644, Durability::kProcessCrash);
+}
+
+absl::Status MarkManifestStarted(const std::string& run_dir, const std::map<std::string, pid_t>& pids) {
+  std::string text;
+  for (const auto& [task, pid] : pids) absl::StrAppend(&text, "pid ", task, " ", pid, "\n");
+  absl::StrAppend(&text, "stage started\n");
+  const std::string path = ManifestPath(run_dir);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  const ssize_t n = ::write(fd, text.data(), text.size());
+  const int err = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(text.size())) {
+    return absl::UnavailableError(absl::StrCat("cannot append to ", path, ": ", n < 0 ? std::strerror(err) : "short write"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::optional<RunManifest>> ReadManifest(const std::string& run_dir) {

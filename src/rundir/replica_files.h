@@ -32,8 +32,8 @@
 namespace mle::rundir {
 
 // The manifest of a local run. Written before the first replica
-// is spawned, with every replica's placement and stage kStarting, and again
-// with the pids and kStarted once every replica runs. A restarted server
+// is spawned, with every replica's placement and stage kStarting; the pids
+// and kStarted are appended once every replica runs. A restarted server
 // that finds kStarting looks for the replicas by their run directory: every
 // one found is adopted; if one never started, the start is undone.
 struct ManifestReplica {
@@ -57,6 +57,10 @@ std::string ManifestPath(const std::string& run_dir);
 std::string FormatManifest(const RunManifest& manifest);
 absl::StatusOr<RunManifest> ParseManifest(absl::string_view text);
 absl::Status WriteManifest(const std::string& run_dir, const RunManifest& manifest);
+// Records that every replica runs, with each one's pid: appended to the
+// manifest WriteManifest wrote, in one write(2) (a crash of the server sees
+// all of it or none; the file is never replaced, so a start frees no inode).
+absl::Status MarkManifestStarted(const std::string& run_dir, const std::map<std::string, pid_t>& pids);
 // nullopt when the run has no manifest (nothing was ever started).
 absl::StatusOr<std::optional<RunManifest>> ReadManifest(const std::string& run_dir);
 

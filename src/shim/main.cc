@@ -250,21 +250,16 @@ void OnStopSignal(int) {
   errno = saved;
 }
 
+// Atomic (a reader sees no file or the whole of it), not fsynced: what it
+// records ends with the machine, and a server that restarts on the same
+// machine reads the page cache.
 bool WriteExitFile(const std::string& exit_path, const std::string& text) {
   const std::string tmp = exit_path + ".tmp";
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return false;
-  bool ok = WriteAll(fd, text) && fsync(fd) == 0;
+  bool ok = WriteAll(fd, text);
   ok = close(fd) == 0 && ok;
-  if (!ok || rename(tmp.c_str(), exit_path.c_str()) != 0) return false;
-  // The rename is durable once the directory is.
-  std::string dir = exit_path.substr(0, exit_path.rfind('/') == std::string::npos ? 0 : exit_path.rfind('/'));
-  if (dir.empty()) dir = ".";
-  int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return false;
-  ok = fsync(dfd) == 0;
-  close(dfd);
-  return ok;
+  return ok && rename(tmp.c_str(), exit_path.c_str()) == 0;
 }
 
 int Usage() {
@@ -595,7 +590,6 @@ int main(int argc, char** argv) {
   if (!WriteExitFile(exit_path, text)) {
     fprintf(stderr, "mlengine-replica: cannot record the exit status in %s: %s\n", exit_path.c_str(), strerror(errno));
   }
-  if (fsync(log_fd) != 0) fprintf(stderr, "mlengine-replica: cannot sync the log: %s\n", strerror(errno));
   // Leftovers (daemons, helpers in their own sessions, children that
   // ignored SIGTERM or outlived a successful PROGRAM) end with the replica,
   // before the shim does: once the executor sees the shim gone, nothing is.

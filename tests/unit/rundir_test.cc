@@ -74,6 +74,8 @@ TEST(RunManifestTest, RefusesDamagedManifests) {
       {"mlengine-run 1\nstage started\nreplica m localhost 0,x 12\n", "bad GPU list"},
       {"mlengine-run 1\nstage started\nreplica m localhost\n", "not a manifest line"},
       {"mlengine-run 1\nstage started\ntpu h 7\n", "not a manifest line"},
+      {"mlengine-run 1\nstage starting\nreplica m localhost - 0\npid w 12\n", "no such replica"},
+      {"mlengine-run 1\nstage starting\nreplica m localhost - 0\npid m x\n", "bad pid"},
   };
   for (const auto& row : rows) {
     auto m = ParseManifest(row.text);
@@ -97,6 +99,27 @@ TEST(RunManifestTest, AbsentIsNulloptAndDamagedNamesTheFile) {
   auto back = ReadManifest(dir.str());
   ASSERT_TRUE(back.ok() && back->has_value());
   EXPECT_EQ(**back, m);
+}
+
+TEST(RunManifestTest, StartedIsAppendedWithEveryPid) {
+  TempDir dir;
+  RunManifest m{Stage::kStarting, {}, false, {{"master-replica-0", "localhost", {}, 0}, {"worker-replica-0", "localhost", {1}, 0}}};
+  m.uid = 524300;
+  ASSERT_TRUE(WriteManifest(dir.str(), m).ok());
+  auto starting = ReadManifest(dir.str());
+  ASSERT_TRUE(starting.ok() && starting->has_value());
+  EXPECT_EQ(**starting, m);
+  ASSERT_TRUE(MarkManifestStarted(dir.str(), {{"master-replica-0", 41}, {"worker-replica-0", 42}}).ok());
+  auto started = ReadManifest(dir.str());
+  ASSERT_TRUE(started.ok() && started->has_value()) << started.status();
+  m.stage = Stage::kStarted;
+  m.replicas[0].pid = 41;
+  m.replicas[1].pid = 42;
+  EXPECT_EQ(**started, m);
+  // No manifest to append to: an error, and nothing made.
+  TempDir empty;
+  EXPECT_FALSE(MarkManifestStarted(empty.str(), {{"master-replica-0", 41}}).ok());
+  EXPECT_FALSE(ReadManifest(empty.str())->has_value());
 }
 
 TEST(ReplicaExitTest, Table) {
