@@ -180,7 +180,10 @@ int RunTask(const Flags& f, const Loaded& l) {
   if (slurm_set_gpus) env["CUDA_VISIBLE_DEVICES"] = slurm_gpus;  // Slurm chose this node's GPUs
   const std::string rdir = common::ReplicaDir(f.run_dir, task);
   env["CLOUD_ML_HP_METRIC_FILE"] = common::ReplicaMetricPath(f.run_dir, task);
-  if (auto s = rundir::CreateDirectories(rdir + "/work"); !s.ok()) return Die(std::string(s.message()));
+  // Not fsynced: a crash of this node ends the replica they are for.
+  if (auto s = rundir::CreateDirectories(rdir + "/work", rundir::Durability::kProcessCrash); !s.ok()) {
+    return Die(std::string(s.message()));
+  }
   // A replica that cannot start is recorded as ended, so the job's
   // errorMessage says why.
   auto never_started = [&](const std::string& why, int code) {
