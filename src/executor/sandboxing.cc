@@ -32,20 +32,11 @@ std::string JobGroupPath(const std::string& run_dir) { return run_dir + "/group"
 // job again from scratch (the run manifest says `starting`), so they need
 // no fsync, which would cost every start milliseconds.
 absl::Status MakeDirectory(const std::string& path) {
-  std::error_code ec;
-  fs::create_directories(path, ec);
-  if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create ", path, ": ", ec.message()));
-  return absl::OkStatus();
+  return rundir::CreateDirectories(path, rundir::Durability::kProcessCrash);
 }
 
 absl::Status WriteFile(const std::string& path, const std::string& text, mode_t mode) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
-  if (fd < 0) return absl::FailedPreconditionError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fchmod(fd, mode) == 0;
-  const int err = errno;
-  ::close(fd);
-  if (!ok) return absl::FailedPreconditionError(absl::StrCat("cannot write ", path, ": ", std::strerror(err)));
-  return absl::OkStatus();
+  return rundir::WriteFileAtomically(path, text, mode, rundir::Durability::kProcessCrash);
 }
 
 // A directory of the replica that only its identity may use.
@@ -75,20 +66,15 @@ std::string ReplicaCgroup(const std::string& project, const std::string& job_id,
 Sandboxing::Sandboxing(const SandboxRuntime& runtime)
     : runtime_(runtime), host_passwd_(ReadFileOrEmpty("/etc/passwd")), host_group_(ReadFileOrEmpty("/etc/group")) {}
 
-absl::StatusOr<JobSandbox> Sandboxing::BeginJob(const model::Job& job, const std::string& run_dir, uid_t uid) const {
+absl::StatusOr<JobSandbox> Sandboxing::BeginJob(const model::Job& job, const std::string& run_dir) const {
   JobSandbox out;
   const std::string owner = JobCgroup(job.project, job.job_id);
-  if (uid == 0) {
-    auto acquired = runtime_.identities->Acquire(owner);
-    if (!acquired) {
-      return absl::ResourceExhaustedError(absl::StrCat("every one of the ", runtime_.settings.uid_count,
-                                                       " identities jobs run as is in use"));
-    }
-    uid = *acquired;
-  } else if (!runtime_.identities->Hold(uid, owner)) {
-    return absl::FailedPreconditionError(absl::StrCat("its identity, uid ", uid, ", is held by another job"));
+  auto acquired = runtime_.identities->Acquire(owner);
+  if (!acquired) {
+    return absl::ResourceExhaustedError(absl::StrCat("every one of the ", runtime_.settings.uid_count,
+                                                     " identities jobs run as is in use"));
   }
-  out.uid = uid;
+  const uid_t uid = out.uid = *acquired;
   if (runtime_.buckets != nullptr) {
     for (const auto& g : runtime_.buckets->BucketsFor(job)) out.buckets.push_back({g.bucket, g.writable});
   }

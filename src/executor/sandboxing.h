@@ -53,9 +53,9 @@ class Sandboxing {
   // them with its identity added.
   explicit Sandboxing(const SandboxRuntime& runtime);
 
-  // `uid`: the job's identity when it already has one (recovery); 0: a new
-  // one. RESOURCE_EXHAUSTED when every identity is in use.
-  absl::StatusOr<JobSandbox> BeginJob(const model::Job& job, const std::string& run_dir, uid_t uid = 0) const;
+  // The job keeps the identity it holds (a resubmission, a recovered job);
+  // RESOURCE_EXHAUSTED when it has none and every identity is in use.
+  absl::StatusOr<JobSandbox> BeginJob(const model::Job& job, const std::string& run_dir) const;
   // Everything the replica `task` needs to start sandboxed; returns the spec
   // file's path. `read_only`: more host directories it reads (its package
   // environment). FAILED_PRECONDITION saying what could not be made.

@@ -82,6 +82,7 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return Errno("create", tmp, errno);
   absl::Status s = WriteAll(fd, contents, tmp);
+  if (s.ok() && ::fchmod(fd, mode) != 0) s = Errno("set the mode of", tmp, errno);  // whatever the umask
   if (s.ok() && sync && ::fsync(fd) != 0) s = Errno("sync", tmp, errno);
   if (::close(fd) != 0 && s.ok()) s = Errno("close", tmp, errno);
   if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = Errno("rename to " + path, tmp, errno);

@@ -12,7 +12,8 @@
 //     machine anyway (a local run's manifest and directories): a start
 //     costs no disk flushes.
 //
-//   WriteFileAtomically: temp file beside the target, write, (fsync,) rename
+//   WriteFileAtomically: temp file beside the target (`mode` exactly, whatever
+//   the umask), write, (fsync,) rename
 //   over the target, (fsync the directory.) Readers see the old contents or
 //   the new, never a mix.
 //   ReadFile: NOT_FOUND when absent, UNAVAILABLE on other errors.

@@ -25,6 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "rundir/file_io.h"
 
 namespace mle::sandbox {
 namespace {
@@ -217,25 +218,6 @@ absl::Status WriteFile(const std::string& path, absl::string_view text, int* err
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Errno(errno, "open", path);
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      return Errno(err, "read", path);
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return out;
-}
 
 // mkdir that accepts an existing directory (and refuses an existing file:
 // a name such as "cgroup.procs" that is a control file of the parent).
@@ -255,7 +237,7 @@ void CollectProcesses(const std::string& dir, std::set<pid_t>* out) {
     if (it->is_directory(ec) && !it->is_symlink(ec)) dirs.push_back(it->path().string());
   }
   for (const std::string& d : dirs) {
-    absl::StatusOr<std::string> text = ReadFile(d + "/cgroup.procs");
+    absl::StatusOr<std::string> text = rundir::ReadFile(d + "/cgroup.procs");
     if (!text.ok()) continue;
     for (absl::string_view field : absl::StrSplit(*text, absl::ByAnyChar(" \n"), absl::SkipEmpty())) {
       int pid = 0;
@@ -330,7 +312,7 @@ absl::StatusOr<Cgroups> Cgroups::Detect(const std::string& proc_self_cgroup, con
       std::optional<std::string> dir = DirThrough(m, path, fs_prefix);
       if (!dir) continue;
       const std::string file = *dir + "/cgroup.controllers";
-      absl::StatusOr<std::string> text = ReadFile(file);
+      absl::StatusOr<std::string> text = rundir::ReadFile(file);
       if (!text.ok()) {
         v2_found = absl::StrCat("cgroup v2 at ", m.mount_point, ", but ", text.status().message());
         break;
@@ -363,9 +345,9 @@ absl::StatusOr<Cgroups> Cgroups::Detect(const std::string& proc_self_cgroup, con
 }
 
 absl::StatusOr<Cgroups> Cgroups::DetectHost() {
-  absl::StatusOr<std::string> cgroup = ReadFile("/proc/self/cgroup");
+  absl::StatusOr<std::string> cgroup = rundir::ReadFile("/proc/self/cgroup");
   if (!cgroup.ok()) return cgroup.status();
-  absl::StatusOr<std::string> mountinfo = ReadFile("/proc/self/mountinfo");
+  absl::StatusOr<std::string> mountinfo = rundir::ReadFile("/proc/self/mountinfo");
   if (!mountinfo.ok()) return mountinfo.status();
   return Detect(*cgroup, *mountinfo);
 }
@@ -400,7 +382,7 @@ absl::Status Cgroups::Prepare() {
   if (absl::Status s = WriteFile(own_control, kEnableControllers, &err); !s.ok()) {
     if (err != EBUSY) return s;  // EBUSY: processes left in <own>
     std::set<pid_t> others;
-    if (absl::StatusOr<std::string> text = ReadFile(own + "/cgroup.procs"); text.ok()) {
+    if (absl::StatusOr<std::string> text = rundir::ReadFile(own + "/cgroup.procs"); text.ok()) {
       for (absl::string_view field : absl::StrSplit(*text, '\n', absl::SkipWhitespace())) {
         int pid = 0;
         if (absl::SimpleAtoi(field, &pid)) others.insert(pid);
@@ -480,7 +462,7 @@ absl::StatusOr<CgroupUsage> Cgroups::Usage(const std::string& name) const {
   }
   CgroupUsage usage;
   const std::string oom_file = memory + (version_ == CgroupVersion::kV1 ? "/memory.oom_control" : "/memory.events");
-  absl::StatusOr<std::string> text = ReadFile(oom_file);
+  absl::StatusOr<std::string> text = rundir::ReadFile(oom_file);
   if (!text.ok()) return text.status();
   absl::StatusOr<int64_t> value = KeyedValue(*text, "oom_kill", oom_file);
   if (!value.ok()) return value.status();
@@ -489,13 +471,13 @@ absl::StatusOr<CgroupUsage> Cgroups::Usage(const std::string& name) const {
   const std::string peak_file =
       memory + (version_ == CgroupVersion::kV1 ? "/memory.max_usage_in_bytes" : "/memory.peak");
   if (version_ == CgroupVersion::kV1 || Exists(peak_file)) {
-    if (!(text = ReadFile(peak_file)).ok()) return text.status();
+    if (!(text = rundir::ReadFile(peak_file)).ok()) return text.status();
     if (!(value = SingleValue(*text, peak_file)).ok()) return value.status();
     usage.memory_peak_bytes = *value;
   }
 
   const std::string pids_file = pids + "/pids.events";
-  if (!(text = ReadFile(pids_file)).ok()) return text.status();
+  if (!(text = rundir::ReadFile(pids_file)).ok()) return text.status();
   if (!(value = KeyedValue(*text, "max", pids_file)).ok()) return value.status();
   usage.pids_denied = *value;
   return usage;

@@ -204,8 +204,21 @@ void IdentityPool::Unlease(uid_t uid) {
   if (lease_fd_ >= 0) LockByte(lease_fd_, uid, F_UNLCK);
 }
 
+std::optional<uid_t> IdentityPool::HeldByLocked(const std::string& owner) const {
+  for (const auto& [uid, holder] : held_) {
+    if (holder == owner) return uid;
+  }
+  return std::nullopt;
+}
+
+std::optional<uid_t> IdentityPool::HeldBy(const std::string& owner) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return HeldByLocked(owner);
+}
+
 std::optional<uid_t> IdentityPool::Acquire(const std::string& owner) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (auto held = HeldByLocked(owner)) return held;
   for (uint32_t tried = 0; tried < count_; ++tried) {
     const uid_t uid = first_ + next_;
     next_ = (next_ + 1) % count_;

@@ -65,8 +65,11 @@ class IdentityPool {
   ~IdentityPool();
   IdentityPool(const IdentityPool&) = delete;
   IdentityPool& operator=(const IdentityPool&) = delete;
-  // A free uid for `owner`; nullopt when every one is held.
+  // The uid `owner` holds, or else a free one for it; nullopt when every
+  // one is held (a job resubmitted keeps its identity).
   std::optional<uid_t> Acquire(const std::string& owner);
+  // The uid `owner` holds, if any.
+  std::optional<uid_t> HeldBy(const std::string& owner) const;
   // Marks `uid` held by `owner` (a job found running at recovery, a job
   // keeping its identity); false when it is outside the range or another
   // owner holds it.
@@ -81,6 +84,7 @@ class IdentityPool {
 
  private:
   // Takes the host-wide lease of `uid`; false when another process holds it.
+  std::optional<uid_t> HeldByLocked(const std::string& owner) const;  // mu_ held
   bool Lease(uid_t uid);    // mu_ held
   void Unlease(uid_t uid);  // mu_ held
 

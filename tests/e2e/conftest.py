@@ -361,12 +361,18 @@ class Server:
         return problems
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    s = Server(tmp_path_factory.mktemp("e2e-server"), config_yaml())
+def serve(s):
+    """For a module's server fixture (`yield from serve(Server(...))`):
+    yields the started server, then stops it and fails if anything of its
+    jobs was left behind."""
     yield s
     problems = s.finish()
     assert not problems, "\n".join(problems) + "\n" + s.server_log()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    yield from serve(Server(tmp_path_factory.mktemp("e2e-server"), config_yaml()))
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import urllib.parse
 
 import pytest
 
-from conftest import TRAINERS, Server, config_yaml, make_cli, wait_for
+from conftest import TRAINERS, Server, config_yaml, make_cli, serve, wait_for
 
 TUNING_PKG = os.path.join(TRAINERS, "tuning", "trainer")
 
@@ -45,10 +45,7 @@ def console_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, console_dir):
-    s = Server(tmp_path_factory.mktemp("console-server"), config_yaml() + f"console_dir: {console_dir}\n")
-    yield s
-    problems = s.finish()
-    assert not problems, "\n".join(problems) + "\n" + s.server_log()
+    yield from serve(Server(tmp_path_factory.mktemp("console-server"), config_yaml() + f"console_dir: {console_dir}\n"))
 
 
 def call(server, method, path, token=None):

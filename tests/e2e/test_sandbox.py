@@ -15,7 +15,7 @@ import re
 import pytest
 
 from conftest import (TRAINERS, Server, assert_secret_untouched, config_yaml, make_cli,
-                      other_project_with_a_secret)
+                      other_project_with_a_secret, serve)
 
 HOSTILE_PKG = os.path.join(TRAINERS, "hostile", "trainer")
 MEMORY_MIB = 256
@@ -33,10 +33,7 @@ def sandbox_config():
 
 @pytest.fixture(scope="module")
 def sserver(tmp_path_factory):
-    s = Server(tmp_path_factory.mktemp("sandbox-server"), sandbox_config())
-    yield s
-    problems = s.finish()
-    assert not problems, "\n".join(problems) + "\n" + s.server_log()
+    yield from serve(Server(tmp_path_factory.mktemp("sandbox-server"), sandbox_config()))
 
 
 @pytest.fixture

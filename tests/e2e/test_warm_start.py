@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import TRAINERS, config_yaml, make_cli
+from conftest import TRAINERS, config_yaml, make_cli, serve
 
 WARM_PKG = os.path.join(TRAINERS, "warm", "trainer")
 OWN_NUMPY_PKG = os.path.join(TRAINERS, "warm_own_numpy", "trainer")
@@ -33,9 +33,7 @@ def warm_config():
 def wserver(tmp_path_factory):
     from conftest import Server
     s = Server(tmp_path_factory.mktemp("warm-server"), warm_config())
-    yield s
-    problems = s.finish()
-    assert not problems, "\n".join(problems) + "\n" + s.server_log()
+    yield from serve(s)
     assert not glob.glob(os.path.join(s.data_dir, "warm", "*.sock")), "a warm interpreter still serves"
 
 

@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -185,6 +185,9 @@ TEST(PasswdWithIdentityTest, AddsTheJobAndReplacesAnEntryOfItsUid) {
 TEST(IdentityPoolTest, OneUidPerJobRoundRobinAndNoneWhenAllAreHeld) {
   IdentityPool pool(1000, 3);
   EXPECT_EQ(pool.Acquire("p/a"), 1000u);
+  EXPECT_EQ(pool.Acquire("p/a"), 1000u);  // resubmitted: the identity it holds
+  EXPECT_EQ(pool.HeldBy("p/a"), 1000u);
+  EXPECT_EQ(pool.HeldBy("p/b"), std::nullopt);
   EXPECT_TRUE(pool.Hold(1002, "p/c"));  // a job found running at recovery
   EXPECT_EQ(pool.Acquire("p/b"), 1001u);
   EXPECT_EQ(pool.Acquire("p/d"), std::nullopt);
@@ -215,22 +218,24 @@ TEST(IdentityPoolTest, TwoPoolsSharingALeaseFileNeverHandOutOneUidTwice) {
   auto a = std::make_unique<IdentityPool>(1000, 3, file);
   IdentityPool b(1000, 3, file);
   ASSERT_TRUE(a->status().ok()) << a->status();
-  std::set<uid_t> taken;
+  std::map<std::string, uid_t> taken;  // a's: job -> uid
   for (const char* job : {"a/1", "a/2"}) {
     auto uid = a->Acquire(job);
     ASSERT_TRUE(uid.has_value());
-    taken.insert(*uid);
+    taken[job] = *uid;
   }
+  ASSERT_NE(taken["a/1"], taken["a/2"]);
   auto last = b.Acquire("b/1");
   ASSERT_TRUE(last.has_value());
-  EXPECT_FALSE(taken.count(*last)) << *last;
+  EXPECT_NE(*last, taken["a/1"]);
+  EXPECT_NE(*last, taken["a/2"]);
   EXPECT_EQ(b.Acquire("b/2"), std::nullopt);  // the other two are a's
-  EXPECT_FALSE(b.Hold(*taken.begin(), "b/recovered"));
+  EXPECT_FALSE(b.Hold(taken["a/1"], "b/recovered"));
   // Released by a, or gone with a's process: b may take it.
-  a->Release(*taken.begin(), "a/1");
-  EXPECT_EQ(b.Acquire("b/2"), *taken.begin());
+  a->Release(taken["a/1"], "a/1");
+  EXPECT_EQ(b.Acquire("b/2"), taken["a/1"]);
   a.reset();
-  EXPECT_EQ(b.Acquire("b/3"), *taken.rbegin());
+  EXPECT_EQ(b.Acquire("b/3"), taken["a/2"]);
   EXPECT_TRUE(std::filesystem::is_regular_file(file));
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 1);
   std::filesystem::remove_all(dir);

@@ -225,19 +225,10 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
   }
   if (options_.sandbox != nullptr) {
     // One identity for the job's whole life, resubmissions included.
-    uint32_t uid = 0;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (auto it = sandbox_uids_.find(Key(t.ref)); it != sandbox_uids_.end()) uid = it->second;
-    }
-    auto begun = options_.sandbox->BeginJob(job, t.dir, uid);
+    auto begun = options_.sandbox->BeginJob(job, t.dir);
     if (!begun.ok()) {
       return absl::FailedPreconditionError(
           absl::StrCat("The job could not be started in its sandbox: ", begun.status().message()));
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      sandbox_uids_[Key(t.ref)] = begun->uid;
     }
     codec::LaunchSandbox ls;
     ls.uid = begun->uid;
@@ -387,8 +378,6 @@ std::optional<model::Placement> SlurmExecutor::Recover(const model::Job& job) {
   // Its identity, held again (the launch document says which it was given).
   if (auto launch = rundir::ReadLaunchJob(dir); options_.sandbox != nullptr && launch.ok() && launch->sandbox) {
     options_.sandbox->runtime().identities->Hold(launch->sandbox->uid, JobCgroup(job.project, job.job_id));
-    std::lock_guard<std::mutex> lock(mu_);
-    sandbox_uids_[key] = launch->sandbox->uid;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -439,17 +428,11 @@ void SlurmExecutor::Finish(const std::string& key, uint64_t generation, Outcome 
 
 void SlurmExecutor::EndSandbox(const JobRef& ref) {
   if (options_.sandbox == nullptr) return;
-  uint32_t uid = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = sandbox_uids_.find(Key(ref));
-    if (it == sandbox_uids_.end()) return;
-    uid = it->second;
-    sandbox_uids_.erase(it);
-  }
   // Its processes and cgroups are the nodes' (Slurm ends the steps, each
   // node's launcher removes its cgroups): here only the identity goes back.
-  options_.sandbox->runtime().identities->Release(uid, JobCgroup(ref.project, ref.job_id));
+  sandbox::IdentityPool& identities = *options_.sandbox->runtime().identities;
+  const std::string owner = JobCgroup(ref.project, ref.job_id);
+  if (auto uid = identities.HeldBy(owner)) identities.Release(*uid, owner);
 }
 
 bool SlurmExecutor::ChangeOnDisk() {

@@ -204,7 +204,6 @@ class SlurmExecutor final : public Executor, public scheduler::QuotaMirror {
   std::mutex mu_;
   std::condition_variable poll_cv_;
   std::map<std::string, Entry> jobs_;    // guarded by mu_
-  std::map<std::string, uint32_t> sandbox_uids_;  // job key -> its identity; guarded by mu_
   uint64_t next_generation_ = 1;         // guarded by mu_
   bool poll_soon_ = false;               // guarded by mu_
   bool stopping_ = false;                // guarded by mu_
