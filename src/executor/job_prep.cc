@@ -1,6 +1,11 @@
 #include "executor/job_prep.h"
 
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <set>
@@ -58,6 +63,22 @@ absl::Status CheckJobRunnable(const model::Job& job, const runtime::RuntimeCatal
   return absl::OkStatus();
 }
 
+int OpenInBuckets(const std::string& gcs_root, const std::string& path) {
+  const int root = ::open(gcs_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0) return -1;
+  open_how how{};
+  how.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;  // a FIFO must not stall the start
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  const int fd = static_cast<int>(::syscall(SYS_openat2, root, path.c_str(), &how, sizeof(how)));
+  ::close(root);
+  struct stat st;
+  if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 absl::StatusOr<runtime::PreparedEnvironment> PrepareJobEnvironment(const model::Job& job,
                                                                    const runtime::RuntimeCatalog& runtimes,
                                                                    runtime::PackageCache& cache,
@@ -67,20 +88,28 @@ absl::StatusOr<runtime::PreparedEnvironment> PrepareJobEnvironment(const model::
   if (rt == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("Runtime version ", t.runtime_version, " is not installed."));
   }
-  // Packages: gs:// URIs are files in the bucket store.
-  std::vector<std::string> packages;
+  // Packages: gs:// URIs are files in the bucket store, opened here once and
+  // never through a symbolic link (a job that may write a bucket can make
+  // one, pointing at the data directory or at another project's bucket).
+  std::vector<runtime::PackageFile> packages;
+  auto close_all = [&packages] {
+    for (const auto& p : packages) ::close(p.fd);
+  };
   for (const auto& uri : t.package_uris) {
     const std::string rest = uri.substr(5);  // validation guarantees "gs://"
-    const std::string path = gcs_root + "/" + rest;
-    if (rest.find("..") != std::string::npos || !fs::is_regular_file(path)) {
+    const int fd = OpenInBuckets(gcs_root, rest);
+    if (fd < 0) {
+      close_all();
       return absl::FailedPreconditionError(absl::StrCat(
           "The package ", uri,
-          " was not found in bucket storage. Stage it first (mlengine jobs submit training --package-path does), "
-          "or check it with `mlengine storage ls`."));
+          " was not found in bucket storage (or is not a plain file there). Stage it first (mlengine jobs submit "
+          "training --package-path does), or check it with `mlengine storage ls`."));
     }
-    packages.push_back(path);
+    packages.push_back({fd, fs::path(rest).filename().string()});
   }
-  return cache.Prepare(*rt, packages);
+  auto prepared = cache.Prepare(*rt, packages);
+  close_all();
+  return prepared;
 }
 
 absl::Status PullJobImages(const model::Job& job, const containers::Podman* podman) {

@@ -69,8 +69,13 @@ void SetContainerEnvironment(const containers::Podman& podman, const model::Job&
 std::map<std::string, std::string> SimulatedImageNotes(const containers::ContainerSettings& settings,
                                                        const model::Job& job);
 
+// `path` (BUCKET/OBJECT) below `gcs_root`, opened read-only without ever
+// following a symbolic link or leaving gcs_root; -1 unless it is a regular
+// file there.
+int OpenInBuckets(const std::string& gcs_root, const std::string& path);
+
 // Resolves the job's packageUris in bucket storage (gs://B/x is
-// gcs_root/B/x) and installs them. FAILED_PRECONDITION with a message for the
+// gcs_root/B/x, opened by OpenInBuckets) and installs them. FAILED_PRECONDITION with a message for the
 // user when a package is missing or cannot be installed.
 absl::StatusOr<runtime::PreparedEnvironment> PrepareJobEnvironment(const model::Job& job,
                                                                    const runtime::RuntimeCatalog& runtimes,

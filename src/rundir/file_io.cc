@@ -103,9 +103,9 @@ absl::Status SyncFilesystemOf(const std::string& path) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Errno("open", path, errno);
+namespace {
+// All of `fd` (closed here), at most `max_bytes` of it.
+absl::StatusOr<std::string> ReadAll(int fd, const std::string& path, size_t max_bytes) {
   std::string out;
   char buf[65536];
   for (;;) {
@@ -118,9 +118,31 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
+    if (out.size() > max_bytes) {
+      ::close(fd);
+      return absl::ResourceExhaustedError(absl::StrCat(path, " is larger than ", max_bytes, " bytes"));
+    }
   }
   ::close(fd);
   return out;
+}
+}  // namespace
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Errno("open", path, errno);
+  return ReadAll(fd, path, std::string().max_size());
+}
+
+absl::StatusOr<std::string> ReadJobFile(const std::string& path, size_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return Errno("open", path, errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::FailedPreconditionError(absl::StrCat(path, " is not a regular file"));
+  }
+  return ReadAll(fd, path, max_bytes);
 }
 
 absl::StatusOr<bool> FileExists(const std::string& path) {

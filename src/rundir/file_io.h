@@ -49,6 +49,12 @@ absl::Status SyncFilesystemOf(const std::string& path);
 
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
+// A file a sandboxed job may have written or replaced (its hypertune
+// reports), read by root: never through a symbolic link as its last
+// component, a regular file only (a FIFO would stall the reader), at most
+// `max_bytes` (RESOURCE_EXHAUSTED beyond). NOT_FOUND when absent.
+absl::StatusOr<std::string> ReadJobFile(const std::string& path, size_t max_bytes);
+
 // True when `path` exists; an error other than "absent" is a Status.
 absl::StatusOr<bool> FileExists(const std::string& path);
 

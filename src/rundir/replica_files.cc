@@ -284,15 +284,19 @@ std::map<std::string, std::vector<MetricReport>> ParseAllMetricReports(absl::str
   return out;
 }
 
+// A replica's hypertune file is its own to write (sandboxed: its identity
+// owns the directory): read as a job's file. It keeps the last 100 reports.
+constexpr size_t kMaxMetricFileBytes = size_t{16} << 20;
+
 absl::StatusOr<std::vector<MetricReport>> ReadMetricReports(const std::string& path, const std::string& tag) {
-  auto text = ReadFile(path);
+  auto text = ReadJobFile(path, kMaxMetricFileBytes);
   if (absl::IsNotFound(text.status())) return std::vector<MetricReport>{};
   if (!text.ok()) return text.status();
   return ParseMetricReports(*text, tag);
 }
 
 absl::StatusOr<std::map<std::string, std::vector<MetricReport>>> ReadAllMetricReports(const std::string& path) {
-  auto text = ReadFile(path);
+  auto text = ReadJobFile(path, kMaxMetricFileBytes);
   if (absl::IsNotFound(text.status())) return std::map<std::string, std::vector<MetricReport>>{};
   if (!text.ok()) return text.status();
   return ParseAllMetricReports(*text);

@@ -202,11 +202,13 @@ absl::Status PackageCache::Build(const Runtime& runtime, const std::vector<std::
 }
 
 absl::StatusOr<PreparedEnvironment> PackageCache::Prepare(const Runtime& runtime,
-                                                          const std::vector<std::string>& packages) {
+                                                          const std::vector<PackageFile>& packages) {
   PreparedEnvironment env;
   env.python = runtime.python;
   if (packages.empty()) return env;
-  auto digest = common::Sha256HexOfFiles(std::vector<fs::path>(packages.begin(), packages.end()));
+  std::vector<fs::path> opened;  // each open file, whatever its path now holds
+  for (const auto& p : packages) opened.push_back(absl::StrCat("/proc/self/fd/", p.fd));
+  auto digest = common::Sha256HexOfFiles(opened);
   if (!digest.ok()) return digest.status();
   env.digest = *digest;
   const fs::path dir = fs::path(root_) / runtime.name / digest->substr(0, 32);
@@ -220,17 +222,30 @@ absl::StatusOr<PreparedEnvironment> PackageCache::Prepare(const Runtime& runtime
     env.cache_hit = true;
     return env;
   }
-  for (const auto& p : packages) {
-    if (auto s = CheckArchive(p); !s.ok()) return s;
-  }
   // Built aside, published by one rename: a build cut short (the server
   // killed, its pip left running as an orphan) only ever writes into its own
   // staging directory, never into the one a later build or a job uses.
   if (auto s = rundir::CreateDirectories(dir.parent_path().string()); !s.ok()) return s;
   SweepStaging(dir.parent_path(), dir.filename().string());
-  const fs::path staging = dir.parent_path() / StagingName(dir.filename().string());
-  auto built = Build(runtime, packages, staging, dir);
+  // The packages are checked and built from copies of what was hashed, in
+  // a staging directory of their own (root's: no job writes there).
+  const fs::path inputs = dir.parent_path() / StagingName(dir.filename().string());
   std::error_code ec;
+  absl::Status copied = absl::OkStatus();
+  std::vector<std::string> copies;
+  for (size_t i = 0; i < packages.size() && copied.ok(); ++i) {
+    const fs::path to = inputs / std::to_string(i) / packages[i].name;
+    copied = rundir::CreateDirectories(to.parent_path().string(), rundir::Durability::kProcessCrash);
+    if (copied.ok() && !fs::copy_file(opened[i], to, ec)) {
+      copied = absl::UnavailableError(absl::StrCat("cannot copy the package ", packages[i].name, ": ", ec.message()));
+    }
+    if (copied.ok()) copied = CheckArchive(to.string());
+    copies.push_back(to.string());
+  }
+  auto built = copied;
+  const fs::path staging = dir.parent_path() / StagingName(dir.filename().string());
+  if (built.ok()) built = Build(runtime, copies, staging, dir);
+  fs::remove_all(inputs, ec);
   if (built.ok()) built = rundir::WriteFileAtomically((staging / ".ready").string(), *digest + "\n");
   if (built.ok() && fs::exists(dir, ec)) {
     // Left by a version that built in place: never marked ready, so unused.

@@ -27,9 +27,18 @@
 
 namespace mle::runtime {
 
+// A package to install, already open: whoever may write its bucket (a
+// running job) may replace its path meanwhile, with a symbolic link say,
+// never the file read. `name` is the file name pip knows it by
+// (trainer-0.1.tar.gz).
+struct PackageFile {
+  int fd = -1;  // the caller's, open until Prepare returns
+  std::string name;
+};
+
 struct PreparedEnvironment {
   std::string python;  // interpreter to run the trainer with
-  std::string digest;  // common::Sha256HexOfFiles of the packages (empty without packages)
+  std::string digest;  // the SHA-256 of the packages' contents, in order (empty without packages)
   bool cache_hit = false;
 };
 
@@ -50,11 +59,12 @@ class PackageCache {
   // before the first Prepare.
   void SetBuildRunner(BuildRunner runner) { runner_ = std::move(runner); }
 
-  // `packages` are local files (sdists, wheels, tar.gz). Without packages the
-  // runtime's own interpreter is returned. FAILED_PRECONDITION with a message
+  // `packages`: sdists, wheels, tar.gz, each copied aside before it is
+  // checked and built from. Without packages the runtime's own interpreter
+  // is returned. FAILED_PRECONDITION with a message
   // for the user when a package is unsafe or pip cannot install it (a missing
   // dependency is named).
-  absl::StatusOr<PreparedEnvironment> Prepare(const Runtime& runtime, const std::vector<std::string>& packages);
+  absl::StatusOr<PreparedEnvironment> Prepare(const Runtime& runtime, const std::vector<PackageFile>& packages);
 
   // Removes, best effort, the staging directories builds cut short left
   // behind (a server killed mid-install). Call before the first Prepare.

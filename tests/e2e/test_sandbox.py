@@ -15,7 +15,7 @@ import re
 import pytest
 
 from conftest import (TRAINERS, Server, assert_secret_untouched, config_yaml, make_cli,
-                      other_project_with_a_secret, serve)
+                      other_project_with_a_secret, serve, REGION, RUNTIME)
 
 HOSTILE_PKG = os.path.join(TRAINERS, "hostile", "trainer")
 MEMORY_MIB = 256
@@ -126,3 +126,33 @@ def test_a_package_build_runs_sandboxed_too(scli, names):
     found = json.loads(line[len("BUILD "):])
     assert int(found.pop("uid")) >= 524288, found
     assert all(v.startswith("blocked") for v in found.values()), found
+
+
+def test_a_package_linked_to_another_projects_object_is_never_installed(sserver, scli, names, tmp_path):
+    # A job that may write its bucket can leave a symbolic link there (the
+    # hostile trainer writes its bucket; the test plants the link on disk as
+    # it would). A later job naming the link as its package must not get the
+    # other project's package installed by mlengined, which reads as root.
+    other = other_project_with_a_secret(scli, tmp_path, names)
+    other_job = names.job("victim")
+    assert other.submit(other_job).rc == 0
+    assert ended(other, other_job)["state"] == "SUCCEEDED", other.explain(other_job)
+    staged = [o for o in other.ok("storage", "ls", "-r", f"gs://{other.bucket}").out.split() if o.endswith(".tar.gz")]
+    assert staged, other.ok("storage", "ls", "-r", f"gs://{other.bucket}").out
+    target = sserver.bucket_path(other.bucket, staged[0][len(f"gs://{other.bucket}/"):])
+    scli.make_bucket()
+    os.makedirs(sserver.bucket_path(scli.bucket, "links"), exist_ok=True)
+    os.symlink(target, sserver.bucket_path(scli.bucket, "links", "stolen-1.0.tar.gz"))
+    os.symlink(sserver.bucket_path(other.bucket), sserver.bucket_path(scli.bucket, "linked-bucket"))
+    for i, uri in enumerate((f"gs://{scli.bucket}/links/stolen-1.0.tar.gz",
+                             f"gs://{scli.bucket}/linked-bucket/" + staged[0][len(f"gs://{other.bucket}/"):])):
+        job = names.job(f"stolen{i}")
+        r = scli("jobs", "submit", "training", job, "--region", REGION, "--runtime-version", RUNTIME,
+                 "--packages", uri, "--module-name", "trainer.task")
+        if r.rc != 0:
+            assert "not found" in r.err.lower() or "no such" in r.err.lower(), r
+            continue  # refused at submission: never run
+        desc = ended(scli, job)
+        assert desc["state"] == "FAILED", scli.explain(job)
+        assert "not a plain file" in desc["errorMessage"], desc
+    assert_secret_untouched(other)

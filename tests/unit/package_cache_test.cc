@@ -3,7 +3,9 @@
 // what a build cut short left behind never reaches a job.
 #include "runtime/package_cache.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -38,6 +40,14 @@ class PackageCacheTest : public ::testing::Test {
   void TearDown() override { if (!HasFailure()) fs::remove_all(root_); }
 
   static void Write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
+  // Prepare with the package at `path`, open as a job's start opens it.
+  absl::StatusOr<PreparedEnvironment> Prepare(PackageCache& cache, const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return absl::NotFoundError(path);
+    auto env = cache.Prepare(runtime_, {{fd, fs::path(path).filename().string()}});
+    ::close(fd);
+    return env;
+  }
   fs::path EnvRoot() const { return root_ / "envs"; }
   // Every entry under ENVS/<runtime>/, names only.
   std::vector<std::string> Entries() const {
@@ -54,7 +64,7 @@ class PackageCacheTest : public ::testing::Test {
 
 TEST_F(PackageCacheTest, PublishedEnvironmentRunsItsScriptsAndLeavesNoStaging) {
   PackageCache cache(EnvRoot().string());
-  auto env = cache.Prepare(runtime_, {package_});
+  auto env = Prepare(cache, package_);
   ASSERT_TRUE(env.ok()) << env.status();
   EXPECT_FALSE(env->cache_hit);
   const fs::path dir = fs::path(env->python).parent_path().parent_path();
@@ -71,7 +81,7 @@ TEST_F(PackageCacheTest, PublishedEnvironmentRunsItsScriptsAndLeavesNoStaging) {
   EXPECT_EQ(run->exit_code, 0) << run->output;
   EXPECT_EQ(run->output, "hello from greet\n");
 
-  auto again = cache.Prepare(runtime_, {package_});
+  auto again = Prepare(cache, package_);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_TRUE(again->cache_hit);
   EXPECT_EQ(again->python, env->python);
@@ -84,7 +94,7 @@ TEST_F(PackageCacheTest, WhatABuildCutShortLeftIsNeverUsedAndIsRemoved) {
   std::string dir_name;
   {
     PackageCache cache(EnvRoot().string());
-    auto env = cache.Prepare(runtime_, {package_});
+    auto env = Prepare(cache, package_);
     ASSERT_TRUE(env.ok()) << env.status();
     dir_name = fs::path(env->python).parent_path().parent_path().filename();
     fs::remove_all(EnvRoot());
@@ -102,7 +112,7 @@ TEST_F(PackageCacheTest, WhatABuildCutShortLeftIsNeverUsedAndIsRemoved) {
   cache.RemoveLeftovers();
   EXPECT_FALSE(fs::exists(runtime_dir / dead_staging));
   EXPECT_FALSE(fs::exists(runtime_dir / other_staging));
-  auto env = cache.Prepare(runtime_, {package_});
+  auto env = Prepare(cache, package_);
   ASSERT_TRUE(env.ok()) << env.status();
   EXPECT_FALSE(env->cache_hit) << "a directory without .ready is never taken as built";
   EXPECT_FALSE(fs::exists(runtime_dir / dir_name / "lib" / "half-written"));
@@ -117,7 +127,7 @@ TEST_F(PackageCacheTest, FailedInstallLeavesNothing) {
                                  "s,^\\.,broken-1.0,", "."});
   ASSERT_TRUE(tar.ok() && tar->exit_code == 0);
   PackageCache cache(EnvRoot().string());
-  auto env = cache.Prepare(runtime_, {broken});
+  auto env = Prepare(cache, broken);
   ASSERT_FALSE(env.ok());
   EXPECT_EQ(env.status().code(), absl::StatusCode::kFailedPrecondition) << env.status();
   EXPECT_TRUE(Entries().empty());

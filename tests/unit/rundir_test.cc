@@ -227,3 +227,42 @@ TEST(MetricReportsTest, EveryTagOfTheFile) {
 
 }  // namespace
 }  // namespace mle::rundir
+
+namespace mle::rundir {
+namespace {
+
+TEST(ReadJobFileTest, APlainFileOnlyNeverThroughALinkAndNotTooMuch) {
+  TempDir dir;
+  const std::string secret = dir.str() + "/secret", file = dir.str() + "/output.metrics";
+  std::ofstream(secret) << "token";
+  std::ofstream(file) << "{\"loss\": 1}\n";
+  fs::create_symlink(secret, dir.str() + "/link");
+  ASSERT_EQ(::mkfifo((dir.str() + "/fifo").c_str(), 0666), 0);
+  struct Row {
+    std::string name;
+    size_t max;
+    absl::StatusCode want;
+  };
+  const Row rows[] = {
+      {"output.metrics", 1024, absl::StatusCode::kOk},
+      {"output.metrics", 4, absl::StatusCode::kResourceExhausted},
+      {"link", 1024, absl::StatusCode::kUnavailable},  // ELOOP: never the link's target
+      {"fifo", 1024, absl::StatusCode::kFailedPrecondition},
+      {"absent", 1024, absl::StatusCode::kNotFound},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    auto text = ReadJobFile(dir.str() + "/" + row.name, row.max);
+    EXPECT_EQ(text.status().code(), row.want) << text.status();
+    if (text.ok()) {
+      EXPECT_EQ(*text, "{\"loss\": 1}\n");
+    }
+  }
+  // The metrics readers read that way: a link planted by the job counts as
+  // an error, not as its target's reports.
+  EXPECT_FALSE(ReadAllMetricReports(dir.str() + "/link").ok());
+  EXPECT_TRUE(ReadAllMetricReports(dir.str() + "/absent")->empty());
+}
+
+}  // namespace
+}  // namespace mle::rundir

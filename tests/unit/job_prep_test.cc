@@ -1,0 +1,65 @@
+// OpenInBuckets: a package is read from bucket storage only as a plain file
+// below the bucket root, never through a symbolic link a job planted (a job
+// that may write a bucket can make one pointing anywhere).
+#include "executor/job_prep.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace mle::executor {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(OpenInBucketsTest, OnlyAPlainFileBelowTheRootThroughNoLink) {
+  const fs::path root = fs::path(::testing::TempDir()) / ("open-in-buckets-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const fs::path gcs = root / "buckets";
+  fs::create_directories(gcs / "mine" / "pkgs");
+  fs::create_directories(gcs / "theirs");
+  std::ofstream(gcs / "mine" / "pkgs" / "trainer-1.0.tar.gz") << "mine";
+  std::ofstream(gcs / "theirs" / "secret.tar.gz") << "theirs";
+  std::ofstream(root / "admin.token") << "token";
+  fs::create_symlink(gcs / "theirs" / "secret.tar.gz", gcs / "mine" / "pkgs" / "linked.tar.gz");
+  fs::create_symlink("../../../admin.token", gcs / "mine" / "pkgs" / "relative.tar.gz");
+  fs::create_directory_symlink(gcs / "theirs", gcs / "mine" / "dir");
+  ASSERT_EQ(::mkfifo((gcs / "mine" / "pkgs" / "fifo.tar.gz").c_str(), 0666), 0);
+
+  struct Row {
+    std::string path;
+    std::string want;  // "" : refused
+  };
+  const Row rows[] = {
+      {"mine/pkgs/trainer-1.0.tar.gz", "mine"},
+      {"mine/pkgs/linked.tar.gz", ""},     // a link to another project's object
+      {"mine/pkgs/relative.tar.gz", ""},   // a link out of the buckets
+      {"mine/dir/secret.tar.gz", ""},      // through a linked directory
+      {"mine/../../admin.token", ""},      // out of the root by name
+      {"mine/pkgs/fifo.tar.gz", ""},       // would stall a start
+      {"mine/pkgs", ""},                   // a directory
+      {"mine/pkgs/absent.tar.gz", ""},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.path);
+    const int fd = OpenInBuckets(gcs.string(), row.path);
+    if (row.want.empty()) {
+      EXPECT_LT(fd, 0);
+      if (fd >= 0) ::close(fd);
+      continue;
+    }
+    ASSERT_GE(fd, 0);
+    char buf[16] = {};
+    EXPECT_EQ(::read(fd, buf, sizeof(buf) - 1), static_cast<ssize_t>(row.want.size()));
+    EXPECT_EQ(std::string(buf), row.want);
+    ::close(fd);
+  }
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace mle::executor
