@@ -41,7 +41,11 @@ std::string HumanBytes(int64_t n) {
   return buf;
 }
 
-// A one-line progress bar on stderr, redrawn at most every 100 ms.
+}  // namespace
+
+// A one-line progress bar on stderr, redrawn at most every 100 ms. Not in
+// the anonymous namespace: Client::Exchange (a class of external linkage)
+// holds a pointer to one.
 class ProgressBar {
  public:
   ProgressBar(std::string label, bool enabled) : label_(std::move(label)), enabled_(enabled) {}
@@ -73,6 +77,8 @@ class ProgressBar {
   int64_t last_done_ = -1;
   std::chrono::steady_clock::time_point last_;
 };
+
+namespace {
 
 bool ProgressEnabled(Progress p) { return p == Progress::kAuto && ::isatty(STDERR_FILENO) == 1; }
 

@@ -30,7 +30,7 @@ absl::Status OnlyFields(const json& object, const std::string& where, std::initi
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> Strings(const json& value, const std::string& field) {
+absl::StatusOr<std::vector<std::string>> StringArray(const json& value, const std::string& field) {
   if (!value.is_array()) return Bad(field, "must be a list of strings");
   std::vector<std::string> out;
   for (const auto& v : value) {
@@ -67,7 +67,7 @@ absl::StatusOr<iam::Policy> DecodePolicy(const json& p) {
       iam::Binding binding;
       binding.role = b["role"].get<std::string>();
       if (b.contains("members")) {
-        auto members = Strings(b["members"], where + ".members");
+        auto members = StringArray(b["members"], where + ".members");
         if (!members.ok()) return members.status();
         binding.members = *std::move(members);
       }
@@ -142,7 +142,7 @@ absl::StatusOr<std::vector<std::string>> DecodeTestIamPermissionsRequest(const j
   if (!body.is_object()) return Bad("", "the request body must be a JSON object");
   if (auto s = OnlyFields(body, "", {"permissions"}); !s.ok()) return s;
   if (!body.contains("permissions")) return std::vector<std::string>{};
-  return Strings(body["permissions"], "permissions");
+  return StringArray(body["permissions"], "permissions");
 }
 
 json EncodeTestIamPermissionsResponse(const std::vector<std::string>& permissions) {
@@ -193,12 +193,12 @@ absl::StatusOr<GenerateAccessTokenRequest> DecodeGenerateAccessTokenRequest(cons
   if (auto s = OnlyFields(body, "", {"delegates", "scope", "lifetime"}); !s.ok()) return s;
   GenerateAccessTokenRequest req;
   if (!body.contains("scope")) return Bad("scope", "is required, e.g. [\"https://www.googleapis.com/auth/cloud-platform\"]");
-  auto scope = Strings(body["scope"], "scope");
+  auto scope = StringArray(body["scope"], "scope");
   if (!scope.ok()) return scope.status();
   if (scope->empty()) return Bad("scope", "must name at least one scope");
   req.scope = *std::move(scope);
   if (body.contains("delegates")) {
-    auto delegates = Strings(body["delegates"], "delegates");
+    auto delegates = StringArray(body["delegates"], "delegates");
     if (!delegates.ok()) return delegates.status();
     req.delegates = *std::move(delegates);
   }

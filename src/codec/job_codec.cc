@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "codec/discovery.h"
+#include "codec/json_fields.h"
 #include "common/status.h"
 #include "common/time_format.h"
 
@@ -18,17 +19,6 @@ using namespace mle::model;
 
 // ---- decoding (input already checked against the schema) ----
 
-std::optional<int64_t> Int64(const json& o, const char* key) {
-  auto it = o.find(key);
-  if (it == o.end() || it->is_null()) return std::nullopt;
-  if (it->is_string()) {
-    int64_t n = 0;
-    if (absl::SimpleAtoi(it->get<std::string>(), &n)) return n;
-    return std::nullopt;
-  }
-  if (it->is_number_float()) return static_cast<int64_t>(it->get<double>());
-  return it->get<int64_t>();
-}
 
 std::optional<int32_t> Int32(const json& o, const char* key) {
   auto v = Int64(o, key);
@@ -36,20 +26,6 @@ std::optional<int32_t> Int32(const json& o, const char* key) {
   return static_cast<int32_t>(*v);
 }
 
-std::optional<double> Double(const json& o, const char* key) {
-  auto it = o.find(key);
-  if (it == o.end() || it->is_null()) return std::nullopt;
-  if (it->is_string()) {
-    const std::string s = it->get<std::string>();
-    if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
-    if (s == "Infinity") return std::numeric_limits<double>::infinity();
-    if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
-    double d = 0;
-    if (absl::SimpleAtod(s, &d)) return d;
-    return std::nullopt;
-  }
-  return it->get<double>();
-}
 
 std::optional<bool> Bool(const json& o, const char* key) {
   auto it = o.find(key);
@@ -57,11 +33,6 @@ std::optional<bool> Bool(const json& o, const char* key) {
   return it->get<bool>();
 }
 
-std::string Str(const json& o, const char* key) {
-  auto it = o.find(key);
-  if (it == o.end() || it->is_null()) return "";
-  return it->get<std::string>();
-}
 
 std::vector<std::string> Strings(const json& o, const char* key) {
   std::vector<std::string> out;
@@ -71,11 +42,6 @@ std::vector<std::string> Strings(const json& o, const char* key) {
   return out;
 }
 
-const json* Obj(const json& o, const char* key) {
-  auto it = o.find(key);
-  if (it == o.end() || it->is_null()) return nullptr;
-  return &*it;
-}
 
 std::map<std::string, std::string> StringMap(const json& o, const char* key) {
   std::map<std::string, std::string> out;
@@ -85,11 +51,6 @@ std::map<std::string, std::string> StringMap(const json& o, const char* key) {
   return out;
 }
 
-std::optional<absl::Time> Time(const json& o, const char* key) {
-  auto it = o.find(key);
-  if (it == o.end() || !it->is_string()) return std::nullopt;
-  return common::ParseRfc3339(it->get<std::string>());
-}
 
 ReplicaConfig DecodeReplica(const json& o) {
   ReplicaConfig r;
@@ -203,11 +164,6 @@ void PutBool(json& o, const char* key, std::optional<bool> v) {
   if (v) o[key] = *v;
 }
 
-json EncodeDouble(double d) {
-  if (std::isnan(d)) return "NaN";
-  if (std::isinf(d)) return d > 0 ? "Infinity" : "-Infinity";
-  return d;
-}
 
 json EncodeReplica(const ReplicaConfig& r) {
   json o = json::object();

@@ -56,7 +56,7 @@ absl::StatusOr<std::string> String(const json& o, const char* key, bool required
   return s;
 }
 
-absl::StatusOr<std::vector<std::string>> Strings(const json& o, const char* key) {
+absl::StatusOr<std::vector<std::string>> StringList(const json& o, const char* key) {
   auto it = o.find(key);
   if (it == o.end() || !it->is_array()) return Malformed(absl::StrCat("has no \"", key, "\" list"));
   std::vector<std::string> out;
@@ -77,7 +77,7 @@ absl::StatusOr<LaunchComponent> DecodeComponent(const json& c, size_t k) {
   }
   LaunchComponent out;
   auto role = String(c, "role", true);
-  auto tasks = Strings(c, "tasks");
+  auto tasks = StringList(c, "tasks");
   auto first = String(c, "firstNodeTask", false);
   for (const absl::Status& s : {role.status(), tasks.status(), first.status()}) {
     if (!s.ok()) return absl::Status(s.code(), absl::StrCat(s.message(), " in ", where));
@@ -270,11 +270,11 @@ absl::StatusOr<TaskLaunch> DecodeTaskLaunch(absl::string_view text) {
   if (!image.ok()) return image.status();
   out.image = *std::move(image);
   if (!out.image.empty()) {
-    auto entrypoint = Strings(*doc, "entrypoint");
+    auto entrypoint = StringList(*doc, "entrypoint");
     if (!entrypoint.ok()) return entrypoint.status();
     out.entrypoint = *std::move(entrypoint);
   }
-  auto argv = Strings(*doc, "argv");
+  auto argv = StringList(*doc, "argv");
   if (!argv.ok()) return argv.status();
   if (argv->empty() && out.image.empty()) return Malformed("has an empty \"argv\"");
   out.argv = *std::move(argv);

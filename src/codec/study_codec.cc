@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "codec/discovery.h"
+#include "codec/json_fields.h"
 #include "common/status.h"
 #include "common/time_format.h"
 
@@ -77,16 +78,7 @@ std::optional<E> ValueOf(const EnumName<E> (&table)[N], const std::string& name)
 
 // ---- reading fields of a body already checked against the schema ----
 
-const json* Obj(const json& o, const char* key) {
-  auto it = o.find(key);
-  if (it == o.end() || it->is_null()) return nullptr;
-  return &*it;
-}
 
-std::string Str(const json& o, const char* key) {
-  const json* v = Obj(o, key);
-  return v == nullptr ? "" : v->get<std::string>();
-}
 
 int64_t ToInt64(const json& v) {
   if (v.is_string()) {
@@ -109,21 +101,6 @@ double ToDouble(const json& v) {
   return v.get<double>();
 }
 
-std::optional<int64_t> Int64(const json& o, const char* key) {
-  const json* v = Obj(o, key);
-  if (v == nullptr) return std::nullopt;
-  return ToInt64(*v);
-}
-std::optional<double> Double(const json& o, const char* key) {
-  const json* v = Obj(o, key);
-  if (v == nullptr) return std::nullopt;
-  return ToDouble(*v);
-}
-std::optional<absl::Time> Time(const json& o, const char* key) {
-  const json* v = Obj(o, key);
-  if (v == nullptr) return std::nullopt;
-  return common::ParseRfc3339(v->get<std::string>());
-}
 
 // `values` of a {values: [...]} object.
 template <class T>
@@ -281,11 +258,6 @@ std::vector<common::FieldViolation> CheckBody(const json& body, absl::string_vie
 
 // ---- encoding ----
 
-json EncodeDouble(double d) {
-  if (std::isnan(d)) return "NaN";
-  if (std::isinf(d)) return d > 0 ? "Infinity" : "-Infinity";
-  return d;
-}
 
 json ValuesOf(const std::vector<double>& values) {
   json list = json::array();

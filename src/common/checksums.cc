@@ -16,7 +16,7 @@
 namespace mle::common {
 namespace {
 
-constexpr size_t kReadBytes = 1 << 20;
+constexpr size_t kChecksumReadBytes = 1 << 20;
 
 void Check(int ok, const char* what) {
   if (ok != 1) {
@@ -93,7 +93,7 @@ Checksums ChecksumsOf(absl::string_view bytes) {
 
 absl::StatusOr<Checksums> ChecksumsOfFd(int fd, int64_t offset, int64_t length) {
   Checksummer c;
-  std::vector<char> buf(kReadBytes);
+  std::vector<char> buf(kChecksumReadBytes);
   int64_t left = length;
   while (length < 0 || left > 0) {
     const size_t want = length < 0 ? buf.size() : static_cast<size_t>(std::min<int64_t>(left, buf.size()));
