@@ -208,7 +208,19 @@ std::string EnterSandbox(const SandboxSpec& spec) {
         }
         break;
       case ViewEntry::Kind::kDir:
-        (void)MakeMountPoint(at, true, &error);
+        if (!MakeMountPoint(at, true, &error) || e.source.empty()) break;
+        if (::chmod(at.c_str(), static_cast<mode_t>(std::stoul(e.source, nullptr, 8))) != 0) {
+          error = Errno("cannot set the mode of " + e.target);
+        }
+        break;
+      case ViewEntry::Kind::kSysfs:
+        // A sysfs of its own, read-only, without what is mounted below the
+        // host's /sys: its cgroup trees (/sys/fs/cgroup, which name every
+        // job on the host) are empty directories here.
+        if (!MakeMountPoint(at, true, &error)) break;
+        if (::mount("sysfs", at.c_str(), "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+          error = Errno("cannot mount /sys at " + e.target);
+        }
         break;
       case ViewEntry::Kind::kProc:
         if (!MakeMountPoint(at, true, &error)) break;

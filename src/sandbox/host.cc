@@ -28,10 +28,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kSystemDirs[] = {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/usr", "/etc"};
-// /sys but its cgroup trees (/sys/fs), which name every job on the host
-// (mlengine/PROJECT/JOB/TASK): what trainers read (CPUs, devices, GPUs) is
-// in the rest.
-constexpr const char* kSysHidden[] = {"fs"};
 constexpr const char* kDevices[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"};
 
 }  // namespace
@@ -46,11 +42,6 @@ HostLayout DetectHostLayout(const std::vector<std::string>& extra_read_only) {
     } else if (fs::is_directory(p, ec)) {
       layout.read_only.push_back(dir);
     }
-  }
-  for (const auto& e : fs::directory_iterator("/sys", ec)) {
-    const std::string name = e.path().filename().string();
-    if (std::find(std::begin(kSysHidden), std::end(kSysHidden), name) != std::end(kSysHidden)) continue;
-    if (e.is_directory(ec) && !e.is_symlink(ec)) layout.read_only.push_back(e.path().string());
   }
   for (const auto& extra : extra_read_only) {
     const fs::path canonical = fs::canonical(extra, ec);

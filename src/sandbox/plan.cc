@@ -32,7 +32,9 @@ SandboxSpec PlanReplicaSandbox(const HostLayout& host, const ReplicaView& view) 
   for (const auto& dir : host.read_only) entries.push_back(Bind(dir, false));
   for (const auto& dir : view.read_only) entries.push_back(Bind(dir, false));
 
-  entries.push_back({ViewEntry::Kind::kTmpfs, true, "mode=0755,size=64k,nr_inodes=64", "/dev"});
+  // /dev is a tmpfs of its own holding the devices and /dev/shm (a
+  // directory only the job may write: mode 1777 in a tmpfs owned by root).
+  entries.push_back({ViewEntry::Kind::kTmpfs, true, "mode=0755", "/dev"});
   std::set<std::string> gpu_devices;
   for (int g : view.gpus) gpu_devices.insert(absl::StrCat("/dev/nvidia", g));
   for (const auto& dev : host.devices) {
@@ -42,12 +44,13 @@ SandboxSpec PlanReplicaSandbox(const HostLayout& host, const ReplicaView& view) 
     if (gpu && (view.gpus.empty() || (per_gpu && !gpu_devices.count(dev)))) continue;
     entries.push_back({ViewEntry::Kind::kDevice, true, dev, dev});
   }
-  entries.push_back({ViewEntry::Kind::kTmpfs, true, "mode=1777", "/dev/shm"});
+  entries.push_back({ViewEntry::Kind::kDir, true, "1777", "/dev/shm"});
   entries.push_back({ViewEntry::Kind::kSymlink, false, "/proc/self/fd", "/dev/fd"});
   entries.push_back({ViewEntry::Kind::kSymlink, false, "/proc/self/fd/0", "/dev/stdin"});
   entries.push_back({ViewEntry::Kind::kSymlink, false, "/proc/self/fd/1", "/dev/stdout"});
   entries.push_back({ViewEntry::Kind::kSymlink, false, "/proc/self/fd/2", "/dev/stderr"});
   entries.push_back({ViewEntry::Kind::kProc, false, "", "/proc"});
+  entries.push_back({ViewEntry::Kind::kSysfs, false, "", "/sys"});
   entries.push_back({ViewEntry::Kind::kBind, true, view.tmp, "/tmp"});
   entries.push_back({ViewEntry::Kind::kSymlink, false, "/tmp", "/var/tmp"});
   if (!view.passwd.empty()) entries.push_back({ViewEntry::Kind::kBind, false, view.passwd, "/etc/passwd"});
@@ -56,6 +59,33 @@ SandboxSpec PlanReplicaSandbox(const HostLayout& host, const ReplicaView& view) 
   if (!view.gcs_root.empty()) {
     entries.push_back({ViewEntry::Kind::kDir, false, "", view.gcs_root});
     for (const auto& b : view.buckets) entries.push_back(Bind(view.gcs_root + "/" + b.bucket, b.writable));
+  }
+  // An entry below the view's /var/tmp link (a data directory under
+  // /var/tmp) needs real directories there: the link goes.
+  std::erase_if(entries, [&entries](const ViewEntry& link) {
+    return link.kind == ViewEntry::Kind::kSymlink &&
+           std::any_of(entries.begin(), entries.end(),
+                       [&link](const ViewEntry& e) { return e.target != link.target && Under(e.target, link.target); });
+  });
+  // An entry below the job's writable /tmp (a data directory under /tmp, as
+  // in tests) would have its mount point made in the job's own directory on
+  // disk, by root: a small tmpfs over the first directory below /tmp holds
+  // those mount points instead (one directory on disk, none for the job to
+  // find and no disk inodes made per entry).
+  std::set<std::string> shadows;
+  for (const auto& e : entries) {
+    if (e.target.size() > 5 && Under(e.target, "/tmp") && e.target != "/tmp") {
+      shadows.insert(e.target.substr(0, e.target.find('/', 5)));
+    }
+  }
+  for (const auto& dir : shadows) {
+    const ViewEntry shadow{ViewEntry::Kind::kTmpfs, true, "mode=0755,size=64k,nr_inodes=4096", dir};
+    auto at = std::find_if(entries.begin(), entries.end(), [&dir](const ViewEntry& e) { return e.target == dir; });
+    if (at == entries.end()) {
+      entries.push_back(shadow);
+    } else if (at->kind == ViewEntry::Kind::kDir) {
+      *at = shadow;  // a bare directory (the buckets' root) on the job's disk: the same, in memory
+    }
   }
   // Parents before children (a prefix sorts first); an entry inside a
   // read-only bind of the host would need a mount point there: dropped

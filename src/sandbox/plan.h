@@ -4,9 +4,9 @@
 // (DetectHostLayout, impure, in host.h).
 //
 // What a replica sees (docs/security.md):
-//   /usr, /etc, /sys but its cgroup trees, and the runtimes' and
-//     mlengine's own directories, read-only; /bin, /lib... as the host has
-//     them (symlinks or binds)
+//   /usr, /etc, the runtimes' and mlengine's own directories, read-only;
+//     /bin, /lib... as the host has them (symlinks or binds); /sys, a
+//     read-only sysfs of its own (nothing mounted below it: no cgroup trees)
 //   /dev: null, zero, full, random, urandom, its GPUs; /dev/shm its own
 //   /proc: its own processes only (hidepid); /tmp (and /var/tmp): its own
 //   its run's work and hypertune directories, read-write

@@ -63,7 +63,9 @@ bool EncodeSpec(const SandboxSpec& spec, std::string* text, std::string* error) 
     }
     const bool host_path = e.kind == ViewEntry::Kind::kBind || e.kind == ViewEntry::Kind::kDevice;
     if ((host_path && !Absolute(e.source)) ||
-        ((e.kind == ViewEntry::Kind::kSymlink || e.kind == ViewEntry::Kind::kTmpfs) && !Clean(e.source))) {
+        ((e.kind == ViewEntry::Kind::kSymlink || e.kind == ViewEntry::Kind::kTmpfs) && !Clean(e.source)) ||
+        (e.kind == ViewEntry::Kind::kDir &&
+         (e.source.size() > 4 || e.source.find_first_not_of("01234567") != std::string::npos))) {
       *error = "a source of the view is not a clean path: " + e.source;
       return false;
     }
@@ -84,7 +86,10 @@ bool EncodeSpec(const SandboxSpec& spec, std::string* text, std::string* error) 
         out += "proc\t" + e.target + "\n";
         break;
       case ViewEntry::Kind::kDir:
-        out += "dir\t" + e.target + "\n";
+        out += "dir\t" + (e.source.empty() ? "" : e.source + "\t") + e.target + "\n";
+        break;
+      case ViewEntry::Kind::kSysfs:
+        out += "sysfs\t" + e.target + "\n";
         break;
     }
   }
@@ -151,9 +156,17 @@ bool ParseSpec(const std::string& text, SandboxSpec* spec, std::string* error) {
     } else if (key == "proc") {
       if (f.size() != 2 || !Absolute(f[1])) return fail("bad proc");
       spec->view.push_back({ViewEntry::Kind::kProc, false, "", f[1]});
+    } else if (key == "sysfs") {
+      if (f.size() != 2 || !Absolute(f[1])) return fail("bad sysfs");
+      spec->view.push_back({ViewEntry::Kind::kSysfs, false, "", f[1]});
     } else if (key == "dir") {
-      if (f.size() != 2 || !Absolute(f[1])) return fail("bad dir");
-      spec->view.push_back({ViewEntry::Kind::kDir, false, "", f[1]});
+      // dir [MODE] TARGET: MODE in octal (default 0755).
+      const bool moded = f.size() == 3;
+      if ((f.size() != 2 && !moded) || !Absolute(f.back()) ||
+          (moded && (f[1].empty() || f[1].size() > 4 || f[1].find_first_not_of("01234567") != std::string::npos))) {
+        return fail("bad dir");
+      }
+      spec->view.push_back({ViewEntry::Kind::kDir, false, moded ? f[1] : "", f.back()});
     } else {
       return fail("unknown record " + key);
     }

@@ -30,10 +30,11 @@
 namespace mle::sandbox {
 
 struct ViewEntry {
-  enum class Kind { kBind, kDevice, kSymlink, kTmpfs, kProc, kDir };
+  enum class Kind { kBind, kDevice, kSymlink, kTmpfs, kProc, kDir, kSysfs };
   Kind kind = Kind::kBind;
   bool writable = false;  // kBind
-  std::string source;     // kBind, kDevice: the host path; kSymlink: the link's target; kTmpfs: mount options
+  std::string source;     // kBind, kDevice: the host path; kSymlink: the link's target; kTmpfs: mount options;
+                          // kDir: its mode in octal ("" for 0755)
   std::string target;     // the path in the view
 
   bool operator==(const ViewEntry&) const = default;

@@ -31,6 +31,7 @@ SandboxSpec Example() {
   s.view = {{Kind::kSymlink, false, "usr/bin", "/bin"},   {Kind::kBind, false, "/usr", "/usr"},
             {Kind::kTmpfs, true, "mode=0755", "/dev"},    {Kind::kDevice, true, "/dev/null", "/dev/null"},
             {Kind::kProc, false, "", "/proc"},            {Kind::kDir, false, "", "/data/buckets"},
+            {Kind::kDir, false, "1777", "/dev/shm"},      {Kind::kSysfs, false, "", "/sys"},
             {Kind::kBind, true, "/data/runs/x", "/tmp"}};
   return s;
 }
@@ -57,6 +58,7 @@ TEST(SandboxSpecTest, EncodeRefuses) {
       {"a newline in a source", [](SandboxSpec& s) { s.view[1].source = "/usr\nbind\trw\t/\t/x"; }},
       {"a relative bind source", [](SandboxSpec& s) { s.view[1].source = "usr"; }},
       {"a relative cgroup", [](SandboxSpec& s) { s.cgroups = {"mlengine/x"}; }},
+      {"a directory's mode not in octal", [](SandboxSpec& s) { s.view[5].source = "0x777"; }},
   };
   for (const auto& row : rows) {
     SandboxSpec s = Example();
@@ -81,6 +83,9 @@ TEST(SandboxSpecTest, ParseRefuses) {
       {head + "umask\t999\n", "bad umask"},
       {head + "chroot\t/\n", "unknown record chroot"},
       {head + "proc\tproc\n", "bad proc"},
+      {head + "sysfs\tsys\n", "bad sysfs"},
+      {head + "dir\t99\t/d\n", "bad dir"},
+      {head + "dir\t0755\td\n", "bad dir"},
   };
   for (const auto& [text, why] : rows) {
     SandboxSpec s;
@@ -246,6 +251,46 @@ TEST(IdentityPoolTest, AnUnopenableLeaseFileIsAnError) {
   EXPECT_FALSE(pool.status().ok());
   EXPECT_NE(pool.status().message().find("uids.lock"), std::string::npos) << pool.status();
   EXPECT_EQ(pool.Acquire("p/1"), std::nullopt);
+}
+
+TEST(PlanReplicaSandboxTest, NoMountPointIsMadeInTheJobsOwnTmp) {
+  // A data directory under /tmp (tests, benchmarks): its run and bucket
+  // mount points go on a tmpfs over /tmp/DIR, never into the directory on
+  // disk that is the job's /tmp.
+  ReplicaView v;
+  v.uid = v.gid = 524301;
+  v.cwd = "/tmp/x/data/runs/p/j/m/work";
+  v.writable = {v.cwd};
+  v.tmp = "/tmp/x/data/runs/p/j/m/tmp";
+  v.gcs_root = "/tmp/x/data/gcs";
+  v.buckets = {{"mine", true}};
+  SandboxSpec s = PlanReplicaSandbox(HostLayout{}, v);
+  EXPECT_TRUE(Has(s, Kind::kBind, "/tmp", true));
+  EXPECT_TRUE(Has(s, Kind::kTmpfs, "/tmp/x"));
+  EXPECT_TRUE(Has(s, Kind::kBind, v.cwd, true));
+  EXPECT_TRUE(Has(s, Kind::kBind, "/tmp/x/data/gcs/mine", true));
+  // The buckets' root at /tmp itself: the tmpfs takes its place.
+  v.gcs_root = "/tmp/gcs";
+  s = PlanReplicaSandbox(HostLayout{}, v);
+  EXPECT_TRUE(Has(s, Kind::kTmpfs, "/tmp/gcs"));
+  EXPECT_FALSE(Has(s, Kind::kDir, "/tmp/gcs"));
+  EXPECT_TRUE(Has(s, Kind::kBind, "/tmp/gcs/mine", true));
+  for (size_t i = 1; i < s.view.size(); ++i) EXPECT_LE(s.view[i - 1].target, s.view[i].target);
+}
+
+TEST(PlanReplicaSandboxTest, ADataDirectoryUnderVarTmpReplacesItsLink) {
+  ReplicaView v;
+  v.uid = v.gid = 524301;
+  v.cwd = "/var/tmp/data/runs/p/j/m/work";
+  v.writable = {v.cwd};
+  v.tmp = "/var/tmp/data/runs/p/j/m/tmp";
+  const SandboxSpec s = PlanReplicaSandbox(HostLayout{}, v);
+  EXPECT_FALSE(Has(s, Kind::kSymlink, "/var/tmp"));
+  EXPECT_TRUE(Has(s, Kind::kBind, v.cwd, true));
+  // Without one there, /var/tmp is /tmp.
+  v.cwd = v.tmp = "/w";
+  v.writable = {v.cwd};
+  EXPECT_TRUE(Has(PlanReplicaSandbox(HostLayout{}, v), Kind::kSymlink, "/var/tmp"));
 }
 
 }  // namespace
