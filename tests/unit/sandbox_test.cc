@@ -253,15 +253,22 @@ TEST(IdentityPoolTest, AnUnopenableLeaseFileIsAnError) {
   EXPECT_EQ(pool.Acquire("p/1"), std::nullopt);
 }
 
+// A replica of a job whose data directory is `data`: its work directory
+// (cwd, writable) and /tmp in the run.
+ReplicaView ViewOfARunIn(const std::string& data) {
+  ReplicaView v;
+  v.uid = v.gid = 524301;
+  v.cwd = data + "/runs/p/j/m/work";
+  v.writable = {v.cwd};
+  v.tmp = data + "/runs/p/j/m/tmp";
+  return v;
+}
+
 TEST(PlanReplicaSandboxTest, NoMountPointIsMadeInTheJobsOwnTmp) {
   // A data directory under /tmp (tests, benchmarks): its run and bucket
   // mount points go on a tmpfs over /tmp/DIR, never into the directory on
   // disk that is the job's /tmp.
-  ReplicaView v;
-  v.uid = v.gid = 524301;
-  v.cwd = "/tmp/x/data/runs/p/j/m/work";
-  v.writable = {v.cwd};
-  v.tmp = "/tmp/x/data/runs/p/j/m/tmp";
+  ReplicaView v = ViewOfARunIn("/tmp/x/data");
   v.gcs_root = "/tmp/x/data/gcs";
   v.buckets = {{"mine", true}};
   SandboxSpec s = PlanReplicaSandbox(HostLayout{}, v);
@@ -279,11 +286,7 @@ TEST(PlanReplicaSandboxTest, NoMountPointIsMadeInTheJobsOwnTmp) {
 }
 
 TEST(PlanReplicaSandboxTest, ADataDirectoryUnderVarTmpReplacesItsLink) {
-  ReplicaView v;
-  v.uid = v.gid = 524301;
-  v.cwd = "/var/tmp/data/runs/p/j/m/work";
-  v.writable = {v.cwd};
-  v.tmp = "/var/tmp/data/runs/p/j/m/tmp";
+  ReplicaView v = ViewOfARunIn("/var/tmp/data");
   const SandboxSpec s = PlanReplicaSandbox(HostLayout{}, v);
   EXPECT_FALSE(Has(s, Kind::kSymlink, "/var/tmp"));
   EXPECT_TRUE(Has(s, Kind::kBind, v.cwd, true));
