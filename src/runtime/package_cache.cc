@@ -242,6 +242,20 @@ absl::StatusOr<PreparedEnvironment> PackageCache::Prepare(const Runtime& runtime
     if (copied.ok()) copied = CheckArchive(to.string());
     copies.push_back(to.string());
   }
+  // What was copied is what was hashed, or the environment named by the
+  // digest would hold other code: a job that may write the package's
+  // bucket could rewrite it in place between the two reads, and every
+  // later job whose packages have that digest would run what it wrote.
+  if (copied.ok()) {
+    auto copied_digest = common::Sha256HexOfFiles(std::vector<fs::path>(copies.begin(), copies.end()));
+    if (!copied_digest.ok()) {
+      copied = copied_digest.status();
+    } else if (*copied_digest != *digest) {
+      copied = absl::FailedPreconditionError(
+          "A package changed while it was being installed (something rewrote it in its bucket); submit the job "
+          "again once it no longer changes.");
+    }
+  }
   auto built = copied;
   const fs::path staging = dir.parent_path() / StagingName(dir.filename().string());
   if (built.ok()) built = Build(runtime, copies, staging, dir);
