@@ -1,10 +1,6 @@
 #include "executor/job_prep.h"
 
-#include <fcntl.h>
-#include <linux/openat2.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -63,53 +59,43 @@ absl::Status CheckJobRunnable(const model::Job& job, const runtime::RuntimeCatal
   return absl::OkStatus();
 }
 
-int OpenInBuckets(const std::string& gcs_root, const std::string& path) {
-  const int root = ::open(gcs_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (root < 0) return -1;
-  open_how how{};
-  how.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;  // a FIFO must not stall the start
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  const int fd = static_cast<int>(::syscall(SYS_openat2, root, path.c_str(), &how, sizeof(how)));
-  ::close(root);
-  struct stat st;
-  if (fd >= 0 && (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
+absl::StatusOr<buckets::ScopedFd> OpenPackage(const buckets::BucketStore& buckets, const std::string& uri) {
+  auto missing = [&uri](absl::string_view why) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "The package ", uri, " is missing or not a plain file in bucket storage (", why,
+        "). Stage it first (mlengine jobs submit training --package-path does), or check it with `mlengine "
+        "storage ls`."));
+  };
+  auto parsed = buckets::ParseGcsUri(uri);
+  if (!parsed.ok()) return missing(parsed.status().message());
+  auto opened = buckets.OpenObject(parsed->bucket, parsed->path);
+  if (!opened.ok()) return missing(opened.status().message());
+  return std::move(opened->fd);
 }
 
 absl::StatusOr<runtime::PreparedEnvironment> PrepareJobEnvironment(const model::Job& job,
                                                                    const runtime::RuntimeCatalog& runtimes,
                                                                    runtime::PackageCache& cache,
-                                                                   const std::string& gcs_root) {
+                                                                   const buckets::BucketStore* buckets) {
   const model::TrainingInput& t = *job.training_input;
   const runtime::Runtime* rt = runtimes.Find(t.runtime_version);
   if (rt == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("Runtime version ", t.runtime_version, " is not installed."));
   }
-  // Packages: gs:// URIs are files in the bucket store, opened here once and
-  // never through a symbolic link (a job that may write a bucket can make
-  // one, pointing at the data directory or at another project's bucket).
+  // Packages: objects of the bucket store, opened here once (whoever may
+  // write their bucket may replace them meanwhile, never what is read).
+  std::vector<buckets::ScopedFd> opened;
   std::vector<runtime::PackageFile> packages;
-  auto close_all = [&packages] {
-    for (const auto& p : packages) ::close(p.fd);
-  };
-  for (const auto& uri : t.package_uris) {
-    const std::string rest = uri.substr(5);  // validation guarantees "gs://"
-    const int fd = OpenInBuckets(gcs_root, rest);
-    if (fd < 0) {
-      close_all();
-      return absl::FailedPreconditionError(absl::StrCat(
-          "The package ", uri,
-          " was not found in bucket storage (or is not a plain file there). Stage it first (mlengine jobs submit "
-          "training --package-path does), or check it with `mlengine storage ls`."));
-    }
-    packages.push_back({fd, fs::path(rest).filename().string()});
+  if (buckets == nullptr && !t.package_uris.empty()) {
+    return absl::FailedPreconditionError("This server has no bucket storage to read the job's packages from.");
   }
-  auto prepared = cache.Prepare(*rt, packages);
-  close_all();
-  return prepared;
+  for (const auto& uri : t.package_uris) {
+    auto fd = OpenPackage(*buckets, uri);
+    if (!fd.ok()) return fd.status();
+    packages.push_back({fd->get(), fs::path(uri).filename().string()});
+    opened.push_back(*std::move(fd));
+  }
+  return cache.Prepare(*rt, packages);
 }
 
 absl::Status PullJobImages(const model::Job& job, const containers::Podman* podman) {

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "buckets/bucket_store.h"
 #include "containers/podman.h"
 #include "model/job.h"
 #include "model/resources.h"
@@ -69,18 +70,21 @@ void SetContainerEnvironment(const containers::Podman& podman, const model::Job&
 std::map<std::string, std::string> SimulatedImageNotes(const containers::ContainerSettings& settings,
                                                        const model::Job& job);
 
-// `path` (BUCKET/OBJECT) below `gcs_root`, opened read-only without ever
-// following a symbolic link or leaving gcs_root; -1 unless it is a regular
-// file there.
-int OpenInBuckets(const std::string& gcs_root, const std::string& path);
+// The package `uri` (gs://BUCKET/OBJECT) opened in the bucket store as the
+// storage API opens an object: never through a symbolic link (a job that
+// may write a bucket can plant one pointing at the data directory or at
+// another project's bucket), a regular file only. FAILED_PRECONDITION with
+// a message for the user otherwise.
+absl::StatusOr<buckets::ScopedFd> OpenPackage(const buckets::BucketStore& buckets, const std::string& uri);
 
-// Resolves the job's packageUris in bucket storage (gs://B/x is
-// gcs_root/B/x, opened by OpenInBuckets) and installs them. FAILED_PRECONDITION with a message for the
-// user when a package is missing or cannot be installed.
+// Opens the job's packageUris (OpenPackage; `buckets` may be null for a
+// job without packages) and installs them.
+// FAILED_PRECONDITION with a message for the user when a package is missing
+// or cannot be installed.
 absl::StatusOr<runtime::PreparedEnvironment> PrepareJobEnvironment(const model::Job& job,
                                                                    const runtime::RuntimeCatalog& runtimes,
                                                                    runtime::PackageCache& cache,
-                                                                   const std::string& gcs_root);
+                                                                   const buckets::BucketStore* buckets);
 
 // The file's contents, "" when it cannot be read.
 std::string ReadFileOrEmpty(const std::string& path);

@@ -245,7 +245,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     // Every image the job runs is in the node's store before any replica starts.
     if (auto s = PullJobImages(job, options_.podman); !s.ok()) return fail(Ending::kFailed, std::string(s.message()));
   } else {
-    auto prepared = PrepareJobEnvironment(job, runtimes_, cache_, options_.gcs_root);
+    auto prepared = PrepareJobEnvironment(job, runtimes_, cache_, options_.buckets);
     if (!prepared.ok()) return fail(Ending::kFailed, std::string(prepared.status().message()));
     env = *std::move(prepared);
   }

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "absl/time/time.h"
+#include "buckets/bucket_store.h"
 #include "common/worker_pool.h"
 #include "containers/podman.h"
 #include "executor/executor.h"
@@ -36,6 +37,7 @@ struct LocalExecutorOptions {
   std::string runs_dir;         // DATA_DIR/runs
   std::string shim;             // path of mlengine-replica
   std::string gcs_root;         // where bucket B is the directory gcs_root/B
+  const buckets::BucketStore* buckets = nullptr;  // the store at gcs_root: where packages are read (null: none)
   std::string python_path;      // mlengine's python/ for PYTHONPATH
   absl::Duration cancel_grace = absl::Seconds(10);
   int first_port = 27200;       // ports for TF_CONFIG / MASTER_PORT come from here up

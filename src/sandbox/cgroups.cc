@@ -218,7 +218,6 @@ absl::Status WriteFile(const std::string& path, absl::string_view text, int* err
   return absl::OkStatus();
 }
 
-
 // mkdir that accepts an existing directory (and refuses an existing file:
 // a name such as "cgroup.procs" that is a control file of the parent).
 absl::Status MakeDir(const std::string& path) {

@@ -352,6 +352,7 @@ absl::Status Server::Parts::Build() {
     o.runs_dir = runs.string();
     o.shim = shim.string();
     o.gcs_root = buckets.string();
+    o.buckets = bucket_store.get();
     o.python_path = python_dir.string();
     o.cancel_grace = absl::Seconds(config.cancel_grace_seconds);
     o.credentials = credentials.get();
@@ -388,6 +389,7 @@ absl::Status Server::Parts::Build() {
     so.launcher = launcher.string();
     so.shim = shim.string();
     so.gcs_root = buckets.string();
+    so.buckets = bucket_store.get();
     so.python_path = python_dir.string();
     so.user = CurrentUserName();
     so.credentials = credentials.get();

@@ -1,5 +1,5 @@
-// OpenInBuckets: a package is read from bucket storage only as a plain file
-// below the bucket root, never through a symbolic link a job planted (a job
+// OpenPackage: a package is read from bucket storage only as a plain file
+// of the bucket store, never through a symbolic link a job planted (a job
 // that may write a bucket can make one pointing anywhere).
 #include "executor/job_prep.h"
 
@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-TEST(OpenInBucketsTest, OnlyAPlainFileBelowTheRootThroughNoLink) {
+TEST(OpenPackageTest, OnlyAPlainFileOfTheStoreThroughNoLink) {
   const fs::path root = fs::path(::testing::TempDir()) / ("open-in-buckets-" + std::to_string(::getpid()));
   fs::remove_all(root);
   const fs::path gcs = root / "buckets";
@@ -29,6 +29,8 @@ TEST(OpenInBucketsTest, OnlyAPlainFileBelowTheRootThroughNoLink) {
   fs::create_symlink("../../../admin.token", gcs / "mine" / "pkgs" / "relative.tar.gz");
   fs::create_directory_symlink(gcs / "theirs", gcs / "mine" / "dir");
   ASSERT_EQ(::mkfifo((gcs / "mine" / "pkgs" / "fifo.tar.gz").c_str(), 0666), 0);
+  auto store = buckets::BucketStore::Open(gcs.string());
+  ASSERT_TRUE(store.ok()) << store.status();
 
   struct Row {
     std::string path;
@@ -46,18 +48,19 @@ TEST(OpenInBucketsTest, OnlyAPlainFileBelowTheRootThroughNoLink) {
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.path);
-    const int fd = OpenInBuckets(gcs.string(), row.path);
+    auto fd = OpenPackage(**store, "gs://" + row.path);
     if (row.want.empty()) {
-      EXPECT_LT(fd, 0);
-      if (fd >= 0) ::close(fd);
+      ASSERT_FALSE(fd.ok());
+      EXPECT_EQ(fd.status().code(), absl::StatusCode::kFailedPrecondition);
+      EXPECT_NE(fd.status().message().find("gs://" + row.path), std::string::npos) << fd.status();
       continue;
     }
-    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(fd.ok()) << fd.status();
     char buf[16] = {};
-    EXPECT_EQ(::read(fd, buf, sizeof(buf) - 1), static_cast<ssize_t>(row.want.size()));
+    EXPECT_EQ(::read(fd->get(), buf, sizeof(buf) - 1), static_cast<ssize_t>(row.want.size()));
     EXPECT_EQ(std::string(buf), row.want);
-    ::close(fd);
   }
+  store->reset();
   fs::remove_all(root);
 }
 

@@ -188,7 +188,7 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
   const bool containers = IsContainerJob(job);
   std::string python = runtimes_.runtimes().empty() ? "/usr/bin/python3" : runtimes_.runtimes().front().python;
   if (!containers) {
-    auto env = PrepareJobEnvironment(job, runtimes_, cache_, options_.gcs_root);
+    auto env = PrepareJobEnvironment(job, runtimes_, cache_, options_.buckets);
     if (!env.ok()) return env.status();
     python = env->python;
   }

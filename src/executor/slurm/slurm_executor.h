@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "buckets/bucket_store.h"
 #include "common/clock.h"
 #include "common/worker_pool.h"
 #include "containers/podman.h"
@@ -71,6 +72,7 @@ struct SlurmExecutorOptions {
   std::string launcher;        // path of mlengine-slurm-launch (same path on every node)
   std::string shim;            // path of mlengine-replica (same path on every node)
   std::string gcs_root;        // shared: bucket B is gcs_root/B on every node
+  const buckets::BucketStore* buckets = nullptr;  // the store at gcs_root: where packages are read (null: none)
   std::string python_path;     // mlengine's python/ (for PYTHONPATH)
   std::string user;            // the user mlengined runs as: associated with the per-project accounts
   // Gives each job's replicas a token of its account (null: none given);
