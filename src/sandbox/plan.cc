@@ -74,7 +74,7 @@ SandboxSpec PlanReplicaSandbox(const HostLayout& host, const ReplicaView& view) 
   // find and no disk inodes made per entry).
   std::set<std::string> shadows;
   for (const auto& e : entries) {
-    if (e.target.size() > 5 && Under(e.target, "/tmp") && e.target != "/tmp") {
+    if (Under(e.target, "/tmp") && e.target != "/tmp") {
       shadows.insert(e.target.substr(0, e.target.find('/', 5)));
     }
   }

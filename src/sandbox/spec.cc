@@ -12,6 +12,10 @@ namespace {
 
 bool Clean(const std::string& field) { return field.find_first_of("\t\n") == std::string::npos && !field.empty(); }
 bool Absolute(const std::string& path) { return Clean(path) && path[0] == '/'; }
+// A directory's mode: 1 to 4 octal digits.
+bool OctalMode(const std::string& mode) {
+  return !mode.empty() && mode.size() <= 4 && mode.find_first_not_of("01234567") == std::string::npos;
+}
 
 std::vector<std::string> Fields(const std::string& line) {
   std::vector<std::string> out;
@@ -64,8 +68,7 @@ bool EncodeSpec(const SandboxSpec& spec, std::string* text, std::string* error) 
     const bool host_path = e.kind == ViewEntry::Kind::kBind || e.kind == ViewEntry::Kind::kDevice;
     if ((host_path && !Absolute(e.source)) ||
         ((e.kind == ViewEntry::Kind::kSymlink || e.kind == ViewEntry::Kind::kTmpfs) && !Clean(e.source)) ||
-        (e.kind == ViewEntry::Kind::kDir &&
-         (e.source.size() > 4 || e.source.find_first_not_of("01234567") != std::string::npos))) {
+        (e.kind == ViewEntry::Kind::kDir && !e.source.empty() && !OctalMode(e.source))) {
       *error = "a source of the view is not a clean path: " + e.source;
       return false;
     }
@@ -162,8 +165,7 @@ bool ParseSpec(const std::string& text, SandboxSpec* spec, std::string* error) {
     } else if (key == "dir") {
       // dir [MODE] TARGET: MODE in octal (default 0755).
       const bool moded = f.size() == 3;
-      if ((f.size() != 2 && !moded) || !Absolute(f.back()) ||
-          (moded && (f[1].empty() || f[1].size() > 4 || f[1].find_first_not_of("01234567") != std::string::npos))) {
+      if ((f.size() != 2 && !moded) || !Absolute(f.back()) || (moded && !OctalMode(f[1]))) {
         return fail("bad dir");
       }
       spec->view.push_back({ViewEntry::Kind::kDir, false, moded ? f[1] : "", f.back()});
