@@ -1,5 +1,6 @@
 #include "sandbox/cgroups.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -13,7 +14,6 @@
 #include <limits>
 #include <optional>
 #include <set>
-#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -228,14 +228,32 @@ absl::Status MakeDir(const std::string& path) {
   return Errno(err, "create directory", path);
 }
 
+// `dir` and every directory below it, parents before their children. One
+// readdir(3) a directory, its d_type telling the directories (cgroupfs
+// gives it; lstat otherwise); never through a symlink. Cheaper than
+// std::filesystem's iterators, which a job's end would pay for each of the
+// dozens of control files of every group.
+std::vector<std::string> GroupTree(const std::string& dir) {
+  std::vector<std::string> out;
+  if (!IsDirectory(dir)) return out;
+  out.push_back(dir);
+  for (size_t i = 0; i < out.size(); ++i) {
+    DIR* d = ::opendir(out[i].c_str());
+    if (d == nullptr) continue;
+    while (const struct dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      const std::string path = absl::StrCat(out[i], "/", name);
+      if (e->d_type == DT_DIR || (e->d_type == DT_UNKNOWN && IsDirectory(path))) out.push_back(path);
+    }
+    ::closedir(d);
+  }
+  return out;
+}
+
 // The pids in `dir`/cgroup.procs and its subgroups' into `out`.
 void CollectProcesses(const std::string& dir, std::set<pid_t>* out) {
-  std::error_code ec;
-  std::vector<std::string> dirs = {dir};
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->is_directory(ec) && !it->is_symlink(ec)) dirs.push_back(it->path().string());
-  }
-  for (const std::string& d : dirs) {
+  for (const std::string& d : GroupTree(dir)) {
     absl::StatusOr<std::string> text = rundir::ReadFile(d + "/cgroup.procs");
     if (!text.ok()) continue;
     for (absl::string_view field : absl::StrSplit(*text, absl::ByAnyChar(" \n"), absl::SkipEmpty())) {
@@ -497,6 +515,32 @@ absl::Status Cgroups::Remove(const std::string& name) const {
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(50));
   };
+  // Removes the group's directories, deepest first, in every controller.
+  // `patient`: a directory still busy (a killed process not yet gone) is
+  // tried again until the deadline; otherwise EBUSY ends the attempt.
+  auto remove_dirs = [&](bool patient) -> absl::Status {
+    for (const std::string& base : Bases()) {
+      const std::vector<std::string> dirs = GroupTree(absl::StrCat(base, "/", name));
+      for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+        if (!absl::StartsWith(*it, base + "/")) continue;  // never outside <own>/mlengine
+        for (;;) {
+          if (::rmdir(it->c_str()) == 0 || errno == ENOENT) break;
+          const int err = errno;
+          if (err != EBUSY || !patient) return Errno(err, "remove", *it);
+          if (std::chrono::steady_clock::now() > deadline) {
+            return absl::UnavailableError(absl::StrCat("cannot remove ", *it, ": ", std::strerror(err)));
+          }
+          wait();
+        }
+      }
+    }
+    return absl::OkStatus();
+  };
+
+  // Most groups are empty by now (their replicas exited): the kernel's
+  // rmdir refuses a group with a process in it (EBUSY), so a removal that
+  // succeeds proves there was none, without reading a single cgroup.procs.
+  if (remove_dirs(false).ok()) return absl::OkStatus();
 
   // Kill until no process is left: killed processes leave cgroup.procs
   // when they have exited, and a process may fork while we kill.
@@ -515,40 +559,15 @@ absl::Status Cgroups::Remove(const std::string& name) const {
     for (pid_t pid : pids) ::kill(pid, SIGKILL);
     wait();
   }
-
-  for (const std::string& base : Bases()) {
-    const std::string top = absl::StrCat(base, "/", name);
-    if (!IsDirectory(top)) continue;
-    std::vector<std::string> dirs = {top};
-    std::error_code ec;
-    for (fs::recursive_directory_iterator it(top, ec), end; !ec && it != end; it.increment(ec)) {
-      if (it->is_directory(ec) && !it->is_symlink(ec)) dirs.push_back(it->path().string());
-    }
-    // Deepest first: a path sorts after its parent, so reverse order works.
-    std::sort(dirs.begin(), dirs.end());
-    for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
-      if (!absl::StartsWith(*it, base + "/")) continue;  // never outside <own>/mlengine
-      for (;;) {
-        if (::rmdir(it->c_str()) == 0 || errno == ENOENT) break;
-        const int err = errno;
-        if (err != EBUSY) return Errno(err, "remove", *it);
-        if (std::chrono::steady_clock::now() > deadline) {
-          return absl::UnavailableError(absl::StrCat("cannot remove ", *it, ": ", std::strerror(err)));
-        }
-        wait();  // a killed process not yet gone
-      }
-    }
-  }
-  return absl::OkStatus();
+  return remove_dirs(true);
 }
 
 std::vector<std::string> Cgroups::List() const {
-  const fs::path base = MemoryBase();
+  const std::string base = MemoryBase();
   std::set<std::string> dirs, parents;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(base, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!it->is_directory(ec) || it->is_symlink(ec)) continue;
-    const fs::path rel = it->path().lexically_relative(base);
+  for (const std::string& dir : GroupTree(base)) {
+    if (dir == base) continue;
+    const fs::path rel = fs::path(dir).lexically_relative(base);
     dirs.insert(rel.string());
     if (rel.has_parent_path()) parents.insert(rel.parent_path().string());
   }

@@ -881,5 +881,44 @@ TEST_F(CgroupsV1Kernel, RemoveTakesSubgroupsAndKillsTheirProcesses) {
   EXPECT_THAT(cgroups_->List(), ::testing::Not(::testing::Contains(::testing::HasSubstr(Group("job")))));
 }
 
+// Remove first tries rmdir alone (the kernel refuses a group with a
+// process: EBUSY); a group whose processes have all exited goes that way,
+// and one that is busy halfway through (its first subgroup removed already)
+// still ends with every process killed and every directory gone.
+TEST_F(CgroupsV1Kernel, RemoveOfExitedAndOfHalfBusyGroups) {
+  for (const bool busy : {false, true}) {
+    SCOPED_TRACE(busy ? "a process in master-0" : "every process exited");
+    const std::string job = Group(busy ? "busy" : "exited");
+    pid_t live = -1;
+    int hold[2];
+    ASSERT_EQ(::pipe(hold), 0);
+    for (const char* leaf : {"/master-0", "/worker-0"}) {
+      absl::StatusOr<std::vector<std::string>> dirs = cgroups_->Create(job + leaf, kSmall);
+      ASSERT_TRUE(dirs.ok()) << dirs.status();
+      const bool stays = busy && std::string(leaf) == "/master-0";
+      const pid_t pid = ForkInGroup(*dirs, [&] {
+        ::close(hold[1]);
+        char c;
+        return stays && ::read(hold[0], &c, 1) == 0 ? 0 : 1;
+      });
+      ASSERT_GT(pid, 0);
+      if (stays) {
+        live = pid;
+      } else {
+        WaitFor(pid);
+      }
+    }
+    ::close(hold[0]);
+    EXPECT_EQ(cgroups_->Processes(job).size(), busy ? 1u : 0u);
+    ASSERT_TRUE(cgroups_->Remove(job).ok());
+    if (live > 0) {
+      const int status = WaitFor(live);
+      EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+    }
+    ::close(hold[1]);
+    for (const std::string& dir : cgroups_->Dirs(job)) EXPECT_FALSE(fs::exists(dir)) << dir;
+  }
+}
+
 }  // namespace
 }  // namespace mle::sandbox
