@@ -39,6 +39,7 @@ constexpr int64_t kCpuPeriodUs = 100000;
 constexpr int64_t kMinCpuQuotaUs = 1000;  // the least quota the kernel takes
 constexpr int64_t kMib = 1024 * 1024;
 constexpr std::chrono::milliseconds kRemoveBound{5000};
+constexpr int kCreateAttempts = 5;  // Create's mkdir chain, when a Remove pruned a parent meanwhile
 const char* const kNeeded[] = {"cpu", "memory", "pids"};
 
 // ---- Pure parsing ---------------------------------------------------------
@@ -432,17 +433,25 @@ absl::StatusOr<std::vector<std::string>> Cgroups::Create(const std::string& name
     return absl::InvalidArgumentError(absl::StrCat("cgroup limit out of range for ", name));
   }
   // <own>/mlengine counts as the first intermediate: made again if gone.
+  // Remove prunes intermediates that became empty: one may go between our
+  // mkdir of it and of its child (ENOENT), and the chain is made again.
   const std::vector<std::string> segments = absl::StrSplit(name, '/');
-  for (const std::string& base : Bases()) {
-    std::string dir = base;
-    for (size_t i = 0; i <= segments.size(); ++i) {
-      if (i > 0) absl::StrAppend(&dir, "/", segments[i - 1]);
-      if (absl::Status s = MakeDir(dir); !s.ok()) return s;
-      if (version_ == CgroupVersion::kV2 && i < segments.size()) {
-        if (absl::Status s = WriteFile(dir + "/cgroup.subtree_control", kEnableControllers); !s.ok()) return s;
+  auto make_chain = [&]() -> absl::Status {
+    for (const std::string& base : Bases()) {
+      std::string dir = base;
+      for (size_t i = 0; i <= segments.size(); ++i) {
+        if (i > 0) absl::StrAppend(&dir, "/", segments[i - 1]);
+        if (absl::Status s = MakeDir(dir); !s.ok()) return s;
+        if (version_ == CgroupVersion::kV2 && i < segments.size()) {
+          if (absl::Status s = WriteFile(dir + "/cgroup.subtree_control", kEnableControllers); !s.ok()) return s;
+        }
       }
     }
-  }
+    return absl::OkStatus();
+  };
+  absl::Status made = make_chain();
+  for (int attempt = 1; absl::IsNotFound(made) && attempt < kCreateAttempts; ++attempt) made = make_chain();
+  if (!made.ok()) return made;
 
   const int64_t quota_us =
       limits.cpu_milli > 0 ? std::max(kMinCpuQuotaUs, limits.cpu_milli * (kCpuPeriodUs / 1000)) : 0;
@@ -451,7 +460,13 @@ absl::StatusOr<std::vector<std::string>> Cgroups::Create(const std::string& name
   const std::string memory = absl::StrCat(MemoryBase(), "/", name);
   const std::string pids = absl::StrCat(PidsBase(), "/", name);
   if (version_ == CgroupVersion::kV1) {
-    if (absl::Status s = WriteFile(cpu + "/cpu.cfs_period_us", absl::StrCat(kCpuPeriodUs)); !s.ok()) return s;
+    // Each write of a bandwidth file walks every cpu group of the host in
+    // the kernel (tg_cfs_schedulable): the period, the kernel's default in a
+    // new group, is written only when it differs.
+    const absl::StatusOr<std::string> period = rundir::ReadFile(cpu + "/cpu.cfs_period_us");
+    if (!period.ok() || absl::StripAsciiWhitespace(*period) != absl::StrCat(kCpuPeriodUs)) {
+      if (absl::Status s = WriteFile(cpu + "/cpu.cfs_period_us", absl::StrCat(kCpuPeriodUs)); !s.ok()) return s;
+    }
     if (absl::Status s = WriteFile(cpu + "/cpu.cfs_quota_us", LimitOrNone(quota_us, "-1")); !s.ok()) return s;
     if (absl::Status s = WriteMemoryV1(memory, LimitOrNone(memory_bytes, "-1")); !s.ok()) return s;
     if (absl::Status s = WriteFile(pids + "/pids.max", LimitOrNone(limits.pids, "max")); !s.ok()) return s;
@@ -537,10 +552,26 @@ absl::Status Cgroups::Remove(const std::string& name) const {
     return absl::OkStatus();
   };
 
+  // The intermediates above the group (a project's), when it left them
+  // empty: the kernel refuses to remove one that still holds a group, so a
+  // sibling's is never touched, and Create makes them again when one goes
+  // under it. <own>/mlengine itself stays.
+  auto prune_parents = [&] {
+    for (const std::string& base : Bases()) {
+      for (fs::path dir = fs::path(absl::StrCat(base, "/", name)).parent_path(); dir.string() != base;
+           dir = dir.parent_path()) {
+        if (!absl::StartsWith(dir.string(), base + "/") || ::rmdir(dir.c_str()) != 0) break;
+      }
+    }
+  };
+
   // Most groups are empty by now (their replicas exited): the kernel's
   // rmdir refuses a group with a process in it (EBUSY), so a removal that
   // succeeds proves there was none, without reading a single cgroup.procs.
-  if (remove_dirs(false).ok()) return absl::OkStatus();
+  if (remove_dirs(false).ok()) {
+    prune_parents();
+    return absl::OkStatus();
+  }
 
   // Kill until no process is left: killed processes leave cgroup.procs
   // when they have exited, and a process may fork while we kill.
@@ -559,7 +590,9 @@ absl::Status Cgroups::Remove(const std::string& name) const {
     for (pid_t pid : pids) ::kill(pid, SIGKILL);
     wait();
   }
-  return remove_dirs(true);
+  absl::Status removed = remove_dirs(true);
+  if (removed.ok()) prune_parents();
+  return removed;
 }
 
 std::vector<std::string> Cgroups::List() const {

@@ -116,13 +116,14 @@ class Cgroups {
   // group that does not exist or an invalid name.
   std::vector<pid_t> Processes(const std::string& name) const;
 
-  // SIGKILLs every process of the group (v2: through cgroup.kill too, when
-  // present) repeatedly, bounded to ~5 s, until cgroup.procs is empty
-  // everywhere, then removes the group's directories and its subgroups',
-  // deepest first, in every controller. A group that does not exist is OK.
-  // Never rmdir's anything outside `<own>/mlengine`, nor the intermediate
-  // directories above the group (a sibling may be being created there; once
-  // empty they show in List, and removing them is the same call).
+  // Removes the group's directories and its subgroups', deepest first, in
+  // every controller; when one is busy (a process in it), first SIGKILLs
+  // every process of the group (v2: through cgroup.kill too, when present)
+  // repeatedly, bounded to ~5 s, until cgroup.procs is empty everywhere. A
+  // group that does not exist is OK. Then removes the intermediate
+  // directories above it that it left empty (a project's: the kernel keeps
+  // one that holds a sibling, and Create makes one again that goes while it
+  // runs). Never rmdir's anything outside `<own>/mlengine`, nor that itself.
   // UNAVAILABLE when processes survive the bound or a directory stays busy;
   // this process itself is never signalled.
   absl::Status Remove(const std::string& name) const;

@@ -920,5 +920,22 @@ TEST_F(CgroupsV1Kernel, RemoveOfExitedAndOfHalfBusyGroups) {
   }
 }
 
+// A project's intermediate group goes with its last job's group (they used
+// to pile up, one per project ever seen, and every cpu quota write walks
+// every cpu group of the host), and stays while a sibling is in it.
+TEST_F(CgroupsV1Kernel, RemovePrunesEmptyIntermediatesOnly) {
+  for (const char* job : {"project/j1/master-0", "project/j2/master-0"}) {
+    ASSERT_TRUE(cgroups_->Create(Group(job), kSmall).ok());
+  }
+  ASSERT_TRUE(cgroups_->Remove(Group("project/j1")).ok());
+  for (const std::string& dir : cgroups_->Dirs(Group("project/j1"))) EXPECT_FALSE(fs::exists(dir)) << dir;
+  for (const std::string& dir : cgroups_->Dirs(Group("project/j2/master-0"))) EXPECT_TRUE(fs::exists(dir)) << dir;
+  ASSERT_TRUE(cgroups_->Remove(Group("project/j2")).ok());
+  for (const std::string& dir : cgroups_->Dirs(Group("project"))) EXPECT_FALSE(fs::exists(dir)) << dir;
+  for (const std::string& dir : cgroups_->Dirs(top_)) EXPECT_FALSE(fs::exists(dir)) << dir;
+  // And one made again after its parent went.
+  ASSERT_TRUE(cgroups_->Create(Group("project/j3/master-0"), kSmall).ok());
+}
+
 }  // namespace
 }  // namespace mle::sandbox
