@@ -47,6 +47,7 @@ std::vector<std::string> PodmanRunArgv(const ContainerSettings& settings, const 
                              // The image's HOME (often /root) is not its to write.
                              "--env", "HOME=/tmp"});
   }
+  if (!run.cidfile.empty()) argv.insert(argv.end(), {"--cidfile", run.cidfile});
   if (run.cpu_milli > 0) {
     argv.push_back("--cpus");
     argv.push_back(absl::StrFormat("%d.%03d", run.cpu_milli / 1000, run.cpu_milli % 1000));

@@ -43,6 +43,9 @@ struct ContainerRun {
   // identity ("UID:GID"; empty: the image's user, as root may be), with no
   // capabilities and no new privileges, within these limits (0: none).
   std::string user;
+  // Where podman writes the container's id as it creates it (--cidfile; it
+  // refuses a file that exists); "" for none.
+  std::string cidfile;
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   int64_t pids_limit = 0;

@@ -14,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "sandbox/kernel_log.h"
 #include "common/run_layout.h"
 #include "model/catalog.h"
 #include "obs/log.h"
@@ -136,6 +138,7 @@ containers::ContainerRun ContainerRunOf(const model::Job& job, const runtime::Re
       (b.writable ? c.mounts : c.read_only_mounts).push_back(gcs_root + "/" + b.bucket);
     }
     c.user = absl::StrCat(sandbox->uid, ":", sandbox->uid);
+    c.cidfile = replica_dir + "/" + kContainerIdFile;
     c.cpu_milli = sandbox->cpu_milli;
     c.memory_mib = sandbox->memory_mib;
     c.pids_limit = sandbox->pids_limit;
@@ -211,6 +214,26 @@ std::string SignalName(int sig) {
   const char* desc = sigdescr_np(sig);
   return absl::StrCat(sig, " (", abbrev ? absl::StrCat("SIG", abbrev) : "?", desc ? absl::StrCat(": ", desc) : "",
                       ")");
+}
+
+std::string OutOfMemoryMessage(const std::string& task, int64_t limit_mib, const std::string& killed) {
+  return absl::StrCat("The replica ", task, " ran out of memory: the kernel killed ",
+                      killed.empty() ? "it" : killed, " at its memory limit",
+                      limit_mib > 0 ? absl::StrCat(" of ", limit_mib, " MiB") : std::string(),
+                      ". Use less memory, or ask for a machine type with more (the operator's configuration says "
+                      "what each one gets).");
+}
+
+std::optional<std::string> ContainerMemoryFailure(const std::string& replica_dir, const std::string& task,
+                                                  int64_t limit_mib, const std::vector<std::string>& kernel_log) {
+  const std::string id(absl::StripAsciiWhitespace(ReadFileOrEmpty(replica_dir + "/" + kContainerIdFile)));
+  // A container id is 64 hex digits; anything shorter could match another's path.
+  if (id.size() < 32) return std::nullopt;
+  const std::optional<sandbox::OomKill> kill = sandbox::FindOomKill(kernel_log, id);
+  if (!kill) return std::nullopt;
+  const std::string what =
+      kill->task.empty() ? std::string() : absl::StrCat("its process ", kill->task, " (pid ", kill->pid, ")");
+  return OutOfMemoryMessage(task, limit_mib, what);
 }
 
 std::string DescribeReplicaEnd(const std::string& job_dir, const std::string& task,

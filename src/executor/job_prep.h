@@ -98,6 +98,21 @@ std::string SignalName(int sig);
 // In a replica's directory: why it ended when that was its memory limit
 // (the node's launcher writes it under Slurm); DescribeReplicaEnd says it.
 inline constexpr char kMemoryNote[] = "out-of-memory";
+// Where podman writes a container replica's id (--cidfile), in its
+// replica directory: the kernel log names its memory cgroup by that id.
+inline constexpr char kContainerIdFile[] = "container-id";
+// "The replica master-replica-0 ran out of memory: ..." for errorMessage;
+// `limit_mib` 0: not known; `killed`: what the kernel killed, "" for the
+// replica itself.
+std::string OutOfMemoryMessage(const std::string& task, int64_t limit_mib, const std::string& killed = "");
+// The same when the kernel log (`kernel_log`: sandbox::ReadKernelLog's
+// texts) holds a memory-limit kill in the container of the replica whose
+// directory is `replica_dir` (its id in kContainerIdFile); nullopt
+// otherwise. The container's own cgroup is gone by the time its replica is
+// seen to end (runc removes it), and podman does not tell on a cgroup v1
+// host (its OOMKilled stays false there).
+std::optional<std::string> ContainerMemoryFailure(const std::string& replica_dir, const std::string& task,
+                                                  int64_t limit_mib, const std::vector<std::string>& kernel_log);
 // How a replica ended, for errorMessage, with the last lines of its log.
 // `exit` nullopt: it ended without a record (killed).
 std::string DescribeReplicaEnd(const std::string& job_dir, const std::string& task,

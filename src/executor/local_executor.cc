@@ -33,6 +33,7 @@
 #include "obs/log.h"
 #include "obs/metrics.h"
 #include "runtime/replica_env.h"
+#include "sandbox/kernel_log.h"
 
 namespace mle::executor {
 
@@ -420,6 +421,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
                                                   confined ? &*confined : nullptr);
       SetContainerEnvironment(*options_.podman, job, SimulatedImageNotes(options_.podman->settings(), job), c,
                               &env_map);
+      if (!c.cidfile.empty()) ::unlink(c.cidfile.c_str());  // podman refuses one that exists
       argv.insert(argv.end(), {"--container", c.name, "--podman", options_.podman->settings().podman, "--"});
       const auto run_argv = containers::PodmanRunArgv(options_.podman->settings(), c);
       argv.insert(argv.end(), run_argv.begin(), run_argv.end());
@@ -563,6 +565,13 @@ std::string LocalExecutor::FailureMessage(const RunningJob& job, const Replica& 
   if (options_.sandbox != nullptr && job.uid != 0) {
     auto oom = options_.sandbox->MemoryFailure(job.ref.project, job.ref.job_id, replica.task, replica.memory_mib);
     if (oom) return *oom;
+    // A container's: podman reports a memory kill as status 137; the kernel
+    // log says whether its limit was the reason.
+    if (replica.exit && replica.exit->KilledOrStatus137()) {
+      oom = ContainerMemoryFailure(common::ReplicaDir(job.dir, replica.task), replica.task, replica.memory_mib,
+                                   sandbox::ReadKernelLog());
+      if (oom) return *oom;
+    }
   }
   return DescribeReplicaEnd(job.dir, replica.task, replica.exit);
 }

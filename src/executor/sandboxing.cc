@@ -142,10 +142,7 @@ std::optional<std::string> Sandboxing::MemoryFailure(const std::string& project,
                                                      const std::string& task, int64_t limit_mib) const {
   auto usage = runtime_.cgroups->Usage(ReplicaCgroup(project, job_id, task));
   if (!usage.ok() || usage->oom_kills == 0) return std::nullopt;
-  return absl::StrCat("The replica ", task, " ran out of memory: the kernel killed it at its memory limit",
-                      limit_mib > 0 ? absl::StrCat(" of ", limit_mib, " MiB") : std::string(),
-                      ". Use less memory, or ask for a machine type with more (the operator's configuration says "
-                      "what each one gets).");
+  return OutOfMemoryMessage(task, limit_mib);
 }
 
 void Sandboxing::EndJob(const std::string& project, const std::string& job_id, uid_t uid) const {

@@ -69,6 +69,9 @@ struct ReplicaExit {
   bool signaled = false;  // killed by signal `value`; else exited with status `value`
   int value = 0;
   bool Succeeded() const { return !signaled && value == 0; }
+  // SIGKILL, or the status 137 (128 + SIGKILL) a container runtime reports
+  // for a container whose process was killed.
+  bool KilledOrStatus137() const { return signaled ? value == 9 : value == 137; }
   auto operator<=>(const ReplicaExit&) const = default;
 };
 std::string FormatExit(const ReplicaExit& exit);  // "exit 3\n"

@@ -308,3 +308,35 @@ def test_a_hostile_container_is_refused_everything_outside_its_job(cserver, ccli
     assert all(v.startswith("blocked") for v in found.values()), found
     assert ccli.ok("storage", "cat", f"gs://{ccli.bucket}/from-container/ok.txt").out == "mine\n"
     assert_secret_untouched(other)
+
+
+CONTAINER_MEMORY_MIB = 128
+
+
+def test_a_container_killed_at_its_memory_limit_says_so(registry, tmp_path_factory, tmp_path, names):
+    """The kernel kills a container's process at the replica's memory limit;
+    podman says only "137" (its OOMKilled stays false on a cgroup v1 host):
+    mlengine finds the kill by the container's id in the kernel log and says
+    so in errorMessage, naming the replica, the process and the limit."""
+    config = (config_yaml() + registry.server_config() + images.Registry.GUIDE_MIRRORS
+              + f"local:\n  replica_memory_mib: {CONTAINER_MEMORY_MIB}\n")
+    server = Server(tmp_path_factory.mktemp("container-memory"), config)
+    try:
+        cli = make_cli(server, tmp_path, names)
+        job = names.job("hog")
+        hog = f"x = bytearray({4 * CONTAINER_MEMORY_MIB} * 1024 * 1024); print('SURVIVED', len(x), flush=True)"
+        config_path = write_config(tmp_path, {"scaleTier": "BASIC", "masterConfig": {
+            "imageUri": GUIDE_MASTER, "containerCommand": ["python3", "-c", hog]}})
+        r = submit(cli, job, config_path)
+        assert r.rc == 0, r
+        done = wait_end(cli, job)
+        assert done["state"] == "FAILED", cli.explain(job)
+        message = done.get("errorMessage", "")
+        assert message.startswith("The replica master-replica-0 ran out of memory"), done
+        assert "python3" in message and f"{CONTAINER_MEMORY_MIB} MiB" in message, done
+        assert not any("SURVIVED" in e.get("message", "") for e in server.logs(cli.project, job, "master-replica-0"))
+        assert_nothing_left(cli, job)
+    finally:
+        problems = server.finish()
+    assert not problems, problems
+    assert images.containers_under(server.data_dir) == [], "containers left behind"

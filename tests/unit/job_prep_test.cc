@@ -1,6 +1,8 @@
 // OpenPackage: a package is read from bucket storage only as a plain file
 // of the bucket store, never through a symbolic link a job planted (a job
 // that may write a bucket can make one pointing anywhere).
+// ContainerMemoryFailure: a container replica killed at its memory limit,
+// found by its id in the kernel log.
 #include "executor/job_prep.h"
 
 #include <gtest/gtest.h>
@@ -9,7 +11,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace mle::executor {
 namespace {
@@ -62,6 +66,39 @@ TEST(OpenPackageTest, OnlyAPlainFileOfTheStoreThroughNoLink) {
   }
   store->reset();
   fs::remove_all(root);
+}
+
+TEST(ContainerMemoryFailureTest, ByTheContainersIdInTheKernelLog) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("container-oom-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string id = "bd231360e645525df61cb4398f2eb3fc03e4cf5bd0bce175a45a0682a19835e9";
+  const std::string kill = "oom-kill:constraint=CONSTRAINT_MEMCG,oom_memcg=/libpod_parent/libpod-" + id +
+                           ",task_memcg=/libpod_parent/libpod-" + id + ",task=python3,pid=4242,uid=524301";
+  struct Row {
+    std::string name;
+    std::string id_file;  // "-": none
+    std::vector<std::string> log;
+    std::string want;     // "": nullopt
+  };
+  const Row rows[] = {
+      {"killed at its limit", id + "\n", {"boot", kill},
+       "The replica master-replica-0 ran out of memory: the kernel killed its process python3 (pid 4242) at its "
+       "memory limit of 96 MiB. Use less memory, or ask for a machine type with more (the operator's "
+       "configuration says what each one gets)."},
+      {"another container was", std::string(64, 'a'), {kill}, ""},
+      {"no id file (a process replica)", "-", {kill}, ""},
+      {"a short id matches nothing", "bd23", {kill}, ""},
+      {"no record", id, {"boot"}, ""},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    fs::remove(dir / kContainerIdFile);
+    if (row.id_file != "-") std::ofstream(dir / kContainerIdFile) << row.id_file;
+    const std::optional<std::string> got = ContainerMemoryFailure(dir.string(), "master-replica-0", 96, row.log);
+    EXPECT_EQ(got.value_or(""), row.want);
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

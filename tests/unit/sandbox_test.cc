@@ -9,10 +9,12 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sandbox/host.h"
+#include "sandbox/kernel_log.h"
 #include "sandbox/plan.h"
 #include "sandbox/spec.h"
 
@@ -294,6 +296,54 @@ TEST(PlanReplicaSandboxTest, ADataDirectoryUnderVarTmpReplacesItsLink) {
   v.cwd = v.tmp = "/w";
   v.writable = {v.cwd};
   EXPECT_TRUE(Has(PlanReplicaSandbox(HostLayout{}, v), Kind::kSymlink, "/var/tmp"));
+}
+
+// ---- The kernel log's memory-limit kills ----------------------------------
+
+constexpr char kCid[] = "bd231360e645525df61cb4398f2eb3fc03e4cf5bd0bce175a45a0682a19835e9";
+
+std::string OomRecord(const std::string& memcg, const std::string& task, int pid) {
+  return "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=libpod-x,mems_allowed=0,oom_memcg=" + memcg +
+         ",task_memcg=" + memcg + ",task=" + task + ",pid=" + std::to_string(pid) + ",uid=524301";
+}
+
+TEST(FindOomKillTest, TheLastRecordOfTheCgroup) {
+  const std::string container = std::string("/libpod_parent/libpod-") + kCid;
+  const std::string other = "/libpod_parent/libpod-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  struct Row {
+    std::string name;
+    std::vector<std::string> log;
+    std::string part;
+    std::optional<OomKill> want;
+  };
+  const Row rows[] = {
+      {"none", {"Linux version 6.1", "random: crng init done"}, kCid, std::nullopt},
+      {"another container's", {OomRecord(other, "python3", 7)}, kCid, std::nullopt},
+      {"its own", {"Memory cgroup stats for " + container + ":", OomRecord(container, "python3", 14778),
+                   "Memory cgroup out of memory: Killed process 14778 (python3)"},
+       kCid, OomKill{"python3", 14778, container}},
+      {"the last of two", {OomRecord(container, "a", 1), OomRecord(other, "b", 2), OomRecord(container, "c", 3)},
+       kCid, OomKill{"c", 3, container}},
+      {"its task's cgroup below the one at its limit",
+       {"oom-kill:constraint=CONSTRAINT_MEMCG,oom_memcg=/mlengine/p/j,task_memcg=/mlengine/p/j/libpod-" +
+        std::string(kCid) + ",task=python3,pid=9,uid=1"},
+       kCid, OomKill{"python3", 9, "/mlengine/p/j"}},
+      {"an empty part matches nothing", {OomRecord(container, "python3", 1)}, "", std::nullopt},
+      {"a pid that does not parse", {"oom-kill:oom_memcg=/" + std::string(kCid) + ",task=t,pid=x"}, kCid,
+       OomKill{"t", 0, "/" + std::string(kCid)}},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    EXPECT_EQ(FindOomKill(row.log, row.part), row.want);
+  }
+}
+
+// The kernel's own log, as root: it holds the boot's first records.
+TEST(ReadKernelLogTest, ReadsTheRecordsAsRoot) {
+  if (::geteuid() != 0 || ::access("/dev/kmsg", R_OK) != 0) GTEST_SKIP() << "needs root and /dev/kmsg";
+  const std::vector<std::string> log = ReadKernelLog();
+  ASSERT_FALSE(log.empty());
+  for (const std::string& text : log) EXPECT_EQ(text.find('\n'), std::string::npos) << text;
 }
 
 }  // namespace

@@ -41,6 +41,7 @@
 #include "executor/sandboxing.h"
 #include "sandbox/cgroups.h"
 #include "sandbox/host.h"
+#include "sandbox/kernel_log.h"
 #include "executor/slurm/slurm_parsers.h"
 #include "executor/slurm/slurm_plan.h"
 #include "model/demand.h"
@@ -258,6 +259,7 @@ int RunTask(const Flags& f, const Loaded& l) {
     containers::ContainerRun run = ContainerRunOf(l.job, rl, f.run_dir, rdir, f.gcs_root, env, placement,
                                                   confined ? &*confined : nullptr);
     SetContainerEnvironment(podman, l.job, lc.simulated, run, &env);
+    if (!run.cidfile.empty()) ::unlink(run.cidfile.c_str());  // podman refuses one that exists (a requeued run's)
     argv.insert(argv.end(), {"--container", run.name, "--podman", settings.podman, "--"});
     const auto podman_argv = containers::PodmanRunArgv(settings, run);
     argv.insert(argv.end(), podman_argv.begin(), podman_argv.end());
@@ -297,14 +299,15 @@ int RunTask(const Flags& f, const Loaded& l) {
   if (!child.ok()) return never_started(std::string(child.status().message()), 127);
   const int status = child->Wait();
   const std::string cgroup = ReplicaCgroup(l.job.project, l.job.job_id, task);
-  if (auto oom = node_sandbox->sandboxing->MemoryFailure(l.job.project, l.job.job_id, task, limits.memory_mib)) {
-    (void)rundir::WriteFileAtomically(rdir + "/" + kMemoryNote, *oom);
+  auto oom = node_sandbox->sandboxing->MemoryFailure(l.job.project, l.job.job_id, task, limits.memory_mib);
+  if (!oom && status == 137 && !launch->image.empty()) {
+    // A container's (podman's status 137): the kernel log says whether its limit was the reason.
+    oom = ContainerMemoryFailure(rdir, task, limits.memory_mib, sandbox::ReadKernelLog());
   }
+  if (oom) (void)rundir::WriteFileAtomically(rdir + "/" + kMemoryNote, *oom);
+  // Its group, and the job's and the project's above it once no other
+  // replica on this node uses them (Remove prunes empty parents).
   if (auto s = node_sandbox->cgroups->Remove(cgroup); !s.ok()) Log().warn("{}", std::string(s.message()));
-  // The job's group, once no other replica of it on this node uses it
-  // (rmdir refuses a group that has children). The project's stays: another
-  // job of it may be making its group there now.
-  for (const auto& dir : node_sandbox->cgroups->Dirs(JobCgroup(l.job.project, l.job.job_id))) ::rmdir(dir.c_str());
   return status;
 }
 
