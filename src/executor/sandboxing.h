@@ -17,10 +17,13 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "executor/executor.h"
 #include "model/job.h"
 #include "model/resources.h"
@@ -40,12 +43,26 @@ struct SandboxRuntime {
   const BucketAccessPolicy* buckets = nullptr;  // null: no bucket is visible
   std::string sandbox_lib;   // libmlengine-sandbox.so, for the warm interpreter
   std::string sandbox_tool;  // mlengine-sandbox, for package builds
+  // Where each identity's /etc/passwd and /etc/group are kept for the jobs
+  // it runs here (PasswdFiles::kPerIdentity); "" for none.
+  std::string identity_dir;
 };
 
 struct JobSandbox {
   uid_t uid = 0;
   std::vector<sandbox::BucketAccess> buckets;
+  // The view's /etc/passwd and /etc/group; "" for the ones in the run
+  // directory (a Slurm node's: mlengined wrote them there).
+  std::string passwd;
+  std::string group;
 };
+
+// Where BeginJob writes a job's /etc/passwd and /etc/group: in its run
+// directory (which a Slurm node reads), or once per identity in the
+// runtime's `identity_dir`, shared by every job that identity runs on this
+// host (no file made per start; the run directory's way when there is no
+// identity_dir).
+enum class PasswdFiles { kRunDirectory, kPerIdentity };
 
 class Sandboxing {
  public:
@@ -55,7 +72,8 @@ class Sandboxing {
 
   // The job keeps the identity it holds (a resubmission, a recovered job);
   // RESOURCE_EXHAUSTED when it has none and every identity is in use.
-  absl::StatusOr<JobSandbox> BeginJob(const model::Job& job, const std::string& run_dir) const;
+  absl::StatusOr<JobSandbox> BeginJob(const model::Job& job, const std::string& run_dir,
+                                      PasswdFiles where = PasswdFiles::kRunDirectory) const;
   // Everything the replica `task` needs to start sandboxed; returns the spec
   // file's path. `read_only`: more host directories it reads (its package
   // environment). FAILED_PRECONDITION saying what could not be made.
@@ -90,9 +108,15 @@ class Sandboxing {
   const SandboxRuntime& runtime() const { return runtime_; }
 
  private:
+  // The per-identity files (made on an identity's first job here), their
+  // paths in `*passwd` and `*group`.
+  absl::Status IdentityFiles(uid_t uid, std::string* passwd, std::string* group) const;
+
   const SandboxRuntime& runtime_;
   const std::string host_passwd_;
   const std::string host_group_;
+  mutable absl::Mutex mu_;
+  mutable std::set<uid_t> identity_files_ ABSL_GUARDED_BY(mu_);  // written by this process
 };
 
 // Variables the dynamic loader or libc act on at a program's start (glibc's
