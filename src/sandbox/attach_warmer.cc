@@ -5,58 +5,61 @@
 
 #include <utility>
 
-#include "absl/strings/str_cat.h"
-
 namespace mle::sandbox {
 
-AttachWarmer::AttachWarmer(std::string procs_file, absl::Duration keep, absl::Duration every)
+AttachWarmer::AttachWarmer(std::string procs_file, std::chrono::milliseconds keep, std::chrono::milliseconds every)
     : procs_file_(std::move(procs_file)), keep_(keep), every_(every), thread_([this] { Loop(); }) {}
 
 AttachWarmer::~AttachWarmer() {
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
+  changed_.notify_all();
   thread_.join();
 }
 
 void AttachWarmer::Kick() {
-  absl::MutexLock lock(&mu_);
-  kicked_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    kicked_ = true;
+  }
+  changed_.notify_all();
 }
 
-bool AttachWarmer::AwaitMoves(int64_t n, absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
-  auto enough = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return moves_ >= n; };
-  return mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
+bool AttachWarmer::AwaitMoves(int64_t n, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return changed_.wait_for(lock, timeout, [&] { return moves_ >= n; });
 }
 
 int64_t AttachWarmer::moves() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return moves_;
 }
 
-bool AttachWarmer::AwaitIdle(absl::Duration timeout) {
-  absl::MutexLock lock(&mu_);
-  auto idle = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !active_ && !kicked_; };
-  return mu_.AwaitWithTimeout(absl::Condition(&idle), timeout);
+bool AttachWarmer::AwaitIdle(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return changed_.wait_for(lock, timeout, [&] { return !active_ && !kicked_; });
 }
 
 void AttachWarmer::Loop() {
-  const std::string pid = absl::StrCat(::getpid());
-  absl::Time until = absl::InfinitePast();
-  absl::MutexLock lock(&mu_);
-  auto stop_or_kick = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_ || kicked_; };
+  const std::string pid = std::to_string(::getpid());
+  auto until = std::chrono::steady_clock::time_point::min();
+  std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    if (!active_) mu_.Await(absl::Condition(&stop_or_kick));
+    if (!active_) changed_.wait(lock, [&] { return stop_ || kicked_; });
     if (stop_) return;
     if (kicked_) {
       kicked_ = false;
-      until = absl::Now() + keep_;
+      until = std::chrono::steady_clock::now() + keep_;
     }
-    active_ = absl::Now() < until;
-    if (!active_) continue;
-    mu_.Unlock();
+    const bool was_active = active_;
+    active_ = std::chrono::steady_clock::now() < until;
+    if (!active_) {
+      if (was_active) changed_.notify_all();
+      continue;
+    }
+    lock.unlock();
     // This process into its own cgroup: nothing changes, but the move takes
     // the lock a replica's join takes. A failure only costs that start the
     // wait (there is nothing to report).
@@ -65,9 +68,10 @@ void AttachWarmer::Loop() {
       (void)!::write(fd, pid.data(), pid.size());
       ::close(fd);
     }
-    mu_.Lock();
+    lock.lock();
     ++moves_;
-    mu_.AwaitWithTimeout(absl::Condition(&stop_), every_);
+    changed_.notify_all();
+    changed_.wait_for(lock, every_, [&] { return stop_; });
   }
 }
 
