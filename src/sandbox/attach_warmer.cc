@@ -5,61 +5,58 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 namespace mle::sandbox {
 
-AttachWarmer::AttachWarmer(std::string procs_file, std::chrono::milliseconds keep, std::chrono::milliseconds every)
+AttachWarmer::AttachWarmer(std::string procs_file, absl::Duration keep, absl::Duration every)
     : procs_file_(std::move(procs_file)), keep_(keep), every_(every), thread_([this] { Loop(); }) {}
 
 AttachWarmer::~AttachWarmer() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stop_ = true;
   }
-  changed_.notify_all();
   thread_.join();
 }
 
 void AttachWarmer::Kick() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    kicked_ = true;
-  }
-  changed_.notify_all();
+  absl::MutexLock lock(&mu_);
+  kicked_ = true;
 }
 
-bool AttachWarmer::AwaitMoves(int64_t n, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return changed_.wait_for(lock, timeout, [&] { return moves_ >= n; });
+bool AttachWarmer::AwaitMoves(int64_t n, absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto enough = [this, n]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return moves_ >= n; };
+  return mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
 }
 
 int64_t AttachWarmer::moves() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return moves_;
 }
 
-bool AttachWarmer::AwaitIdle(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return changed_.wait_for(lock, timeout, [&] { return !active_ && !kicked_; });
+bool AttachWarmer::AwaitIdle(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !active_ && !kicked_; };
+  return mu_.AwaitWithTimeout(absl::Condition(&idle), timeout);
 }
 
 void AttachWarmer::Loop() {
-  const std::string pid = std::to_string(::getpid());
-  auto until = std::chrono::steady_clock::time_point::min();
-  std::unique_lock<std::mutex> lock(mu_);
+  const std::string pid = absl::StrCat(::getpid());
+  absl::Time until = absl::InfinitePast();
+  absl::MutexLock lock(&mu_);
+  auto stop_or_kick = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_ || kicked_; };
   for (;;) {
-    if (!active_) changed_.wait(lock, [&] { return stop_ || kicked_; });
+    if (!active_) mu_.Await(absl::Condition(&stop_or_kick));
     if (stop_) return;
     if (kicked_) {
       kicked_ = false;
-      until = std::chrono::steady_clock::now() + keep_;
+      until = absl::Now() + keep_;
     }
-    const bool was_active = active_;
-    active_ = std::chrono::steady_clock::now() < until;
-    if (!active_) {
-      if (was_active) changed_.notify_all();
-      continue;
-    }
-    lock.unlock();
+    active_ = absl::Now() < until;
+    if (!active_) continue;
+    mu_.Unlock();
     // This process into its own cgroup: nothing changes, but the move takes
     // the lock a replica's join takes. A failure only costs that start the
     // wait (there is nothing to report).
@@ -68,10 +65,9 @@ void AttachWarmer::Loop() {
       (void)!::write(fd, pid.data(), pid.size());
       ::close(fd);
     }
-    lock.lock();
+    mu_.Lock();
     ++moves_;
-    changed_.notify_all();
-    changed_.wait_for(lock, every_, [&] { return stop_; });
+    mu_.AwaitWithTimeout(absl::Condition(&stop_), every_);
   }
 }
 

@@ -16,12 +16,13 @@
 // Thread-safe; the destructor stops and joins the thread.
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace mle::sandbox {
 
@@ -30,8 +31,8 @@ class AttachWarmer {
   // `procs_file`: cgroup.procs of the cgroup this process is in (see
   // Cgroups::OwnProcsFile). `keep`: how long after the last kick the moves
   // go on; `every`: the pause between them (well under a grace period).
-  explicit AttachWarmer(std::string procs_file, std::chrono::milliseconds keep = std::chrono::milliseconds(60),
-                        std::chrono::milliseconds every = std::chrono::milliseconds(3));
+  explicit AttachWarmer(std::string procs_file, absl::Duration keep = absl::Milliseconds(60),
+                        absl::Duration every = absl::Milliseconds(3));
   ~AttachWarmer();
   AttachWarmer(const AttachWarmer&) = delete;
   AttachWarmer& operator=(const AttachWarmer&) = delete;
@@ -41,24 +42,23 @@ class AttachWarmer {
 
   // For tests: waits until at least `n` moves were made, up to `timeout`;
   // whether they were.
-  bool AwaitMoves(int64_t n, std::chrono::milliseconds timeout);
+  bool AwaitMoves(int64_t n, absl::Duration timeout);
   int64_t moves() const;
   // For tests: waits until the moves have stopped (the last kick is `keep`
   // old), up to `timeout`; whether they have.
-  bool AwaitIdle(std::chrono::milliseconds timeout);
+  bool AwaitIdle(absl::Duration timeout);
 
  private:
   void Loop();
 
   const std::string procs_file_;
-  const std::chrono::milliseconds keep_;
-  const std::chrono::milliseconds every_;
-  mutable std::mutex mu_;
-  std::condition_variable changed_;  // stop_, kicked_, active_ or moves_
-  bool stop_ = false;                // all four guarded by mu_
-  bool kicked_ = false;
-  bool active_ = false;
-  int64_t moves_ = 0;
+  const absl::Duration keep_;
+  const absl::Duration every_;
+  mutable absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool kicked_ ABSL_GUARDED_BY(mu_) = false;
+  bool active_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t moves_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 
