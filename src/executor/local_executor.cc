@@ -206,9 +206,6 @@ void LocalExecutor::Launch(const model::Job& job, const model::JobDemand& demand
     r.ref = ref;
     r.dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
   }
-  // Its replicas join their cgroups in a few milliseconds: the kernel's
-  // wait for that starts now, beside the preparation.
-  if (options_.sandbox != nullptr) options_.sandbox->ReplicaWillJoin();
   preparer_.Post([this, key, job, demand, placement] { PrepareAndStart(key, job, demand, placement); });
 }
 

@@ -65,15 +65,7 @@ std::string ReplicaCgroup(const std::string& project, const std::string& job_id,
 }
 
 Sandboxing::Sandboxing(const SandboxRuntime& runtime)
-    : runtime_(runtime), host_passwd_(ReadFileOrEmpty("/etc/passwd")), host_group_(ReadFileOrEmpty("/etc/group")) {
-  if (runtime_.warm_attach && runtime_.cgroups != nullptr) {
-    attach_warmer_ = std::make_unique<sandbox::AttachWarmer>(runtime_.cgroups->OwnProcsFile());
-  }
-}
-
-void Sandboxing::ReplicaWillJoin() const {
-  if (attach_warmer_) attach_warmer_->Kick();
-}
+    : runtime_(runtime), host_passwd_(ReadFileOrEmpty("/etc/passwd")), host_group_(ReadFileOrEmpty("/etc/group")) {}
 
 absl::Status Sandboxing::IdentityFiles(uid_t uid, std::string* passwd, std::string* group) const {
   *passwd = absl::StrCat(runtime_.identity_dir, "/passwd-", uid);

@@ -16,7 +16,6 @@
 #include <sys/types.h>
 
 #include <map>
-#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -29,7 +28,6 @@
 #include "model/job.h"
 #include "model/resources.h"
 #include "runtime/package_cache.h"
-#include "sandbox/attach_warmer.h"
 #include "sandbox/cgroups.h"
 #include "sandbox/host.h"
 #include "sandbox/plan.h"
@@ -48,9 +46,6 @@ struct SandboxRuntime {
   // Where each identity's /etc/passwd and /etc/group are kept for the jobs
   // it runs here (PasswdFiles::kPerIdentity); "" for none.
   std::string identity_dir;
-  // Replicas join their cgroups on this host soon after ReplicaWillJoin
-  // (sandbox/attach_warmer.h): mlengined's, not a Slurm node's launcher.
-  bool warm_attach = false;
 };
 
 struct JobSandbox {
@@ -93,11 +88,6 @@ class Sandboxing {
   absl::Status PrepareContainerReplica(const JobSandbox& job, const std::string& run_dir,
                                        const std::string& task) const;
   int64_t pids_limit() const { return runtime_.settings.pids_limit; }
-  // A replica of this host will join its cgroups in the next few
-  // milliseconds: the kernel's wait for the first such move starts now,
-  // while the start is prepared (sandbox/attach_warmer.h). No-op without
-  // `warm_attach`.
-  void ReplicaWillJoin() const;
   // "The replica master-0 ran out of memory: ..." when the kernel killed a
   // process of it at its memory limit; nullopt otherwise.
   // `limit_mib`: its limit (0: not known).
@@ -125,7 +115,6 @@ class Sandboxing {
   const SandboxRuntime& runtime_;
   const std::string host_passwd_;
   const std::string host_group_;
-  std::unique_ptr<sandbox::AttachWarmer> attach_warmer_;  // with warm_attach
   mutable absl::Mutex mu_;
   mutable std::set<uid_t> identity_files_ ABSL_GUARDED_BY(mu_);  // written by this process
 };

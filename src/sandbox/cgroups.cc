@@ -595,11 +595,6 @@ absl::Status Cgroups::Remove(const std::string& name) const {
   return removed;
 }
 
-std::string Cgroups::OwnProcsFile() const {
-  return version_ == CgroupVersion::kV1 ? absl::StrCat(cpu_own_, "/cgroup.procs")
-                                        : absl::StrCat(cpu_own_, "/", kDaemonLeaf, "/cgroup.procs");
-}
-
 std::vector<std::string> Cgroups::List() const {
   const std::string base = MemoryBase();
   std::set<std::string> dirs, parents;

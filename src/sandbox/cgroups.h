@@ -128,11 +128,6 @@ class Cgroups {
   // this process itself is never signalled.
   absl::Status Remove(const std::string& name) const;
 
-  // cgroup.procs of the cgroup this process itself is in (v1: its own in
-  // the cpu hierarchy; v2: the leaf `<own>/mlengined` Prepare moved it
-  // to): writing its pid there moves it nowhere (AttachWarmer does).
-  std::string OwnProcsFile() const;
-
   // Names (relative to `<own>/mlengine`, as given to Create) of the leaf
   // groups that exist, found in the memory controller's (v1) or the unified
   // (v2) tree, in ascending order: for recovery sweeps.

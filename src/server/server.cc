@@ -249,7 +249,6 @@ absl::Status Server::Parts::BuildSandbox(const fs::path& data_dir, const fs::pat
   sandbox_runtime->sandbox_lib = lib.string();
   sandbox_runtime->sandbox_tool = tool.string();
   sandbox_runtime->identity_dir = (data_dir / "identities").string();
-  sandbox_runtime->warm_attach = true;
   sandboxing = std::make_unique<executor::Sandboxing>(*sandbox_runtime);
   packages->SetBuildRunner(sandboxing->BuildRunner());
   obs::Log("server").info("sandbox: on; jobs run as uids {}-{}, limited through cgroup {}", config.sandbox.first_uid,
