@@ -104,6 +104,7 @@ def run_mlengine(n, build, env, tmp, samples):
         server = jl.Server.__new__(jl.Server)
         server.proc, server.url = proc, line.split()[-1]
         server.token = open(os.path.join(data, "admin.token")).read().strip()
+        server.conn = None
         name = "pkgs/trivial_trainer-1.0.0.tar.gz"
         jl.TRAINER_SAVED = jl.TRAINER
         jl.TRAINER = TRAINER
