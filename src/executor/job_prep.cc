@@ -15,7 +15,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "sandbox/kernel_log.h"
 #include "common/run_layout.h"
 #include "model/catalog.h"
 #include "obs/log.h"
@@ -225,11 +224,12 @@ std::string OutOfMemoryMessage(const std::string& task, int64_t limit_mib, const
 }
 
 std::optional<std::string> ContainerMemoryFailure(const std::string& replica_dir, const std::string& task,
-                                                  int64_t limit_mib, const std::vector<std::string>& kernel_log) {
+                                                  int64_t limit_mib,
+                                                  const std::function<std::vector<std::string>()>& read_kernel_log) {
   const std::string id(absl::StripAsciiWhitespace(ReadFileOrEmpty(replica_dir + "/" + kContainerIdFile)));
   // A container id is 64 hex digits; anything shorter could match another's path.
   if (id.size() < 32) return std::nullopt;
-  const std::optional<sandbox::OomKill> kill = sandbox::FindOomKill(kernel_log, id);
+  const std::optional<sandbox::OomKill> kill = sandbox::FindOomKill(read_kernel_log(), id);
   if (!kill) return std::nullopt;
   const std::string what =
       kill->task.empty() ? std::string() : absl::StrCat("its process ", kill->task, " (pid ", kill->pid, ")");

@@ -9,6 +9,7 @@
 // Thread-safe (no state of their own).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "runtime/replica_env.h"
 #include "runtime/package_cache.h"
 #include "runtime/runtimes.h"
+#include "sandbox/kernel_log.h"
 #include "sandbox/plan.h"
 #include "rundir/replica_files.h"
 
@@ -105,14 +107,16 @@ inline constexpr char kContainerIdFile[] = "container-id";
 // `limit_mib` 0: not known; `killed`: what the kernel killed, "" for the
 // replica itself.
 std::string OutOfMemoryMessage(const std::string& task, int64_t limit_mib, const std::string& killed = "");
-// The same when the kernel log (`kernel_log`: sandbox::ReadKernelLog's
-// texts) holds a memory-limit kill in the container of the replica whose
-// directory is `replica_dir` (its id in kContainerIdFile); nullopt
-// otherwise. The container's own cgroup is gone by the time its replica is
-// seen to end (runc removes it), and podman does not tell on a cgroup v1
-// host (its OOMKilled stays false there).
-std::optional<std::string> ContainerMemoryFailure(const std::string& replica_dir, const std::string& task,
-                                                  int64_t limit_mib, const std::vector<std::string>& kernel_log);
+// The same when the kernel log holds a memory-limit kill in the container
+// of the replica whose directory is `replica_dir` (its id in
+// kContainerIdFile); nullopt otherwise, and for a replica that ran no
+// container (the log is read only when there is an id: `read_kernel_log`,
+// sandbox::ReadKernelLog but in tests). The container's own cgroup is gone
+// by the time its replica is seen to end (runc removes it), and podman does
+// not tell on a cgroup v1 host (its OOMKilled stays false there).
+std::optional<std::string> ContainerMemoryFailure(
+    const std::string& replica_dir, const std::string& task, int64_t limit_mib,
+    const std::function<std::vector<std::string>()>& read_kernel_log = sandbox::ReadKernelLog);
 // How a replica ended, for errorMessage, with the last lines of its log.
 // `exit` nullopt: it ended without a record (killed).
 std::string DescribeReplicaEnd(const std::string& job_dir, const std::string& task,

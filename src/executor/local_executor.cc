@@ -33,7 +33,6 @@
 #include "obs/log.h"
 #include "obs/metrics.h"
 #include "runtime/replica_env.h"
-#include "sandbox/kernel_log.h"
 
 namespace mle::executor {
 
@@ -568,8 +567,7 @@ std::string LocalExecutor::FailureMessage(const RunningJob& job, const Replica& 
     // A container's: podman reports a memory kill as status 137; the kernel
     // log says whether its limit was the reason.
     if (replica.exit && replica.exit->KilledOrStatus137()) {
-      oom = ContainerMemoryFailure(common::ReplicaDir(job.dir, replica.task), replica.task, replica.memory_mib,
-                                   sandbox::ReadKernelLog());
+      oom = ContainerMemoryFailure(common::ReplicaDir(job.dir, replica.task), replica.task, replica.memory_mib);
       if (oom) return *oom;
     }
   }

@@ -95,8 +95,13 @@ TEST(ContainerMemoryFailureTest, ByTheContainersIdInTheKernelLog) {
     SCOPED_TRACE(row.name);
     fs::remove(dir / kContainerIdFile);
     if (row.id_file != "-") std::ofstream(dir / kContainerIdFile) << row.id_file;
-    const std::optional<std::string> got = ContainerMemoryFailure(dir.string(), "master-replica-0", 96, row.log);
+    int reads = 0;
+    const std::optional<std::string> got = ContainerMemoryFailure(dir.string(), "master-replica-0", 96, [&] {
+      ++reads;
+      return row.log;
+    });
     EXPECT_EQ(got.value_or(""), row.want);
+    EXPECT_EQ(reads, row.id_file.size() >= 32 ? 1 : 0);  // the log only for a container's id
   }
   fs::remove_all(dir);
 }

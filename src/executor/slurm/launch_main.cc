@@ -41,7 +41,6 @@
 #include "executor/sandboxing.h"
 #include "sandbox/cgroups.h"
 #include "sandbox/host.h"
-#include "sandbox/kernel_log.h"
 #include "executor/slurm/slurm_parsers.h"
 #include "executor/slurm/slurm_plan.h"
 #include "model/demand.h"
@@ -302,7 +301,7 @@ int RunTask(const Flags& f, const Loaded& l) {
   auto oom = node_sandbox->sandboxing->MemoryFailure(l.job.project, l.job.job_id, task, limits.memory_mib);
   if (!oom && status == 137 && !launch->image.empty()) {
     // A container's (podman's status 137): the kernel log says whether its limit was the reason.
-    oom = ContainerMemoryFailure(rdir, task, limits.memory_mib, sandbox::ReadKernelLog());
+    oom = ContainerMemoryFailure(rdir, task, limits.memory_mib);
   }
   if (oom) (void)rundir::WriteFileAtomically(rdir + "/" + kMemoryNote, *oom);
   // Its group, and the job's and the project's above it once no other
