@@ -309,7 +309,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
   // it is written that a restart would adopt.
   std::optional<JobSandbox> job_sandbox;
   if (options_.sandbox != nullptr) {
-    auto begun = options_.sandbox->BeginJob(job, run_dir, PasswdFiles::kPerIdentity);
+    auto begun = options_.sandbox->BeginJob(job);
     if (!begun.ok()) {
       return fail(Ending::kFailed, absl::StrCat("The job could not be started in its sandbox: ", begun.status().message()));
     }

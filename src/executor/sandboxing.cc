@@ -22,12 +22,6 @@ namespace mle::executor {
 namespace fs = std::filesystem;
 namespace {
 
-// The job's /etc/passwd and /etc/group, in its run directory (no directory
-// of their own: every inode a start makes costs it) when they are not the
-// identity's (PasswdFiles).
-std::string JobPasswdPath(const std::string& run_dir) { return run_dir + "/passwd"; }
-std::string JobGroupPath(const std::string& run_dir) { return run_dir + "/group"; }
-
 // The sandbox's files and directories are made before the replica starts
 // and read once as it does: a crash of the machine before then starts the
 // job again from scratch (the run manifest says `starting`), so they need
@@ -67,21 +61,7 @@ std::string ReplicaCgroup(const std::string& project, const std::string& job_id,
 Sandboxing::Sandboxing(const SandboxRuntime& runtime)
     : runtime_(runtime), host_passwd_(ReadFileOrEmpty("/etc/passwd")), host_group_(ReadFileOrEmpty("/etc/group")) {}
 
-absl::Status Sandboxing::IdentityFiles(uid_t uid, std::string* passwd, std::string* group) const {
-  *passwd = absl::StrCat(runtime_.identity_dir, "/passwd-", uid);
-  *group = absl::StrCat(runtime_.identity_dir, "/group-", uid);
-  absl::MutexLock lock(&mu_);
-  if (identity_files_.count(uid)) return absl::OkStatus();
-  // Made again by each server (the host's files may have changed since).
-  absl::Status s = MakeDirectory(runtime_.identity_dir);
-  if (s.ok()) s = WriteFile(*passwd, sandbox::PasswdWithIdentity(host_passwd_, uid, uid), 0644);
-  if (s.ok()) s = WriteFile(*group, sandbox::GroupWithIdentity(host_group_, uid), 0644);
-  if (s.ok()) identity_files_.insert(uid);
-  return s;
-}
-
-absl::StatusOr<JobSandbox> Sandboxing::BeginJob(const model::Job& job, const std::string& run_dir,
-                                                PasswdFiles where) const {
+absl::StatusOr<JobSandbox> Sandboxing::BeginJob(const model::Job& job) const {
   JobSandbox out;
   const std::string owner = JobCgroup(job.project, job.job_id);
   auto acquired = runtime_.identities->Acquire(owner);
@@ -89,20 +69,9 @@ absl::StatusOr<JobSandbox> Sandboxing::BeginJob(const model::Job& job, const std
     return absl::ResourceExhaustedError(absl::StrCat("every one of the ", runtime_.settings.uid_count,
                                                      " identities jobs run as is in use"));
   }
-  const uid_t uid = out.uid = *acquired;
+  out.uid = *acquired;
   if (runtime_.buckets != nullptr) {
     for (const auto& g : runtime_.buckets->BucketsFor(job)) out.buckets.push_back({g.bucket, g.writable});
-  }
-  absl::Status s;
-  if (where == PasswdFiles::kPerIdentity && !runtime_.identity_dir.empty()) {
-    s = IdentityFiles(uid, &out.passwd, &out.group);
-  } else {
-    s = WriteFile(JobPasswdPath(run_dir), sandbox::PasswdWithIdentity(host_passwd_, uid, uid), 0644);
-    if (s.ok()) s = WriteFile(JobGroupPath(run_dir), sandbox::GroupWithIdentity(host_group_, uid), 0644);
-  }
-  if (!s.ok()) {
-    runtime_.identities->Release(uid, owner);
-    return absl::FailedPreconditionError(absl::StrCat("cannot prepare the job's sandbox: ", s.message()));
   }
   return out;
 }
@@ -128,8 +97,8 @@ absl::StatusOr<std::string> Sandboxing::PrepareReplica(const JobSandbox& job, co
   view.gcs_root = gcs_root;
   view.buckets = job.buckets;
   view.gpus = gpus;
-  view.passwd = job.passwd.empty() ? JobPasswdPath(run_dir) : job.passwd;
-  view.group = job.group.empty() ? JobGroupPath(run_dir) : job.group;
+  view.passwd = sandbox::PasswdWithIdentity(host_passwd_, job.uid, job.uid);
+  view.group = sandbox::GroupWithIdentity(host_group_, job.uid);
   sandbox::CgroupLimits limits;
   limits.cpu_milli = demand.cpu_milli;
   limits.memory_mib = demand.memory_mib;

@@ -2,10 +2,11 @@
 // sandbox (docs/security.md), the same for every executor and every start
 // (cold, warm, a package build):
 //  - BeginJob: the job's identity (a uid of the pool), the buckets its
-//    account reaches, its /etc/passwd and /etc/group;
+//    account reaches;
 //  - PrepareReplica: the replica's private directories owned by that
 //    identity, its cgroup with the limits the scheduler counted, and its
-//    spec file (sandbox/spec.h) for the shim or the warm interpreter;
+//    spec file (sandbox/spec.h) for the shim or the warm interpreter, which
+//    carries the view's /etc/passwd and /etc/group (no file of its own);
 //  - MemoryFailure: why a replica the kernel killed at its memory limit
 //    ended, for errorMessage;
 //  - EndJob: the job's cgroups removed (what is left in them killed), its
@@ -43,26 +44,12 @@ struct SandboxRuntime {
   const BucketAccessPolicy* buckets = nullptr;  // null: no bucket is visible
   std::string sandbox_lib;   // libmlengine-sandbox.so, for the warm interpreter
   std::string sandbox_tool;  // mlengine-sandbox, for package builds
-  // Where each identity's /etc/passwd and /etc/group are kept for the jobs
-  // it runs here (PasswdFiles::kPerIdentity); "" for none.
-  std::string identity_dir;
 };
 
 struct JobSandbox {
   uid_t uid = 0;
   std::vector<sandbox::BucketAccess> buckets;
-  // The view's /etc/passwd and /etc/group; "" for the ones in the run
-  // directory (a Slurm node's: mlengined wrote them there).
-  std::string passwd;
-  std::string group;
 };
-
-// Where BeginJob writes a job's /etc/passwd and /etc/group: in its run
-// directory (which a Slurm node reads), or once per identity in the
-// runtime's `identity_dir`, shared by every job that identity runs on this
-// host (no file made per start; the run directory's way when there is no
-// identity_dir).
-enum class PasswdFiles { kRunDirectory, kPerIdentity };
 
 class Sandboxing {
  public:
@@ -72,8 +59,7 @@ class Sandboxing {
 
   // The job keeps the identity it holds (a resubmission, a recovered job);
   // RESOURCE_EXHAUSTED when it has none and every identity is in use.
-  absl::StatusOr<JobSandbox> BeginJob(const model::Job& job, const std::string& run_dir,
-                                      PasswdFiles where = PasswdFiles::kRunDirectory) const;
+  absl::StatusOr<JobSandbox> BeginJob(const model::Job& job) const;
   // Everything the replica `task` needs to start sandboxed; returns the spec
   // file's path. `read_only`: more host directories it reads (its package
   // environment). FAILED_PRECONDITION saying what could not be made.
@@ -108,15 +94,9 @@ class Sandboxing {
   const SandboxRuntime& runtime() const { return runtime_; }
 
  private:
-  // The per-identity files (made on an identity's first job here), their
-  // paths in `*passwd` and `*group`.
-  absl::Status IdentityFiles(uid_t uid, std::string* passwd, std::string* group) const;
-
   const SandboxRuntime& runtime_;
   const std::string host_passwd_;
   const std::string host_group_;
-  mutable absl::Mutex mu_;
-  mutable std::set<uid_t> identity_files_ ABSL_GUARDED_BY(mu_);  // written by this process
 };
 
 // Variables the dynamic loader or libc act on at a program's start (glibc's

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -281,6 +282,53 @@ absl::Status WriteMemoryV1(const std::string& dir, const std::string& value) {
 }
 
 }  // namespace
+
+std::optional<std::string> FavorDynmodsMountData(const std::string& mountinfo) {
+  constexpr absl::string_view kOption = "favordynmods";
+  for (const Mount& m : ParseMountinfo(mountinfo)) {
+    if (m.fs_type != "cgroup2") continue;
+    if (Contains(m.super_options, kOption)) return std::nullopt;
+    std::vector<std::string> keep;
+    for (const std::string& o : m.super_options) {
+      if (o != "rw" && o != "ro") keep.push_back(o);
+    }
+    keep.emplace_back(kOption);
+    return absl::StrJoin(keep, ",");
+  }
+  return std::string(kOption);
+}
+
+absl::StatusOr<bool> TurnOnFavorDynmods(const std::string& scratch) {
+  absl::StatusOr<std::string> mountinfo = rundir::ReadFile("/proc/self/mountinfo");
+  if (!mountinfo.ok()) return mountinfo.status();
+  const std::optional<std::string> data = FavorDynmodsMountData(*mountinfo);
+  if (!data) return false;
+  auto failed = [&](absl::string_view what, int err) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot turn on cgroup favordynmods: ", what, " ", scratch, ": ", std::strerror(err)));
+  };
+  if (::mkdir(scratch.c_str(), 0700) != 0 && errno != EEXIST) return failed("mkdir", errno);
+  if (::mount("cgroup2", scratch.c_str(), "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, data->c_str()) != 0) {
+    const int err = errno;
+    ::rmdir(scratch.c_str());
+    return failed(absl::StrCat("mount -t cgroup2 -o ", *data), err);
+  }
+  absl::StatusOr<std::string> after = rundir::ReadFile("/proc/self/mountinfo");
+  bool took = false;
+  if (after.ok()) {
+    for (const Mount& m : ParseMountinfo(*after)) {
+      if (m.mount_point == scratch) took = Contains(m.super_options, "favordynmods");
+    }
+  }
+  ::umount2(scratch.c_str(), MNT_DETACH);
+  ::rmdir(scratch.c_str());
+  if (!took) {
+    return absl::FailedPreconditionError(
+        "cannot turn on cgroup favordynmods: the kernel did not take it (it needs Linux 6.0 or later, and "
+        "mlengined in the host's cgroup namespace)");
+  }
+  return true;
+}
 
 Cgroups::Cgroups(CgroupVersion version, std::string cpu_own, std::string memory_own, std::string pids_own)
     : version_(version),

@@ -28,6 +28,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,29 @@ struct CgroupUsage {
   int64_t memory_peak_bytes = 0;  // v1 memory.max_usage_in_bytes; v2 memory.peak when present, else 0
   int64_t pids_denied = 0;        // forks refused at the pids limit (v1 and v2: "max N" in pids.events)
 };
+
+// favordynmods: the kernel's cgroup option that makes moving a process into
+// a cgroup cheap. Without it each write to cgroup.procs waits for an RCU
+// grace period (about 10 ms here, once per replica start), which every
+// replica pays before its first line; with it forks and exits cost a little
+// more, host-wide. The kernel keeps one setting for every hierarchy (v1 and
+// v2) and takes it from the cgroup2 root's mount options.
+//
+// The data string to mount cgroup2 with so that its root keeps the flags it
+// has (nsdelegate, memory_recursiveprot, ...: a cgroup2 mount sets all of
+// them) and gains favordynmods: the super options of the first cgroup2
+// mount in `mountinfo` (the text of /proc/self/mountinfo) less rw/ro, plus
+// favordynmods; just "favordynmods" when no cgroup2 is mounted. nullopt when
+// that mount has it already.
+std::optional<std::string> FavorDynmodsMountData(const std::string& mountinfo);
+
+// Turns favordynmods on for the host when it is off: mounts cgroup2 at
+// `scratch` (a directory it makes and removes; never seen by a job) with
+// FavorDynmodsMountData, checks that the kernel took it, unmounts. OK(true)
+// when it turned it on, OK(false) when it was on; FAILED_PRECONDITION naming
+// the step and errno text otherwise (the kernel ignores the option outside
+// the host's cgroup namespace, and kernels before 6.0 do not know it). Root.
+absl::StatusOr<bool> TurnOnFavorDynmods(const std::string& scratch);
 
 class Cgroups {
  public:

@@ -82,6 +82,36 @@ bool MakeMountPoint(const std::string& at, bool dir, std::string* error) {
   return false;
 }
 
+// A file of the spec's text at `at` (a file of the view, made or the
+// host's): written on the view's root tmpfs beside it, never on the host's
+// disk, bound read-only over `at`, and its own name unlinked (the bind
+// keeps it), so only `at` shows it.
+std::string PlaceFile(const std::string& root, size_t index, const ViewEntry& e, const std::string& at) {
+  const std::string staged = root + "/.mlengine-file-" + std::to_string(index);
+  const int fd = ::open(staged.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return Errno("cannot make the file " + e.target);
+  size_t done = 0;
+  while (done < e.source.size()) {
+    const ssize_t n = ::write(fd, e.source.data() + done, e.source.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = Errno("cannot write the file " + e.target);
+      ::close(fd);
+      return why;
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  std::string error;
+  if (::mount(staged.c_str(), at.c_str(), nullptr, MS_BIND, nullptr) != 0 ||
+      ::mount(nullptr, at.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              nullptr) != 0) {
+    error = Errno("cannot place the file " + e.target);
+  }
+  if (::unlink(staged.c_str()) != 0 && error.empty()) error = Errno("cannot unlink the staged " + e.target);
+  return error;
+}
+
 struct Captured {
   int fd = -1;
   bool dir = false;
@@ -221,6 +251,10 @@ std::string EnterSandbox(const SandboxSpec& spec) {
         if (::mount("sysfs", at.c_str(), "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
           error = Errno("cannot mount /sys at " + e.target);
         }
+        break;
+      case ViewEntry::Kind::kFile:
+        if (!MakeMountPoint(at, false, &error)) break;
+        error = PlaceFile(root, i, e, at);
         break;
       case ViewEntry::Kind::kProc:
         if (!MakeMountPoint(at, true, &error)) break;

@@ -53,8 +53,8 @@ SandboxSpec PlanReplicaSandbox(const HostLayout& host, const ReplicaView& view) 
   entries.push_back({ViewEntry::Kind::kSysfs, false, "", "/sys"});
   entries.push_back({ViewEntry::Kind::kBind, true, view.tmp, "/tmp"});
   entries.push_back({ViewEntry::Kind::kSymlink, false, "/tmp", "/var/tmp"});
-  if (!view.passwd.empty()) entries.push_back({ViewEntry::Kind::kBind, false, view.passwd, "/etc/passwd"});
-  if (!view.group.empty()) entries.push_back({ViewEntry::Kind::kBind, false, view.group, "/etc/group"});
+  if (!view.passwd.empty()) entries.push_back({ViewEntry::Kind::kFile, false, view.passwd, "/etc/passwd"});
+  if (!view.group.empty()) entries.push_back({ViewEntry::Kind::kFile, false, view.group, "/etc/group"});
   for (const auto& dir : view.writable) entries.push_back(Bind(dir, true));
   if (!view.gcs_root.empty()) {
     entries.push_back({ViewEntry::Kind::kDir, false, "", view.gcs_root});

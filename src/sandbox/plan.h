@@ -58,7 +58,7 @@ struct ReplicaView {
   std::vector<BucketAccess> buckets;   // what the job's account may reach
   std::vector<int> gpus;               // its GPUs' indices (/dev/nvidiaN)
   std::vector<std::string> cgroups;    // directories to join
-  std::string passwd;                  // host files bound at /etc/passwd, /etc/group
+  std::string passwd;                  // the texts of its /etc/passwd and /etc/group ("": the host's)
   std::string group;
 };
 

@@ -35,6 +35,42 @@ bool Number(const std::string& s, int base, unsigned long* out) {
   return errno == 0 && *end == '\0';
 }
 
+// A file's text on one line: \\, \n and \t escaped.
+std::string Escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size() + text.size() / 16);
+  for (char c : text) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+bool Unescape(const std::string& field, std::string* text) {
+  text->clear();
+  for (size_t i = 0; i < field.size(); ++i) {
+    if (field[i] != '\\') {
+      *text += field[i];
+      continue;
+    }
+    if (++i == field.size()) return false;
+    switch (field[i]) {
+      case '\\': *text += '\\'; break;
+      case 'n': *text += '\n'; break;
+      case 't': *text += '\t'; break;
+      default: return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 bool EncodeSpec(const SandboxSpec& spec, std::string* text, std::string* error) {
@@ -93,6 +129,9 @@ bool EncodeSpec(const SandboxSpec& spec, std::string* text, std::string* error) 
         break;
       case ViewEntry::Kind::kSysfs:
         out += "sysfs\t" + e.target + "\n";
+        break;
+      case ViewEntry::Kind::kFile:
+        out += "file\t" + e.target + "\t" + Escape(e.source) + "\n";
         break;
     }
   }
@@ -162,6 +201,10 @@ bool ParseSpec(const std::string& text, SandboxSpec* spec, std::string* error) {
     } else if (key == "sysfs") {
       if (f.size() != 2 || !Absolute(f[1])) return fail("bad sysfs");
       spec->view.push_back({ViewEntry::Kind::kSysfs, false, "", f[1]});
+    } else if (key == "file") {
+      std::string contents;
+      if (f.size() != 3 || !Absolute(f[1]) || !Unescape(f[2], &contents)) return fail("bad file");
+      spec->view.push_back({ViewEntry::Kind::kFile, false, std::move(contents), f[1]});
     } else if (key == "dir") {
       // dir [MODE] TARGET: MODE in octal (default 0755).
       const bool moded = f.size() == 3;

@@ -16,6 +16,9 @@
 //   tmpfs OPTIONS PATH            a fresh tmpfs (mount options, e.g. size=)
 //   proc PATH                     procfs showing the replica's own uid only
 //   dir PATH                      an empty directory (read-only in the root)
+//   file PATH TEXT                a read-only file holding TEXT at PATH (over
+//                                 what the host has there: /etc/passwd);
+//                                 TEXT escapes \\ \n and \t as C does
 // Records apply in their order; a target's parent directories are made in
 // the view as needed (never through a symlink).
 //
@@ -30,11 +33,11 @@
 namespace mle::sandbox {
 
 struct ViewEntry {
-  enum class Kind { kBind, kDevice, kSymlink, kTmpfs, kProc, kDir, kSysfs };
+  enum class Kind { kBind, kDevice, kSymlink, kTmpfs, kProc, kDir, kSysfs, kFile };
   Kind kind = Kind::kBind;
   bool writable = false;  // kBind
   std::string source;     // kBind, kDevice: the host path; kSymlink: the link's target; kTmpfs: mount options;
-                          // kDir: its mode in octal ("" for 0755)
+                          // kDir: its mode in octal ("" for 0755); kFile: its contents
   std::string target;     // the path in the view
 
   bool operator==(const ViewEntry&) const = default;

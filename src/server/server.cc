@@ -248,12 +248,19 @@ absl::Status Server::Parts::BuildSandbox(const fs::path& data_dir, const fs::pat
   sandbox_runtime->buckets = bucket_access.get();
   sandbox_runtime->sandbox_lib = lib.string();
   sandbox_runtime->sandbox_tool = tool.string();
-  sandbox_runtime->identity_dir = (data_dir / "identities").string();
   sandboxing = std::make_unique<executor::Sandboxing>(*sandbox_runtime);
   packages->SetBuildRunner(sandboxing->BuildRunner());
-  obs::Log("server").info("sandbox: on; jobs run as uids {}-{}, limited through cgroup {}", config.sandbox.first_uid,
-                          config.sandbox.first_uid + config.sandbox.uid_count - 1,
-                          cgroups->version() == sandbox::CgroupVersion::kV1 ? "v1" : "v2");
+  std::string dynmods = "left as the host has it (sandbox.favordynmods: false)";
+  if (config.sandbox.favordynmods) {
+    // Best effort: without it every replica start waits ~10 ms longer.
+    absl::StatusOr<bool> turned = sandbox::TurnOnFavorDynmods((data_dir / "cgroup2-favordynmods").string());
+    dynmods = !turned.ok() ? std::string(turned.status().message())
+              : *turned    ? "favordynmods turned on (sandbox.favordynmods)"
+                           : "favordynmods on";
+  }
+  obs::Log("server").info("sandbox: on; jobs run as uids {}-{}, limited through cgroup {}; {}",
+                          config.sandbox.first_uid, config.sandbox.first_uid + config.sandbox.uid_count - 1,
+                          cgroups->version() == sandbox::CgroupVersion::kV1 ? "v1" : "v2", dynmods);
   return absl::OkStatus();
 }
 

@@ -102,9 +102,11 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
     if (auto sandbox = root["sandbox"]) {
       for (const auto& kv : sandbox) {
         const std::string key = kv.first.as<std::string>();
-        if (key != "enabled" && key != "first_uid" && key != "uid_count" && key != "pids_limit") {
-          return absl::InvalidArgumentError(absl::StrCat(
-              origin, ": sandbox.", key, ": unknown key; known: enabled, first_uid, uid_count, pids_limit"));
+        if (key != "enabled" && key != "first_uid" && key != "uid_count" && key != "pids_limit" &&
+            key != "favordynmods") {
+          return absl::InvalidArgumentError(absl::StrCat(origin, ": sandbox.", key,
+                                                         ": unknown key; known: enabled, first_uid, uid_count, "
+                                                         "pids_limit, favordynmods"));
         }
       }
       auto& sb = config.sandbox;
@@ -118,6 +120,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
       sb.first_uid = static_cast<uid_t>(first);
       sb.uid_count = static_cast<uint32_t>(count);
       sb.pids_limit = sandbox["pids_limit"].as<int64_t>(sb.pids_limit);
+      sb.favordynmods = sandbox["favordynmods"].as<bool>(sb.favordynmods);
       if (sb.pids_limit < 16) {
         return absl::InvalidArgumentError(absl::StrCat(origin, ": sandbox.pids_limit must be at least 16"));
       }

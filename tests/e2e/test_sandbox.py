@@ -82,6 +82,7 @@ def test_a_hostile_trainer_is_refused_everything_outside_its_job(sserver, scli, 
     assert sserver.proc.poll() is None
     uid = int(re.search(r"uid=(\d+)", text).group(1))
     assert uid >= 524288, text
+    assert "user=mlengine-job group=mlengine-job" in text, text
 
 
 def test_a_memory_hog_fails_naming_its_limit_while_a_neighbour_finishes(scli, names):

@@ -310,6 +310,53 @@ TEST(CgroupsDetect, HostDetectsOrSaysWhy) {
   }
 }
 
+// ---- favordynmods ---------------------------------------------------------
+
+TEST(CgroupsFavorDynmods, MountDataKeepsTheRootsFlags) {
+  struct Row {
+    std::string name;
+    std::string mountinfo;
+    std::optional<std::string> data;
+  };
+  const std::string v2_on = absl::StrReplaceAll(kV2Mountinfo, {{"memory_recursiveprot", "memory_recursiveprot,favordynmods"}});
+  const Row rows[] = {
+      {"hybrid: an empty v2 tree with no flags", kHybridMountinfo, "favordynmods"},
+      {"pure v2: its flags kept", kV2Mountinfo, "nsdelegate,memory_recursiveprot,favordynmods"},
+      {"already on", v2_on, std::nullopt},
+      {"read-only mount: ro is not a cgroup2 flag",
+       "24 23 0:22 / /sys/fs/cgroup ro,nosuid - cgroup2 cgroup2 ro,nsdelegate\n", "nsdelegate,favordynmods"},
+      {"no cgroup2 mounted (v1 only)", "32 31 0:29 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n", "favordynmods"},
+      {"a v1 hierarchy's options are not the v2 root's",
+       "32 31 0:29 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu,favordynmods\n", "favordynmods"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    EXPECT_EQ(FavorDynmodsMountData(row.mountinfo), row.data);
+  }
+}
+
+// The kernel's flag is host-wide and this test leaves it on (as mlengined
+// does): it checks that the first call turns it on or finds it on, that the
+// v2 root then shows it, and that a second call has nothing to do.
+TEST(CgroupsFavorDynmods, TurnsItOnOnce) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to mount cgroup2";
+  TempDir tmp;
+  const std::string scratch = tmp.path() + "/cgroup2";
+  absl::StatusOr<bool> first = TurnOnFavorDynmods(scratch);
+  if (!first.ok()) {
+    EXPECT_EQ(first.status().code(), absl::StatusCode::kFailedPrecondition);
+    GTEST_SKIP() << "this kernel does not take favordynmods: " << first.status();
+  }
+  EXPECT_FALSE(fs::exists(scratch)) << "the scratch mount point stays behind";
+  std::ifstream in("/proc/self/mountinfo");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(FavorDynmodsMountData(text.str()), std::nullopt) << text.str();
+  absl::StatusOr<bool> again = TurnOnFavorDynmods(scratch);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(*again);
+}
+
 // ---- Names ----------------------------------------------------------------
 
 TEST(CgroupsNames, Table) {

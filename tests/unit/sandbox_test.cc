@@ -34,7 +34,10 @@ SandboxSpec Example() {
             {Kind::kTmpfs, true, "mode=0755", "/dev"},    {Kind::kDevice, true, "/dev/null", "/dev/null"},
             {Kind::kProc, false, "", "/proc"},            {Kind::kDir, false, "", "/data/buckets"},
             {Kind::kDir, false, "1777", "/dev/shm"},      {Kind::kSysfs, false, "", "/sys"},
-            {Kind::kBind, true, "/data/runs/x", "/tmp"}};
+            {Kind::kBind, true, "/data/runs/x", "/tmp"},
+            // A file's text on one line: newlines, tabs and backslashes escaped, "\\n" kept literal.
+            {Kind::kFile, false, "root:x:0:0::/root:/bin/sh\n\tx\\n\\\n", "/etc/passwd"},
+            {Kind::kFile, false, "", "/etc/empty"}};
   return s;
 }
 
@@ -88,6 +91,10 @@ TEST(SandboxSpecTest, ParseRefuses) {
       {head + "sysfs\tsys\n", "bad sysfs"},
       {head + "dir\t99\t/d\n", "bad dir"},
       {head + "dir\t0755\td\n", "bad dir"},
+      {head + "file\t/etc/passwd\troot\\q\n", "bad file"},
+      {head + "file\t/etc/passwd\troot\\\n", "bad file"},
+      {head + "file\tetc/passwd\troot\n", "bad file"},
+      {head + "file\t/etc/passwd\n", "bad file"},
   };
   for (const auto& [text, why] : rows) {
     SandboxSpec s;
@@ -119,7 +126,7 @@ TEST(PlanReplicaSandboxTest, TheViewHoldsWhatTheJobMayReachAndNothingElse) {
   v.buckets = {{"mine", true}, {"shared", false}};
   v.gpus = {1};
   v.cgroups = {"/cg/cpu/x"};
-  v.passwd = "/data/runs/p/j/sandbox/passwd";
+  v.passwd = "root:x:0:0::/root:/bin/sh\nmlengine-job:x:524301:524301:mlengine job:/tmp:/usr/sbin/nologin\n";
   const SandboxSpec s = PlanReplicaSandbox(host, v);
   EXPECT_EQ(s.uid, 524301u);
   EXPECT_EQ(s.cwd, v.cwd);
@@ -133,7 +140,7 @@ TEST(PlanReplicaSandboxTest, TheViewHoldsWhatTheJobMayReachAndNothingElse) {
   EXPECT_TRUE(Has(s, Kind::kBind, "/tmp", true));
   EXPECT_TRUE(Has(s, Kind::kBind, "/data/buckets/mine", true));
   EXPECT_TRUE(Has(s, Kind::kBind, "/data/buckets/shared", false));
-  EXPECT_TRUE(Has(s, Kind::kBind, "/etc/passwd", false));
+  EXPECT_TRUE(Has(s, Kind::kFile, "/etc/passwd"));
   EXPECT_TRUE(Has(s, Kind::kProc, "/proc"));
   EXPECT_TRUE(Has(s, Kind::kDir, "/data/buckets"));
   // Its own GPU and the control device; not another replica's GPU.

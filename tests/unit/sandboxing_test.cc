@@ -1,7 +1,7 @@
-// Sandboxing::BeginJob: where a job's /etc/passwd and /etc/group come from.
-// A local job uses its identity's pair, made once per identity by this
-// server (no file per start); a Slurm job's are in its run directory, where
-// the node reads them.
+// Sandboxing: where a job's /etc/passwd and /etc/group come from. No file
+// is made for them, on any executor: BeginJob takes the identity, and the
+// replica's spec carries the two texts (the host's with the job's identity
+// added), which the sandbox writes on the view's own tmpfs.
 #include "executor/sandboxing.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "sandbox/spec.h"
 
 namespace mle::executor {
 namespace {
@@ -25,9 +27,13 @@ std::string Read(const std::string& path) {
   return s.str();
 }
 
-ino_t Inode(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+// Every file below `dir`, relative.
+std::vector<std::string> Files(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_directory()) out.push_back(fs::relative(e.path(), dir).string());
+  }
+  return out;
 }
 
 class BeginJobTest : public ::testing::Test {
@@ -37,7 +43,6 @@ class BeginJobTest : public ::testing::Test {
     fs::remove_all(root_);
     fs::create_directories(root_ / "run");
     runtime_.identities = &pool_;
-    runtime_.identity_dir = (root_ / "identities").string();
     job_.project = "p";
     job_.job_id = "j";
   }
@@ -49,51 +54,54 @@ class BeginJobTest : public ::testing::Test {
   model::Job job_;
 };
 
-TEST_F(BeginJobTest, PerIdentityFilesAreMadeOnceAndShared) {
+TEST_F(BeginJobTest, TakesTheIdentityAndWritesNothing) {
   Sandboxing sandboxing(runtime_);
-  const std::string run = (root_ / "run").string();
-  absl::StatusOr<JobSandbox> first = sandboxing.BeginJob(job_, run, PasswdFiles::kPerIdentity);
-  ASSERT_TRUE(first.ok()) << first.status();
-  EXPECT_EQ(first->uid, 600000u);
-  EXPECT_EQ(first->passwd, runtime_.identity_dir + "/passwd-600000");
-  EXPECT_EQ(first->group, runtime_.identity_dir + "/group-600000");
-  EXPECT_NE(Read(first->passwd).find("mlengine-job:x:600000:600000:"), std::string::npos) << Read(first->passwd);
-  EXPECT_NE(Read(first->group).find("mlengine-job:x:600000:"), std::string::npos) << Read(first->group);
-  EXPECT_FALSE(fs::exists(root_ / "run" / "passwd"));
-  const ino_t inode = Inode(first->passwd);
-
-  pool_.Release(first->uid, JobCgroup("p", "j"));  // the identity goes back, as when the job ends
-  model::Job next = job_;
-  next.job_id = "k";
-  absl::StatusOr<JobSandbox> second = sandboxing.BeginJob(next, run, PasswdFiles::kPerIdentity);
-  ASSERT_TRUE(second.ok()) << second.status();
-  EXPECT_EQ(second->passwd, first->passwd);
-  EXPECT_EQ(Inode(second->passwd), inode);  // not written again
-
-  // Another server (a restart) writes them again: the host's files may have changed.
-  Sandboxing restarted(runtime_);
-  pool_.Release(second->uid, JobCgroup("p", "k"));
-  absl::StatusOr<JobSandbox> third = restarted.BeginJob(job_, run, PasswdFiles::kPerIdentity);
-  ASSERT_TRUE(third.ok()) << third.status();
-  EXPECT_NE(Inode(third->passwd), inode);
+  absl::StatusOr<JobSandbox> begun = sandboxing.BeginJob(job_);
+  ASSERT_TRUE(begun.ok()) << begun.status();
+  EXPECT_EQ(begun->uid, 600000u);
+  EXPECT_TRUE(Files(root_).empty());
+  model::Job other = job_;
+  other.job_id = "k";
+  EXPECT_EQ(sandboxing.BeginJob(other).status().code(), absl::StatusCode::kResourceExhausted);
+  absl::StatusOr<JobSandbox> again = sandboxing.BeginJob(job_);  // a resubmission keeps it
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->uid, 600000u);
 }
 
-TEST_F(BeginJobTest, RunDirectoryFilesForASlurmJobOrWithoutAnIdentityDirectory) {
-  for (const bool without_dir : {false, true}) {
-    SCOPED_TRACE(without_dir ? "no identity_dir" : "run directory asked for");
-    SandboxRuntime runtime = runtime_;
-    if (without_dir) runtime.identity_dir.clear();
-    Sandboxing sandboxing(runtime);
-    const std::string run = (root_ / "run").string();
-    absl::StatusOr<JobSandbox> begun = sandboxing.BeginJob(
-        job_, run, without_dir ? PasswdFiles::kPerIdentity : PasswdFiles::kRunDirectory);
-    ASSERT_TRUE(begun.ok()) << begun.status();
-    EXPECT_EQ(begun->passwd, "");
-    EXPECT_NE(Read(run + "/passwd").find("mlengine-job:x:600000:"), std::string::npos);
-    EXPECT_NE(Read(run + "/group").find("mlengine-job:x:600000:"), std::string::npos);
-    pool_.Release(begun->uid, JobCgroup("p", "j"));
-    fs::remove(root_ / "run" / "passwd");
-    fs::remove(root_ / "run" / "group");
+TEST_F(BeginJobTest, TheSpecCarriesPasswdAndGroup) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give the replica's directories to its identity";
+  // A fake cgroup v1 tree of plain files (sandbox/cgroups.h's fs_prefix).
+  const std::string cg = (root_ / "cg").string();
+  for (const char* c : {"cpu", "memory", "pids"}) fs::create_directories(root_ / "cg/sys/fs/cgroup" / c);
+  auto cgroups = sandbox::Cgroups::Detect(
+      "1:cpu:/\n2:memory:/\n3:pids:/\n",
+      "32 31 0:29 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
+      "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+      "39 31 0:36 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n",
+      cg);
+  ASSERT_TRUE(cgroups.ok()) << cgroups.status();
+  runtime_.cgroups = &*cgroups;
+  Sandboxing sandboxing(runtime_);
+  absl::StatusOr<JobSandbox> begun = sandboxing.BeginJob(job_);
+  ASSERT_TRUE(begun.ok()) << begun.status();
+  const std::string run = (root_ / "run").string();
+  absl::StatusOr<std::string> spec_path =
+      sandboxing.PrepareReplica(*begun, "p", "j", run, "master-replica-0", model::ReplicaDemand{}, {}, {}, "");
+  ASSERT_TRUE(spec_path.ok()) << spec_path.status();
+  sandbox::SandboxSpec spec;
+  std::string error;
+  ASSERT_TRUE(sandbox::ParseSpec(Read(*spec_path), &spec, &error)) << error;
+  std::map<std::string, std::string> files;
+  for (const auto& e : spec.view) {
+    if (e.kind == sandbox::ViewEntry::Kind::kFile) files[e.target] = e.source;
+  }
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_NE(files["/etc/passwd"].find("\nmlengine-job:x:600000:600000:"), std::string::npos) << files["/etc/passwd"];
+  EXPECT_NE(files["/etc/passwd"].find("root:x:0:0:"), std::string::npos) << "the host's users stay";
+  EXPECT_NE(files["/etc/group"].find("mlengine-job:x:600000:"), std::string::npos) << files["/etc/group"];
+  for (const std::string& f : Files(root_ / "run")) {
+    EXPECT_EQ(f.find("passwd"), std::string::npos) << f;
+    EXPECT_EQ(f.find("group"), std::string::npos) << f;
   }
 }
 

@@ -225,7 +225,7 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
   }
   if (options_.sandbox != nullptr) {
     // One identity for the job's whole life, resubmissions included.
-    auto begun = options_.sandbox->BeginJob(job, t.dir);
+    auto begun = options_.sandbox->BeginJob(job);
     if (!begun.ok()) {
       return absl::FailedPreconditionError(
           absl::StrCat("The job could not be started in its sandbox: ", begun.status().message()));

@@ -61,7 +61,10 @@ def main():
     own_bucket = arg("--own-bucket")
     other_run = arg("--other-run")
 
-    print(f"uid={os.getuid()} gid={os.getgid()} groups={os.getgroups()}", flush=True)
+    import grp
+    import pwd
+    print(f"uid={os.getuid()} gid={os.getgid()} groups={os.getgroups()} user={pwd.getpwuid(os.getuid()).pw_name}"
+          f" group={grp.getgrgid(os.getgid()).gr_name}", flush=True)
     with open("/proc/self/status") as f:
         status = dict(line.split(":", 1) for line in f if ":" in line)
     attempt("run-as-root", lambda: "uid 0" if os.getuid() == 0 or os.geteuid() == 0 else None)
@@ -104,6 +107,10 @@ def main():
         attempt("ptrace-server", lambda: ptrace_attach(server_pid))
     attempt("write-usr", lambda: (open("/usr/pwned", "w"), "wrote /usr/pwned")[1])
     attempt("write-etc", lambda: (open("/etc/pwned", "w"), "wrote /etc/pwned")[1])
+    # /etc/passwd and /etc/group are the sandbox's own (written on the view's
+    # tmpfs, bound read-only): not writable, and nothing of them elsewhere.
+    attempt("write-passwd", lambda: (open("/etc/passwd", "a").write("x::0:0::/:/bin/sh\n"), "appended to /etc/passwd")[1])
+    attempt("staged-files", lambda: next((f"found /{e}" for e in os.listdir("/") if e.startswith(".")), None))
     attempt("mount", lambda: mount_tmpfs())
     attempt("host-root", lambda: f"listed {os.listdir('/root')}")
     attempt("host-home", lambda: f"listed {os.listdir('/home')}")
