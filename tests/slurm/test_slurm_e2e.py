@@ -323,16 +323,20 @@ def test_queued_behind_a_pod_then_runs(cli, names, slurm_cluster):
 # ---------------------------------------------------------------------------
 # Cancel of a running multi-node job
 
-def test_cancel_running_job(cli, names, slurm_cluster):
+# A job of one replica runs it in the batch step itself (no srun step); one
+# with more runs an srun step per role: a cancel stops both kinds.
+@pytest.mark.parametrize("workers", [1, 0])
+def test_cancel_running_job(cli, names, slurm_cluster, workers):
     _, env = slurm_cluster
-    job = names.job("cancel")
+    job = names.job(f"cancel{workers}")
+    tasks = ["master-replica-0"] + [f"worker-replica-{i}" for i in range(workers)]
+    worker_flags = ["--worker-machine-type", "n1-standard-4", "--worker-count", str(workers)] if workers else []
     cli.ok("jobs", "submit", "training", job, "--staging-bucket", f"gs://{cli.bucket}", "--region", e2e.REGION,
            "--runtime-version", e2e.RUNTIME, "--package-path", e2e.TASKS_PKG, "--module-name", "trainer.task",
-           "--scale-tier", "custom", "--master-machine-type", "n1-standard-4",
-           "--worker-machine-type", "n1-standard-4", "--worker-count", "1",
+           "--scale-tier", "custom", "--master-machine-type", "n1-standard-4", *worker_flags,
            "--", "--child", "--daemon", "setsid", "--daemon", "double-fork", "--sleep", "300")
     cli.wait_state(job, {"RUNNING"}, timeout=60)
-    for task in ("master-replica-0", "worker-replica-0"):
+    for task in tasks:
         cli.wait_log(job, "sleeping 300", task=task, timeout=30)
         # Helpers that left the replica's session ignore SIGTERM: the shim
         # (a subreaper) keeps them in the step, so Slurm's stop reaches them.
@@ -341,12 +345,14 @@ def test_cancel_running_job(cli, names, slurm_cluster):
     sid = slurm_id_of(cli, job)
     rd = run_dir(cli, job)
     assert e2e.procs_of_job(rd, job), "no process of the running job found (the check below would prove nothing)"
+    out = "".join((e2e._read(p) or b"").decode(errors="replace") for p in glob.glob(os.path.join(rd, "slurm-*.out")))
+    assert ("master-replica-0 runs in the batch step" in out) == (workers == 0), out
 
     # What the web console shows of it: the replicas on the nodes Slurm gave
     # them, and the cluster as Slurm's nodes with this job placed on them.
     replicas = cli.server.get_json(f"/v1/projects/{cli.project}/jobs/{job}/replicas")["replicas"]
     placed = {r["taskName"]: r["host"] for r in replicas}
-    assert sorted(placed) == ["master-replica-0", "worker-replica-0"], replicas
+    assert sorted(placed) == tasks, replicas
     assert set(placed.values()) <= set(NODES), replicas
     assert all(r["state"] == "RUNNING" for r in replicas), replicas
     cluster = cli.server.get_json("/mlengine/v1/cluster")

@@ -310,7 +310,14 @@ int RunTask(const Flags& f, const Loaded& l) {
   return status;
 }
 
-// Starts `argv` (srun) with the launcher's stdio; waitpid(-1) in RunBatch reaps it.
+// Whether the job is one replica on one node (a BASIC job, a CUSTOM one
+// with a master alone): the batch step runs it without srun.
+bool SingleTask(const std::vector<Component>& components, bool het) {
+  return !het && components.size() == 1 && components[0].tasks.size() == 1 && components[0].first_node_task.empty();
+}
+
+// Starts `argv` (srun, or this program for a single task) with the
+// launcher's stdio; waitpid(-1) in RunBatch reaps it.
 absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv) {
   common::SpawnOptions spawn;
   spawn.argv = argv;
@@ -409,6 +416,7 @@ int RunBatch(const Flags& f, const Loaded& l) {
   // steps of this job may share the CPUs of its own allocation.
   struct Step {
     std::vector<std::string> tasks;
+    std::string what;  // what ran the tasks, for a lost replica's message
   };
   std::map<pid_t, Step> steps;
   std::string srun_error;  // why the last srun could not be started
@@ -424,17 +432,34 @@ int RunBatch(const Flags& f, const Loaded& l) {
       srun_error = std::string(pid.status().message());
       return false;
     }
+    step.what = "srun";
     steps[*pid] = std::move(step);
     return true;
   };
   std::string master_task = "master-replica-0";
-  for (size_t k = 0; k < l.components.size(); ++k) {
+  const bool single = SingleTask(l.components, het);
+  if (single) {
+    // One replica, on this node: it runs here, in the batch step, as the
+    // task of an srun step would (this program with --task), without a step
+    // of its own: creating one costs slurmctld and slurmd a round of RPCs
+    // and a slurmstepd, about 100 ms per job. Slurm's signals (scancel, the
+    // time limit) reach it as the batch step's; nothing else differs.
+    const std::string& task = l.components[0].tasks[0];
+    Log().info("{} runs in the batch step (one replica: no srun step)", task);
+    auto pid = Spawn({self, "--run-dir", f.run_dir, "--shim", f.shim, "--gcs-root", f.gcs_root, "--task", task});
+    if (!pid.ok()) {
+      return Conclude(f, false, absl::StrCat("could not start the ", l.components[0].role, " replica: ",
+                                             pid.status().message()));
+    }
+    steps[*pid] = Step{{task}, "its launcher"};
+  }
+  for (size_t k = 0; !single && k < l.components.size(); ++k) {
     const Component& c = l.components[k];
     const std::string n = std::to_string(c.tasks.size());
-    bool ok = srun(k, {"--nodes=" + n, "--ntasks=" + n}, {"--component", std::to_string(k)}, Step{c.tasks});
+    bool ok = srun(k, {"--nodes=" + n, "--ntasks=" + n}, {"--component", std::to_string(k)}, Step{c.tasks, ""});
     if (ok && !c.first_node_task.empty()) {
       ok = srun(k, {"--nodes=1", "--ntasks=1", "--nodelist=" + nodes[k][0]}, {"--task", c.first_node_task},
-                Step{{c.first_node_task}});
+                Step{{c.first_node_task}, ""});
     }
     if (!ok) {
       return Conclude(f, false, absl::StrCat("could not run srun for the ", c.role, " replicas: ", srun_error));
@@ -499,7 +524,7 @@ int RunBatch(const Flags& f, const Loaded& l) {
       if (!exit) {
         const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         message = absl::StrCat("The replica ", task, " on node ", host_of[task],
-                               " was lost: it ended without recording an exit status (srun exited with ", code,
+                               " was lost: it ended without recording an exit status (", step.what, " exited with ", code,
                                "; the node may have failed). See ", f.run_dir, "/slurm-", slurm_id, ".out.");
       } else {
         message = DescribeReplicaEnd(f.run_dir, task, exit);
