@@ -18,13 +18,10 @@
 
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "executor/executor.h"
 #include "model/job.h"
 #include "model/resources.h"

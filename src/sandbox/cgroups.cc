@@ -42,6 +42,7 @@ constexpr int64_t kMib = 1024 * 1024;
 constexpr std::chrono::milliseconds kRemoveBound{5000};
 constexpr int kCreateAttempts = 5;  // Create's mkdir chain, when a Remove pruned a parent meanwhile
 const char* const kNeeded[] = {"cpu", "memory", "pids"};
+constexpr char kFavorDynmods[] = "favordynmods";  // the cgroup2 mount option
 
 // ---- Pure parsing ---------------------------------------------------------
 
@@ -284,18 +285,17 @@ absl::Status WriteMemoryV1(const std::string& dir, const std::string& value) {
 }  // namespace
 
 std::optional<std::string> FavorDynmodsMountData(const std::string& mountinfo) {
-  constexpr absl::string_view kOption = "favordynmods";
   for (const Mount& m : ParseMountinfo(mountinfo)) {
     if (m.fs_type != "cgroup2") continue;
-    if (Contains(m.super_options, kOption)) return std::nullopt;
+    if (Contains(m.super_options, kFavorDynmods)) return std::nullopt;
     std::vector<std::string> keep;
     for (const std::string& o : m.super_options) {
       if (o != "rw" && o != "ro") keep.push_back(o);
     }
-    keep.emplace_back(kOption);
+    keep.emplace_back(kFavorDynmods);
     return absl::StrJoin(keep, ",");
   }
-  return std::string(kOption);
+  return std::string(kFavorDynmods);
 }
 
 absl::StatusOr<bool> TurnOnFavorDynmods(const std::string& scratch) {
@@ -317,7 +317,7 @@ absl::StatusOr<bool> TurnOnFavorDynmods(const std::string& scratch) {
   bool took = false;
   if (after.ok()) {
     for (const Mount& m : ParseMountinfo(*after)) {
-      if (m.mount_point == scratch) took = Contains(m.super_options, "favordynmods");
+      if (m.mount_point == scratch) took = Contains(m.super_options, kFavorDynmods);
     }
   }
   ::umount2(scratch.c_str(), MNT_DETACH);

@@ -22,17 +22,27 @@ constexpr char kBuildRoot[] = "/tmp";
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
-bool WriteFile(const std::string& path, const char* text, std::string* error) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+// Writes all of `text` into `path`, opened with O_WRONLY|O_CLOEXEC and
+// `flags` (O_CREAT makes it 0644).
+bool WriteFile(const std::string& path, const std::string& text, int flags, std::string* error) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | flags, 0644);
   if (fd < 0) {
     *error = Errno("cannot open " + path);
     return false;
   }
-  const size_t n = std::strlen(text);
-  const bool ok = ::write(fd, text, n) == static_cast<ssize_t>(n);
-  if (!ok) *error = Errno("cannot write " + path);
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      *error = Errno("cannot write " + path);
+      ::close(fd);
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
   ::close(fd);
-  return ok;
+  return true;
 }
 
 // Makes every directory of `path` below `root` (mode 0755), refusing to go
@@ -88,21 +98,8 @@ bool MakeMountPoint(const std::string& at, bool dir, std::string* error) {
 // keeps it), so only `at` shows it.
 std::string PlaceFile(const std::string& root, size_t index, const ViewEntry& e, const std::string& at) {
   const std::string staged = root + "/.mlengine-file-" + std::to_string(index);
-  const int fd = ::open(staged.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return Errno("cannot make the file " + e.target);
-  size_t done = 0;
-  while (done < e.source.size()) {
-    const ssize_t n = ::write(fd, e.source.data() + done, e.source.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = Errno("cannot write the file " + e.target);
-      ::close(fd);
-      return why;
-    }
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
   std::string error;
+  if (!WriteFile(staged, e.source, O_CREAT | O_EXCL | O_NOFOLLOW, &error)) return "cannot make " + e.target + ": " + error;
   if (::mount(staged.c_str(), at.c_str(), nullptr, MS_BIND, nullptr) != 0 ||
       ::mount(nullptr, at.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
               nullptr) != 0) {
@@ -189,7 +186,7 @@ std::string EnterSandbox(const SandboxSpec& spec) {
   std::string error;
   if (spec.uid == 0 || spec.gid == 0) return "a sandboxed replica never runs as root";
   for (const auto& dir : spec.cgroups) {
-    if (!WriteFile(dir + "/cgroup.procs", "0", &error)) return "cannot join the cgroup " + dir + ": " + error;
+    if (!WriteFile(dir + "/cgroup.procs", "0", 0, &error)) return "cannot join the cgroup " + dir + ": " + error;
   }
   if (::unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0) return Errno("cannot make a mount namespace");
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return Errno("cannot make / private");

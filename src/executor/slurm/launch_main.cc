@@ -316,8 +316,7 @@ bool SingleTask(const std::vector<Component>& components, bool het) {
   return !het && components.size() == 1 && components[0].tasks.size() == 1 && components[0].first_node_task.empty();
 }
 
-// Starts `argv` (srun, or this program for a single task) with the
-// launcher's stdio; waitpid(-1) in RunBatch reaps it.
+// Starts `argv` (srun) with the launcher's stdio; waitpid(-1) in RunBatch reaps it.
 absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv) {
   common::SpawnOptions spawn;
   spawn.argv = argv;
@@ -420,7 +419,8 @@ int RunBatch(const Flags& f, const Loaded& l) {
   };
   std::map<pid_t, Step> steps;
   std::string srun_error;  // why the last srun could not be started
-  auto srun = [&](size_t k, std::vector<std::string> extra, std::vector<std::string> tail, Step step) -> bool {
+  auto srun = [&](size_t k, std::vector<std::string> extra, std::vector<std::string> tail,
+                  std::vector<std::string> tasks) -> bool {
     std::vector<std::string> argv = {"srun"};
     if (het) argv.push_back(absl::StrCat("--het-group=", k));
     argv.insert(argv.end(), extra.begin(), extra.end());
@@ -432,8 +432,7 @@ int RunBatch(const Flags& f, const Loaded& l) {
       srun_error = std::string(pid.status().message());
       return false;
     }
-    step.what = "srun";
-    steps[*pid] = std::move(step);
+    steps[*pid] = Step{std::move(tasks), "srun"};
     return true;
   };
   std::string master_task = "master-replica-0";
@@ -457,7 +456,6 @@ int RunBatch(const Flags& f, const Loaded& l) {
     if (pid == 0) {
       Flags one = f;
       one.task = task;
-      std::fflush(nullptr);
       ::_exit(RunTask(one, l));
     }
     steps[pid] = Step{{task}, "its launcher"};
@@ -465,10 +463,10 @@ int RunBatch(const Flags& f, const Loaded& l) {
   for (size_t k = 0; !single && k < l.components.size(); ++k) {
     const Component& c = l.components[k];
     const std::string n = std::to_string(c.tasks.size());
-    bool ok = srun(k, {"--nodes=" + n, "--ntasks=" + n}, {"--component", std::to_string(k)}, Step{c.tasks, ""});
+    bool ok = srun(k, {"--nodes=" + n, "--ntasks=" + n}, {"--component", std::to_string(k)}, c.tasks);
     if (ok && !c.first_node_task.empty()) {
       ok = srun(k, {"--nodes=1", "--ntasks=1", "--nodelist=" + nodes[k][0]}, {"--task", c.first_node_task},
-                Step{{c.first_node_task}, ""});
+                {c.first_node_task});
     }
     if (!ok) {
       return Conclude(f, false, absl::StrCat("could not run srun for the ", c.role, " replicas: ", srun_error));
