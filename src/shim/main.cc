@@ -59,6 +59,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -506,14 +507,20 @@ int main(int argc, char** argv) {
   sigprocmask(SIG_SETMASK, &before, nullptr);
   close(out[1]);
   close(err[1]);
+  // PROGRAM's end wakes the loop at once: its pipes reach EOF a moment
+  // before it can be reaped (a process closes its files, then its mount
+  // and pid namespaces go, then it becomes a zombie), and without this
+  // the loop slept out its poll timeout (up to 100 ms a replica) in that
+  // moment. A forked warm start says its end on the zygote's connection.
+  int child_fd = zygote < 0 ? static_cast<int>(syscall(SYS_pidfd_open, c.child, 0)) : -1;
 
   Stream streams[2] = {{out[0], 'O', {}}, {err[0], 'E', {}}};
   int64_t kill_at = -1;     // after a stop request: when the grace period ends
   int64_t output_deadline = -1;  // after PROGRAM ended: how long to wait for its last output
   std::string zygote_answer;
   for (;;) {
-    pollfd fds[4];
-    Stream* which[4] = {nullptr, nullptr, nullptr, nullptr};
+    pollfd fds[5];
+    Stream* which[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
     int n = 0;
     for (auto& s : streams) {
       if (!s.open) continue;
@@ -522,13 +529,21 @@ int main(int argc, char** argv) {
     }
     const int zygote_at = zygote >= 0 ? n : -1;
     if (zygote >= 0) fds[n++] = {zygote, POLLIN, 0};
+    const int child_at = child_fd >= 0 ? n : -1;
+    if (child_fd >= 0) fds[n++] = {child_fd, POLLIN, 0};
     fds[n++] = {signal_pipe[0], POLLIN, 0};
-    int r = poll(fds, n, 100);
+    // Without a pidfd (a kernel before 5.3), poll often once the output is
+    // over, when only the reaping is left.
+    const bool output_over = !streams[0].open && !streams[1].open;
+    int r = poll(fds, n, child_fd < 0 && output_over && !c.exited ? 5 : 100);
     if (r > 0) {
       for (int k = 0; k < n; ++k) {
         if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         if (which[k] != nullptr) {
           Drain(*which[k]);
+        } else if (k == child_at) {
+          close(child_fd);  // it ended: reaped below
+          child_fd = -1;
         } else if (k == zygote_at) {
           // "status S" once the forked replica ends; nothing (the zygote
           // died) counts as the replica killed.
@@ -577,6 +592,7 @@ int main(int argc, char** argv) {
     }
   }
   for (auto& s : streams) Flush(s);
+  if (child_fd >= 0) close(child_fd);
 
   char text[64];
   int code;

@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -164,6 +166,45 @@ INSTANTIATE_TEST_SUITE_P(Escapes, ShimTest, ::testing::Combine(::testing::Values
                          [](const auto& info) {
                            return std::get<0>(info.param).name + (std::get<1>(info.param) ? "_stopped" : "_ended");
                          });
+
+// The shim ends as soon as its program does, even when the program closed
+// its output long before: the end of output wakes the shim, but the program
+// cannot be reaped yet, and the shim used to sleep out its poll timeout
+// (100 ms) before looking again. Every job's slot was held that long.
+TEST(ShimEndTest, TheShimEndsWhenItsProgramDoesNotAPollTimeoutLater) {
+  const fs::path dir = fs::temp_directory_path() / ("mle_shim_end_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "work");
+  const std::string fifo = (dir / "ready").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // The output ends, the program says so, and it exits 40 ms later.
+  const std::string script = "exec >/dev/null 2>&1; echo ready > \"$READY\"; sleep 0.04";
+  double best_ms = 1e9;
+  for (int attempt = 0; attempt < 3 && best_ms >= 85; ++attempt) {
+    std::vector<std::string> argv = {MLE_SHIM, "--log", (dir / "log").string(), "--exit", (dir / "exit").string(),
+                                     "--cwd", (dir / "work").string(), "--", "/bin/sh", "-c", script};
+    std::vector<std::string> env = {"READY=" + fifo, "PATH=/usr/bin:/bin"};
+    const pid_t shim = SpawnShim(std::move(argv), &env);
+    ASSERT_NE(shim, 0);
+    std::string line;
+    {
+      std::ifstream in(fifo);
+      std::getline(in, line);
+    }
+    ASSERT_EQ(line, "ready");
+    const auto ready = std::chrono::steady_clock::now();
+    int status = 0;
+    while (::waitpid(shim, &status, 0) < 0 && errno == EINTR) {
+    }
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - ready).count();
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    best_ms = std::min(best_ms, ms);
+  }
+  // 40 ms of the program's own, and a few of the shim's; a shim that slept
+  // out its timeout takes about 100.
+  EXPECT_LT(best_ms, 85) << "the shim noticed its program's end late";
+  fs::remove_all(dir);
+}
 
 TEST(ShimLogTest, LinesAreWrittenInTheFormatRundirReads) {
   const fs::path dir = fs::temp_directory_path() / ("mle_shim_log_" + std::to_string(::getpid()));
