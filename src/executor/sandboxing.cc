@@ -113,8 +113,13 @@ absl::StatusOr<std::string> Sandboxing::PrepareReplica(const JobSandbox& job, co
   if (!sandbox::EncodeSpec(spec, &text, &error)) {
     return absl::FailedPreconditionError(absl::StrCat("the replica ", task, " cannot be sandboxed: ", error));
   }
-  const std::string path = rdir + "/sandbox";
-  if (auto s = WriteFile(path, text, 0600); !s.ok()) return s;
+  return text;
+}
+
+absl::StatusOr<std::string> Sandboxing::WriteSpecFile(const std::string& run_dir, const std::string& task,
+                                                      const std::string& spec) {
+  const std::string path = common::ReplicaDir(run_dir, task) + "/sandbox";
+  if (auto s = WriteFile(path, spec, 0600); !s.ok()) return s;
   return path;
 }
 

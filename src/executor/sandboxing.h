@@ -5,8 +5,10 @@
 //    account reaches;
 //  - PrepareReplica: the replica's private directories owned by that
 //    identity, its cgroup with the limits the scheduler counted, and its
-//    spec file (sandbox/spec.h) for the shim or the warm interpreter, which
-//    carries the view's /etc/passwd and /etc/group (no file of its own);
+//    spec (sandbox/spec.h), which carries the view's /etc/passwd and
+//    /etc/group (no file of its own); the shim takes it in its environment
+//    (kSpecVariable), or from the file WriteSpecFile makes (the warm
+//    interpreter, Slurm's node launcher);
 //  - MemoryFailure: why a replica the kernel killed at its memory limit
 //    ended, for errorMessage;
 //  - EndJob: the job's cgroups removed (what is left in them killed), its
@@ -57,14 +59,26 @@ class Sandboxing {
   // The job keeps the identity it holds (a resubmission, a recovered job);
   // RESOURCE_EXHAUSTED when it has none and every identity is in use.
   absl::StatusOr<JobSandbox> BeginJob(const model::Job& job) const;
-  // Everything the replica `task` needs to start sandboxed; returns the spec
-  // file's path. `read_only`: more host directories it reads (its package
-  // environment). FAILED_PRECONDITION saying what could not be made.
+  // Everything the replica `task` needs to start sandboxed; returns its
+  // spec (sandbox::EncodeSpec's text). `read_only`: more host directories it
+  // reads (its package environment). FAILED_PRECONDITION saying what could
+  // not be made.
   absl::StatusOr<std::string> PrepareReplica(const JobSandbox& job, const std::string& project,
                                              const std::string& job_id, const std::string& run_dir,
                                              const std::string& task, const model::ReplicaDemand& demand,
                                              const std::vector<std::string>& read_only,
                                              const std::vector<int>& gpus, const std::string& gcs_root) const;
+  // The spec as a file, RUN/<task>/sandbox (root's alone): for what reads it
+  // by path (`mlengine-replica --sandbox FILE`, the warm interpreter).
+  // Returns its path.
+  static absl::StatusOr<std::string> WriteSpecFile(const std::string& run_dir, const std::string& task,
+                                                   const std::string& spec);
+  // The variable that carries the spec to `mlengine-replica --sandbox -`
+  // (which removes it before anything of the replica starts), and the
+  // largest spec it carries (an environment string is at most 128 KiB);
+  // a larger one goes in a file.
+  static constexpr const char* kSpecVariable = "MLENGINE_SANDBOX_SPEC";
+  static constexpr size_t kMaxSpecInEnvironment = 64 * 1024;
   // A container replica's part: its work and hypertune directories, owned
   // by the job's identity (podman confines the rest: job_prep.h's
   // ContainerSandbox).

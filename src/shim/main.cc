@@ -43,7 +43,8 @@
 //
 // Sandboxed replicas (--sandbox FILE, docs/security.md): the child enters
 // the sandbox FILE describes (sandbox/enter.h: the job's identity, cgroups
-// and file system view) before it execs PROGRAM; a forked warm start's
+// and file system view) before it execs PROGRAM (`--sandbox -`: the spec is
+// the variable MLENGINE_SANDBOX_SPEC, which PROGRAM never sees); a forked warm start's
 // child enters the same sandbox inside the warm interpreter (its spec names
 // FILE). A sandbox that cannot be entered ends the replica with status 126
 // and the reason in its log; PROGRAM never runs outside it. The shim itself
@@ -266,7 +267,7 @@ bool WriteExitFile(const std::string& exit_path, const std::string& text) {
 int Usage() {
   fprintf(stderr,
           "usage: mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS] "
-          "[--container NAME --podman PODMAN] [--sandbox FILE] -- PROGRAM [ARGS...]\n"
+          "[--container NAME --podman PODMAN] [--sandbox FILE|-] -- PROGRAM [ARGS...]\n"
           "       mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS] --warm SOCKET --spec FILE "
           "[--note TEXT] [--sandbox FILE] -- PROGRAM [ARGS...]   (forked by the warm interpreter; PROGRAM if it "
           "cannot)\n");
@@ -434,7 +435,19 @@ int main(int argc, char** argv) {
   // be read fails the replica in its child (its reason in the log).
   mle::sandbox::SandboxSpec sandbox;
   std::string sandbox_error;
-  if (!sandbox_path.empty()) mle::sandbox::ReadSpec(sandbox_path, &sandbox, &sandbox_error);
+  if (sandbox_path == "-") {
+    // The spec came in our environment (executor/sandboxing.h): it is
+    // taken out before anything of the replica starts.
+    const char* text = getenv("MLENGINE_SANDBOX_SPEC");
+    if (text == nullptr) {
+      sandbox_error = "--sandbox -: MLENGINE_SANDBOX_SPEC is not set";
+    } else if (!mle::sandbox::ParseSpec(text, &sandbox, &sandbox_error)) {
+      sandbox_error = "the sandbox spec in MLENGINE_SANDBOX_SPEC: " + sandbox_error;
+    }
+    unsetenv("MLENGINE_SANDBOX_SPEC");
+  } else if (!sandbox_path.empty()) {
+    mle::sandbox::ReadSpec(sandbox_path, &sandbox, &sandbox_error);
+  }
 
   setsid();  // a no-op when the executor already spawned us as a session leader
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {

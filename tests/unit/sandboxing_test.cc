@@ -85,12 +85,16 @@ TEST_F(BeginJobTest, TheSpecCarriesPasswdAndGroup) {
   absl::StatusOr<JobSandbox> begun = sandboxing.BeginJob(job_);
   ASSERT_TRUE(begun.ok()) << begun.status();
   const std::string run = (root_ / "run").string();
-  absl::StatusOr<std::string> spec_path =
+  absl::StatusOr<std::string> text =
       sandboxing.PrepareReplica(*begun, "p", "j", run, "master-replica-0", model::ReplicaDemand{}, {}, {}, "");
-  ASSERT_TRUE(spec_path.ok()) << spec_path.status();
+  ASSERT_TRUE(text.ok()) << text.status();
   sandbox::SandboxSpec spec;
   std::string error;
-  ASSERT_TRUE(sandbox::ParseSpec(Read(*spec_path), &spec, &error)) << error;
+  ASSERT_TRUE(sandbox::ParseSpec(*text, &spec, &error)) << error;
+  absl::StatusOr<std::string> path = Sandboxing::WriteSpecFile(run, "master-replica-0", *text);
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_EQ(Read(*path), *text) << "the file for what reads it by path holds the same spec";
+  EXPECT_EQ(fs::status(*path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
   std::map<std::string, std::string> files;
   for (const auto& e : spec.view) {
     if (e.kind == sandbox::ViewEntry::Kind::kFile) files[e.target] = e.source;

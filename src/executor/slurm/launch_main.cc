@@ -275,12 +275,14 @@ int RunTask(const Flags& f, const Loaded& l) {
       // (The job's package environment is in the launch document's read_only.)
       auto spec = node_sandbox->sandboxing->PrepareReplica(node_sandbox->job, l.job.project, l.job.job_id, f.run_dir,
                                                            task, demand, {}, gpus, f.gcs_root);
-      if (!spec.ok()) {
+      absl::StatusOr<std::string> spec_path =
+          spec.ok() ? executor::Sandboxing::WriteSpecFile(f.run_dir, task, *spec) : spec.status();
+      if (!spec_path.ok()) {
         return never_started(absl::StrCat("mlengine-replica: cannot prepare the replica's sandbox: ",
-                                          spec.status().message()),
+                                          spec_path.status().message()),
                              126);
       }
-      argv.insert(argv.end(), {"--sandbox", *spec});
+      argv.insert(argv.end(), {"--sandbox", *spec_path});
     }
     argv.push_back("--");
     argv.insert(argv.end(), launch->argv.begin(), launch->argv.end());
