@@ -614,6 +614,7 @@ void LocalExecutor::MaybeFinish(const std::string& key) {
   Outcome outcome;
   std::string message;
   uid_t uid = 0;
+  std::vector<std::string> tasks;  // its replicas, whose cgroups go with the job's
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(key);
@@ -636,11 +637,12 @@ void LocalExecutor::MaybeFinish(const std::string& key) {
     for (const auto& [task, r] : run.replicas) sweep = sweep || (run.containers && !r.exit.has_value());
     const std::string dir = run.dir;
     uid = run.uid;
+    for (const auto& [task, r] : run.replicas) tasks.push_back(task);
     jobs_.erase(it);
     if (sweep) {
-      preparer_.Post([this, ref, outcome, message, dir, uid] {
+      preparer_.Post([this, ref, outcome, message, dir, uid, tasks] {
         RemoveContainers(options_.podman, dir);
-        if (options_.sandbox != nullptr && uid != 0) options_.sandbox->EndJob(ref.project, ref.job_id, uid);
+        if (options_.sandbox != nullptr && uid != 0) options_.sandbox->EndJob(ref.project, ref.job_id, uid, tasks);
         events_->JobEnded(ref, outcome, message);
       });
       return;
@@ -648,7 +650,7 @@ void LocalExecutor::MaybeFinish(const std::string& key) {
   }
   // Whatever of the job escaped its shims (its identity's processes) goes,
   // with its cgroups, before the job is reported ended.
-  if (options_.sandbox != nullptr && uid != 0) options_.sandbox->EndJob(ref.project, ref.job_id, uid);
+  if (options_.sandbox != nullptr && uid != 0) options_.sandbox->EndJob(ref.project, ref.job_id, uid, tasks);
   events_->JobEnded(ref, outcome, message);
 }
 

@@ -139,13 +139,14 @@ std::optional<std::string> Sandboxing::MemoryFailure(const std::string& project,
   return OutOfMemoryMessage(task, limit_mib);
 }
 
-void Sandboxing::EndJob(const std::string& project, const std::string& job_id, uid_t uid) const {
+void Sandboxing::EndJob(const std::string& project, const std::string& job_id, uid_t uid,
+                        const std::vector<std::string>& tasks) const {
   // A sandboxed process cannot leave its cgroup: removing the job's groups
   // kills whatever of it is left (a container's processes are podman's to
   // end, which its shim did before it exited).
   const std::string owner = JobCgroup(project, job_id);
   const bool owns = uid != 0 && runtime_.identities->Owns(uid, owner);
-  if (auto s = runtime_.cgroups->Remove(JobCgroup(project, job_id)); !s.ok()) {
+  if (auto s = runtime_.cgroups->Remove(JobCgroup(project, job_id), tasks); !s.ok()) {
     obs::Log("local").error("cannot remove the cgroups of {}/{}: {}", project, job_id, std::string(s.message()));
   }
   if (owns) runtime_.identities->Release(uid, owner);

@@ -484,15 +484,44 @@ absl::StatusOr<std::vector<std::string>> Cgroups::Create(const std::string& name
   // Remove prunes intermediates that became empty: one may go between our
   // mkdir of it and of its child (ENOENT), and the chain is made again.
   const std::vector<std::string> segments = absl::StrSplit(name, '/');
+  // v1: deepest first. Most of the chain exists (a project's group, often
+  // the job's), and each mkdir refused with EEXIST is a path walk in
+  // cgroupfs: climb while a parent is missing, then make the rest
+  // downwards. v2: top-down, enabling the controllers for the children in
+  // each parent on the way.
   auto make_chain = [&]() -> absl::Status {
     for (const std::string& base : Bases()) {
-      std::string dir = base;
-      for (size_t i = 0; i <= segments.size(); ++i) {
-        if (i > 0) absl::StrAppend(&dir, "/", segments[i - 1]);
-        if (absl::Status s = MakeDir(dir); !s.ok()) return s;
-        if (version_ == CgroupVersion::kV2 && i < segments.size()) {
-          if (absl::Status s = WriteFile(dir + "/cgroup.subtree_control", kEnableControllers); !s.ok()) return s;
+      std::vector<std::string> chain = {base};
+      for (const std::string& segment : segments) chain.push_back(absl::StrCat(chain.back(), "/", segment));
+      if (version_ == CgroupVersion::kV2) {
+        for (size_t i = 0; i < chain.size(); ++i) {
+          if (absl::Status s = MakeDir(chain[i]); !s.ok()) return s;
+          if (i + 1 < chain.size()) {
+            if (absl::Status s = WriteFile(chain[i] + "/cgroup.subtree_control", kEnableControllers); !s.ok()) {
+              return s;
+            }
+          }
         }
+        continue;
+      }
+      size_t next = chain.size();  // the first directory still to make, below one that exists
+      for (size_t i = chain.size(); i-- > 0;) {
+        if (::mkdir(chain[i].c_str(), 0755) == 0) {
+          next = i + 1;
+          break;
+        }
+        const int err = errno;
+        if (err == EEXIST) {
+          if (!IsDirectory(chain[i])) {
+            return absl::InvalidArgumentError(absl::StrCat(chain[i], " exists and is not a cgroup directory"));
+          }
+          next = i + 1;
+          break;
+        }
+        if (err != ENOENT || i == 0) return Errno(err, "create directory", chain[i]);
+      }
+      for (size_t i = next; i < chain.size(); ++i) {
+        if (absl::Status s = MakeDir(chain[i]); !s.ok()) return s;
       }
     }
     return absl::OkStatus();
@@ -569,8 +598,11 @@ std::vector<pid_t> Cgroups::Processes(const std::string& name) const {
   return std::vector<pid_t>(pids.begin(), pids.end());
 }
 
-absl::Status Cgroups::Remove(const std::string& name) const {
+absl::Status Cgroups::Remove(const std::string& name, const std::vector<std::string>& children) const {
   if (absl::Status s = CheckName(name); !s.ok()) return s;
+  for (const std::string& child : children) {
+    if (absl::Status s = CheckName(absl::StrCat(name, "/", child)); !s.ok()) return s;
+  }
   const auto deadline = std::chrono::steady_clock::now() + kRemoveBound;
   const pid_t self = ::getpid();
   std::chrono::milliseconds pause{1};
@@ -613,10 +645,24 @@ absl::Status Cgroups::Remove(const std::string& name) const {
     }
   };
 
+  // The groups the caller knows of, without listing any directory (each
+  // readdir of a cgroup directory reads its dozens of control files): the
+  // common end of a job, every replica's group empty.
+  auto remove_known = [&]() -> bool {
+    for (const std::string& base : Bases()) {
+      const std::string dir = absl::StrCat(base, "/", name);
+      for (const std::string& child : children) {
+        if (::rmdir(absl::StrCat(dir, "/", child).c_str()) != 0 && errno != ENOENT) return false;
+      }
+      if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) return false;
+    }
+    return true;
+  };
+
   // Most groups are empty by now (their replicas exited): the kernel's
   // rmdir refuses a group with a process in it (EBUSY), so a removal that
   // succeeds proves there was none, without reading a single cgroup.procs.
-  if (remove_dirs(false).ok()) {
+  if ((!children.empty() && remove_known()) || remove_dirs(false).ok()) {
     prune_parents();
     return absl::OkStatus();
   }

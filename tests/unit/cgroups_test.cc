@@ -26,6 +26,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 
@@ -932,10 +933,16 @@ TEST_F(CgroupsV1Kernel, RemoveTakesSubgroupsAndKillsTheirProcesses) {
 // process: EBUSY); a group whose processes have all exited goes that way,
 // and one that is busy halfway through (its first subgroup removed already)
 // still ends with every process killed and every directory gone.
+// Each also with the subgroups the caller knows of (a job's replicas),
+// which go without a listing of the job's group: all of them, some of them
+// (a subgroup the caller did not know of is found and removed too), none.
 TEST_F(CgroupsV1Kernel, RemoveOfExitedAndOfHalfBusyGroups) {
-  for (const bool busy : {false, true}) {
+  const std::vector<std::vector<std::string>> knowns = {{}, {"master-0", "worker-0", "evaluator-0"}, {"master-0"}};
+  for (const bool busy : {false, true})
+  for (size_t k = 0; k < knowns.size(); ++k) {
     SCOPED_TRACE(busy ? "a process in master-0" : "every process exited");
-    const std::string job = Group(busy ? "busy" : "exited");
+    SCOPED_TRACE(absl::StrCat("known subgroups: ", absl::StrJoin(knowns[k], ",")));
+    const std::string job = Group(absl::StrCat(busy ? "busy" : "exited", k));
     pid_t live = -1;
     int hold[2];
     ASSERT_EQ(::pipe(hold), 0);
@@ -957,7 +964,7 @@ TEST_F(CgroupsV1Kernel, RemoveOfExitedAndOfHalfBusyGroups) {
     }
     ::close(hold[0]);
     EXPECT_EQ(cgroups_->Processes(job).size(), busy ? 1u : 0u);
-    ASSERT_TRUE(cgroups_->Remove(job).ok());
+    ASSERT_TRUE(cgroups_->Remove(job, knowns[k]).ok());
     if (live > 0) {
       const int status = WaitFor(live);
       EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
@@ -965,6 +972,25 @@ TEST_F(CgroupsV1Kernel, RemoveOfExitedAndOfHalfBusyGroups) {
     ::close(hold[1]);
     for (const std::string& dir : cgroups_->Dirs(job)) EXPECT_FALSE(fs::exists(dir)) << dir;
   }
+}
+
+// Create makes what is missing of the chain, deepest first, and leaves
+// what exists as it is (a sibling's group and its limits included).
+TEST_F(CgroupsV1Kernel, CreateMakesOnlyTheMissingPartOfTheChain) {
+  ASSERT_TRUE(cgroups_->Create(Group("p/j1/master-0"), kSmall).ok());
+  for (const char* leaf : {"p/j1/worker-0", "p/j2/master-0", "q/j3/master-0"}) {
+    absl::StatusOr<std::vector<std::string>> dirs = cgroups_->Create(Group(leaf), {250, 32, 8});
+    ASSERT_TRUE(dirs.ok()) << leaf << ": " << dirs.status();
+    for (const std::string& dir : *dirs) EXPECT_TRUE(fs::is_directory(dir)) << dir;
+  }
+  for (const std::string& dir : cgroups_->Dirs(Group("p/j1/master-0"))) {
+    EXPECT_TRUE(fs::is_directory(dir)) << dir;
+    if (absl::StrContains(dir, "/pids/")) {
+      EXPECT_EQ(ReadText(dir + "/pids.max"), "16") << "a sibling's stays";
+    }
+  }
+  ASSERT_TRUE(cgroups_->Remove(Group("p")).ok());
+  ASSERT_TRUE(cgroups_->Remove(Group("q")).ok());
 }
 
 // A project's intermediate group goes with its last job's group (they used
