@@ -63,50 +63,55 @@ def wait_cluster_idle(env, timeout=60):
         time.sleep(0.02)
 
 
-def run_direct(n, env, work, samples):
-    os.makedirs(os.path.join(work, "trivial_trainer"))
-    open(os.path.join(work, "trivial_trainer/__init__.py"), "w").close()
-    with open(os.path.join(work, "trivial_trainer/task.py"), "w") as f:
-        f.write(TRAINER)
-    # One job first, not measured (as mlengine's warm-up job below).
-    subprocess.run(["sbatch", "--wait", "-N1", "-n1", "-c1", "-o", "/dev/null", "-D", work,
-                    "--wrap", f"exec {jl.PY} -m trivial_trainer.task"], env=env, capture_output=True, check=True)
-    # Idle cluster: one job at a time, submission to the trainer's first line.
-    idle = []
-    for i in range(samples):
+class Direct:
+    """The peer: the trainer in a script, `sbatch --parsable -N1 -n1 -c1`."""
+
+    def __init__(self, env, work):
+        self.env, self.work = env, work
+        os.makedirs(os.path.join(work, "trivial_trainer"))
+        open(os.path.join(work, "trivial_trainer/__init__.py"), "w").close()
+        with open(os.path.join(work, "trivial_trainer/task.py"), "w") as f:
+            f.write(TRAINER)
+        # One job first, not measured (as mlengine's warm-up job).
+        self.submit("warmup")
         wait_cluster_idle(env)
-        t = time.time()
-        # Submitted as mlengine submits (no --wait), then waited for as the
-        # cluster's idleness is.
-        subprocess.run(["sbatch", "--parsable", "-N1", "-n1", "-c1", "-o", f"{work}/idle-{i}.txt", "-D", work,
-                        "--wrap", f"exec {jl.PY} -m trivial_trainer.task"], env=env, capture_output=True, check=True)
-        wait_cluster_idle(env)
-        with open(f"{work}/idle-{i}.txt") as f:
-            idle.append(float(f.read().split()[2]) - t)
-    submitted = {}
-    t0 = time.time()
-    for i in range(n):
-        t = time.time()
+
+    def submit(self, name):
         out = subprocess.run(
-            ["sbatch", "--parsable", "-N1", "-n1", "-c1", "-J", f"direct-{i}", "-o", f"{work}/out-{i}.txt",
-             "-D", work, "--wrap", f"exec {jl.PY} -m trivial_trainer.task"],
-            env=env, capture_output=True, text=True, check=True)
-        submitted[int(out.stdout.strip().split(";")[0])] = (i, t)
-    while True:
-        jobs = squeue(env)
-        states = [jobs.get(jid, {}).get("job_state", "GONE") for jid in submitted]
-        bad = [s for s in states if s not in ("COMPLETED", "PENDING", "RUNNING", "CONFIGURING", "COMPLETING")]
-        if bad:
-            raise RuntimeError(f"direct jobs ended badly: {bad[:5]}")
-        if all(s == "COMPLETED" for s in states):
-            break
-        time.sleep(0.05)
-    makespan = time.time() - t0
-    lat = []
-    for jid, (i, t) in submitted.items():
-        with open(f"{work}/out-{i}.txt") as f:
-            lat.append(float(f.read().split()[2]) - t)
-    return makespan, lat, idle
+            ["sbatch", "--parsable", "-N1", "-n1", "-c1", "-J", f"direct-{name}", "-o", f"{self.work}/{name}.txt",
+             "-D", self.work, "--wrap", f"exec {jl.PY} -m trivial_trainer.task"],
+            env=self.env, capture_output=True, text=True, check=True)
+        return int(out.stdout.strip().split(";")[0])
+
+    def first_line_at(self, name):
+        with open(f"{self.work}/{name}.txt") as f:
+            return float(f.read().split()[2])
+
+    def idle_sample(self, i):
+        """Submission to the first line of one job on the idle cluster."""
+        wait_cluster_idle(self.env)
+        t = time.time()
+        self.submit(f"idle-{i}")
+        wait_cluster_idle(self.env)
+        return self.first_line_at(f"idle-{i}") - t
+
+    def burst(self, n):
+        submitted = {}
+        t0 = time.time()
+        for i in range(n):
+            t = time.time()
+            submitted[self.submit(f"out-{i}")] = (i, t)
+        while True:
+            jobs = squeue(self.env)
+            states = [jobs.get(jid, {}).get("job_state", "GONE") for jid in submitted]
+            bad = [s for s in states if s not in ("COMPLETED", "PENDING", "RUNNING", "CONFIGURING", "COMPLETING")]
+            if bad:
+                raise RuntimeError(f"direct jobs ended badly: {bad[:5]}")
+            if all(s == "COMPLETED" for s in states):
+                break
+            time.sleep(0.05)
+        makespan = time.time() - t0
+        return makespan, [self.first_line_at(f"out-{i}") - t for i, t in submitted.values()]
 
 
 def first_line_at(server, job_id):
@@ -115,49 +120,58 @@ def first_line_at(server, job_id):
     return float(first[0]["message"].split()[2])
 
 
-def run_mlengine(n, build, env, tmp, samples):
-    data = os.path.join(tmp, "data")
-    config = os.path.join(ROOT, "config", "mlengined-slurm.yaml")
-    proc = subprocess.Popen([os.path.join(build, "src/server/mlengined"), "--listen", "127.0.0.1:0",
-                             "--data-dir", data, "--config", config, "--executor", "slurm"],
-                            stdout=subprocess.PIPE, stderr=open(os.path.join(tmp, "mlengined.log"), "w"),
-                            env=dict(env, MLENGINE_SLURM_TRACE="1"))
-    try:
-        line = proc.stdout.readline().decode()
+class Mlengine:
+    """mlengined --executor slurm on the same cluster; jobs.create of a BASIC job."""
+
+    def __init__(self, build, env, tmp):
+        self.env = env
+        data = os.path.join(tmp, "data")
+        config = os.path.join(ROOT, "config", "mlengined-slurm.yaml")
+        self.proc = subprocess.Popen([os.path.join(build, "src/server/mlengined"), "--listen", "127.0.0.1:0",
+                                      "--data-dir", data, "--config", config, "--executor", "slurm"],
+                                     stdout=subprocess.PIPE, stderr=open(os.path.join(tmp, "mlengined.log"), "w"),
+                                     env=dict(env, MLENGINE_SLURM_TRACE="1"))
+        line = self.proc.stdout.readline().decode()
         server = jl.Server.__new__(jl.Server)
-        server.proc, server.url = proc, line.split()[-1]
+        server.proc, server.url = self.proc, line.split()[-1]
         server.token = open(os.path.join(data, "admin.token")).read().strip()
         server.conn = None
+        self.server = server
         name = "pkgs/trivial_trainer-1.0.0.tar.gz"
-        jl.TRAINER_SAVED = jl.TRAINER
         jl.TRAINER = TRAINER
         server.call("POST", "/upload/storage/v1/b/bench-bucket/o?uploadType=media&name="
                     + urllib.parse.quote(name, safe=""), raw=jl.sdist("1.0.0"))
-        pkg = f"gs://bench-bucket/{name}"
+        self.pkg = f"gs://bench-bucket/{name}"
         # One job first: builds the package's environment (cold), not measured.
-        server.call("POST", "/v1/projects/bench/jobs", jl.job_body("warmup", pkg))
+        server.call("POST", "/v1/projects/bench/jobs", jl.job_body("warmup", self.pkg))
         jl.wait_done(server, "warmup", timeout=60)
-        idle = []
-        for i in range(samples):
-            wait_cluster_idle(env)
-            t = time.time()
-            server.call("POST", "/v1/projects/bench/jobs?prettyPrint=false", jl.job_body(f"idle_{i}", pkg))
-            jl.wait_done(server, f"idle_{i}")
-            idle.append(first_line_at(server, f"idle_{i}") - t)
+
+    def create(self, job_id):
+        self.server.call("POST", "/v1/projects/bench/jobs?prettyPrint=false", jl.job_body(job_id, self.pkg))
+
+    def idle_sample(self, i):
+        wait_cluster_idle(self.env)
+        t = time.time()
+        self.create(f"idle_{i}")
+        jl.wait_done(self.server, f"idle_{i}")
+        wait_cluster_idle(self.env)
+        return first_line_at(self.server, f"idle_{i}") - t
+
+    def burst(self, n):
         submitted = {}
         t0 = time.time()
         for i in range(n):
             t = time.time()
-            server.call("POST", "/v1/projects/bench/jobs?prettyPrint=false", jl.job_body(f"many_{i}", pkg))
+            self.create(f"many_{i}")
             submitted[f"many_{i}"] = t
         for job_id in submitted:
-            jl.wait_done(server, job_id, timeout=900)
+            jl.wait_done(self.server, job_id, timeout=900)
         makespan = time.time() - t0
-        lat = [first_line_at(server, job_id) - t for job_id, t in submitted.items()]
-        return makespan, lat, idle
-    finally:
-        proc.terminate()
-        proc.wait(20)
+        return makespan, [first_line_at(self.server, job_id) - t for job_id, t in submitted.items()]
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(20)
 
 
 def main():
@@ -176,16 +190,34 @@ def main():
     out = subprocess.run([script, "start"], env=env, capture_output=True, text=True, check=True)
     env["SLURM_CONF"] = out.stdout.strip().split("=", 1)[1]
     try:
-        os.makedirs(os.path.join(tmp, "direct"))
-        d_span, d_lat, d_idle = run_direct(args.jobs, env, os.path.join(tmp, "direct"), args.samples)
+        direct = Direct(env, os.path.join(tmp, "direct"))
+        mle = Mlengine(build, env, tmp)
         try:
-            m_span, m_lat, m_idle = run_mlengine(args.jobs, build, env, tmp, args.samples)
+            # The idle samples side by side, before any burst (a burst
+            # leaves slurmctld hundreds of finished jobs to keep for a
+            # while), then the direct burst, then mlengine's.
+            # Which goes first alternates: on this cluster an idle job
+            # starts at once or half a second later by turns, whoever
+            # submits it, so strict alternation D, M, D, M would hand one
+            # side every slow turn.
+            d_idle, m_idle = [], []
+            for i in range(args.samples):
+                if i % 4 in (0, 3):
+                    d_idle.append(direct.idle_sample(i))
+                    m_idle.append(mle.idle_sample(i))
+                else:
+                    m_idle.append(mle.idle_sample(i))
+                    d_idle.append(direct.idle_sample(i))
+            d_span, d_lat = direct.burst(args.jobs)
+            m_span, m_lat = mle.burst(args.jobs)
         except Exception:
             with open(os.path.join(tmp, "mlengined.log")) as f:
                 print("mlengined's log (tail):\n" + f.read()[-3000:], file=sys.stderr)
             subprocess.run(["find", os.path.join(tmp, "data", "runs")])
             subprocess.run(["ps", "aux"])
             raise
+        finally:
+            mle.stop()
         with open(env["SLURM_CONF"]) as f:
             sched = [ln.strip() for ln in f if ln.startswith(("SchedulerParameters", "SchedulerType", "SelectType"))]
     finally:
