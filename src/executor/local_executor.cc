@@ -475,7 +475,9 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
         } else {
           env_map[Sandboxing::kSpecVariable] = sandbox_spec->second;
         }
-        if (!path.ok()) return fail(Ending::kFailed, absl::StrCat("The job could not be started: ", path.status().message()));
+        if (!path.ok()) {
+          return fail(Ending::kFailed, absl::StrCat("The job could not be started: ", path.status().message()));
+        }
         argv.insert(argv.end(), {"--sandbox", *path});
       }
       argv.push_back("--");

@@ -44,9 +44,9 @@
 // Sandboxed replicas (--sandbox FILE, docs/security.md): the child enters
 // the sandbox FILE describes (sandbox/enter.h: the job's identity, cgroups
 // and file system view) before it execs PROGRAM (`--sandbox -`: the spec is
-// the variable MLENGINE_SANDBOX_SPEC, which PROGRAM never sees); a forked warm start's
-// child enters the same sandbox inside the warm interpreter (its spec names
-// FILE). A sandbox that cannot be entered ends the replica with status 126
+// the variable MLENGINE_SANDBOX_SPEC, which PROGRAM never sees); a forked
+// warm start's child enters the same sandbox inside the warm interpreter
+// (its spec names FILE). A sandbox that cannot be entered ends the replica with status 126
 // and the reason in its log; PROGRAM never runs outside it. The shim itself
 // stays outside, as root: it must be able to end everything the replica
 // starts.
