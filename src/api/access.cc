@@ -44,7 +44,15 @@ std::string OutcomeOf(const HttpResponse& r) {
 }  // namespace
 
 Responder RecordInAuditLog(iam::IamService& iam, db::AuditRecord record, Responder respond) {
-  return [&iam, record = std::move(record), respond = std::move(respond)](HttpResponse r) mutable {
+  auto audit = std::make_shared<PendingAudit>();
+  audit->record = std::move(record);
+  return RecordInAuditLog(iam, std::move(audit), std::move(respond));
+}
+
+Responder RecordInAuditLog(iam::IamService& iam, std::shared_ptr<PendingAudit> audit, Responder respond) {
+  return [&iam, audit = std::move(audit), respond = std::move(respond)](HttpResponse r) mutable {
+    if (audit->written) return respond(std::move(r));
+    db::AuditRecord record = audit->record;
     record.outcome = OutcomeOf(r);
     iam.Audit(std::move(record), [respond, r = std::move(r)](absl::Status st) mutable {
       if (!st.ok()) obs::Log("audit").error("could not record a call in the audit log: {}", st.ToString());

@@ -6,6 +6,9 @@
 // resource. Thread-safe; holds no state of its own.
 #pragma once
 
+#include <atomic>
+#include <memory>
+
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "api/http_server.h"
@@ -33,8 +36,20 @@ class AccessGate {
   const iam::IamService& iam_;
 };
 
+// An audited call's line in the audit log (RecordInAuditLog writes it once
+// the call is answered; Call::audit carries it to the handler). A handler
+// whose effect is one commit may write the line, outcome OK, in that same
+// commit (IamService::AuditWrite) and mark it written: the call is then
+// answered after one disk flush, not two.
+struct PendingAudit {
+  db::AuditRecord record;
+  std::atomic<bool> written{false};
+};
+
 // `respond`, preceded by appending `record` (its outcome taken from the
 // response) to the audit log: the call is answered once the line is durable.
 Responder RecordInAuditLog(iam::IamService& iam, db::AuditRecord record, Responder respond);
+// The same for `audit`, unless the handler wrote the line in its own commit.
+Responder RecordInAuditLog(iam::IamService& iam, std::shared_ptr<PendingAudit> audit, Responder respond);
 
 }  // namespace mle::api

@@ -6,10 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "api/access.h"
 #include "api/http_server.h"
 #include "api/route_table.h"
 #include "iam/iam_service.h"
@@ -33,6 +35,7 @@ struct Call {
   iam::Principal caller;
   bool authenticated = false;  // caller is who the token says
   iam::Resource resource;      // what the path names (its project canonical: an id, not a number)
+  std::shared_ptr<PendingAudit> audit;  // an audited route's line; null otherwise
 
   std::string Param(const std::string& name) const {
     auto it = query.find(name);

@@ -109,13 +109,22 @@ void CreateJob(const Services& s, const Call& call, Responder respond) {
   auto body = ParseJsonBody(call.body, false);
   if (!body.ok()) return respond(Fail(body.status(), pretty));
   codec::DecodedJob decoded = codec::DecodeJob(*body);
+  // The call's audit line goes in the job's own commit: a create is
+  // answered after one disk flush.
+  std::vector<db::Mutation> audit_line;
+  if (call.audit != nullptr) {
+    db::AuditRecord record = call.audit->record;
+    record.outcome = "OK";
+    audit_line.push_back(s.iam.AuditWrite(std::move(record)));
+  }
   s.jobs.CreateJob(
       call.Var("project"), std::move(decoded.job),
-      [respond, pretty](absl::StatusOr<model::Job> j) {
+      [respond, pretty, audit = call.audit](absl::StatusOr<model::Job> j) {
         if (!j.ok()) return respond(RenderError(j.status(), pretty));
+        if (audit != nullptr) audit->written = true;
         respond(Render(codec::EncodeJob(*j), pretty));
       },
-      std::move(decoded.violations), call.caller);
+      std::move(decoded.violations), call.caller, std::move(audit_line));
 }
 
 void ListJobs(const Services& s, const Call& call, Responder respond) {
@@ -448,7 +457,9 @@ void ApiRouter::Handle(HttpRequest request, Responder respond) const {
     record.resource = absl::StrCat("/", absl::StrJoin(call->path.segments, "/"), call->path.verb.empty() ? "" : ":",
                                    call->path.verb);
     record.project = call->resource.project;
-    respond = RecordInAuditLog(services_.iam, std::move(record), std::move(respond));
+    call->audit = std::make_shared<PendingAudit>();
+    call->audit->record = std::move(record);
+    respond = RecordInAuditLog(services_.iam, call->audit, std::move(respond));
   };
   auto caller = gate_.Authenticate(request.authorization, call->Param("access_token"));
   if (!caller.ok()) {

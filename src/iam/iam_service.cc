@@ -729,8 +729,12 @@ std::vector<std::string> IamService::OwnedBuckets() const {
 // ---- audit ----
 
 void IamService::Audit(db::AuditRecord record, StatusCallback done) {
+  store_.Commit({AuditWrite(std::move(record))}, std::move(done));
+}
+
+db::Mutation IamService::AuditWrite(db::AuditRecord record) const {
   if (record.time_us == 0) record.time_us = Micros(clock_.Now());
-  store_.Commit({db::AppendAudit{std::move(record)}}, std::move(done));
+  return db::AppendAudit{std::move(record)};
 }
 
 absl::StatusOr<std::vector<db::AuditRecord>> IamService::ReadAudit(const db::AuditQuery& query) const {

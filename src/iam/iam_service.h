@@ -158,6 +158,9 @@ class IamService {
   // ---- audit ----
   // Appends a line (time_us 0: now), durably, then calls `done`.
   void Audit(db::AuditRecord record, StatusCallback done);
+  // The same line as a write for another's transaction (time_us 0: now): a
+  // call whose effect is one commit records itself in that commit.
+  db::Mutation AuditWrite(db::AuditRecord record) const;
   absl::StatusOr<std::vector<db::AuditRecord>> ReadAudit(const db::AuditQuery& query) const;
 
  private:

@@ -174,7 +174,8 @@ absl::Status JobService::CheckAccess(const std::string& project, const Job& job,
 }
 
 void JobService::CreateJob(const std::string& project, Job job, JobCallback done,
-                           std::vector<common::FieldViolation> wire_violations, const iam::Principal& caller) {
+                           std::vector<common::FieldViolation> wire_violations, const iam::Principal& caller,
+                           std::vector<db::Mutation> with_job) {
   job.project = project;
   auto violations = std::move(wire_violations);
   // A semantic complaint about a value the codec already refused (or dropped)
@@ -247,6 +248,7 @@ void JobService::CreateJob(const std::string& project, Job job, JobCallback done
     pending_creates_[key] = job.sequence;
   }
   writes.push_back(db::PutJob{job});
+  for (auto& w : with_job) writes.push_back(std::move(w));
   store_.Commit(std::move(writes), [this, key, job, done = std::move(done)](absl::Status s) {
     {
       std::unique_lock lock(mu_);

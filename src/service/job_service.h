@@ -85,9 +85,12 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   // `wire_violations` are problems the codec found in the request body
   // (unknown fields, wrong types); they are reported together with the
   // semantic ones, all at once. `caller` submits it (actAs is theirs to hold).
+  // `with_job`: more writes made durable in the job's own transaction (the
+  // call's audit line), written only if the job is.
   void CreateJob(const std::string& project, model::Job job, JobCallback done,
                  std::vector<common::FieldViolation> wire_violations = {},
-                 const iam::Principal& caller = iam::Principal::Operator());
+                 const iam::Principal& caller = iam::Principal::Operator(),
+                 std::vector<db::Mutation> with_job = {});
   absl::StatusOr<model::Job> GetJob(const std::string& project, const std::string& job_id) const;
   absl::StatusOr<ListJobsResult> ListJobs(const std::string& project, const ListJobsRequest& request) const;
   void PatchJob(const std::string& project, const std::string& job_id, PatchJobRequest request,

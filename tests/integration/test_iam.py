@@ -235,11 +235,18 @@ def test_audit_log_records_changes_for_owners(fresh_server):
     erin = new_user(server, "erin@example.com")
     grant(server, "audit-p", "user:erin@example.com", "roles/ml.developer")
     server.request("POST", "/v1/projects/audit-p/jobs", body=tpu_job("cpu_job", scaleTier="BASIC"), token=erin)
+    # The same id again: refused, and recorded as such (an accepted create
+    # records itself in the job's own commit, a refused one after it).
+    assert server.request("POST", "/v1/projects/audit-p/jobs", body=tpu_job("cpu_job", scaleTier="BASIC"),
+                          token=erin).status == 409
     server.request("POST", "/v1/projects/audit-p:setIamPolicy", body={"policy": {}}, token=erin)  # denied
     status, log = server.call("GET", "/mlengine/v1/projects/audit-p/auditLog")
     assert status == 200, log
     seen = [(e["principal"], e["method"], e["outcome"]) for e in log["entries"]]
-    assert ("user:erin@example.com", "ml.projects.jobs.create", "OK") in seen, seen
+    assert seen.count(("user:erin@example.com", "ml.projects.jobs.create", "OK")) == 1, seen
+    assert ("user:erin@example.com", "ml.projects.jobs.create", "ALREADY_EXISTS") in seen, seen
+    created = [e for e in log["entries"] if e["method"] == "ml.projects.jobs.create" and e["outcome"] == "OK"][0]
+    assert created["resource"].endswith("/projects/audit-p/jobs") and created.get("requestId"), created
     assert ("user:erin@example.com", "cloudresourcemanager.projects.setIamPolicy", "PERMISSION_DENIED") in seen, seen
     assert ("operator", "cloudresourcemanager.projects.setIamPolicy", "OK") in seen, seen
     # A developer may not read it.

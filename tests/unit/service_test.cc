@@ -96,6 +96,35 @@ TEST_F(ServiceTest, CreateGetAndDuplicate) {
   EXPECT_EQ(service_->GetJob("proj", "zzz").status().code(), absl::StatusCode::kNotFound);
 }
 
+// The create's own writes (the call's audit line) go in the job's commit:
+// written with an accepted job, never with a refused one.
+TEST_F(ServiceTest, WritesWithTheJobAreCommittedWithItOnly) {
+  auto create = [&](model::Job job, const std::string& request_id) {
+    db::AuditRecord line;
+    line.time_us = 1;
+    line.project = "proj";
+    line.principal = "operator";
+    line.method = "ml.projects.jobs.create";
+    line.outcome = "OK";
+    line.request_id = request_id;
+    std::promise<absl::StatusOr<model::Job>> p;
+    service_->CreateJob(
+        "proj", std::move(job), [&](absl::StatusOr<model::Job> r) { p.set_value(std::move(r)); }, {},
+        iam::Principal::Operator(), {db::AppendAudit{line}});
+    return p.get_future().get();
+  };
+  ASSERT_TRUE(create(ValidJob("a"), "accepted").ok());
+  EXPECT_EQ(create(ValidJob("1bad"), "invalid").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(create(ValidJob("a"), "duplicate").status().code(), absl::StatusCode::kAlreadyExists);
+  Close();
+  Open();
+  auto lines = store_->ReadAudit({"proj", 0, 100});
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  ASSERT_EQ(lines->size(), 1u);
+  EXPECT_EQ((*lines)[0].request_id, "accepted");
+  EXPECT_TRUE(service_->GetJob("proj", "a").ok()) << "and the job with it";
+}
+
 TEST_F(ServiceTest, InvalidJobIsRefusedAndNothingIsStored) {
   model::Job bad = ValidJob("1bad");
   bad.training_input->region = "";
