@@ -33,6 +33,7 @@
 #include "obs/log.h"
 #include "obs/metrics.h"
 #include "runtime/replica_env.h"
+#include "sandbox/spec.h"
 
 namespace mle::executor {
 
@@ -386,7 +387,6 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
   }
   const std::string grace = absl::StrCat(std::max<int64_t>(0, absl::ToInt64Seconds(options_.cancel_grace)));
   std::vector<common::SpawnOptions> spawns;  // one per launch, in order
-  std::map<std::string, std::string> sandbox_file;  // task -> its spec's file, where one was written
   for (const runtime::ReplicaLaunch& launch : launches) {
     const std::string rdir = common::ReplicaDir(run_dir, launch.task_name);
     auto env_map = base;
@@ -430,19 +430,33 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
       // the replica (the shim falls back to this argv when it cannot).
       const std::string runtime = job.training_input ? job.training_input->runtime_version : "";
       const std::string socket = options_.warm != nullptr ? options_.warm->SocketFor(runtime) : "";
+      // How the shim takes the replica's sandbox spec: in its environment,
+      // no file to make (each new file costs a start a fraction of a
+      // millisecond of CPU); a file where the warm interpreter reads it by
+      // path, or where it is too large for an environment string.
+      std::string sandbox_arg;   // --sandbox's value; "" unsandboxed
+      std::string no_spec_file;  // why the file could not be written (the start is then cold)
+      if (sandbox_spec != sandbox_specs.end()) {
+        const std::string& text = sandbox_spec->second;
+        const bool fits = text.size() <= Sandboxing::kMaxSpecInEnvironment;
+        absl::StatusOr<std::string> path = std::string("-");
+        if (!socket.empty() || !fits) path = Sandboxing::WriteSpecFile(run_dir, launch.task_name, text);
+        if (!path.ok() && !fits) {
+          return fail(Ending::kFailed, absl::StrCat("The job could not be started: ", path.status().message()));
+        }
+        if (!path.ok()) no_spec_file = std::string(path.status().message());
+        sandbox_arg = path.ok() ? *path : "-";
+        if (sandbox_arg == "-") env_map[sandbox::kSpecVariable] = text;
+      }
       if (!socket.empty()) {
         const std::vector<std::string> preload = options_.warm->PreloadOf(runtime);
         std::string why_cold;
         auto spec = WarmSpecOf(job, launch, preload, env, rdir + "/work", env_map, &why_cold);
-        if (spec && sandbox_spec != sandbox_specs.end()) {
-          // The warm interpreter reads the sandbox's spec by path.
-          auto path = Sandboxing::WriteSpecFile(run_dir, launch.task_name, sandbox_spec->second);
-          if (path.ok()) {
-            spec->sandbox = sandbox_file[launch.task_name] = *path;
-          } else {
-            spec.reset();
-            why_cold = std::string(path.status().message());
-          }
+        if (spec && !no_spec_file.empty()) {
+          spec.reset();
+          why_cold = no_spec_file;
+        } else if (spec && !sandbox_arg.empty()) {
+          spec->sandbox = sandbox_arg;
         }
         const std::string spec_path = rdir + "/warm-spec.json";
         if (spec) {
@@ -463,23 +477,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
                                       absl::StrCat("mlengine: cold start: ", why_cold));
         }
       }
-      if (sandbox_spec != sandbox_specs.end()) {
-        // A cold start takes its spec in its environment: no file to make
-        // (each new file costs a start a fraction of a millisecond of CPU).
-        auto file = sandbox_file.find(launch.task_name);
-        absl::StatusOr<std::string> path = std::string("-");
-        if (file != sandbox_file.end()) {
-          path = file->second;
-        } else if (sandbox_spec->second.size() > Sandboxing::kMaxSpecInEnvironment) {
-          path = Sandboxing::WriteSpecFile(run_dir, launch.task_name, sandbox_spec->second);
-        } else {
-          env_map[Sandboxing::kSpecVariable] = sandbox_spec->second;
-        }
-        if (!path.ok()) {
-          return fail(Ending::kFailed, absl::StrCat("The job could not be started: ", path.status().message()));
-        }
-        argv.insert(argv.end(), {"--sandbox", *path});
-      }
+      if (!sandbox_arg.empty()) argv.insert(argv.end(), {"--sandbox", sandbox_arg});
       argv.push_back("--");
       argv.insert(argv.end(), launch.argv.begin(), launch.argv.end());
     }

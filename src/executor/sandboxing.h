@@ -7,8 +7,8 @@
 //    identity, its cgroup with the limits the scheduler counted, and its
 //    spec (sandbox/spec.h), which carries the view's /etc/passwd and
 //    /etc/group (no file of its own); the shim takes it in its environment
-//    (kSpecVariable), or from the file WriteSpecFile makes (the warm
-//    interpreter, Slurm's node launcher);
+//    (sandbox::kSpecVariable), or from the file WriteSpecFile makes (the
+//    warm interpreter, Slurm's node launcher);
 //  - MemoryFailure: why a replica the kernel killed at its memory limit
 //    ended, for errorMessage;
 //  - EndJob: the job's cgroups removed (what is left in them killed), its
@@ -73,11 +73,8 @@ class Sandboxing {
   // Returns its path.
   static absl::StatusOr<std::string> WriteSpecFile(const std::string& run_dir, const std::string& task,
                                                    const std::string& spec);
-  // The variable that carries the spec to `mlengine-replica --sandbox -`
-  // (which removes it before anything of the replica starts), and the
-  // largest spec it carries (an environment string is at most 128 KiB);
-  // a larger one goes in a file.
-  static constexpr const char* kSpecVariable = "MLENGINE_SANDBOX_SPEC";
+  // The largest spec a replica's environment carries (sandbox::kSpecVariable;
+  // an environment string is at most 128 KiB); a larger one goes in a file.
   static constexpr size_t kMaxSpecInEnvironment = 64 * 1024;
   // A container replica's part: its work and hypertune directories, owned
   // by the job's identity (podman confines the rest: job_prep.h's

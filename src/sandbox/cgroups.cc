@@ -504,24 +504,16 @@ absl::StatusOr<std::vector<std::string>> Cgroups::Create(const std::string& name
         }
         continue;
       }
-      size_t next = chain.size();  // the first directory still to make, below one that exists
-      for (size_t i = chain.size(); i-- > 0;) {
-        if (::mkdir(chain[i].c_str(), 0755) == 0) {
-          next = i + 1;
-          break;
-        }
-        const int err = errno;
-        if (err == EEXIST) {
-          if (!IsDirectory(chain[i])) {
-            return absl::InvalidArgumentError(absl::StrCat(chain[i], " exists and is not a cgroup directory"));
-          }
-          next = i + 1;
-          break;
-        }
-        if (err != ENOENT || i == 0) return Errno(err, "create directory", chain[i]);
+      // The deepest directory that exists or could be made; then the rest.
+      size_t made = chain.size();
+      for (;;) {
+        absl::Status s = MakeDir(chain[made - 1]);
+        if (s.ok()) break;
+        if (!absl::IsNotFound(s) || made == 1) return s;
+        --made;
       }
-      for (size_t i = next; i < chain.size(); ++i) {
-        if (absl::Status s = MakeDir(chain[i]); !s.ok()) return s;
+      for (; made < chain.size(); ++made) {
+        if (absl::Status s = MakeDir(chain[made]); !s.ok()) return s;
       }
     }
     return absl::OkStatus();
@@ -610,12 +602,24 @@ absl::Status Cgroups::Remove(const std::string& name, const std::vector<std::str
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(50));
   };
+  // The group's directories in one controller, parents first: listed, or
+  // (`known`) the group and the `children` the caller made, without
+  // listing any directory (each readdir of a cgroup directory reads its
+  // dozens of control files).
+  auto tree = [&](const std::string& base, bool known) {
+    const std::string dir = absl::StrCat(base, "/", name);
+    if (!known) return GroupTree(dir);
+    std::vector<std::string> out = {dir};
+    for (const std::string& child : children) out.push_back(absl::StrCat(dir, "/", child));
+    return out;
+  };
   // Removes the group's directories, deepest first, in every controller.
   // `patient`: a directory still busy (a killed process not yet gone) is
-  // tried again until the deadline; otherwise EBUSY ends the attempt.
-  auto remove_dirs = [&](bool patient) -> absl::Status {
+  // tried again until the deadline; otherwise EBUSY (a process, or a
+  // subgroup the caller did not name) ends the attempt.
+  auto remove_dirs = [&](bool patient, bool known) -> absl::Status {
     for (const std::string& base : Bases()) {
-      const std::vector<std::string> dirs = GroupTree(absl::StrCat(base, "/", name));
+      const std::vector<std::string> dirs = tree(base, known);
       for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
         if (!absl::StartsWith(*it, base + "/")) continue;  // never outside <own>/mlengine
         for (;;) {
@@ -645,24 +649,10 @@ absl::Status Cgroups::Remove(const std::string& name, const std::vector<std::str
     }
   };
 
-  // The groups the caller knows of, without listing any directory (each
-  // readdir of a cgroup directory reads its dozens of control files): the
-  // common end of a job, every replica's group empty.
-  auto remove_known = [&]() -> bool {
-    for (const std::string& base : Bases()) {
-      const std::string dir = absl::StrCat(base, "/", name);
-      for (const std::string& child : children) {
-        if (::rmdir(absl::StrCat(dir, "/", child).c_str()) != 0 && errno != ENOENT) return false;
-      }
-      if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) return false;
-    }
-    return true;
-  };
-
   // Most groups are empty by now (their replicas exited): the kernel's
   // rmdir refuses a group with a process in it (EBUSY), so a removal that
   // succeeds proves there was none, without reading a single cgroup.procs.
-  if ((!children.empty() && remove_known()) || remove_dirs(false).ok()) {
+  if ((!children.empty() && remove_dirs(false, true).ok()) || remove_dirs(false, false).ok()) {
     prune_parents();
     return absl::OkStatus();
   }
@@ -684,7 +674,7 @@ absl::Status Cgroups::Remove(const std::string& name, const std::vector<std::str
     for (pid_t pid : pids) ::kill(pid, SIGKILL);
     wait();
   }
-  absl::Status removed = remove_dirs(true);
+  absl::Status removed = remove_dirs(true, false);
   if (removed.ok()) prune_parents();
   return removed;
 }

@@ -63,5 +63,8 @@ bool EncodeSpec(const SandboxSpec& spec, std::string* text, std::string* error);
 bool ParseSpec(const std::string& text, SandboxSpec* spec, std::string* error);
 // Reads and parses the file at `path`.
 bool ReadSpec(const std::string& path, SandboxSpec* spec, std::string* error);
+// The environment variable that carries a spec to `mlengine-replica
+// --sandbox -` (which removes it before anything of the replica starts).
+inline constexpr char kSpecVariable[] = "MLENGINE_SANDBOX_SPEC";
 
 }  // namespace mle::sandbox

@@ -46,8 +46,8 @@
 // and file system view) before it execs PROGRAM (`--sandbox -`: the spec is
 // the variable MLENGINE_SANDBOX_SPEC, which PROGRAM never sees); a forked
 // warm start's child enters the same sandbox inside the warm interpreter
-// (its spec names FILE). A sandbox that cannot be entered ends the replica with status 126
-// and the reason in its log; PROGRAM never runs outside it. The shim itself
+// (its spec names FILE). A sandbox that cannot be entered ends the replica
+// with status 126 and the reason in its log; PROGRAM never runs outside it. The shim itself
 // stays outside, as root: it must be able to end everything the replica
 // starts.
 //
@@ -438,13 +438,14 @@ int main(int argc, char** argv) {
   if (sandbox_path == "-") {
     // The spec came in our environment (executor/sandboxing.h): it is
     // taken out before anything of the replica starts.
-    const char* text = getenv("MLENGINE_SANDBOX_SPEC");
+    using mle::sandbox::kSpecVariable;
+    const char* text = getenv(kSpecVariable);
     if (text == nullptr) {
-      sandbox_error = "--sandbox -: MLENGINE_SANDBOX_SPEC is not set";
+      sandbox_error = std::string("--sandbox -: ") + kSpecVariable + " is not set";
     } else if (!mle::sandbox::ParseSpec(text, &sandbox, &sandbox_error)) {
-      sandbox_error = "the sandbox spec in MLENGINE_SANDBOX_SPEC: " + sandbox_error;
+      sandbox_error = std::string("the sandbox spec in ") + kSpecVariable + ": " + sandbox_error;
     }
-    unsetenv("MLENGINE_SANDBOX_SPEC");
+    unsetenv(kSpecVariable);
   } else if (!sandbox_path.empty()) {
     mle::sandbox::ReadSpec(sandbox_path, &sandbox, &sandbox_error);
   }
