@@ -60,5 +60,53 @@ TEST(SqliteStoreTest, ALoadThatMeetsDamageFailsInsteadOfReturningLess) {
   fs::remove_all(dir);
 }
 
+// The writer prepares its statements once and runs them again each round:
+// every round's values land, none of an earlier round's bindings leak into
+// a later one, and a record deleted in one round stays deleted.
+TEST(SqliteStoreTest, StatementsRunAgainRoundAfterRoundWriteEachRoundsValues) {
+  const fs::path dir = fs::temp_directory_path() / ("mle_sqlite_rounds_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    auto store = OpenSqliteStore({(dir / "mlengine.db").string(), true});
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (int round = 0; round < 5; ++round) {
+      model::Job job = StoredJob(round);
+      job.state = round % 2 ? model::JobState::kRunning : model::JobState::kSucceeded;
+      model::Project project;
+      project.id = "project-" + std::to_string(round);
+      project.number = 100 + round;
+      project.service_account = "sa" + std::to_string(round);
+      AuditRecord audit;
+      audit.time_us = round;
+      audit.project = "p";
+      audit.method = "m" + std::to_string(round);
+      std::vector<Mutation> writes = {PutJob{job}, PutProject{project},
+                                      PutRecord{{"test.kind", "k" + std::to_string(round), "body" + std::to_string(round)}},
+                                      AppendAudit{audit}};
+      if (round > 0) writes.push_back(DeleteRecord{"test.kind", "k" + std::to_string(round - 1)});
+      ASSERT_TRUE((*store)->CommitSync(std::move(writes)).ok()) << "round " << round;
+    }
+    auto snapshot = (*store)->Load();
+    ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+    ASSERT_EQ(snapshot->jobs.size(), 5u);
+    ASSERT_EQ(snapshot->projects.size(), 5u);
+    for (int round = 0; round < 5; ++round) {
+      EXPECT_EQ(snapshot->jobs[round].job_id, "job_" + std::to_string(round));
+      EXPECT_EQ(snapshot->jobs[round].state, round % 2 ? model::JobState::kRunning : model::JobState::kSucceeded);
+    }
+    auto records = (*store)->LoadRecords("test.");
+    ASSERT_TRUE(records.ok());
+    ASSERT_EQ(records->size(), 1u);
+    EXPECT_EQ((*records)[0], (Record{"test.kind", "k4", "body4"}));
+    auto audit = (*store)->ReadAudit({"p", 0, 10});
+    ASSERT_TRUE(audit.ok());
+    ASSERT_EQ(audit->size(), 5u);
+    EXPECT_EQ((*audit)[0].method, "m4");  // newest first
+    EXPECT_EQ((*audit)[4].method, "m0");
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace mle::db
