@@ -55,7 +55,10 @@ bool IsLoaderVariable(const std::string& name) {
 
 std::string JobCgroup(const std::string& project, const std::string& job_id) { return project + "/" + job_id; }
 std::string ReplicaCgroup(const std::string& project, const std::string& job_id, const std::string& task) {
-  return JobCgroup(project, job_id) + "/" + task;
+  // One level below the project's group, not a job's group above its
+  // replicas' (v1: three directories a start makes and an end removes, not
+  // six); a job id has no '.', so JOB.TASK names one replica of one job.
+  return absl::StrCat(JobCgroup(project, job_id), ".", task);
 }
 
 Sandboxing::Sandboxing(const SandboxRuntime& runtime)
@@ -146,8 +149,20 @@ void Sandboxing::EndJob(const std::string& project, const std::string& job_id, u
   // end, which its shim did before it exited).
   const std::string owner = JobCgroup(project, job_id);
   const bool owns = uid != 0 && runtime_.identities->Owns(uid, owner);
-  if (auto s = runtime_.cgroups->Remove(JobCgroup(project, job_id), tasks); !s.ok()) {
-    obs::Log("local").error("cannot remove the cgroups of {}/{}: {}", project, job_id, std::string(s.message()));
+  std::vector<std::string> groups;
+  for (const std::string& task : tasks) groups.push_back(ReplicaCgroup(project, job_id, task));
+  if (tasks.empty()) {
+    // Replicas not known (a start that failed part way, a stale record at
+    // recovery): whatever groups carry the job's name.
+    const std::string prefix = ReplicaCgroup(project, job_id, "");
+    for (const std::string& leaf : runtime_.cgroups->List()) {
+      if (absl::StartsWith(leaf, prefix)) groups.push_back(leaf.substr(0, leaf.find('/', prefix.size())));
+    }
+  }
+  for (const std::string& group : groups) {
+    if (auto s = runtime_.cgroups->Remove(group); !s.ok()) {
+      obs::Log("local").error("cannot remove the cgroup of {}/{}: {}", project, job_id, std::string(s.message()));
+    }
   }
   if (owns) runtime_.identities->Release(uid, owner);
 }

@@ -652,7 +652,7 @@ absl::Status Cgroups::Remove(const std::string& name, const std::vector<std::str
   // Most groups are empty by now (their replicas exited): the kernel's
   // rmdir refuses a group with a process in it (EBUSY), so a removal that
   // succeeds proves there was none, without reading a single cgroup.procs.
-  if ((!children.empty() && remove_dirs(false, true).ok()) || remove_dirs(false, false).ok()) {
+  if (remove_dirs(false, true).ok() || remove_dirs(false, false).ok()) {
     prune_parents();
     return absl::OkStatus();
   }

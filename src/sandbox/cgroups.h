@@ -149,9 +149,11 @@ class Cgroups {
   // one that holds a sibling, and Create makes one again that goes while it
   // runs). Never rmdir's anything outside `<own>/mlengine`, nor that itself.
   // UNAVAILABLE when processes survive the bound or a directory stays busy;
-  // this process itself is never signalled. `children`: the subgroups the
-  // caller made (a job's replicas), removed first without listing the
-  // group's directories; anything else found there is removed as above.
+  // this process itself is never signalled. The group and `children` (the
+  // subgroups the caller made) are removed first without listing the
+  // group's directories (an empty group's rmdir proves it held nothing);
+  // only when that is refused are its directories listed, and anything
+  // else found there removed as above.
   absl::Status Remove(const std::string& name, const std::vector<std::string>& children = {}) const;
 
   // Names (relative to `<own>/mlengine`, as given to Create) of the leaf

@@ -51,6 +51,16 @@ def ended(cli, job, timeout=180):
     return cli.wait_state(job, {"SUCCEEDED", "FAILED", "CANCELLED"}, timeout=timeout)
 
 
+def cgroups_of(job):
+    """The cgroup directories of `job`'s replicas in every hierarchy of
+    this host (`mlengine/PROJECT/JOB.TASK`)."""
+    found = []
+    for controller in os.listdir("/sys/fs/cgroup"):
+        for top, dirs, _ in os.walk(os.path.join("/sys/fs/cgroup", controller)):
+            found += [os.path.join(top, d) for d in dirs if "/mlengine/" in top + "/" and d.startswith(job + ".")]
+    return found
+
+
 @pytest.mark.parametrize("start", ["cold", "warm"])
 def test_a_hostile_trainer_is_refused_everything_outside_its_job(sserver, scli, names, tmp_path, start):
     # Another project with a bucket holding a secret, and a finished job of its own.
@@ -95,12 +105,18 @@ def test_a_memory_hog_fails_naming_its_limit_while_a_neighbour_finishes(scli, na
     assert "ran out of memory" in desc["errorMessage"] and f"{MEMORY_MIB} MiB" in desc["errorMessage"], desc
     assert "master-replica-0" in desc["errorMessage"], desc
     assert ended(scli, neighbour)["state"] == "SUCCEEDED", scli.explain(neighbour)
+    # A job's groups are gone before it is reported ended.
+    assert cgroups_of(hog) == [] and cgroups_of(neighbour) == []
 
 
 def test_eight_spinning_processes_counted_as_one_cpu_get_about_one(scli, names):
     job = names.job("spin")
     assert scli.submit(job, package=HOSTILE_PKG, args=["--spin", "8:3"]).rc == 0
+    scli.wait_log(job, "SPINNING")
+    groups = cgroups_of(job)  # one per hierarchy (v1: cpu, memory, pids), named for the replica
+    assert groups and all(g.endswith(f"/{job}.master-replica-0") for g in groups), groups
     assert ended(scli, job)["state"] == "SUCCEEDED", scli.explain(job)
+    assert cgroups_of(job) == []
     line = next(e["message"] for e in scli.wait_log(job, "CPU ") if e["message"].startswith("CPU "))
     cpu, wall = (float(x) for x in line.split()[1:])
     # One CPU's worth (the CFS quota), with room for the start and the end.
@@ -114,6 +130,7 @@ def test_a_fork_bomb_stops_at_the_pids_limit(scli, names):
     line = next(e["message"] for e in scli.wait_log(job, "FORKED ") if e["message"].startswith("FORKED "))
     n, err = line.split()[1:]
     assert int(n) < PIDS_LIMIT and err == "EAGAIN", line
+    assert cgroups_of(job) == []
 
 
 def test_a_package_build_runs_sandboxed_too(sserver, scli, names):

@@ -546,9 +546,9 @@ def _remove_cgroups_of_the_lost_host(job):
     projects = set()
     for controller in glob.glob("/sys/fs/cgroup/*"):
         for top, _, _ in os.walk(controller, topdown=False):
-            if "/mlengine/" in top and os.path.basename(top) == job:
+            # A replica's group is PROJECT/JOB.TASK (executor/sandboxing.h).
+            if "/mlengine/" in top and os.path.basename(top).startswith(job + "."):
                 projects.add(os.path.dirname(top))
-            if "/mlengine/" in top and f"/{job}/" in top + "/":
                 try:
                     os.rmdir(top)
                 except OSError:

@@ -115,7 +115,7 @@ def main():
     attempt("host-root", lambda: f"listed {os.listdir('/root')}")
     attempt("host-home", lambda: f"listed {os.listdir('/home')}")
     attempt("metrics", lambda: metrics())
-    # The cgroup trees name every job on the host (mlengine/PROJECT/JOB):
+    # The cgroup trees name every job on the host (mlengine/PROJECT/JOB.TASK):
     # the view's /sys has none mounted (an empty directory at most).
     attempt("other-jobs-cgroups", lambda: f"listed {os.listdir('/sys/fs/cgroup')}" if os.listdir('/sys/fs/cgroup') else None)
     # What the job may do: its own bucket, its own /tmp, the API.
@@ -156,6 +156,7 @@ def main():
                 burn()
                 os._exit(0)
             pids.append(pid)
+        print("SPINNING", flush=True)
         for pid in pids:
             os.waitpid(pid, 0)
         usage = os.times()
