@@ -88,10 +88,31 @@ class Server:
             return json.loads(text or b"{}")
 
     def cpu(self):
-        """(mlengined's own CPU seconds, its reaped children's), from /proc."""
-        fields = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1].split()
+        """(mlengined's own CPU seconds, its replicas'), from /proc: its
+        reaped children's, and its shims' fork server's (the shims are that
+        server's children, reaped by it; executor/shim_forks.h)."""
         tick = os.sysconf("SC_CLK_TCK")
-        return ((int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick)
+
+        def stat(pid):
+            return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+
+        fields = stat(self.proc.pid)
+        own = (int(fields[11]) + int(fields[12])) / tick
+        replicas = (int(fields[13]) + int(fields[14])) / tick
+        children = []
+        for tid in os.listdir(f"/proc/{self.proc.pid}/task"):  # each thread's children
+            try:
+                children += open(f"/proc/{self.proc.pid}/task/{tid}/children").read().split()
+            except OSError:
+                pass
+        for child in children:
+            try:
+                if b"--fork-server" in open(f"/proc/{child}/cmdline", "rb").read():
+                    f = stat(child)
+                    replicas += sum(int(x) for x in f[11:15]) / tick
+            except OSError:
+                pass
+        return own, replicas
 
     def stop(self):
         self.proc.terminate()

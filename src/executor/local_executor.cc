@@ -502,21 +502,19 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
   run.uid = sandbox_uid;
   for (size_t i = 0; i < launches.size(); ++i) {
     const std::string& task = launches[i].task_name;
-    auto child = common::Spawn(spawns[i]);
-    if (!child.ok()) {
+    Replica candidate;
+    if (absl::Status started = StartShim(spawns[i], candidate); !started.ok()) {
       BeginStop(run, Ending::kFailed,
-                absl::StrCat("The replica ", task, " could not be started: ", child.status().message(), "."));
+                absl::StrCat("The replica ", task, " could not be started: ", started.message(), "."));
       break;
     }
-    const pid_t pid = child->Release();  // reaped by the watcher (pidfd, waitpid)
     obs::Metrics::Default().ReplicaStarts("local").Increment();
     Replica& rep = run.replicas[task];
+    rep = std::move(candidate);
     rep.task = task;
-    rep.pid = pid;
-    rep.own_child = true;
     rep.memory_mib = demands[task].memory_mib;
-    manifest.replicas[i].pid = pid;
-    AddToEpoll(rep);
+    manifest.replicas[i].pid = rep.pid;
+    AddToEpoll(rep, rep.pidfd);
   }
   if (run.ending == Ending::kNone) {
     std::map<std::string, pid_t> pids;  // every replica is running
@@ -533,8 +531,44 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
   MaybeFinish(key);
 }
 
-void LocalExecutor::AddToEpoll(Replica& r) {
-  r.pidfd = PidfdOpen(r.pid);
+absl::Status LocalExecutor::StartShim(const common::SpawnOptions& spawn, Replica& rep) {
+  if (options_.fork_shims && !forks_tried_) {
+    forks_tried_ = true;
+    auto started = ShimForkServer::Start(options_.shim);
+    if (started.ok()) {
+      forks_ = *std::move(started);
+    } else {
+      obs::Log("local").warn("shims are executed, not forked: {}", std::string(started.status().message()));
+    }
+  }
+  // What a forked shim gets is what an executed one would: stdin from
+  // /dev/null, mlengined's stdout and stderr, a session of its own.
+  const bool forkable = spawn.env && spawn.cwd.empty() && spawn.group == common::ProcessGroup::kNewSession &&
+                        spawn.in.kind == common::Stdio::Kind::kNull &&
+                        spawn.out.kind == common::Stdio::Kind::kInherit &&
+                        spawn.err.kind == common::Stdio::Kind::kInherit;
+  if (forks_ != nullptr && forkable) {
+    auto forked = forks_->Fork(spawn.argv, *spawn.env);
+    if (forked.ok()) {
+      rep.pid = forked->pid;
+      rep.pidfd = forked->pidfd;
+      rep.own_child = false;  // the fork server's child, reaped by it
+      return absl::OkStatus();
+    }
+    if (!forks_->usable()) {
+      obs::Log("local").warn("shims are executed from now on: {}", std::string(forked.status().message()));
+      forks_.reset();
+    }
+  }
+  auto child = common::Spawn(spawn);
+  if (!child.ok()) return child.status();
+  rep.pid = child->Release();  // reaped by the watcher (pidfd, waitpid)
+  rep.own_child = true;
+  return absl::OkStatus();
+}
+
+void LocalExecutor::AddToEpoll(Replica& r, int pidfd) {
+  r.pidfd = pidfd >= 0 ? pidfd : PidfdOpen(r.pid);
   if (r.pidfd < 0) {
     r.exited = true;
     r.exit.reset();

@@ -26,6 +26,7 @@
 #include "containers/podman.h"
 #include "executor/executor.h"
 #include "executor/sandboxing.h"
+#include "executor/shim_forks.h"
 #include "executor/warm_interpreters.h"
 #include "runtime/package_cache.h"
 #include "rundir/replica_files.h"
@@ -58,6 +59,10 @@ struct LocalExecutorOptions {
   // Jobs prepared and started side by side (at least 1): a start mostly
   // waits (on the database for its token, on the disk, on pip).
   int start_threads = 4;
+  // Each shim forked by a fork server of the shim (executor/shim_forks.h),
+  // started at the first launch; false (or a server that cannot start):
+  // each executed.
+  bool fork_shims = true;
 };
 
 class LocalExecutor final : public Executor {
@@ -109,7 +114,10 @@ class LocalExecutor final : public Executor {
   std::string Key(const JobRef& ref) const { return ref.project + "/" + ref.job_id; }
   std::string FailureMessage(const RunningJob& job, const Replica& replica) const;
   std::vector<int> AllocatePorts(int n);
-  void AddToEpoll(Replica& r);
+  void AddToEpoll(Replica& r, int pidfd = -1);
+  // The replica's shim: forked by the fork server when it can, else
+  // executed (own_child). Under mu_.
+  absl::Status StartShim(const common::SpawnOptions& spawn, Replica& rep);
 
   const LocalExecutorOptions options_;
   const runtime::RuntimeCatalog runtimes_;
@@ -125,6 +133,10 @@ class LocalExecutor final : public Executor {
   int wake_fd_ = -1;  // eventfd to wake the watcher
   std::atomic<bool> stopping_{false};  // read by both threads
   std::thread watcher_;
+
+  // Started at the first launch (options_.fork_shims); guarded by mu_.
+  std::unique_ptr<ShimForkServer> forks_;
+  bool forks_tried_ = false;
 
   common::WorkerPool preparer_;  // package installs and spawning (options_.start_threads)
 };

@@ -51,6 +51,11 @@
 // stays outside, as root: it must be able to end everything the replica
 // starts.
 //
+// Forked, not executed (mlengine-replica --fork-server, shim/fork_server.h):
+// mlengined starts one fork server and asks it for each local replica's
+// shim, which then runs exactly as an executed one (its command line and
+// environment in /proc are its own), without the cost of an exec.
+//
 // Deliberately small and dependency-free (libc, and the sandbox's own
 // std-only code): it is on the start-up path of every replica.
 
@@ -76,6 +81,7 @@
 
 #include "sandbox/enter.h"
 #include "sandbox/spec.h"
+#include "shim/fork_server.h"
 
 namespace {
 
@@ -270,7 +276,8 @@ int Usage() {
           "[--container NAME --podman PODMAN] [--sandbox FILE|-] -- PROGRAM [ARGS...]\n"
           "       mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS] --warm SOCKET --spec FILE "
           "[--note TEXT] [--sandbox FILE] -- PROGRAM [ARGS...]   (forked by the warm interpreter; PROGRAM if it "
-          "cannot)\n");
+          "cannot)\n"
+          "       mlengine-replica --fork-server ROOM   (stdin: mlengined's socket; see shim/fork_server.h)\n");
   return 2;
 }
 
@@ -398,7 +405,9 @@ int ForkFromZygote(const std::string& socket_path, const std::string& spec_path,
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace mle::shim {
+
+int RunShim(int argc, char** argv) {
   std::string log_path, exit_path, cwd, container, podman, warm_socket, spec_path, note, sandbox_path;
   long grace_seconds = 10;
   int i = 1;
@@ -632,4 +641,11 @@ int main(int argc, char** argv) {
   }
   KillAllDescendants(c);
   return code;
+}
+
+}  // namespace mle::shim
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "--fork-server") == 0) return mle::shim::ServeForks(argc, argv);
+  return mle::shim::RunShim(argc, argv);
 }
