@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -62,21 +63,7 @@ std::vector<char*> Place(const Area& area, const std::vector<std::string>& strin
 }
 
 void Answer(int sock, int32_t value, int fd) {
-  iovec iov{&value, sizeof(value)};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-  }
-  while (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+  while (SendWithDescriptors(sock, &value, sizeof(value), &fd, fd >= 0 ? 1 : 0) < 0 && errno == EINTR) {
   }
 }
 
@@ -86,6 +73,24 @@ void ReapEnded() {
 }
 
 }  // namespace
+
+ssize_t SendWithDescriptors(int sock, const void* data, size_t size, const int* fds, size_t count) {
+  iovec iov{const_cast<void*>(data), size};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  std::vector<char> control(count > 0 ? CMSG_SPACE(sizeof(int) * count) : 0);
+  if (count > 0) {
+    msg.msg_control = control.data();
+    msg.msg_controllen = control.size();
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * count);
+    std::memcpy(CMSG_DATA(c), fds, sizeof(int) * count);
+  }
+  return sendmsg(sock, &msg, MSG_NOSIGNAL);
+}
 
 int ServeForks(int argc, char** argv) {
   if (argc != 3) {
@@ -162,6 +167,12 @@ int ServeForks(int argc, char** argv) {
       continue;
     }
     const pid_t pid = fork();
+    if (pid != 0) {
+      // A request holds a replica's token: no later shim is forked with it
+      // in its memory.
+      std::memset(buf.data(), 0, static_cast<size_t>(n));
+      for (auto& e : shim_env) std::fill(e.begin(), e.end(), '\0');
+    }
     if (pid == 0) {
       close(sock);
       close(reaps);

@@ -23,9 +23,17 @@
 // an error, and mlengined executes that shim instead.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstddef>
+
 namespace mle::shim {
 
 int RunShim(int argc, char** argv);
 int ServeForks(int argc, char** argv);
+
+// One sendmsg of `size` bytes with `count` descriptors attached
+// (SCM_RIGHTS; none when 0), without SIGPIPE: sendmsg's result.
+ssize_t SendWithDescriptors(int sock, const void* data, size_t size, const int* fds, size_t count);
 
 }  // namespace mle::shim

@@ -352,20 +352,8 @@ int ForkFromZygote(const std::string& socket_path, const std::string& spec_path,
     return -1;
   }
   // The spec's first bytes carry the three descriptors.
-  int fds[3] = {in, out, err};
-  char control[CMSG_SPACE(sizeof(fds))] = {};
-  iovec iov{const_cast<char*>(spec.data()), spec.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(fds));
-  memcpy(CMSG_DATA(cm), fds, sizeof(fds));
-  ssize_t sent = sendmsg(conn, &msg, MSG_NOSIGNAL);
+  const int fds[3] = {in, out, err};
+  ssize_t sent = mle::shim::SendWithDescriptors(conn, spec.data(), spec.size(), fds, 3);
   while (sent >= 0 && static_cast<size_t>(sent) < spec.size()) {
     const ssize_t more = send(conn, spec.data() + sent, spec.size() - static_cast<size_t>(sent), MSG_NOSIGNAL);
     if (more <= 0) {
