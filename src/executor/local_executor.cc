@@ -237,7 +237,11 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
         jobs_.erase(it);
       }
     }
-    if (options_.sandbox != nullptr && sandbox_uid != 0) options_.sandbox->EndJob(ref.project, ref.job_id, sandbox_uid);
+    if (options_.sandbox != nullptr && sandbox_uid != 0) {
+      std::vector<std::string> tasks;  // whichever of their groups were made
+      for (const auto& r : demand.replicas) tasks.push_back(r.TaskName());
+      options_.sandbox->EndJob(ref.project, ref.job_id, sandbox_uid, tasks);
+    }
     events_->JobEnded(ref, ending == Ending::kStopped ? Outcome::kStopped : Outcome::kFailed, message);
   };
   const bool containers = IsContainerJob(job);
@@ -785,7 +789,11 @@ std::optional<model::Placement> LocalExecutor::Recover(const model::Job& job) {
         // record is stale), so only what carries the run's name, and its
         // cgroups, are ended.
         KillLeftovers(dir);
-        if (options_.sandbox != nullptr && manifest.uid != 0) options_.sandbox->EndJob(job.project, job.job_id, 0);
+        if (options_.sandbox != nullptr && manifest.uid != 0) {
+          std::vector<std::string> tasks;
+          for (const auto& each : manifest.replicas) tasks.push_back(each.task);
+          options_.sandbox->EndJob(job.project, job.job_id, 0, tasks);
+        }
         return std::nullopt;
       }
     }

@@ -149,18 +149,8 @@ void Sandboxing::EndJob(const std::string& project, const std::string& job_id, u
   // end, which its shim did before it exited).
   const std::string owner = JobCgroup(project, job_id);
   const bool owns = uid != 0 && runtime_.identities->Owns(uid, owner);
-  std::vector<std::string> groups;
-  for (const std::string& task : tasks) groups.push_back(ReplicaCgroup(project, job_id, task));
-  if (tasks.empty()) {
-    // Replicas not known (a start that failed part way, a stale record at
-    // recovery): whatever groups carry the job's name.
-    const std::string prefix = ReplicaCgroup(project, job_id, "");
-    for (const std::string& leaf : runtime_.cgroups->List()) {
-      if (absl::StartsWith(leaf, prefix)) groups.push_back(leaf.substr(0, leaf.find('/', prefix.size())));
-    }
-  }
-  for (const std::string& group : groups) {
-    if (auto s = runtime_.cgroups->Remove(group); !s.ok()) {
+  for (const std::string& task : tasks) {
+    if (auto s = runtime_.cgroups->Remove(ReplicaCgroup(project, job_id, task)); !s.ok()) {
       obs::Log("local").error("cannot remove the cgroup of {}/{}: {}", project, job_id, std::string(s.message()));
     }
   }

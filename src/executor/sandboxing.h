@@ -87,11 +87,11 @@ class Sandboxing {
   // `limit_mib`: its limit (0: not known).
   std::optional<std::string> MemoryFailure(const std::string& project, const std::string& job_id,
                                            const std::string& task, int64_t limit_mib) const;
-  // Ends what is left of the job (its cgroups' processes) and releases its
-  // identity if the job holds it. Idempotent. `tasks`: its replicas, when
-  // known (their groups go without listing the job's).
+  // Ends what is left of the job (its replicas' cgroups, `tasks`: each
+  // group's processes killed, the group removed; one never made is fine)
+  // and releases its identity if the job holds it. Idempotent.
   void EndJob(const std::string& project, const std::string& job_id, uid_t uid,
-              const std::vector<std::string>& tasks = {}) const;
+              const std::vector<std::string>& tasks) const;
 
   // Package builds (runtime/package_cache.h), each in a sandbox as an
   // identity of its own: its `writable` directory and what it reads, no

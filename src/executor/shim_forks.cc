@@ -5,10 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdint>
 #include <cstring>
-
-#include <csignal>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"

@@ -171,7 +171,9 @@ int ServeForks(int argc, char** argv) {
       // A request holds a replica's token: no later shim is forked with it
       // in its memory.
       std::memset(buf.data(), 0, static_cast<size_t>(n));
-      for (auto& e : shim_env) std::fill(e.begin(), e.end(), '\0');
+      for (auto* strings : {&shim_argv, &shim_env}) {
+        for (auto& e : *strings) std::fill(e.begin(), e.end(), '\0');
+      }
     }
     if (pid == 0) {
       close(sock);
