@@ -2,6 +2,8 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -201,6 +203,43 @@ absl::Status PackageCache::Build(const Runtime& runtime, const std::vector<std::
   return rundir::SyncFilesystemOf(staging.string());
 }
 
+namespace {
+
+int64_t RealtimeNs() {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
+}
+
+// The stamps of the open package files; none when one cannot be read.
+std::optional<std::vector<FileStamp>> StampsOf(const std::vector<PackageFile>& packages) {
+  std::vector<FileStamp> out;
+  for (const auto& p : packages) {
+    struct stat st;
+    if (::fstat(p.fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    out.push_back({static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<int64_t>(st.st_size),
+                   int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec,
+                   int64_t{st.st_ctim.tv_sec} * 1'000'000'000 + st.st_ctim.tv_nsec});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> DigestMemo::Find(const std::vector<FileStamp>& stamps) const {
+  auto it = digests_.find(stamps);
+  if (it == digests_.end()) return std::nullopt;
+  return it->second;
+}
+
+void DigestMemo::Remember(const std::vector<FileStamp>& stamps, int64_t hashed_at_ns, const std::string& digest) {
+  for (const auto& s : stamps) {
+    if (s.ctime_ns > hashed_at_ns - kSettledNs) return;
+  }
+  if (digests_.size() >= kMaxEntries) digests_.clear();
+  digests_[stamps] = digest;
+}
+
 absl::StatusOr<PreparedEnvironment> PackageCache::Prepare(const Runtime& runtime,
                                                           const std::vector<PackageFile>& packages) {
   PreparedEnvironment env;
@@ -208,8 +247,26 @@ absl::StatusOr<PreparedEnvironment> PackageCache::Prepare(const Runtime& runtime
   if (packages.empty()) return env;
   std::vector<fs::path> opened;  // each open file, whatever its path now holds
   for (const auto& p : packages) opened.push_back(absl::StrCat("/proc/self/fd/", p.fd));
-  auto digest = common::Sha256HexOfFiles(opened);
-  if (!digest.ok()) return digest.status();
+  auto stamps = StampsOf(packages);
+  std::optional<std::string> known;
+  if (stamps) {
+    std::lock_guard<std::mutex> guard(mu_);
+    known = digests_.Find(*stamps);
+  }
+  absl::StatusOr<std::string> digest;
+  if (known) {
+    digest = *std::move(known);
+  } else {
+    const int64_t hashed_at = RealtimeNs();
+    digest = common::Sha256HexOfFiles(opened);
+    if (!digest.ok()) return digest.status();
+    // Still as they were when hashed (a write during the hash would show):
+    // then the digest is theirs.
+    if (stamps && StampsOf(packages) == stamps) {
+      std::lock_guard<std::mutex> guard(mu_);
+      digests_.Remember(*stamps, hashed_at, *digest);
+    }
+  }
   env.digest = *digest;
   const fs::path dir = fs::path(root_) / runtime.name / digest->substr(0, 32);
   env.python = (dir / "bin" / "python").string();

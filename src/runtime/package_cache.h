@@ -13,11 +13,13 @@
 // installs of the same digest wait for one.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,40 @@ struct PreparedEnvironment {
 using BuildRunner = std::function<absl::StatusOr<common::CommandResult>(
     const std::vector<std::string>& argv, const common::CommandOptions& options, const std::string& writable,
     const std::vector<std::string>& readable)>;
+
+// What identifies a file's contents without reading them: a write
+// changes its ctime (which no caller can set back), a new file under the
+// same inode number has a later one.
+struct FileStamp {
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  int64_t size = 0;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  auto operator<=>(const FileStamp&) const = default;
+};
+
+// The digests of package files already hashed, by their stamps: a job
+// whose packages have not changed since an earlier one's is not charged a
+// hash of every byte again (a 50 MB package: about 100 ms of CPU). Only a
+// settled file is remembered, one whose ctime is at least kSettled before
+// the hash began: filesystems keep ctime at a coarse clock, so a write in
+// the same tick as the hash could leave the stamp as it was. Pure: `now`
+// is the caller's (nanoseconds of the filesystem's clock).
+class DigestMemo {
+ public:
+  static constexpr int64_t kSettledNs = 2'000'000'000;
+  static constexpr size_t kMaxEntries = 4096;
+
+  std::optional<std::string> Find(const std::vector<FileStamp>& stamps) const;
+  // Remembers `digest` for `stamps` when every one was settled at
+  // `hashed_at_ns`, the time the hash began; forgets everything when full.
+  void Remember(const std::vector<FileStamp>& stamps, int64_t hashed_at_ns, const std::string& digest);
+  size_t size() const { return digests_.size(); }
+
+ private:
+  std::map<std::vector<FileStamp>, std::string> digests_;
+};
 
 class PackageCache {
  public:
@@ -87,6 +123,7 @@ class PackageCache {
   BuildRunner runner_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<std::mutex>> locks_;
+  DigestMemo digests_;  // guarded by mu_
 };
 
 }  // namespace mle::runtime

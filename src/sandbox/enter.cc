@@ -149,11 +149,13 @@ bool Capture(const ViewEntry& e, Captured* out, std::string* error) {
 }
 
 bool DropPrivileges(const SandboxSpec& spec, std::string* error) {
+  // Capabilities are numbered from 0 to the kernel's last without a gap:
+  // the first it calls invalid ends the bounding set.
   for (int cap = 0; cap < 64; ++cap) {
-    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
-      *error = Errno("cannot drop capability " + std::to_string(cap));
-      return false;
-    }
+    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
+    if (errno == EINVAL && cap > 0) break;
+    *error = Errno("cannot drop capability " + std::to_string(cap));
+    return false;
   }
   if (::syscall(SYS_setgroups, 0, nullptr) != 0) {
     *error = Errno("cannot drop the supplementary groups");

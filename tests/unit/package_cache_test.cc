@@ -5,11 +5,13 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "common/sha256.h"
 #include "common/subprocess.h"
 #include "rundir/file_io.h"
 
@@ -131,6 +133,93 @@ TEST_F(PackageCacheTest, FailedInstallLeavesNothing) {
   ASSERT_FALSE(env.ok());
   EXPECT_EQ(env.status().code(), absl::StatusCode::kFailedPrecondition) << env.status();
   EXPECT_TRUE(Entries().empty());
+}
+
+// The memo of package digests: a rule table over stamps and times.
+TEST(DigestMemoTest, RemembersOnlySettledFilesAndFindsOnlyTheSameStamps) {
+  constexpr int64_t kSec = 1'000'000'000;
+  const FileStamp settled{1, 100, 5000, 10 * kSec, 10 * kSec};
+  struct Case {
+    const char* name;
+    std::vector<FileStamp> remembered;
+    int64_t hashed_at;
+    std::vector<FileStamp> asked;
+    bool found;
+  };
+  FileStamp rewritten = settled;
+  rewritten.ctime_ns = 13 * kSec;  // written after: its ctime moved
+  FileStamp reused = settled;
+  reused.ctime_ns = 14 * kSec;  // another file under the inode number, later
+  FileStamp other_device = settled;
+  other_device.dev = 2;
+  FileStamp fresh = settled;
+  fresh.ctime_ns = 11 * kSec;  // changed less than 2 s before the hash
+  const std::vector<Case> cases = {
+      {"the same file, settled long before", {settled}, 30 * kSec, {settled}, true},
+      {"settled exactly 2 s before", {settled}, 12 * kSec, {settled}, true},
+      {"changed within 2 s of the hash", {fresh}, 12 * kSec, {fresh}, false},
+      {"rewritten since", {settled}, 12 * kSec, {rewritten}, false},
+      {"a new file with the inode number", {settled}, 12 * kSec, {reused}, false},
+      {"another device", {settled}, 12 * kSec, {other_device}, false},
+      {"one of two packages unsettled", {settled, fresh}, 12 * kSec, {settled, fresh}, false},
+      {"the same files in another order", {settled, other_device}, 20 * kSec, {other_device, settled}, false},
+      {"both settled, same order", {settled, other_device}, 20 * kSec, {settled, other_device}, true},
+  };
+  for (const auto& c : cases) {
+    DigestMemo memo;
+    memo.Remember(c.remembered, c.hashed_at, "digest");
+    EXPECT_EQ(memo.Find(c.asked), c.found ? std::optional<std::string>("digest") : std::nullopt) << c.name;
+  }
+}
+
+TEST(DigestMemoTest, ForgetsEverythingWhenFull) {
+  DigestMemo memo;
+  for (size_t i = 0; i < DigestMemo::kMaxEntries; ++i) memo.Remember({{1, i, 1, 0, 0}}, int64_t{10'000'000'000}, "d");
+  EXPECT_EQ(memo.size(), DigestMemo::kMaxEntries);
+  memo.Remember({{1, 999'999, 1, 0, 0}}, int64_t{10'000'000'000}, "last");
+  EXPECT_EQ(memo.size(), 1u);
+  EXPECT_EQ(memo.Find({{1, 999'999, 1, 0, 0}}), "last");
+}
+
+// A package rewritten in place (its bucket is writable by a job) after one
+// job used it is hashed again: the next job gets the new contents' digest.
+TEST_F(PackageCacheTest, APackageRewrittenInPlaceGetsItsNewDigest) {
+  PackageCache cache(EnvRoot().string());
+  auto first = Prepare(cache, package_);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto again = Prepare(cache, package_);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->digest, first->digest);
+  EXPECT_TRUE(again->cache_hit);
+  // Another version of the package, written over the first in place (the
+  // same inode, as a job that may write the bucket could).
+  Write(root_ / "src" / "greet" / "__init__.py", "def main():\n    print('hello again')\n");
+  const std::string other = (root_ / "greet-other.tar.gz").string();
+  auto tar = common::RunCommand({"tar", "-czf", other, "-C", (root_ / "src").string(), "--transform",
+                                 "s,^\\.,greet-1.0,", "."});
+  ASSERT_TRUE(tar.ok() && tar->exit_code == 0);
+  std::string bytes;
+  {
+    std::ifstream in(other, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto inode_of = [](const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 ? st.st_ino : ino_t{0};
+  };
+  const ino_t inode = inode_of(package_);
+  {
+    std::ofstream out(package_, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  ASSERT_EQ(inode_of(package_), inode);
+  auto digest = common::Sha256HexOfFiles({package_});
+  ASSERT_TRUE(digest.ok());
+  ASSERT_NE(*digest, first->digest);
+  auto after = Prepare(cache, package_);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->digest, *digest);
+  EXPECT_FALSE(after->cache_hit) << "the rewritten package gets an environment of its own";
 }
 
 }  // namespace

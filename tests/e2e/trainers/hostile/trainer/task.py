@@ -68,7 +68,10 @@ def main():
     with open("/proc/self/status") as f:
         status = dict(line.split(":", 1) for line in f if ":" in line)
     attempt("run-as-root", lambda: "uid 0" if os.getuid() == 0 or os.geteuid() == 0 else None)
-    attempt("capabilities", lambda: None if int(status["CapEff"].strip(), 16) == 0 else status["CapEff"].strip())
+    # None effective, permitted or inheritable, and none left in the
+    # bounding set that an exec could raise.
+    caps = {k: status[k].strip() for k in ("CapEff", "CapPrm", "CapInh", "CapBnd", "CapAmb")}
+    attempt("capabilities", lambda: None if all(int(v, 16) == 0 for v in caps.values()) else str(caps))
     attempt("new-privileges", lambda: None if status["NoNewPrivs"].strip() == "1" else "no_new_privs is off")
     attempt("become-root", lambda: (os.setuid(0), "setuid(0) worked")[1])
     attempt("admin-token", lambda: read(os.path.join(data, "admin.token")))
