@@ -33,7 +33,7 @@ template <typename ReadSome>
 absl::Status HashAll(Sha256& sha, ReadSome read_some, absl::string_view what) {
   // Not zeroed first: a read fills what is hashed, and zeroing a MiB a
   // call cost more than hashing a small package.
-  const std::unique_ptr<char[]> buf(new char[kReadBytes]);
+  const auto buf = std::make_unique_for_overwrite<char[]>(kReadBytes);
   while (true) {
     const ssize_t got = read_some(buf.get(), kReadBytes);
     if (got < 0) {

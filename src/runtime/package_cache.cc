@@ -3,7 +3,6 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/sha256.h"
 #include "common/subprocess.h"
 #include "rundir/file_io.h"
@@ -205,12 +206,6 @@ absl::Status PackageCache::Build(const Runtime& runtime, const std::vector<std::
 
 namespace {
 
-int64_t RealtimeNs() {
-  timespec now{};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  return int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
-}
-
 // The stamps of the open package files; none when one cannot be read.
 std::optional<std::vector<FileStamp>> StampsOf(const std::vector<PackageFile>& packages) {
   std::vector<FileStamp> out;
@@ -257,7 +252,7 @@ absl::StatusOr<PreparedEnvironment> PackageCache::Prepare(const Runtime& runtime
   if (known) {
     digest = *std::move(known);
   } else {
-    const int64_t hashed_at = RealtimeNs();
+    const int64_t hashed_at = absl::ToUnixNanos(absl::Now());  // the clock file times are kept in
     digest = common::Sha256HexOfFiles(opened);
     if (!digest.ok()) return digest.status();
     // Still as they were when hashed (a write during the hash would show):

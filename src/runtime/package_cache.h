@@ -68,10 +68,11 @@ struct FileStamp {
 // The digests of package files already hashed, by their stamps: a job
 // whose packages have not changed since an earlier one's is not charged a
 // hash of every byte again (a 50 MB package: about 100 ms of CPU). Only a
-// settled file is remembered, one whose ctime is at least kSettled before
-// the hash began: filesystems keep ctime at a coarse clock, so a write in
-// the same tick as the hash could leave the stamp as it was. Pure: `now`
-// is the caller's (nanoseconds of the filesystem's clock).
+// settled file is remembered, one whose ctime is at least kSettledNs
+// before the hash began: filesystems keep ctime at a coarse clock, so a
+// write in the same tick as the hash could leave the stamp as it was.
+// Pure: the time the hash began is the caller's (Unix nanoseconds, the
+// clock file times are kept in).
 class DigestMemo {
  public:
   static constexpr int64_t kSettledNs = 2'000'000'000;

@@ -330,6 +330,21 @@ void RunHelper(const std::vector<std::string>& args, int64_t timeout_ms) {
 #define MLE_SHIM_TSAN 0
 #endif
 
+// Whether the kernel leaves a process that changes its uid open to ptrace
+// by its new uid (fs.suid_dumpable = 1, "debug"; unknown counts as yes).
+// PROGRAM's process becomes the job's identity a moment before its exec:
+// sharing our memory then would let another process of the job write into
+// a root process through ptrace. With 0 or 2 the uid change makes it
+// undumpable, which only CAP_SYS_PTRACE overrides.
+bool UidChangeLeavesDumpable() {
+  const int fd = open("/proc/sys/fs/suid_dumpable", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;
+  char c = 0;
+  const bool dumpable = read(fd, &c, 1) != 1 || c == '1';
+  close(fd);
+  return dumpable;
+}
+
 // What PROGRAM's process does between its clone and its exec (RunShim).
 struct ProgramStart {
   const sigset_t* mask;  // the signal mask to restore
@@ -548,16 +563,17 @@ int RunShim(int argc, char** argv) {
     // virtual machine that backs guest memory lazily; this costs neither.
     // We are single-threaded and stay suspended until the exec (or its
     // _exit), so the child may use our heap; it runs on a stack of its own.
+    // It forks where sharing is unsafe (UidChangeLeavesDumpable) and in
+    // ThreadSanitizer's builds (the sanitizer takes every clone for a fork
+    // and cannot follow a child that shares its memory).
     ProgramStart start{&before, out[1], err[1], &sandbox_path, &sandbox, &sandbox_error, &cwd, program.data()};
-#if MLE_SHIM_TSAN
-    // ThreadSanitizer takes every clone for a fork and cannot follow a
-    // child that shares its memory: its builds fork.
-    c.child = fork();
-    if (c.child == 0) StartProgram(&start);
-#else
+    const bool share = !MLE_SHIM_TSAN && (sandbox_path.empty() || !UidChangeLeavesDumpable());
     alignas(64) char stack[128 * 1024];
-    c.child = clone(StartProgram, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
-#endif
+    if (share) {
+      c.child = clone(StartProgram, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
+    } else if ((c.child = fork()) == 0) {
+      StartProgram(&start);
+    }
   }
   if (c.child < 0) return 126;
   sigprocmask(SIG_SETMASK, &before, nullptr);
