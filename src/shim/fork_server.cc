@@ -191,12 +191,14 @@ int ServeForks(int argc, char** argv) {
       close(started[0]);
       sigprocmask(SIG_SETMASK, &before, nullptr);
       setsid();
-      char one = 1;
-      (void)!write(started[1], &one, 1);
-      close(started[1]);
+      // Its command line and environment are its own before anyone hears
+      // of it (`ps` or /proc read right after the answer see the shim's).
       std::vector<char*> child_argv = Place(&args, shim_argv);
       std::vector<char*> child_env = Place(&env, shim_env);
       environ = child_env.data();
+      char one = 1;
+      (void)!write(started[1], &one, 1);
+      close(started[1]);
       exit(RunShim(static_cast<int>(shim_argv.size()), child_argv.data()));
     }
     const int err = errno;
@@ -206,7 +208,8 @@ int ServeForks(int argc, char** argv) {
       Answer(sock, -err, -1);
       continue;
     }
-    // Its session exists before anyone hears of it.
+    // Its session, command line and environment exist before anyone hears
+    // of it.
     char got;
     while (read(started[0], &got, 1) < 0 && errno == EINTR) {
     }
