@@ -12,6 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -166,6 +167,41 @@ absl::StatusOr<common::CommandResult> PackageCache::Run(const std::vector<std::s
   return common::RunCommand(argv, options);
 }
 
+// A runtime that is itself a virtual environment (a venv holding torch, as
+// on many GPU hosts): a venv made from it is based on its base interpreter
+// and `--system-site-packages` would show the base's packages, not the
+// runtime's. So the job's environment is made without them, and a .pth file
+// adds the site directories the runtime itself sees (its own, and the
+// base's when it includes them), through site.addsitedir so that their own
+// .pth files count too: after the job's packages, in the runtime's order
+// (those that exist: site lists some that need not, and adds only those).
+// Empty `pth` for a runtime that is not a venv.
+absl::StatusOr<PackageCache::RuntimeSite> PackageCache::ProbeRuntime(const Runtime& runtime,
+                                                                     const fs::path& staging,
+                                                                     const std::vector<std::string>& readable) const {
+  common::CommandOptions options;
+  options.timeout = absl::Minutes(1);
+  auto probe = Run({runtime.python, "-I", "-c",
+                    "import os, site, sys\n"
+                    "if sys.prefix != sys.base_prefix:\n"
+                    "    print('%d.%d' % sys.version_info[:2])\n"
+                    "    dirs = [d for d in site.getsitepackages() if os.path.isdir(d)]\n"
+                    "    print('import site; list(map(site.addsitedir, %r))' % (dirs,))\n"},
+                   options, staging.string(), readable);
+  if (!probe.ok()) return probe.status();
+  if (probe->exit_code != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Creating the job's Python environment failed: ", runtime.python, " -c: ", probe->output));
+  }
+  RuntimeSite site;
+  const std::vector<std::string> lines = absl::StrSplit(probe->output, '\n', absl::SkipWhitespace());
+  if (lines.size() == 2 && absl::StartsWith(lines[1], "import site;")) {
+    site.version = lines[0];
+    site.pth = lines[1] + "\n";
+  }
+  return site;
+}
+
 absl::Status PackageCache::Build(const Runtime& runtime, const std::vector<std::string>& packages,
                                  const fs::path& staging, const fs::path& final_dir) const {
   if (auto s = rundir::CreateDirectories(staging.string()); !s.ok()) return s;
@@ -173,11 +209,18 @@ absl::Status PackageCache::Build(const Runtime& runtime, const std::vector<std::
   for (const auto& p : packages) readable.push_back(fs::path(p).parent_path().string());
   common::CommandOptions venv_options;
   venv_options.timeout = absl::Minutes(2);
-  auto venv = Run({runtime.python, "-m", "venv", "--system-site-packages", "--without-pip", staging.string()},
-                  venv_options, staging.string(), readable);
+  absl::StatusOr<RuntimeSite> site = ProbeRuntime(runtime, staging, readable);
+  if (!site.ok()) return site.status();
+  std::vector<std::string> make_venv = {runtime.python, "-m", "venv", "--without-pip", staging.string()};
+  if (site->pth.empty()) make_venv.insert(make_venv.begin() + 3, "--system-site-packages");
+  auto venv = Run(make_venv, venv_options, staging.string(), readable);
   if (!venv.ok()) return venv.status();
   if (venv->exit_code != 0) {
     return absl::FailedPreconditionError(absl::StrCat("Creating the job's Python environment failed: ", venv->output));
+  }
+  if (!site->pth.empty()) {
+    const fs::path pth = staging / "lib" / ("python" + site->version) / "site-packages" / "_mlengine_runtime.pth";
+    if (auto s = rundir::WriteFileAtomically(pth.string(), site->pth); !s.ok()) return s;
   }
   const fs::path python = staging / "bin" / "python";
   std::vector<std::string> pip = {python.string(), "-m", "pip", "install", "--no-index", "--no-build-isolation",

@@ -116,6 +116,13 @@ class PackageCache {
   static void SweepStaging(const std::filesystem::path& parent, const std::string& final_name);
   absl::Status Build(const Runtime& runtime, const std::vector<std::string>& packages,
                      const std::filesystem::path& staging, const std::filesystem::path& final_dir) const;
+  // What a runtime that is a venv gives a job's environment (package_cache.cc).
+  struct RuntimeSite {
+    std::string version;  // "3.12"
+    std::string pth;      // the .pth line; "" when the runtime is not a venv
+  };
+  absl::StatusOr<RuntimeSite> ProbeRuntime(const Runtime& runtime, const std::filesystem::path& staging,
+                                           const std::vector<std::string>& readable) const;
   absl::StatusOr<common::CommandResult> Run(const std::vector<std::string>& argv, const common::CommandOptions& options,
                                             const std::string& writable,
                                             const std::vector<std::string>& readable) const;

@@ -44,6 +44,17 @@ constexpr int kCreateAttempts = 5;  // Create's mkdir chain, when a Remove prune
 const char* const kNeeded[] = {"cpu", "memory", "pids"};
 constexpr char kFavorDynmods[] = "favordynmods";  // the cgroup2 mount option
 
+// What an operator reads when no hierarchy can limit jobs: what the host
+// has (`found`), and what to do.
+absl::Status Unusable(absl::string_view found) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "mlengined needs the cgroup controllers cpu, memory and pids to limit jobs; this host has: ", found,
+      ". Mount them (cgroup v2: mount -t cgroup2 none /sys/fs/cgroup and make cpu, memory and pids available "
+      "to mlengined's cgroup, e.g. Delegate=yes in its systemd unit; cgroup v1: mount the cpu, memory and pids "
+      "hierarchies), or turn the sandbox off with `sandbox: {enabled: false}` in the configuration (jobs then "
+      "run without limits or isolation)."));
+}
+
 // ---- Pure parsing ---------------------------------------------------------
 
 // One line of /proc/self/cgroup: "ID:CONTROLLERS:PATH" (v2: "0::PATH").
@@ -361,6 +372,9 @@ absl::StatusOr<Cgroups> Cgroups::Detect(const std::string& proc_self_cgroup, con
     }
   }
   if (v1_missing.empty()) return Cgroups(CgroupVersion::kV1, v1_dirs[0], v1_dirs[1], v1_dirs[2]);
+  const std::string v1_found = v1_have.empty() ? std::string("no cgroup v1 hierarchy of cpu, memory or pids")
+                                               : absl::StrCat("cgroup v1 ", absl::StrJoin(v1_have, ", "), " (missing ",
+                                                              absl::StrJoin(v1_missing, ", "), ")");
 
   // v2: the unified line, a cgroup2 mount showing it, and the controllers
   // its cgroup.controllers offers.
@@ -388,26 +402,40 @@ absl::StatusOr<Cgroups> Cgroups::Detect(const std::string& proc_self_cgroup, con
       for (const char* controller : kNeeded) {
         if (!Contains(offered, controller)) missing.push_back(controller);
       }
-      if (missing.empty()) return Cgroups(CgroupVersion::kV2, *dir, *dir, *dir);
+      // The hierarchy's root (where the mount shows it): Prepare may take a
+      // group of its own there when <own> cannot hand the controllers down.
+      std::string root;
+      if (m.root == "/") {
+        root = absl::StrCat(absl::StripSuffix(fs_prefix, "/"), m.mount_point);
+        const absl::StatusOr<std::string> at_root = rundir::ReadFile(root + "/cgroup.controllers");
+        const std::vector<std::string> root_offers =
+            at_root.ok() ? absl::StrSplit(*at_root, absl::ByAnyChar(" \n"), absl::SkipEmpty())
+                         : std::vector<std::string>{};
+        for (const char* controller : kNeeded) {
+          if (!Contains(root_offers, controller)) root.clear();
+        }
+      }
+      if (missing.empty()) {
+        Cgroups found(CgroupVersion::kV2, *dir, *dir, *dir);
+        found.v2_root_ = root;
+        return found;
+      }
       v2_found = absl::StrCat("cgroup v2 at ", m.mount_point, ", whose ", file, " lists ",
                               offered.empty() ? "no controller" : absl::StrJoin(offered, " "), " (missing ",
                               absl::StrJoin(missing, ", "), ")");
+      if (!root.empty()) {
+        Cgroups found(CgroupVersion::kV2, *dir, *dir, *dir);
+        found.v2_root_ = root;
+        found.own_problem_ = absl::StrCat(v1_found, "; ", v2_found);
+        return found;
+      }
       break;
     }
     break;
   }
   if (v2_found.empty()) v2_found = "no cgroup v2 mount holding this process's cgroup";
 
-  const std::string v1_found = v1_have.empty() ? std::string("no cgroup v1 hierarchy of cpu, memory or pids")
-                                               : absl::StrCat("cgroup v1 ", absl::StrJoin(v1_have, ", "), " (missing ",
-                                                              absl::StrJoin(v1_missing, ", "), ")");
-  return absl::FailedPreconditionError(absl::StrCat(
-      "mlengined needs the cgroup controllers cpu, memory and pids to limit jobs; this host has: ", v1_found, "; ",
-      v2_found,
-      ". Mount them (cgroup v2: mount -t cgroup2 none /sys/fs/cgroup and make cpu, memory and pids available "
-      "to mlengined's cgroup, e.g. Delegate=yes in its systemd unit; cgroup v1: mount the cpu, memory and pids "
-      "hierarchies), or turn the sandbox off with `sandbox: {enabled: false}` in the configuration (jobs then "
-      "run without limits or isolation)."));
+  return Unusable(absl::StrCat(v1_found, "; ", v2_found));
 }
 
 absl::StatusOr<Cgroups> Cgroups::DetectHost() {
@@ -432,14 +460,46 @@ std::vector<std::string> Cgroups::Bases() const {
   return bases;
 }
 
-absl::Status Cgroups::Prepare() {
+absl::Status Cgroups::Prepare(const std::string& fallback) {
   if (version_ == CgroupVersion::kV1) {
     for (const std::string& base : Bases()) {
       if (absl::Status s = MakeDir(base); !s.ok()) return s;
     }
     return absl::OkStatus();
   }
-  const std::string& own = cpu_own_;
+  if (!fallback.empty()) {
+    if (absl::Status s = CheckName(fallback); !s.ok() || absl::StrContains(fallback, "/")) {
+      return absl::InvalidArgumentError(absl::StrCat("not a cgroup name: ", fallback));
+    }
+  }
+  const bool may_move = !fallback.empty() && !v2_root_.empty();
+  std::string why;
+  if (own_problem_.empty()) {
+    std::string others;
+    absl::Status s = PrepareV2(cpu_own_, &others);
+    if (s.ok() || others.empty() || !may_move) return s;
+    why = absl::StrCat("its cgroup ", cpu_own_, " holds other processes (pids ", others, ")");
+  } else if (!may_move) {
+    return Unusable(own_problem_);
+  } else {
+    why = own_problem_.substr(own_problem_.find("; ") + 2);  // the v2 part
+  }
+  // A group of its own at the hierarchy's root, as a service manager would
+  // give it (the root takes controllers whatever processes it holds).
+  const std::string left = cpu_own_;
+  const std::string own = absl::StrCat(v2_root_, "/", fallback);
+  if (absl::Status s = WriteFile(v2_root_ + "/cgroup.subtree_control", kEnableControllers); !s.ok()) return s;
+  if (absl::Status s = MakeDir(own); !s.ok()) return s;
+  std::string others;
+  if (absl::Status s = PrepareV2(own, &others); !s.ok()) return s;
+  ::rmdir(absl::StrCat(left, "/", kDaemonLeaf).c_str());  // where the first try put it, if it did
+  cpu_own_ = memory_own_ = pids_own_ = own;
+  relocation_ = absl::StrCat("in ", own, ", a cgroup of its own: ", why);
+  return absl::OkStatus();
+}
+
+absl::Status Cgroups::PrepareV2(const std::string& own, std::string* others_in_own) const {
+  others_in_own->clear();
   const std::string leaf = absl::StrCat(own, "/", kDaemonLeaf);
   if (absl::Status s = MakeDir(leaf); !s.ok()) return s;
   if (absl::Status s = WriteFile(leaf + "/cgroup.procs", absl::StrCat(::getpid())); !s.ok()) return s;
@@ -454,14 +514,17 @@ absl::Status Cgroups::Prepare() {
         if (absl::SimpleAtoi(field, &pid)) others.insert(pid);
       }
     }
+    *others_in_own = others.empty() ? std::string("unknown") : absl::StrJoin(others, ", ");
     return absl::FailedPreconditionError(absl::StrCat(
-        s.message(), ": processes other than mlengined are in ", own, " (pids ", absl::StrJoin(others, ", "),
+        s.message(), ": processes other than mlengined are in ", own, " (pids ", *others_in_own,
         "); run mlengined in a cgroup of its own (systemd: its own service with Delegate=yes)"));
   }
-  const std::string base = CpuBase();
+  const std::string base = absl::StrCat(own, "/", kGroupDir);
   if (absl::Status s = MakeDir(base); !s.ok()) return s;
   return WriteFile(base + "/cgroup.subtree_control", kEnableControllers);
 }
+
+const std::string& Cgroups::relocation() const { return relocation_; }
 
 std::vector<std::string> Cgroups::Dirs(const std::string& name) const {
   if (!CheckName(name).ok()) return {};

@@ -12,7 +12,7 @@
 // A replica joins its group by writing "0" into `cgroup.procs` of every
 // directory Create (or Dirs) returns (sandbox/enter.h does).
 //
-// Detect is pure but for reading one cgroup.controllers file (v2); the
+// Detect is pure but for reading cgroup.controllers files (v2: its own and the root's); the
 // other methods act on the cgroup file systems and return every failure as
 // a Status naming the file and the errno text. Every path is below
 // `fs_prefix` (tests point it at a directory of plain files laid out as the
@@ -84,7 +84,8 @@ class Cgroups {
   // unit-testable); FAILED_PRECONDITION naming what is missing when neither
   // v1 (all of cpu, memory, pids mounted as v1 controllers) nor v2 (a
   // cgroup2 mount whose cgroup.controllers -- read from disk, the own
-  // cgroup's -- lists cpu, memory and pids) can be used. Prefers v1 when the
+  // cgroup's, or else the hierarchy root's, where Prepare may then take a
+  // group of its own -- lists cpu, memory and pids) can be used. Prefers v1 when the
   // three v1 controllers are mounted (hybrid hosts: that is where the
   // controllers are), else v2. The message tells an operator what to do
   // (mount or delegate the controllers, or turn the sandbox off).
@@ -102,9 +103,20 @@ class Cgroups {
   // `<own>/cgroup.subtree_control` and in `<own>/mlengine/cgroup.subtree_control`.
   // Other processes in `<own>` are never moved: they make the kernel refuse
   // (the error names them and says to run mlengined in a cgroup of its own).
+  // When that is so, or `<own>` was given fewer controllers than the three
+  // (a parent that delegates less), and `fallback` names a group (one
+  // segment of [A-Za-z0-9._-]) and the hierarchy's root offers the three,
+  // mlengined takes a cgroup of its own there instead, as a service manager
+  // would give it: `<root>/<fallback>` becomes `<own>` (relocation() says
+  // so and why). The same `fallback` after a restart finds the same tree.
   // v1: creates `<own>/mlengine` in each controller. Idempotent. Errors name
-  // the file and errno text. Call once at start-up, before any Create.
-  absl::Status Prepare();
+  // the file and errno text. Call once at start-up, before any Create or
+  // copy.
+  absl::Status Prepare(const std::string& fallback = "");
+
+  // "" when `<own>` is the cgroup mlengined started in; else where Prepare
+  // moved it and why ("in /sys/fs/cgroup/NAME, a cgroup of its own: ...").
+  const std::string& relocation() const;
 
   CgroupVersion version() const;
 
@@ -170,6 +182,9 @@ class Cgroups {
   std::string PidsBase() const;
   // The distinct bases, in the order cpu, memory, pids.
   std::vector<std::string> Bases() const;
+  // v2: Prepare in `own`; `others_in_own` says which pids made the kernel
+  // refuse the controllers ("" for any other outcome).
+  absl::Status PrepareV2(const std::string& own, std::string* others_in_own) const;
 
   CgroupVersion version_;
   // This process's own cgroup directory in the hierarchy of each controller
@@ -177,6 +192,12 @@ class Cgroups {
   std::string cpu_own_;
   std::string memory_own_;
   std::string pids_own_;
+  // v2: the hierarchy's root directory when it offers cpu, memory and pids
+  // (where Prepare may take a group of its own), else "".
+  std::string v2_root_;
+  // v2: why `<own>` cannot hold the groups (its controllers); "" when it can.
+  std::string own_problem_;
+  std::string relocation_;
 };
 
 }  // namespace mle::sandbox

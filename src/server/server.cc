@@ -24,6 +24,7 @@
 #include "api/storage_router.h"
 #include "buckets/bucket_store.h"
 #include "common/clock.h"
+#include "common/sha256.h"
 #include "db/store.h"
 #include "executor/local_executor.h"
 #include "executor/sandboxing.h"
@@ -214,7 +215,12 @@ absl::Status Server::Parts::BuildSandbox(const fs::path& data_dir, const fs::pat
   std::vector<std::string> problems;
   if (detected.ok()) {
     cgroups = std::make_unique<sandbox::Cgroups>(*std::move(detected));
-    if (auto s = cgroups->Prepare(); !s.ok()) problems.push_back(std::string(s.message()));
+    // v2, where mlengined's own cgroup cannot hand controllers down (a
+    // shell's session holds it): a cgroup of its own at the root, one per
+    // data directory, so a restart finds its jobs' groups again.
+    const std::string fallback =
+        "mlengined-" + common::Sha256Hex(fs::weakly_canonical(data_dir).string()).substr(0, 12);
+    if (auto s = cgroups->Prepare(fallback); !s.ok()) problems.push_back(std::string(s.message()));
   } else {
     problems.push_back(std::string(detected.status().message()));
   }
@@ -258,9 +264,10 @@ absl::Status Server::Parts::BuildSandbox(const fs::path& data_dir, const fs::pat
               : *turned    ? "favordynmods turned on (sandbox.favordynmods)"
                            : "favordynmods on";
   }
-  obs::Log("server").info("sandbox: on; jobs run as uids {}-{}, limited through cgroup {}; {}",
+  obs::Log("server").info("sandbox: on; jobs run as uids {}-{}, limited through cgroup {}{}; {}",
                           config.sandbox.first_uid, config.sandbox.first_uid + config.sandbox.uid_count - 1,
-                          cgroups->version() == sandbox::CgroupVersion::kV1 ? "v1" : "v2", dynmods);
+                          cgroups->version() == sandbox::CgroupVersion::kV1 ? "v1" : "v2",
+                          cgroups->relocation().empty() ? "" : " " + cgroups->relocation(), dynmods);
   return absl::OkStatus();
 }
 

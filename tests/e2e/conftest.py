@@ -39,7 +39,8 @@ SOURCE_DIR = os.environ.get("MLE_SOURCE_DIR") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 MLENGINED = os.environ.get("MLENGINED") or os.path.join(SOURCE_DIR, "build/src/server/mlengined")
 MLENGINE = os.environ.get("MLENGINE") or os.path.join(SOURCE_DIR, "build/src/cli/mlengine")
-PYTHON = "/usr/bin/python3"
+# The runtime's interpreter (MLE_TEST_PYTHON: another, e.g. a GPU host's torch).
+PYTHON = os.environ.get("MLE_TEST_PYTHON") or "/usr/bin/python3"
 RUNTIME = "pytorch-1.13-cpu"
 REGION = "us-central1"
 TRAINERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trainers")

@@ -441,6 +441,58 @@ TEST(CgroupsFakeV2, PrepareNamesTheFileItCannotWrite) {
   EXPECT_THAT(std::string(s.message()), HasSubstr(host.own + "/cgroup.subtree_control: Is a directory"));
 }
 
+// A parent that delegates less than the three (here: memory only, as a
+// sandboxing agent's cgroup did on a GPU host) while the root offers them:
+// without a fallback Prepare refuses as Detect used to; with one, mlengined
+// takes a cgroup of its own at the root, and its groups go there.
+TEST(CgroupsFakeV2, PrepareTakesAGroupOfItsOwnAtTheRootWhenItsOwnLacksControllers) {
+  TempDir tmp;
+  const std::string root = tmp.path() + "/sys/fs/cgroup";
+  const std::string own = tmp.path() + kV2Own;
+  WriteText(own + "/cgroup.controllers", "memory\n");
+  WriteText(root + "/cgroup.controllers", "cpuset cpu io memory hugetlb pids\n");
+  absl::StatusOr<Cgroups> cgroups = Cgroups::Detect(kV2Cgroup, kV2Mountinfo, tmp.path());
+  ASSERT_TRUE(cgroups.ok()) << cgroups.status();
+
+  Cgroups stays = *cgroups;
+  absl::Status refused = stays.Prepare();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("lists memory (missing cpu, pids)"));
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("Delegate=yes"));
+  EXPECT_EQ(stays.Prepare("a/b").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(stays.Prepare("..").code(), absl::StatusCode::kInvalidArgument);
+
+  ASSERT_TRUE(cgroups->Prepare("mlengined-0123abcd").ok());
+  const std::string moved = root + "/mlengined-0123abcd";
+  EXPECT_EQ(ReadText(root + "/cgroup.subtree_control"), "+cpu +memory +pids");
+  EXPECT_EQ(ReadText(moved + "/mlengined/cgroup.procs"), absl::StrCat(::getpid()));
+  EXPECT_EQ(ReadText(moved + "/cgroup.subtree_control"), "+cpu +memory +pids");
+  EXPECT_EQ(ReadText(moved + "/mlengine/cgroup.subtree_control"), "+cpu +memory +pids");
+  EXPECT_FALSE(fs::exists(own + "/mlengined"));
+  EXPECT_THAT(cgroups->Dirs("p/j/r"), ElementsAre(moved + "/mlengine/p/j/r"));
+  EXPECT_THAT(cgroups->relocation(), HasSubstr("in " + moved + ", a cgroup of its own: cgroup v2 at /sys/fs/cgroup"));
+  EXPECT_THAT(cgroups->relocation(), HasSubstr("(missing cpu, pids)"));
+
+  // Detected again by the process in its leaf there: the same tree.
+  WriteText(moved + "/cgroup.controllers", "cpu memory pids\n");
+  absl::StatusOr<Cgroups> again = Cgroups::Detect("0::/mlengined-0123abcd/mlengined\n", kV2Mountinfo, tmp.path());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->Dirs("p/j/r"), cgroups->Dirs("p/j/r"));
+  EXPECT_EQ(again->relocation(), "");
+}
+
+// Where its own group serves, a fallback changes nothing.
+TEST(CgroupsFakeV2, PrepareStaysInItsOwnGroupWhenItServes) {
+  FakeHost host(CgroupVersion::kV2);
+  WriteText(host.tmp.path() + "/sys/fs/cgroup/cgroup.controllers", "cpu memory pids\n");
+  absl::StatusOr<Cgroups> cgroups = Cgroups::Detect(kV2Cgroup, kV2Mountinfo, host.tmp.path());
+  ASSERT_TRUE(cgroups.ok()) << cgroups.status();
+  ASSERT_TRUE(cgroups->Prepare("mlengined-0123abcd").ok());
+  EXPECT_EQ(cgroups->relocation(), "");
+  EXPECT_THAT(cgroups->Dirs("p/j/r"), ElementsAre(host.own + "/mlengine/p/j/r"));
+  EXPECT_FALSE(fs::exists(host.tmp.path() + "/sys/fs/cgroup/mlengined-0123abcd"));
+}
+
 TEST(CgroupsFakeV2, CreateEnablesControllersInEachIntermediate) {
   FakeHost host(CgroupVersion::kV2);
   ASSERT_TRUE(host.cgroups->Prepare().ok());

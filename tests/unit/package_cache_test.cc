@@ -89,6 +89,72 @@ TEST_F(PackageCacheTest, PublishedEnvironmentRunsItsScriptsAndLeavesNoStaging) {
   EXPECT_EQ(again->python, env->python);
 }
 
+// A runtime that is a venv of its own (torch in /opt/.../venv, as on many
+// GPU hosts): the job's environment sees what the runtime sees (its
+// packages, and what its own .pth files add), after the job's own, and the
+// base interpreter's packages only where the runtime includes them.
+TEST_F(PackageCacheTest, AJobsEnvironmentSeesWhatARuntimeThatIsAVenvSees) {
+  // Returns the interpreter of a new venv (with the base's packages or not)
+  // holding a module of its own and a .pth file that adds another directory.
+  auto make_runtime = [this](const std::string& name, bool system_site) -> std::string {
+    const fs::path venv = root_ / name;
+    // Without the base's packages it needs pip of its own (ensurepip's).
+    std::vector<std::string> argv = {"/usr/bin/python3", "-m", "venv", venv.string()};
+    if (system_site) argv.insert(argv.begin() + 3, {"--system-site-packages", "--without-pip"});
+    auto made = common::RunCommand(argv);
+    EXPECT_TRUE(made.ok() && made->exit_code == 0) << (made.ok() ? made->output : made.status().ToString());
+    auto site = common::RunCommand({(venv / "bin" / "python").string(), "-c",
+                                    "import site; print(site.getsitepackages()[0], end='')"});
+    EXPECT_TRUE(site.ok() && site->exit_code == 0);
+    Write(fs::path(site->output) / "only_in_the_runtime.py", "WHERE = 'runtime venv'\n");
+    fs::create_directories(venv / "extra");
+    Write(venv / "extra" / "via_its_pth.py", "");
+    Write(fs::path(site->output) / "extra.pth", (venv / "extra").string() + "\n");
+    return (venv / "bin" / "python").string();
+  };
+  const std::string check =
+      "import greet, only_in_the_runtime, via_its_pth, sys\n"
+      "print(only_in_the_runtime.WHERE)\n"
+      "p = [i for i, d in enumerate(sys.path) if d.endswith('site-packages')]\n"
+      "print(greet.__file__.startswith(sys.path[p[0]]))\n"
+      "try:\n"
+      "    import numpy\n"
+      "    print('numpy')\n"
+      "except ImportError:\n"
+      "    print('no numpy')\n"
+      "print([d for d in sys.path[1:] if not d.startswith(sys.prefix + '/')])\n";
+  PackageCache cache(EnvRoot().string());
+  for (const bool system_site : {false, true}) {
+    SCOPED_TRACE(system_site ? "with the base's packages" : "without the base's packages");
+    runtime_.name = system_site ? "venv-system-site" : "venv-own";
+    runtime_.python = make_runtime(runtime_.name, system_site);
+    auto env = Prepare(cache, package_);
+    ASSERT_TRUE(env.ok()) << env.status();
+    auto run = common::RunCommand({env->python, "-c", check});
+    ASSERT_TRUE(run.ok()) << run.status();
+    EXPECT_EQ(run->exit_code, 0) << run->output;
+    // Its path is the runtime's own, with its own packages before.
+    auto runtime_path = common::RunCommand({runtime_.python, "-c", "import sys; print(sys.path[1:])"});
+    ASSERT_TRUE(runtime_path.ok() && runtime_path->exit_code == 0);
+    EXPECT_EQ(run->output, (system_site ? "runtime venv\nTrue\nnumpy\n" : "runtime venv\nTrue\nno numpy\n") +
+                               runtime_path->output);
+  }
+
+  // A runtime that is not a venv: the base's packages, and no such file.
+  runtime_.name = "python-plain";
+  runtime_.python = "/usr/bin/python3";
+  auto plain = Prepare(cache, package_);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->cache_hit);
+  const fs::path plain_dir = fs::path(plain->python).parent_path().parent_path();
+  bool found = false;
+  for (const auto& e : fs::recursive_directory_iterator(plain_dir)) found = found || e.path().filename() == "_mlengine_runtime.pth";
+  EXPECT_FALSE(found);
+  auto numpy = common::RunCommand({plain->python, "-c", "import numpy"});
+  ASSERT_TRUE(numpy.ok());
+  EXPECT_EQ(numpy->exit_code, 0) << numpy->output;
+}
+
 TEST_F(PackageCacheTest, WhatABuildCutShortLeftIsNeverUsedAndIsRemoved) {
   // First learn where the environment goes, then put back what a server
   // killed mid-install leaves: a half-built in-place directory (older
