@@ -34,6 +34,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import job_latency as jl  # noqa: E402  (the sdist builder and the API client)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# How long slurmctld keeps a finished job here (the test cluster's default is
+# 600 s): short, so that each burst can start on an empty controller.
+MIN_JOB_AGE_S = 20
 TRAINER = 'import time\nprint("first line %.6f" % time.time(), flush=True)\n'
 
 
@@ -61,6 +64,16 @@ def wait_cluster_idle(env, timeout=60):
         if time.time() > deadline:
             raise RuntimeError("the cluster did not become idle")
         time.sleep(0.02)
+
+
+def wait_cluster_empty(env, timeout=240):
+    """Until slurmctld lists no job at all (finished ones go MIN_JOB_AGE_S
+    after they end, at its next purge: up to a minute later)."""
+    deadline = time.time() + timeout
+    while squeue(env):
+        if time.time() > deadline:
+            raise RuntimeError("slurmctld still lists finished jobs")
+        time.sleep(0.5)
 
 
 class Direct:
@@ -130,7 +143,7 @@ class Mlengine:
         self.proc = subprocess.Popen([os.path.join(build, "src/server/mlengined"), "--listen", "127.0.0.1:0",
                                       "--data-dir", data, "--config", config, "--executor", "slurm"],
                                      stdout=subprocess.PIPE, stderr=open(os.path.join(tmp, "mlengined.log"), "w"),
-                                     env=dict(env, MLENGINE_SLURM_TRACE="1"))
+                                     env=env)
         line = self.proc.stdout.readline().decode()
         server = jl.Server.__new__(jl.Server)
         server.proc, server.url = self.proc, line.split()[-1]
@@ -184,7 +197,7 @@ def main():
     if shutil.which("sbatch") is None or os.geteuid() != 0:
         sys.exit("needs Slurm (apt-get install slurm-wlm munge) and root")
     tmp = tempfile.mkdtemp(prefix="mle-bench-slurm-")
-    env = dict(os.environ, MLE_SLURM_DIR=os.path.join(tmp, "cluster"))
+    env = dict(os.environ, MLE_SLURM_DIR=os.path.join(tmp, "cluster"), MLE_SLURM_MIN_JOB_AGE_S=str(MIN_JOB_AGE_S))
     env = {k: v for k, v in env.items() if not k.startswith("MLENGINE")}
     script = os.path.join(ROOT, "scripts", "slurm", "cluster.sh")
     out = subprocess.run([script, "start"], env=env, capture_output=True, text=True, check=True)
@@ -208,7 +221,12 @@ def main():
                 else:
                     m_idle.append(mle.idle_sample(i))
                     d_idle.append(direct.idle_sample(i))
+            # Each burst starts on a controller that keeps no finished job
+            # (squeue's cost grows with every job it still lists: the second
+            # burst would otherwise carry the first one's 200).
+            wait_cluster_empty(env)
             d_span, d_lat = direct.burst(args.jobs)
+            wait_cluster_empty(env)
             m_span, m_lat = mle.burst(args.jobs)
         except Exception:
             with open(os.path.join(tmp, "mlengined.log")) as f:

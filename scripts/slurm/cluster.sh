@@ -20,7 +20,8 @@
 # munged is started only when none answers; `stop` ends it only if this script
 # started it. Scheduler settings favour fast turnaround over throughput;
 # MLE_SLURMD_TIMEOUT_S (default 10) is how long a silent node has before
-# Slurm declares it down.
+# Slurm declares it down; MLE_SLURM_MIN_JOB_AGE_S (default 600) how long
+# slurmctld keeps a finished job.
 set -euo pipefail
 
 DIR="${MLE_SLURM_DIR:-/tmp/mlengine-slurm}"
@@ -176,10 +177,10 @@ GresTypes=tpu,gpu
 ReturnToService=2
 # Fast turnaround: schedule at submit and on every event, no batching delay,
 # short main/backfill loops; short kill grace; finished jobs stay visible to
-# scontrol/squeue for 10 minutes (mlengined reads squeue, not sacct).
+# scontrol/squeue for 10 minutes by default (mlengined reads squeue, not sacct).
 SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,sched_interval=1,bf_interval=1,default_queue_depth=200
 KillWait=2
-MinJobAge=600
+MinJobAge=${MLE_SLURM_MIN_JOB_AGE_S:-600}
 InactiveLimit=0
 MessageTimeout=10
 # A node whose slurmd stops answering is declared DOWN, and its jobs end as

@@ -345,4 +345,23 @@ TEST(ExplainNodeFailureTest, NamesTheLostNodesAndWhatRanThere) {
 }
 
 }  // namespace
+// Rounds keep squeue to about a quarter of the time at most, never more
+// often than min_poll.
+TEST(RoundGapTest, Table) {
+  struct Row {
+    absl::Duration min_poll, last_squeue, want;
+  };
+  const Row rows[] = {
+      {absl::Milliseconds(100), absl::ZeroDuration(), absl::Milliseconds(100)},   // no squeue yet
+      {absl::Milliseconds(100), absl::Milliseconds(10), absl::Milliseconds(100)},  // cheap: min_poll
+      {absl::Milliseconds(100), absl::Milliseconds(25), absl::Milliseconds(100)},
+      {absl::Milliseconds(100), absl::Milliseconds(60), absl::Milliseconds(240)},  // 200 jobs known
+      {absl::Milliseconds(100), absl::Seconds(2), absl::Seconds(8)},               // a controller that struggles
+      {absl::Milliseconds(100), -absl::Milliseconds(5), absl::Milliseconds(100)},  // a clock step
+  };
+  for (const Row& r : rows) {
+    EXPECT_EQ(RoundGap(r.min_poll, r.last_squeue), r.want) << r.last_squeue;
+  }
+}
+
 }  // namespace mle::executor::slurm

@@ -464,6 +464,13 @@ void SlurmExecutor::PollLoop() {
     // a request (submission, cancel), or a sign on disk that a job just
     // started (its replica log) or ended (its outcome file).
     const absl::Time due = clock_.Now() + interval;
+    // Where squeue is dear (many jobs known), rounds are further apart: at
+    // least RoundGap between the end of one and the start of the next.
+    if (const absl::Duration extra = RoundGap(options_.min_poll, last_squeue_) - options_.min_poll;
+        extra > absl::ZeroDuration()) {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (poll_cv_.wait_for(lock, absl::ToChronoMilliseconds(extra), [&] { return stopping_; })) return;
+    }
     for (bool first = true;; first = false) {
       {
         std::unique_lock<std::mutex> lock(mu_);
@@ -503,7 +510,9 @@ void SlurmExecutor::SendCancels(const std::vector<int64_t>& slurm_ids) {
 }
 
 absl::StatusOr<std::map<int64_t, SlurmView>> SlurmExecutor::ReadSlurmJobs() {
+  const absl::Time asked = absl::Now();  // real time (what squeue costs the host), whatever clock_ says
   auto out = runner_.Run({"squeue", "--json"});
+  last_squeue_ = absl::Now() - asked;
   if (!out.ok()) return out.status();
   if (out->exit_code != 0) {
     return absl::UnavailableError(absl::StrCat("squeue exited with ", out->exit_code, ": ",

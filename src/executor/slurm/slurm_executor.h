@@ -210,6 +210,7 @@ class SlurmExecutor final : public Executor, public scheduler::QuotaMirror {
   bool poll_soon_ = false;               // guarded by mu_
   bool stopping_ = false;                // guarded by mu_
   std::string last_poll_problem_;        // poller thread only
+  absl::Duration last_squeue_ = absl::ZeroDuration();  // the last squeue's wall time; poller thread only
   std::thread poller_;
 
   std::mutex accounts_mu_;                  // held while Slurm's accounts are changed

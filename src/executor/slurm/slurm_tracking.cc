@@ -264,4 +264,8 @@ std::string ExplainNodeFailure(int64_t slurm_id, const std::vector<std::string>&
                       "). Resubmit it, or set slurm.requeue for Slurm to requeue such jobs.");
 }
 
+absl::Duration RoundGap(absl::Duration min_poll, absl::Duration last_squeue) {
+  return std::max(min_poll, kSqueueDutyFactor * std::max(last_squeue, absl::ZeroDuration()));
+}
+
 }  // namespace mle::executor::slurm

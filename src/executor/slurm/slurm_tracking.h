@@ -48,6 +48,15 @@
 
 namespace mle::executor::slurm {
 
+// The least time between the starts of two polling rounds: `min_poll`, or
+// kSqueueDutyFactor times the wall time of the last round's `squeue`,
+// whichever is longer. squeue's cost grows with every job the controller
+// knows (finished ones too, until MinJobAge: about 4 KB of JSON each), and
+// slurmctld, squeue and mlengined's parse of it share the controller host
+// with everything else; so polling takes at most about 1/factor of it.
+inline constexpr int kSqueueDutyFactor = 4;
+absl::Duration RoundGap(absl::Duration min_poll, absl::Duration last_squeue);
+
 enum class TrackPhase {
   kSubmitting,  // not yet in Slurm (or not yet known to be)
   kWaiting,     // in Slurm's queue (QUEUED)
