@@ -57,7 +57,9 @@ _counter = itertools.count()
 # Server configuration
 
 def config_yaml(*, cpu_oversubscription=None, replica_cpu_milli=None, gpu_types=None, tpu_v2_hosts=4,
-                cancel_grace_seconds=2, pod_quota=True):
+                cancel_grace_seconds=2, pod_quota=True, warm_preload=None):
+    """The suite's server configuration; `warm_preload` (module names) gives
+    the runtime a warm interpreter that imported them."""
     lines = [
         "runtimes:",
         f"  - name: {RUNTIME}",
@@ -66,6 +68,8 @@ def config_yaml(*, cpu_oversubscription=None, replica_cpu_milli=None, gpu_types=
         "    tpu_capable: true",
         "    description: the e2e suite's runtime",
     ]
+    if warm_preload:
+        lines.append(f"    warm_start: {{preload: [{', '.join(warm_preload)}]}}")
     if cpu_oversubscription is not None or replica_cpu_milli is not None:
         lines.append("local:")
         if cpu_oversubscription is not None:

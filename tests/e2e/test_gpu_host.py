@@ -46,10 +46,7 @@ def host_torch_cuda():
 
 def gpu_config():
     # Every model nvidia-smi names serves NVIDIA_TESLA_A100 jobs here.
-    text = config_yaml(gpu_types={"NVIDIA_TESLA_A100": [model for _, model in GPUS]})
-    marker = "    description: the e2e suite's runtime\n"
-    assert marker in text
-    return text.replace(marker, marker + "    warm_start: {preload: [torch]}\n")
+    return config_yaml(gpu_types={"NVIDIA_TESLA_A100": [model for _, model in GPUS]}, warm_preload=["torch"])
 
 
 @pytest.fixture(scope="module")

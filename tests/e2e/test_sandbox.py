@@ -23,10 +23,7 @@ PIDS_LIMIT = 64
 
 
 def sandbox_config():
-    text = config_yaml(replica_cpu_milli=1000)
-    marker = "    description: the e2e suite's runtime\n"
-    assert marker in text
-    text = text.replace(marker, marker + "    warm_start: {preload: [numpy]}\n")
+    text = config_yaml(replica_cpu_milli=1000, warm_preload=["numpy"])
     text = text.replace("local:\n", f"local:\n  replica_memory_mib: {MEMORY_MIB}\n")
     return text + f"sandbox: {{pids_limit: {PIDS_LIMIT}}}\n"
 
