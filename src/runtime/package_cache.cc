@@ -12,7 +12,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -211,8 +210,9 @@ absl::Status PackageCache::Build(const Runtime& runtime, const std::vector<std::
   venv_options.timeout = absl::Minutes(2);
   absl::StatusOr<RuntimeSite> site = ProbeRuntime(runtime, staging, readable);
   if (!site.ok()) return site.status();
-  std::vector<std::string> make_venv = {runtime.python, "-m", "venv", "--without-pip", staging.string()};
-  if (site->pth.empty()) make_venv.insert(make_venv.begin() + 3, "--system-site-packages");
+  std::vector<std::string> make_venv = {runtime.python, "-m", "venv", "--without-pip"};
+  if (site->pth.empty()) make_venv.push_back("--system-site-packages");
+  make_venv.push_back(staging.string());
   auto venv = Run(make_venv, venv_options, staging.string(), readable);
   if (!venv.ok()) return venv.status();
   if (venv->exit_code != 0) {

@@ -426,7 +426,8 @@ absl::StatusOr<Cgroups> Cgroups::Detect(const std::string& proc_self_cgroup, con
       if (!root.empty()) {
         Cgroups found(CgroupVersion::kV2, *dir, *dir, *dir);
         found.v2_root_ = root;
-        found.own_problem_ = absl::StrCat(v1_found, "; ", v2_found);
+        found.own_problem_ = v2_found;
+        found.unusable_ = Unusable(absl::StrCat(v1_found, "; ", v2_found));
         return found;
       }
       break;
@@ -480,9 +481,9 @@ absl::Status Cgroups::Prepare(const std::string& fallback) {
     if (s.ok() || others.empty() || !may_move) return s;
     why = absl::StrCat("its cgroup ", cpu_own_, " holds other processes (pids ", others, ")");
   } else if (!may_move) {
-    return Unusable(own_problem_);
+    return unusable_;
   } else {
-    why = own_problem_.substr(own_problem_.find("; ") + 2);  // the v2 part
+    why = own_problem_;
   }
   // A group of its own at the hierarchy's root, as a service manager would
   // give it (the root takes controllers whatever processes it holds).

@@ -195,8 +195,11 @@ class Cgroups {
   // v2: the hierarchy's root directory when it offers cpu, memory and pids
   // (where Prepare may take a group of its own), else "".
   std::string v2_root_;
-  // v2: why `<own>` cannot hold the groups (its controllers); "" when it can.
+  // v2: why `<own>` cannot hold the groups (its controllers); "" when it
+  // can. `unusable_`: what Prepare without a fallback then says (as Detect
+  // says when neither `<own>` nor the root offers them).
   std::string own_problem_;
+  absl::Status unusable_;
   std::string relocation_;
 };
 
