@@ -171,38 +171,52 @@ INSTANTIATE_TEST_SUITE_P(Escapes, ShimTest, ::testing::Combine(::testing::Values
 // its output long before: the end of output wakes the shim, but the program
 // cannot be reaped yet, and the shim used to sleep out its poll timeout
 // (100 ms) before looking again. Every job's slot was held that long.
+//
+// Timed against a peer in the same run: the same program keeping its output
+// open to the end, whose end of output and exit come together. What the
+// shim's own exit costs (tens of ms under a sanitizer's leak check, more on a
+// loaded host) is in both, so the difference is only the late notice: about
+// 60 ms (100 - 40) for a shim that slept out its timeout, about 0 for one
+// that did not.
 TEST(ShimEndTest, TheShimEndsWhenItsProgramDoesNotAPollTimeoutLater) {
   const fs::path dir = fs::temp_directory_path() / ("mle_shim_end_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "work");
   const std::string fifo = (dir / "ready").string();
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  // The output ends, the program says so, and it exits 40 ms later.
-  const std::string script = "exec >/dev/null 2>&1; echo ready > \"$READY\"; sleep 0.04";
-  double best_ms = 1e9;
-  for (int attempt = 0; attempt < 3 && best_ms >= 85; ++attempt) {
+  // Milliseconds from the program's "ready" to the shim's exit.
+  auto run = [&](const std::string& script) -> double {
     std::vector<std::string> argv = {MLE_SHIM, "--log", (dir / "log").string(), "--exit", (dir / "exit").string(),
                                      "--cwd", (dir / "work").string(), "--", "/bin/sh", "-c", script};
     std::vector<std::string> env = {"READY=" + fifo, "PATH=/usr/bin:/bin"};
     const pid_t shim = SpawnShim(std::move(argv), &env);
-    ASSERT_NE(shim, 0);
+    EXPECT_NE(shim, 0);
+    if (shim == 0) return 1e9;
     std::string line;
     {
       std::ifstream in(fifo);
       std::getline(in, line);
     }
-    ASSERT_EQ(line, "ready");
+    EXPECT_EQ(line, "ready");
     const auto ready = std::chrono::steady_clock::now();
     int status = 0;
     while (::waitpid(shim, &status, 0) < 0 && errno == EINTR) {
     }
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - ready).count();
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    best_ms = std::min(best_ms, ms);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return ms;
+  };
+  // The output ends, the program says so, and it exits 40 ms later.
+  const std::string closed_early = "exec >/dev/null 2>&1; echo ready > \"$READY\"; sleep 0.04";
+  // The same, its output open until it exits.
+  const std::string open_to_the_end = "echo ready > \"$READY\"; sleep 0.04";
+  double best_closed = 1e9, best_open = 1e9;
+  for (int attempt = 0; attempt < 5 && (attempt < 2 || best_closed - best_open >= 30); ++attempt) {
+    best_closed = std::min(best_closed, run(closed_early));
+    best_open = std::min(best_open, run(open_to_the_end));
   }
-  // 40 ms of the program's own, and a few of the shim's; a shim that slept
-  // out its timeout takes about 100.
-  EXPECT_LT(best_ms, 85) << "the shim noticed its program's end late";
+  EXPECT_LT(best_closed - best_open, 30) << "the shim noticed its program's end late: " << best_closed
+                                         << " ms against " << best_open << " ms when output and exit came together";
   fs::remove_all(dir);
 }
 
