@@ -18,7 +18,11 @@ submission .. every job done: squeue says COMPLETED / jobs.get says
 SUCCEEDED) and submission-to-start latency, median and p90; then the
 ratios.
 
-Usage: bench/slurm_jobs.py BUILD_DIR [--jobs 200]   (root; Slurm installed)
+The bursts run in rounds side by side (D M, then M D), each on a controller
+that lists no job; the makespan ratio is of the sums over the rounds, the
+start latencies are over every job of every round.
+
+Usage: bench/slurm_jobs.py BUILD_DIR [--jobs 200] [--rounds 2]   (root; Slurm installed)
 """
 import argparse
 import json
@@ -108,12 +112,12 @@ class Direct:
         wait_cluster_idle(self.env)
         return self.first_line_at(f"idle-{i}") - t
 
-    def burst(self, n):
+    def burst(self, n, r):
         submitted = {}
         t0 = time.time()
         for i in range(n):
             t = time.time()
-            submitted[self.submit(f"out-{i}")] = (i, t)
+            submitted[self.submit(f"out-{r}-{i}")] = (i, t)
         while True:
             jobs = squeue(self.env)
             states = [jobs.get(jid, {}).get("job_state", "GONE") for jid in submitted]
@@ -124,7 +128,7 @@ class Direct:
                 break
             time.sleep(0.05)
         makespan = time.time() - t0
-        return makespan, [self.first_line_at(f"out-{i}") - t for i, t in submitted.values()]
+        return makespan, [self.first_line_at(f"out-{r}-{i}") - t for i, t in submitted.values()]
 
 
 def first_line_at(server, job_id):
@@ -170,13 +174,13 @@ class Mlengine:
         wait_cluster_idle(self.env)
         return first_line_at(self.server, f"idle_{i}") - t
 
-    def burst(self, n):
+    def burst(self, n, r):
         submitted = {}
         t0 = time.time()
         for i in range(n):
             t = time.time()
-            self.create(f"many_{i}")
-            submitted[f"many_{i}"] = t
+            self.create(f"many_{r}_{i}")
+            submitted[f"many_{r}_{i}"] = t
         for job_id in submitted:
             jl.wait_done(self.server, job_id, timeout=900)
         makespan = time.time() - t0
@@ -192,6 +196,7 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--jobs", type=int, default=200)
     ap.add_argument("--samples", type=int, default=10, help="jobs run one at a time on the idle cluster")
+    ap.add_argument("--rounds", type=int, default=2, help="bursts of each side, side by side (D M, M D, ...)")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     if shutil.which("sbatch") is None or os.geteuid() != 0:
@@ -208,7 +213,7 @@ def main():
         try:
             # The idle samples side by side, before any burst (a burst
             # leaves slurmctld hundreds of finished jobs to keep for a
-            # while), then the direct burst, then mlengine's.
+            # while), then the bursts.
             # Which goes first alternates: on this cluster an idle job
             # starts at once or half a second later by turns, whoever
             # submits it, so strict alternation D, M, D, M would hand one
@@ -221,13 +226,23 @@ def main():
                 else:
                     m_idle.append(mle.idle_sample(i))
                     d_idle.append(direct.idle_sample(i))
+            # The bursts in rounds side by side, D M then M D: this VM's
+            # speed drifts by a quarter within a minute (a direct burst took
+            # 19 s in one run and 24.5 s in the next), and one burst of each
+            # side, the direct one first, took that drift for a ratio.
             # Each burst starts on a controller that keeps no finished job
             # (squeue's cost grows with every job it still lists: the second
             # burst would otherwise carry the first one's 200).
-            wait_cluster_empty(env)
-            d_span, d_lat = direct.burst(args.jobs)
-            wait_cluster_empty(env)
-            m_span, m_lat = mle.burst(args.jobs)
+            rounds, d_lat, m_lat = [], [], []
+            for r in range(args.rounds):
+                took = {}
+                for side in (("direct", "mlengine") if r % 2 == 0 else ("mlengine", "direct")):
+                    wait_cluster_empty(env)
+                    span, lat = (direct if side == "direct" else mle).burst(args.jobs, r)
+                    took[side] = span
+                    (d_lat if side == "direct" else m_lat).extend(lat)
+                rounds.append((took["direct"], took["mlengine"]))
+            d_span, m_span = sum(d for d, _ in rounds), sum(m for _, m in rounds)
         except Exception:
             with open(os.path.join(tmp, "mlengined.log")) as f:
                 print("mlengined's log (tail):\n" + f.read()[-3000:], file=sys.stderr)
@@ -257,8 +272,10 @@ def main():
           f"{mean(m_idle) / mean(d_idle):.2f}, overhead {(mean(m_idle) - mean(d_idle)) * 1000:.0f} ms")
     print("  every sample, ms: direct " + " ".join(f"{x * 1000:.0f}" for x in sorted(d_idle)))
     print("                    mlengine " + " ".join(f"{x * 1000:.0f}" for x in sorted(m_idle)))
-    print(f"{args.jobs} jobs submitted at once (8 run at a time):")
-    print(f"{'case':34} {'makespan s':>11} {'start p50 ms':>13} {'start p90 ms':>13}")
+    print(f"{args.jobs} jobs submitted at once (8 run at a time), {args.rounds} rounds side by side (D M, M D, ...):")
+    for r, (dt, mt) in enumerate(rounds):
+        print(f"  round {r + 1}: makespan direct {dt:6.2f} s  mlengine {mt:6.2f} s  ratio {mt / dt:5.2f}")
+    print(f"{'case (all rounds)':34} {'makespan s':>11} {'start p50 ms':>13} {'start p90 ms':>13}")
     print(f"{'direct sbatch':34} {d_span:11.2f} {pct(d_lat, .5) * 1000:13.0f} {pct(d_lat, .9) * 1000:13.0f}")
     print(f"{'mlengine (jobs.create, Slurm)':34} {m_span:11.2f} {pct(m_lat, .5) * 1000:13.0f} {pct(m_lat, .9) * 1000:13.0f}")
     print(f"{'ratio mlengine / direct':34} {m_span / d_span:11.2f} {pct(m_lat, .5) / pct(d_lat, .5):13.2f} "

@@ -409,6 +409,15 @@ std::string SerializeJobForStorage(const Job& job) {
   return o.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+absl::StatusOr<TrainingInput> DecodeEncodedTrainingInput(const json& o) {
+  if (!o.is_object()) return absl::DataLossError("the trainingInput is not an object");
+  try {
+    return DecodeTrainingInput(o);
+  } catch (const json::exception& e) {
+    return absl::DataLossError(absl::StrCat("the trainingInput has a field of the wrong type (", e.what(), ")"));
+  }
+}
+
 absl::StatusOr<Job> ParseStoredJob(absl::string_view text) {
   json o = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (o.is_discarded() || !o.is_object()) return absl::DataLossError("stored job is not valid JSON");

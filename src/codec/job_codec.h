@@ -53,4 +53,12 @@ std::string EtagForVersion(int64_t version);
 std::string SerializeJobForStorage(const model::Job& job);
 absl::StatusOr<model::Job> ParseStoredJob(absl::string_view text);
 
+// A trainingInput that mlengined encoded itself (EncodeTrainingInput: in a
+// Slurm job's launch document), decoded without the schema check that the
+// API's input gets: it was checked when the job was created, and the check
+// parses the whole discovery document (220 KB), which cost every Slurm
+// job's launcher about a fifth of its CPU. A field of the wrong type (a
+// damaged file) is a DataLossError, never a crash.
+absl::StatusOr<model::TrainingInput> DecodeEncodedTrainingInput(const nlohmann::json& o);
+
 }  // namespace mle::codec

@@ -160,14 +160,10 @@ absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
 
   auto ti = doc->find("trainingInput");
   if (ti == doc->end() || !ti->is_object()) return Malformed("has no \"trainingInput\" object");
-  // The API's own decoder, checked against the discovery document.
-  DecodedJob decoded = DecodeJob(json{{"jobId", out.job_id}, {"trainingInput", *ti}});
-  if (!decoded.violations.empty()) {
-    std::vector<std::string> problems;
-    for (const auto& v : decoded.violations) problems.push_back(absl::StrCat(v.field, ": ", v.description));
-    return Malformed(absl::StrCat("has an invalid trainingInput (", absl::StrJoin(problems, "; "), ")"));
-  }
-  out.training_input = decoded.job.training_input.value_or(model::TrainingInput{});
+  // mlengined's own encoding of a job it validated at create.
+  auto training_input = DecodeEncodedTrainingInput(*ti);
+  if (!training_input.ok()) return Malformed(absl::StrCat("has an invalid trainingInput (", training_input.status().message(), ")"));
+  out.training_input = *std::move(training_input);
 
   auto components = doc->find("components");
   if (components == doc->end() || !components->is_array() || components->empty()) {

@@ -149,7 +149,7 @@ TEST(BatchScriptTest, HetjobWithJobWideOptionsFirst) {
   in.labels = {{"team", "vision"}, {"env", "dev"}};
   const std::string s = BuildBatchScript(in, PlanComponents(demand, settings), settings);
   EXPECT_EQ(s,
-            "#!/bin/bash\n"
+            "#!/bin/sh\n"
             "# mlengine job projects/p/jobs/j (written by mlengined; one component per replica role)\n"
             "#SBATCH --job-name=mle-p-j\n"
             "#SBATCH --output=\"/runs/p/j/slurm-%j.out\"\n"
