@@ -118,13 +118,15 @@ class Direct:
         for i in range(n):
             t = time.time()
             submitted[self.submit(f"out-{r}-{i}")] = (i, t)
+        completed = set()  # seen COMPLETED: slurmctld forgets them MIN_JOB_AGE_S later, mid-burst
         while True:
             jobs = squeue(self.env)
-            states = [jobs.get(jid, {}).get("job_state", "GONE") for jid in submitted]
-            bad = [s for s in states if s not in ("COMPLETED", "PENDING", "RUNNING", "CONFIGURING", "COMPLETING")]
+            states = {jid: jobs.get(jid, {}).get("job_state", "GONE") for jid in submitted if jid not in completed}
+            completed |= {jid for jid, s in states.items() if s == "COMPLETED"}
+            bad = [s for s in states.values() if s not in ("COMPLETED", "PENDING", "RUNNING", "CONFIGURING", "COMPLETING")]
             if bad:
                 raise RuntimeError(f"direct jobs ended badly: {bad[:5]}")
-            if all(s == "COMPLETED" for s in states):
+            if len(completed) == len(submitted):
                 break
             time.sleep(0.05)
         makespan = time.time() - t0
