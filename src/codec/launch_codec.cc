@@ -162,7 +162,9 @@ absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
   if (ti == doc->end() || !ti->is_object()) return Malformed("has no \"trainingInput\" object");
   // mlengined's own encoding of a job it validated at create.
   auto training_input = DecodeEncodedTrainingInput(*ti);
-  if (!training_input.ok()) return Malformed(absl::StrCat("has an invalid trainingInput (", training_input.status().message(), ")"));
+  if (!training_input.ok()) {
+    return Malformed(absl::StrCat("has an invalid trainingInput (", training_input.status().message(), ")"));
+  }
   out.training_input = *std::move(training_input);
 
   auto components = doc->find("components");
