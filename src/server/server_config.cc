@@ -220,6 +220,11 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
         for (const auto& kv : m) c.machines.machine_types[kv.first.as<std::string>()] = shape(kv.second);
       }
       c.max_poll_seconds = slurm["max_poll_seconds"].as<int>(c.max_poll_seconds);
+      c.submit_concurrency = slurm["submit_concurrency"].as<int>(c.submit_concurrency);
+      if (c.submit_concurrency < 1 || c.submit_concurrency > 64) {
+        return absl::InvalidArgumentError(absl::StrCat(origin, ": slurm.submit_concurrency is ", c.submit_concurrency,
+                                                       "; it must be 1 to 64 (sbatch calls at once)"));
+      }
     }
     if (auto quotas = root["quotas"]) {
       auto spec = ParseQuotaSpec(quotas);

@@ -33,6 +33,7 @@ struct SlurmConfig {
   executor::slurm::SlurmSettings settings;
   model::ResourceTable machines;  // machine type -> CPUs (x1000), memory
   int max_poll_seconds = 5;
+  int submit_concurrency = 4;  // sbatch calls at once
 };
 
 struct ServerConfig {

@@ -10,6 +10,9 @@
 // FakeClock; nothing sleeps or waits.
 #include "executor/slurm/slurm_executor.h"
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -56,6 +59,7 @@ class FakeSlurm : public CommandRunner {
   // What slurmdbd keeps: (account, user) -> limits; user "" is the account's own.
   std::map<std::pair<std::string, std::string>, AccountLimits> assoc = {{{"root", ""}, {}}, {{"root", "root"}, {}}};
   absl::StatusOr<RunResult> Run(const std::vector<std::string>& argv) override {
+    if (argv[0] == "sbatch") WaitAtTheGate();
     std::lock_guard<std::mutex> lock(mu_);
     calls[argv[0]]++;
     if (fail.count(argv[0])) return RunResult{1, argv[0] + ": error: Unable to contact slurm controller (connect failure)"};
@@ -167,6 +171,32 @@ class FakeSlurm : public CommandRunner {
     std::lock_guard<std::mutex> lock(mu_);
     return calls[cmd];
   }
+  // With a gate of N, an sbatch waits (at most two seconds) until N have
+  // been in flight at once: submissions made one at a time never open it.
+  void WaitAtTheGate() {
+    std::unique_lock<std::mutex> lock(gate_mu_);
+    if (gate == 0) return;
+    ++in_flight;
+    most_in_flight = std::max(most_in_flight, in_flight);
+    gate_cv_.notify_all();
+    gate_cv_.wait_for(lock, std::chrono::seconds(2), [&] { return opened = opened || in_flight >= gate; });
+    --in_flight;
+    ++through_gate;
+    gate_cv_.notify_all();
+  }
+  // Until `n` sbatch calls have passed the gate.
+  void WaitThroughGate(int n) {
+    std::unique_lock<std::mutex> lock(gate_mu_);
+    gate_cv_.wait_for(lock, std::chrono::seconds(60), [&] { return through_gate >= n; });
+  }
+
+  std::mutex gate_mu_;
+  std::condition_variable gate_cv_;
+  int gate = 0;            // guarded by gate_mu_
+  int in_flight = 0;       // guarded by gate_mu_
+  int most_in_flight = 0;  // guarded by gate_mu_
+  int through_gate = 0;    // guarded by gate_mu_
+  bool opened = false;     // guarded by gate_mu_
 
   std::mutex mu_;
   std::map<int64_t, FakeJob> jobs;
@@ -181,22 +211,28 @@ class FakeSlurm : public CommandRunner {
   std::string down_node;  // sinfo reports it down, not responding
 };
 
-// Records what the executor reports, in order.
+// Records what the executor reports, in order (from any thread).
 class Events : public ExecutorEvents {
  public:
-  void JobStarted(const JobRef& j) override { events_.push_back("started " + j.job_id); }
-  void JobWaiting(const JobRef& j, const std::string& reason) override {
-    events_.push_back("waiting " + j.job_id + ": " + reason);
-  }
-  void JobPreparing(const JobRef& j) override { events_.push_back("preparing " + j.job_id); }
+  void JobStarted(const JobRef& j) override { Add("started " + j.job_id); }
+  void JobWaiting(const JobRef& j, const std::string& reason) override { Add("waiting " + j.job_id + ": " + reason); }
+  void JobPreparing(const JobRef& j) override { Add("preparing " + j.job_id); }
   void JobEnded(const JobRef& j, Outcome o, const std::string& message) override {
     static const char* kNames[] = {"succeeded", "failed", "stopped", "lost"};
-    events_.push_back(absl::StrCat("ended ", j.job_id, " ", kNames[static_cast<int>(o)], ": ", message));
+    Add(absl::StrCat("ended ", j.job_id, " ", kNames[static_cast<int>(o)], ": ", message));
   }
   // What was reported since the last Take().
-  std::vector<std::string> Take() { return std::exchange(events_, {}); }
+  std::vector<std::string> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(events_, {});
+  }
 
  private:
+  void Add(std::string event) {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(std::move(event));
+  }
+  std::mutex mu_;
   std::vector<std::string> events_;
 };
 
@@ -236,7 +272,8 @@ struct Fixture {
     o.settings.accounts = accounts;
     o.user = "mle";
     o.requeue_wait = absl::Seconds(20);
-    o.background_threads = false;
+    o.background_threads = threads;
+    o.submit_concurrency = submit_concurrency;
     auto e = SlurmExecutor::Create(o, runtimes, *cache, slurm, clock);
     ASSERT_TRUE(e.ok()) << e.status();
     executor = *std::move(e);
@@ -260,6 +297,8 @@ struct Fixture {
   }
 
   static inline int counter = 0;
+  bool threads = false;  // the executor's own submission and polling threads
+  int submit_concurrency = 4;
   bool requeue = false;
   AccountMode accounts = AccountMode::kNone;
   fs::path root;
@@ -299,6 +338,25 @@ TEST(SlurmExecutorTest, PendingThenRunningThenTheLaunchersOutcome) {
   ASSERT_EQ(launch->components.size(), 1u);
   EXPECT_EQ(launch->components[0].tasks, std::vector<std::string>{"master-replica-0"});
   EXPECT_EQ(f.slurm.Calls("sbatch"), 1);
+}
+
+// sbatch waits on slurmctld (tens of milliseconds on a busy host): jobs
+// created together are handed over side by side, not one after another.
+TEST(SlurmExecutorTest, JobsAreSubmittedSideBySide) {
+  Fixture f;
+  f.executor.reset();
+  f.threads = true;
+  f.Start();
+  {
+    std::lock_guard<std::mutex> lock(f.slurm.gate_mu_);
+    f.slurm.gate = 2;
+  }
+  for (int i = 0; i < 8; ++i) f.Launch(BasicJob(absl::StrCat("j", i)));
+  f.slurm.WaitThroughGate(8);
+  f.executor.reset();
+  EXPECT_EQ(f.slurm.Calls("sbatch"), 8);
+  std::lock_guard<std::mutex> lock(f.slurm.gate_mu_);
+  EXPECT_GE(f.slurm.most_in_flight, 2);
 }
 
 TEST(SlurmExecutorTest, AJobThatRanBetweenTwoPollsStillStartsBeforeItEnds) {

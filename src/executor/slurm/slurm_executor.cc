@@ -50,13 +50,15 @@ SlurmExecutor::SlurmExecutor(SlurmExecutorOptions options, runtime::RuntimeCatal
     : options_(std::move(options)), runtimes_(std::move(runtimes)), cache_(cache), runner_(runner), clock_(clock),
       nodes_(std::move(nodes)) {
   if (options_.background_threads) {
-    submitter_ = std::make_unique<common::SerialWorker>();
+    for (int i = 0; i < std::max(1, options_.submit_concurrency); ++i) {
+      submitters_.push_back(std::make_unique<common::SerialWorker>());
+    }
     poller_ = std::thread([this] { PollLoop(); });
   }
 }
 
 SlurmExecutor::~SlurmExecutor() {
-  if (submitter_) submitter_->Stop();
+  for (auto& submitter : submitters_) submitter->Stop();
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -87,11 +89,16 @@ void SlurmExecutor::Launch(const model::Job& job, const model::JobDemand& demand
     e.spec = job;
     e.demand = demand;
   }
-  if (submitter_) {
-    submitter_->Post([this, key, generation, job, demand] { Submit(key, generation, job, demand); });
+  if (common::SerialWorker* submitter = SubmitterFor(key)) {
+    submitter->Post([this, key, generation, job, demand] { Submit(key, generation, job, demand); });
   } else {
     Submit(key, generation, job, demand);
   }
+}
+
+common::SerialWorker* SlurmExecutor::SubmitterFor(const std::string& key) const {
+  if (submitters_.empty()) return nullptr;
+  return submitters_[std::hash<std::string>{}(key) % submitters_.size()].get();
 }
 
 void SlurmExecutor::Submit(const std::string& key, uint64_t generation, const model::Job& job,
@@ -632,8 +639,8 @@ void SlurmExecutor::CarryOut(const std::string& key, uint64_t generation, Step s
     }
   }
   if (step.submit) {
-    if (submitter_) {
-      submitter_->Post([this, key, generation, spec, demand] { SubmitNew(key, generation, spec, demand); });
+    if (common::SerialWorker* submitter = SubmitterFor(key)) {
+      submitter->Post([this, key, generation, spec, demand] { SubmitNew(key, generation, spec, demand); });
     } else {
       SubmitNew(key, generation, spec, demand);
     }
