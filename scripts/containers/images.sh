@@ -6,17 +6,18 @@
 #   images.sh push REGISTRY [IMAGE...]    build if needed, then push, e.g.
 #                                         images.sh push 127.0.0.1:5000
 #
-#   mlengine/python:bookworm   python3-minimal, numpy and the mlengine helper
-#                              package (python/mlengine): small and quick, for
+#   mlengine/python:bookworm   python3-minimal, numpy and mlengine's helper
+#                              packages (python/mlengine, python/hypertune as
+#                              cloudml-hypertune): small and quick, for
 #                              trainers that need no framework
 #   mlengine/pytorch:bookworm  python3 with torch (CPU), numpy, scikit-learn
-#                              and python/mlengine; the server configurations
+#                              and the helpers; the server configurations
 #                              of the tests and the demo mirror the guide's
 #                              gcr.io/cloud-ml-public/training/pytorch-xla.*
 #                              images to it, labelled simulated (no TPU here)
 #
 # Each root file system comes from mmdebstrap (Debian bookworm, variant apt),
-# imported with `podman import`; python/mlengine is a layer on top
+# imported with `podman import`; the helpers are a layer on top
 # (`podman build`). Root file systems are cached in MLE_IMAGE_CACHE (default
 # /var/cache/mlengine/images) by a hash of their package list, images in
 # podman's store by a hash of everything that goes into them, so a second run
@@ -56,7 +57,9 @@ for name in "${IMAGES[@]}"; do
   base_key=$(printf '%s\n' "bookworm" "$pkgs" "$MIRROR" | sha256sum | cut -c1-16)
   rootfs="$CACHE/rootfs-$name-$base_key.tar"
   # What the final image holds: the root file system and mlengine's package.
-  key=$( (echo "$base_key"; cd "$SOURCE/python" && find mlengine -name '*.py' -print0 | sort -z | xargs -0 sha256sum) |
+  key=$( (echo "$base_key"; cd "$SOURCE/python" &&
+          find mlengine hypertune cloudml_hypertune-*.dist-info -type f ! -name '*.pyc' -print0 | sort -z |
+          xargs -0 sha256sum) |
          sha256sum | cut -c1-16)
   local_ref="localhost/mlengine/$name:$key"
   if ! podman image exists "$local_ref"; then
@@ -77,11 +80,16 @@ for name in "${IMAGES[@]}"; do
     fi
     ctx=$(mktemp -d)
     trap 'rm -rf "$ctx"' EXIT
-    cp -r "$SOURCE/python/mlengine" "$ctx/mlengine"
+    mkdir "$ctx/python"
+    cp -r "$SOURCE/python/mlengine" "$SOURCE/python/hypertune" "$SOURCE"/python/cloudml_hypertune-*.dist-info \
+      "$ctx/python/"
     find "$ctx" -name __pycache__ -prune -exec rm -rf {} +
-    printf 'FROM %s\nCOPY mlengine /usr/lib/python3/dist-packages/mlengine\nLABEL org.mlengine.image=%s\n' \
+    # mlengine's helpers, and cloudml-hypertune's `hypertune` as AI
+    # Platform's trainers import it (with its metadata: pip sees it
+    # installed).
+    printf 'FROM %s\nCOPY python/ /usr/lib/python3/dist-packages/\nLABEL org.mlengine.image=%s\n' \
       "$base_ref" "$name" > "$ctx/Containerfile"
-    log "adding python/mlengine to $name"
+    log "adding python/mlengine and python/hypertune to $name"
     podman build --quiet --network none -t "$local_ref" "$ctx" >/dev/null
     rm -rf "$ctx"
     trap - EXIT

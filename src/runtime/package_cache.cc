@@ -182,8 +182,8 @@ absl::StatusOr<PackageCache::RuntimeSite> PackageCache::ProbeRuntime(const Runti
   options.timeout = absl::Minutes(1);
   auto probe = Run({runtime.python, "-I", "-c",
                     "import os, site, sys\n"
+                    "print('%d.%d' % sys.version_info[:2])\n"
                     "if sys.prefix != sys.base_prefix:\n"
-                    "    print('%d.%d' % sys.version_info[:2])\n"
                     "    dirs = [d for d in site.getsitepackages() if os.path.isdir(d)]\n"
                     "    print('import site; list(map(site.addsitedir, %r))' % (dirs,))\n"},
                    options, staging.string(), readable);
@@ -194,10 +194,8 @@ absl::StatusOr<PackageCache::RuntimeSite> PackageCache::ProbeRuntime(const Runti
   }
   RuntimeSite site;
   const std::vector<std::string> lines = absl::StrSplit(probe->output, '\n', absl::SkipWhitespace());
-  if (lines.size() == 2 && absl::StartsWith(lines[1], "import site;")) {
-    site.version = lines[0];
-    site.pth = lines[1] + "\n";
-  }
+  if (!lines.empty()) site.version = lines[0];
+  if (lines.size() == 2 && absl::StartsWith(lines[1], "import site;")) site.pth = lines[1] + "\n";
   return site;
 }
 
@@ -206,6 +204,7 @@ absl::Status PackageCache::Build(const Runtime& runtime, const std::vector<std::
   if (auto s = rundir::CreateDirectories(staging.string()); !s.ok()) return s;
   std::vector<std::string> readable;
   for (const auto& p : packages) readable.push_back(fs::path(p).parent_path().string());
+  if (!helpers_.empty()) readable.push_back(helpers_);
   common::CommandOptions venv_options;
   venv_options.timeout = absl::Minutes(2);
   absl::StatusOr<RuntimeSite> site = ProbeRuntime(runtime, staging, readable);
@@ -221,6 +220,12 @@ absl::Status PackageCache::Build(const Runtime& runtime, const std::vector<std::
   if (!site->pth.empty()) {
     const fs::path pth = staging / "lib" / ("python" + site->version) / "site-packages" / "_mlengine_runtime.pth";
     if (auto s = rundir::WriteFileAtomically(pth.string(), site->pth); !s.ok()) return s;
+  }
+  if (!helpers_.empty() && !site->version.empty()) {
+    // After the runtime's own (.pth files are read in name order): a
+    // runtime's own hypertune comes first.
+    const fs::path pth = staging / "lib" / ("python" + site->version) / "site-packages" / "mlengine_helpers.pth";
+    if (auto s = rundir::WriteFileAtomically(pth.string(), helpers_ + "\n"); !s.ok()) return s;
   }
   const fs::path python = staging / "bin" / "python";
   std::vector<std::string> pip = {python.string(), "-m", "pip", "install", "--no-index", "--no-build-isolation",

@@ -95,6 +95,11 @@ class PackageCache {
   // Builds run through `runner` from now on (none: as this process). Call
   // before the first Prepare.
   void SetBuildRunner(BuildRunner runner) { runner_ = std::move(runner); }
+  // mlengine's python/ directory: each environment built from now on has
+  // it on its path (a .pth file), so its helpers import without PYTHONPATH
+  // and a package that declares `cloudml-hypertune` (whose metadata lies
+  // there) installs. Call before the first Prepare.
+  void SetHelpers(std::string python_dir) { helpers_ = std::move(python_dir); }
 
   // `packages`: sdists, wheels, tar.gz, each copied aside before it is
   // checked and built from. Without packages the runtime's own interpreter
@@ -129,6 +134,7 @@ class PackageCache {
 
   const std::string root_;
   BuildRunner runner_;
+  std::string helpers_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<std::mutex>> locks_;
   DigestMemo digests_;  // guarded by mu_

@@ -331,6 +331,7 @@ absl::Status Server::Parts::Build() {
     validation.runtime_versions.push_back({r.name, {r.python_version}, r.tpu_capable});
   }
   packages = std::make_unique<runtime::PackageCache>((data_dir / "envs").string());
+  if (!python_dir.empty()) packages->SetHelpers(python_dir.string());
   packages->RemoveLeftovers();
   if (config.containers.enabled) {
     // podman runs with mlengine's own configuration (runc, no default

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "common/time_format.h"
@@ -878,11 +879,10 @@ const ParamTypeRule* FindParamType(std::string_view type) {
   return nullptr;
 }
 
-// A tag as cloudml-hypertune and TensorBoard summaries name a metric.
+// A tag as a trainer reports it to cloudml-hypertune: AI Platform took any
+// string ("Taxi Model Accuracy"); one line of text, so that it shows as one.
 bool IsMetricTag(std::string_view tag) {
-  return !tag.empty() && tag.size() <= 128 && AllChars(tag, [](char ch) {
-    return IsWordChar(ch) || ch == '-' || ch == '.' || ch == '/';
-  });
+  return AllChars(tag, [](char ch) { return static_cast<unsigned char>(ch) >= 0x20 && ch != 0x7f; });
 }
 
 bool IsParameterName(std::string_view name) {
@@ -1030,10 +1030,9 @@ void CheckHyperparameters(const Context& c, Violations& v) {
   }
   if (!h.hyperparameter_metric_tag.empty() && !IsMetricTag(h.hyperparameter_metric_tag)) {
     v.Add(field("hyperparameterMetricTag"),
-          absl::StrFormat("hyperparameterMetricTag \"%s\" is not a metric tag: use up to 128 letters, digits, "
-                          "'_', '-', '.' and '/', as the trainer reports it (e.g. accuracy or "
-                          "training/hptuning/metric)",
-                          h.hyperparameter_metric_tag));
+          absl::StrFormat("hyperparameterMetricTag \"%s\" holds a control character (a newline or a tab): give the "
+                          "tag on one line, as the trainer reports it (e.g. accuracy or training/hptuning/metric)",
+                          absl::CEscape(h.hyperparameter_metric_tag)));
   }
   if (!h.resume_previous_job_id.empty() && !IsJobId(h.resume_previous_job_id)) {
     v.Add(field("resumePreviousJobId"),

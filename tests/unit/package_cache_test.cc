@@ -201,6 +201,43 @@ TEST_F(PackageCacheTest, FailedInstallLeavesNothing) {
   EXPECT_TRUE(Entries().empty());
 }
 
+// AI Platform trainers declare cloudml-hypertune and `import hypertune`:
+// with mlengine's helpers set, the dependency is met by the metadata that
+// lies there and the module imports in the environment with no
+// PYTHONPATH; without them pip says what is missing.
+TEST_F(PackageCacheTest, TheHelpersMeetADeclaredHypertuneAndImportWithoutPythonpath) {
+  const fs::path helpers = root_ / "helpers";
+  fs::create_directories(helpers / "hypertune");
+  fs::create_directories(helpers / "cloudml_hypertune-0.1.0.dev6.dist-info");
+  Write(helpers / "hypertune" / "__init__.py", "class HyperTune:\n    pass\n");
+  Write(helpers / "cloudml_hypertune-0.1.0.dev6.dist-info" / "METADATA",
+        "Metadata-Version: 2.1\nName: cloudml-hypertune\nVersion: 0.1.0.dev6\n");
+  Write(root_ / "src" / "setup.py",
+        "from setuptools import setup\n"
+        "setup(name='tuned', version='1.0', packages=['greet'], install_requires=['cloudml-hypertune'])\n");
+  const std::string tuned = (root_ / "dist" / "tuned-1.0.tar.gz").string();
+  auto tar = common::RunCommand({"tar", "-czf", tuned, "-C", (root_ / "src").string(), "--transform",
+                                 "s,^\\.,tuned-1.0,", "."});
+  ASSERT_TRUE(tar.ok() && tar->exit_code == 0);
+
+  PackageCache without((root_ / "envs-without").string());
+  auto refused = Prepare(without, tuned);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("cloudml-hypertune"), std::string::npos) << refused.status();
+
+  PackageCache cache(EnvRoot().string());
+  cache.SetHelpers(helpers.string());
+  auto env = Prepare(cache, tuned);
+  ASSERT_TRUE(env.ok()) << env.status();
+  common::CommandOptions clean;
+  clean.env = std::map<std::string, std::string>{{"PATH", "/usr/bin:/bin"}};
+  auto run = common::RunCommand({env->python, "-c", "import hypertune, greet; print(hypertune.HyperTune.__name__)"},
+                                clean);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->exit_code, 0) << run->output;
+  EXPECT_EQ(run->output, "HyperTune\n");
+}
+
 // The memo of package digests: a rule table over stamps and times.
 TEST(DigestMemoTest, RemembersOnlySettledFilesAndFindsOnlyTheSameStamps) {
   constexpr int64_t kSec = 1'000'000'000;

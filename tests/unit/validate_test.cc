@@ -305,6 +305,10 @@ std::vector<AcceptedCase> AcceptedCases() {
               h.enable_trial_early_stopping = true;
               h.resume_previous_job_id = "previous_job";
             })},
+      // ai-platform-samples' sklearn hp_tuning sample: AI Platform took any
+      // string as the tag, and the trainer reports that very string.
+      {"HyperparametersMetricTagFreeText",
+       With(HpJob(), [](Job& j) { T(j).hyperparameters->hyperparameter_metric_tag = "Taxi Model Accuracy"; })},
       {"HyperparametersAlgorithmUnspecifiedParallelEqualsTrials",
        With(HpJob({Integer("steps", -10, 10)}, "ALGORITHM_UNSPECIFIED"),
             [](Job& j) { T(j).hyperparameters->max_parallel_trials = 10; })},
@@ -1047,10 +1051,10 @@ std::vector<RefusedCase> RefusedCases() {
        hp,
        [](Job& j) { T(j).hyperparameters->algorithm = "GRID_SEARCH"; },
        {{p0 + ".type", "GRID_SEARCH cannot search a DOUBLE parameter"}}},
-      {"HpMetricTagWithSpaces",
+      {"HpMetricTagWithANewline",
        hp,
-       [](Job& j) { T(j).hyperparameters->hyperparameter_metric_tag = "my accuracy"; },
-       {{hps + ".hyperparameterMetricTag", "is not a metric tag"}}},
+       [](Job& j) { T(j).hyperparameters->hyperparameter_metric_tag = "accuracy\nloss"; },
+       {{hps + ".hyperparameterMetricTag", "holds a control character"}}},
       {"HpResumeJobIdInvalid",
        hp,
        [](Job& j) { T(j).hyperparameters->resume_previous_job_id = "old-job"; },
