@@ -4,7 +4,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -20,6 +22,9 @@ struct Context {
   GlobalFlags flags;
   std::string format;  // --format: "", json or yaml
   int exit_code = 0;
+  // What follows the first `--` of the command line, byte for byte (the
+  // trainer's arguments; CLI11's copy splits `[1,2]` and commas).
+  std::optional<std::vector<std::string>> trainer_args;
 
   // The client for the resolved endpoint/token (made on first use).
   absl::StatusOr<Client*> GetClient();

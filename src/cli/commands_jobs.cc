@@ -296,7 +296,10 @@ void AddSubmitTraining(CLI::App* submit, Context& ctx) {
   t->add_flag("--stream-logs", state->stream_logs,
               "Wait for the job, streaming its logs; exit 0 only if it SUCCEEDED");
   t->add_flag("--async", state->async, "Return at once after submitting (the default; kept for gcloud scripts)");
-  t->callback([&ctx, state] { ctx.exit_code = RunSubmit(ctx, *state); });
+  t->callback([&ctx, state] {
+    if (ctx.trainer_args) state->flags.user_args = *ctx.trainer_args;
+    ctx.exit_code = RunSubmit(ctx, *state);
+  });
 }
 
 // ---------------------------------------------------------------- others

@@ -57,6 +57,7 @@ void AddLocalCommands(CLI::App& app, Context& ctx) {
   t->add_option("USER_ARGS", options->user_args, "Arguments passed to the trainer (after `--`)");
   t->callback([&ctx, options, job_dir] {
     LocalTrainOptions o = *options;
+    if (ctx.trainer_args) o.user_args = *ctx.trainer_args;
     o.job_dir = *job_dir;
     if (o.package_path.empty()) o.package_path = std::filesystem::current_path().string();
     if (const char* p = std::getenv("MLENGINE_PYTHON"); p != nullptr && *p != '\0') o.python = p;

@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <iostream>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -64,6 +65,18 @@ int main(int argc, char** argv) {
       "  mlengine local train --module-name trainer.task --package-path ./trainer\n"
       "  mlengine storage ls gs://my-bucket/my_job/\n\n"
       "Run `mlengine COMMAND --help` (e.g. `mlengine jobs submit training --help`) for details.\n");
+
+  // The trainer's arguments, after the first `--`, reach it as they were
+  // typed (gcloud passes them through): CLI11 splits a bracketed `[1,2]`
+  // and commas in what it collects, so the commands that take them use
+  // this copy (CLI11 still sees them: other commands refuse them).
+  for (int i = 1; i < argc; ++i) {
+    if (ctx.trainer_args) {
+      ctx.trainer_args->push_back(argv[i]);
+    } else if (std::string_view(argv[i]) == "--") {
+      ctx.trainer_args.emplace();
+    }
+  }
 
   try {
     app.parse(argc, argv);

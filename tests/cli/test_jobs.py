@@ -43,6 +43,24 @@ def test_submit_builds_stages_and_creates_the_job(cli, names, trainer, storage_a
     assert ti["runtimeVersion"] == RUNTIME
 
 
+# gcloud passes what follows `--` through unchanged: brackets, commas,
+# quotes, `=`, empty strings, a second `--`.
+ODD_ARGS = ["--spec", "[1,2]", "--objs", '[{"a": 1}, {"b": [2, 3]}]', "--list=a,b,c", "--quote", "it's \"x\"",
+            "--empty", "", "--eq=k=v", "--", "[", "]", "a b"]
+
+
+def test_trainer_arguments_arrive_byte_for_byte(cli, names, trainer, storage_api):
+    job = names.job()
+    cli.ok("jobs", "submit", "training", job, "--package-path", str(trainer), "--module-name", "trainer.task",
+           "--staging-bucket", f"gs://{names.staging}", *RUNTIME_FLAGS, "--", *ODD_ARGS)
+    assert cli.describe(job)["trainingInput"]["args"] == ODD_ARGS
+
+
+def test_arguments_after_a_double_dash_are_refused_where_nothing_takes_them(cli, names):
+    r = cli("jobs", "list", "--", "--spec", "[1,2]")
+    assert r.rc == 2 and "--spec" in r.err, r
+
+
 def run_cat(cli, uri):
     import subprocess
     from conftest import MLENGINE

@@ -2,6 +2,7 @@
 that checks its own TF_CONFIG / torch variables and exits non-zero when they
 are wrong."""
 
+import json
 import os
 import textwrap
 
@@ -87,6 +88,15 @@ def test_single_process(tmp_path):
     assert r.rc == 0, r
     assert "single OK" in r.out
     assert f'"--expect", "single", "--job-dir", "{tmp_path / "out"}"' in r.out
+
+
+def test_single_process_gets_its_arguments_byte_for_byte(tmp_path):
+    pkg, env = prepare(tmp_path)
+    odd = ["--spec", "[1,2]", "--objs", '[{"a": 1}, {"b": 2}]', "--list=a,b", "--empty", "", "--", "x y"]
+    r = run_mlengine(["local", "train", "--module-name", "trainer.task", "--package-path", str(pkg),
+                      "--", "--expect", "single", *odd], env, timeout=60)
+    assert r.rc == 0, r
+    assert json.dumps(["--expect", "single", *odd]) in r.out, r.out
 
 
 def test_single_process_from_cwd_and_exit_code(tmp_path):
