@@ -112,6 +112,11 @@ int RunSubmit(Context& ctx, SubmitState& s) {
     if (!parsed.ok()) return PrintError(cmd, parsed.status());
     config = *parsed;
   }
+  if (s.flags.kms_key && !s.flags.kms_project) {  // --kms-key as an id: the key is in the job's project
+    auto client = ctx.GetClient();
+    if (!client.ok()) return PrintError(cmd, client.status());
+    s.flags.project = (*client)->connection().project;
+  }
   auto job = BuildJob(config, s.flags);
   if (!job.ok()) return PrintError(cmd, job.status());
   const std::string job_id = s.flags.job_id;
@@ -293,6 +298,18 @@ void AddSubmitTraining(CLI::App* submit, Context& ctx) {
   AddOptional(t, "--use-chief-in-tf-config", &f.use_chief_in_tf_config,
               "true: TF_CONFIG names the primary replica \"chief\" instead of \"master\" (custom containers)");
   AddOptional(t, "--service-account", &f.service_account, "Service account the job runs as");
+  AddOptional(t, "--network", &f.network,
+              "VPC network of the job (projects/P/global/networks/N); recorded: replicas reach what this "
+              "cluster's hosts reach");
+  t->add_flag("--enable-web-access", f.enable_web_access,
+              "Interactive shells into the replicas (trainingInput.enableWebAccess): not served here; the server "
+              "refuses the job saying so");
+  AddOptional(t, "--kms-key", &f.kms_key,
+              "Cloud KMS key for the job's data (encryptionConfig.kmsKeyName): no KMS here; the server refuses "
+              "the job saying so");
+  AddOptional(t, "--kms-keyring", &f.kms_keyring, "Key ring of --kms-key given as an id");
+  AddOptional(t, "--kms-location", &f.kms_location, "Location of --kms-key given as an id");
+  AddOptional(t, "--kms-project", &f.kms_project, "Project of --kms-key given as an id (default: the job's)");
   t->add_flag("--stream-logs", state->stream_logs,
               "Wait for the job, streaming its logs; exit 0 only if it SUCCEEDED");
   t->add_flag("--async", state->async, "Return at once after submitting (the default; kept for gcloud scripts)");

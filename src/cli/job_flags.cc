@@ -200,6 +200,23 @@ absl::StatusOr<json> BuildJob(const json& config, const SubmitFlags& f) {
     if (r.image) Object(ti, r.config_key)["imageUri"] = *r.image;
   }
   if (f.tpu_tf_version) Object(ti, "workerConfig")["tpuTfVersion"] = *f.tpu_tf_version;
+  set("network", f.network);
+  if (f.enable_web_access) ti["enableWebAccess"] = true;
+  if (f.kms_key) {
+    std::string name = *f.kms_key;
+    if (name.find('/') == std::string::npos) {  // an id: gcloud's --kms-keyring/--kms-location complete it
+      if (!f.kms_keyring || !f.kms_location) {
+        return absl::InvalidArgumentError(
+            "argument --kms-key: give the key's full name (projects/P/locations/L/keyRings/R/cryptoKeys/K), or "
+            "its id with --kms-keyring and --kms-location");
+      }
+      name = absl::StrCat("projects/", f.kms_project.value_or(f.project), "/locations/", *f.kms_location,
+                          "/keyRings/", *f.kms_keyring, "/cryptoKeys/", name);
+    }
+    Object(ti, "encryptionConfig")["kmsKeyName"] = name;
+  } else if (f.kms_keyring || f.kms_location || f.kms_project) {
+    return absl::InvalidArgumentError("--kms-keyring, --kms-location and --kms-project name a key only with --kms-key");
+  }
 
   if (!f.user_args.empty()) ti["args"] = f.user_args;
 

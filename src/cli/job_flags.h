@@ -41,6 +41,12 @@ struct SubmitFlags {
   std::optional<std::string> labels;  // "k=v,k2=v2"
   std::optional<std::string> use_chief_in_tf_config;  // "true"/"false"
   std::optional<std::string> service_account;
+  std::optional<std::string> network;
+  bool enable_web_access = false;
+  // --kms-key: a key's resource name, or its id with --kms-keyring,
+  // --kms-location and --kms-project (default: the job's project).
+  std::optional<std::string> kms_key, kms_keyring, kms_location, kms_project;
+  std::string project;  // the job's project (for --kms-key's default)
   std::vector<std::string> user_args;  // after "--"
 };
 

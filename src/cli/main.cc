@@ -49,6 +49,16 @@ int main(int argc, char** argv) {
                  "Output format of describe/list/submit: json or yaml (default: yaml; a table for list)")
       ->type_name(mle::cli::ValueName("--format"));
 
+  // gcloud's global flags that shape only its output: accepted, so that
+  // scripts written for gcloud run (mlengine never prompts; its messages
+  // are its messages).
+  bool quiet = false;
+  app.add_flag("-q,--quiet", quiet, "Accepted for gcloud scripts: mlengine asks no questions");
+  std::string verbosity;
+  app.add_option("--verbosity", verbosity, "Accepted for gcloud scripts (debug, info, warning, error, critical, none)")
+      ->check(CLI::IsMember({"debug", "info", "warning", "error", "critical", "none"}))
+      ->type_name(mle::cli::ValueName("--verbosity"));
+
   mle::cli::AddJobsCommands(app, ctx);
   mle::cli::AddLocalCommands(app, ctx);
   mle::cli::AddStorageCommands(app, ctx);

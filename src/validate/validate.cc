@@ -1091,6 +1091,19 @@ void CheckOtherFields(const Context& c, Violations& v) {
           "encryptionConfig.kmsKeyName is required when encryptionConfig is set: "
           "projects/*/locations/*/keyRings/*/cryptoKeys/*");
   }
+  // What AI Platform did with these, this server cannot: it says so rather
+  // than run the job without (docs/security.md says how data is kept).
+  if (!c.in.kms_key_name.empty() &&
+      MatchesResourceName(c.in.kms_key_name, "projects/*/locations/*/keyRings/*/cryptoKeys/*")) {
+    v.Add(Ti("encryptionConfig.kmsKeyName"),
+          "encryptionConfig: this server has no Cloud KMS, so it cannot encrypt the job's data with the key "
+          "given; remove encryptionConfig (gcloud: --kms-key) to run the job, its data kept as every job's is");
+  }
+  if (c.in.enable_web_access.value_or(false)) {
+    v.Add(Ti("enableWebAccess"),
+          "enableWebAccess: interactive shells into a job's replicas are not served by this server; remove it "
+          "(gcloud: --enable-web-access) and follow the job with `mlengine jobs stream-logs`");
+  }
   const std::string& account = c.in.service_account;
   if (!account.empty()) {
     const auto at = account.find('@');

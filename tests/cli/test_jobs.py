@@ -184,6 +184,29 @@ trainingInput:
     assert r.out == ""
 
 
+def test_gcloud_flags_are_accepted_and_what_cannot_be_honoured_is_refused_saying_why(cli, names):
+    # Output-only global flags: accepted.
+    r = cli("--quiet", "--verbosity=error", "jobs", "list", "--format", "json")
+    assert r.rc == 0, r
+    assert cli("jobs", "list", "-q", "--verbosity", "chatty").rc == 2
+    base = ["jobs", "submit", "training", names.job(), "--packages", "gs://b/t.tar.gz", "--module-name", "m",
+            *RUNTIME_FLAGS]
+    # A key given by id is completed as gcloud completes it, then refused: no KMS here.
+    r = cli(*base, "--kms-key", "k", "--kms-keyring", "ring", "--kms-location", "us-central1")
+    assert r.rc == 1, r
+    assert "trainingInput.encryptionConfig.kmsKeyName" in r.err and "no Cloud KMS" in r.err, r.err
+    assert "remove encryptionConfig (gcloud: --kms-key)" in r.err, r.err
+    r = cli(*base, "--kms-key", "k")
+    assert r.rc == 1 and "--kms-keyring and --kms-location" in r.err, r
+    r = cli(*base, "--enable-web-access")
+    assert r.rc == 1 and "trainingInput.enableWebAccess" in r.err and "stream-logs" in r.err, r
+    job = names.job()
+    r = cli("jobs", "submit", "training", job, "--packages", "gs://b/t.tar.gz", "--module-name", "m",
+            *RUNTIME_FLAGS, "--network", "projects/1/global/networks/vpc", "--quiet")
+    assert r.rc == 0, r
+    assert cli.describe(job)["trainingInput"]["network"] == "projects/1/global/networks/vpc"
+
+
 def test_client_side_flag_errors(cli, names):
     base = ["jobs", "submit", "training", names.job(), "--packages", "gs://b/t.tar.gz", "--module-name", "m",
             *RUNTIME_FLAGS]

@@ -79,7 +79,7 @@ ACCEPTED = {
         scheduling={"maxRunningTime": "7200s", "maxWaitTime": "1800s", "priority": 1000},
         jobDir="gs://my-bucket/output", args=["--epochs=3"],
         serviceAccount="SERVICE_ACCOUNT",  # replaced by one created in the test's project
-        encryptionConfig={"kmsKeyName": "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"}),
+        network="projects/12345/global/networks/my-vpc", enableWebAccess=False),
 }
 
 
@@ -196,6 +196,12 @@ REFUSED = [
      ["trainingInput.scaleTier"]),
     ("bad_duration", lambda j: j["trainingInput"].update(scheduling={"maxRunningTime": "2 hours"}),
      ["trainingInput.scheduling.maxRunningTime"]),
+    # What AI Platform did and this server cannot, refused rather than ignored.
+    ("kms_key_without_kms", lambda j: j["trainingInput"].update(
+        encryptionConfig={"kmsKeyName": "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"}),
+     ["trainingInput.encryptionConfig.kmsKeyName"]),
+    ("web_access_not_served", lambda j: j["trainingInput"].update(enableWebAccess=True),
+     ["trainingInput.enableWebAccess"]),
 ]
 
 

@@ -341,9 +341,7 @@ std::vector<AcceptedCase> AcceptedCases() {
               t.package_uris.push_back("gs://my-bucket/deps/dep-1.0.tar.gz");
               t.network = "projects/12345/global/networks/my-vpc";
               t.service_account = "trainer@my-project.iam.gserviceaccount.com";
-              t.has_encryption_config = true;
-              t.kms_key_name = "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k";
-              t.enable_web_access = true;
+              t.enable_web_access = false;
             })},
       {"CustomDiskConfig",
        With(CustomJob("n1-standard-4"),
@@ -1051,6 +1049,17 @@ std::vector<RefusedCase> RefusedCases() {
        hp,
        [](Job& j) { T(j).hyperparameters->algorithm = "GRID_SEARCH"; },
        {{p0 + ".type", "GRID_SEARCH cannot search a DOUBLE parameter"}}},
+      {"KmsKeyNoKmsHere",
+       rt,
+       [](Job& j) {
+         T(j).has_encryption_config = true;
+         T(j).kms_key_name = "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k";
+       },
+       {{"trainingInput.encryptionConfig.kmsKeyName", "this server has no Cloud KMS"}}},
+      {"WebAccessNotServed",
+       rt,
+       [](Job& j) { T(j).enable_web_access = true; },
+       {{"trainingInput.enableWebAccess", "interactive shells into a job's replicas are not served"}}},
       {"HpMetricTagWithANewline",
        hp,
        [](Job& j) { T(j).hyperparameters->hyperparameter_metric_tag = "accuracy\nloss"; },
