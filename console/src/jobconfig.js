@@ -24,14 +24,15 @@ export function shellQuote(word) {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-// The command that submits the same job with config.yaml beside it, one flag
-// a line (a trailing backslash continues the line).
-export function submitCommand(job) {
+// The command that submits the same job in `project` with config.yaml
+// beside it, one flag a line (a trailing backslash continues the line).
+export function submitCommand(job, project) {
   const ti = job.trainingInput || {};
   const words = [['mlengine', 'jobs', 'submit', 'training', job.jobId || 'JOB']];
   const flag = (name, value) => {
     if (value != null && value !== '') words.push([`--${name}=${value}`]);
   };
+  flag('project', project);
   flag('region', ti.region);
   flag('module-name', ti.pythonModule);
   if (Array.isArray(ti.packageUris) && ti.packageUris.length) flag('packages', ti.packageUris.join(','));

@@ -53,12 +53,13 @@ test('shell words are quoted only when needed', () => {
   assert.equal(shellQuote('$(rm -rf ~)'), "'$(rm -rf ~)'");
 });
 
-test('the submit command names the job, the trainer, config.yaml and the args', () => {
-  const cmd = submitCommand(job);
+test('the submit command names the job, its project, the trainer, config.yaml and the args', () => {
+  const cmd = submitCommand(job, 'team-a');
   assert.equal(
     cmd,
     [
       'mlengine jobs submit training census_1',
+      '--project=team-a',
       '--region=us-central1',
       '--module-name=trainer.task',
       '--packages=gs://b/pkgs/trainer-0.1.tar.gz',

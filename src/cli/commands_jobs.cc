@@ -200,12 +200,16 @@ int RunSubmit(Context& ctx, SubmitState& s) {
   std::fprintf(stderr, "Job [%s] submitted successfully.\n", id.c_str());
 
   if (!s.stream_logs) {
+    // The commands as they work from here: with the project when it was
+    // given on this command line (a flag is not remembered).
+    const std::string where =
+        ctx.flags.project.empty() ? "" : absl::StrCat(" --project ", (*client)->connection().project);
     std::fprintf(stderr,
                  "Your job is still active. You may view the status of your job with the command\n\n"
-                 "  $ mlengine jobs describe %s\n\n"
+                 "  $ mlengine jobs describe %s%s\n\n"
                  "or continue streaming the logs with the command\n\n"
-                 "  $ mlengine jobs stream-logs %s\n",
-                 id.c_str(), id.c_str());
+                 "  $ mlengine jobs stream-logs %s%s\n",
+                 id.c_str(), where.c_str(), id.c_str(), where.c_str());
     std::fflush(stderr);
     PrintResource(Summary(*created, false), *format);
     return 0;

@@ -184,6 +184,16 @@ trainingInput:
     assert r.out == ""
 
 
+def test_the_hints_after_a_submit_work_as_printed(cli, names):
+    job = names.job()
+    r = cli.ok("--project", "team-a", "jobs", "submit", "training", job, "--packages", "gs://b/t.tar.gz",
+               "--module-name", "m", *RUNTIME_FLAGS)
+    hint = next(l for l in r.err.splitlines() if "$ mlengine jobs describe" in l)
+    assert hint.strip() == f"$ mlengine jobs describe {job} --project team-a", r.err
+    described = cli.ok(*hint.strip()[2:].split()[1:], "--format", "json")
+    assert json.loads(described.out)["jobId"] == job
+
+
 def test_gcloud_flags_are_accepted_and_what_cannot_be_honoured_is_refused_saying_why(cli, names):
     # Output-only global flags: accepted.
     r = cli("--quiet", "--verbosity=error", "jobs", "list", "--format", "json")
