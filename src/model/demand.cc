@@ -28,10 +28,12 @@ void AddRole(JobDemand* d, const ResourceTable& table, const std::string& role, 
     if (const auto* m = FindMachineType(machine_type); m && m->implied_accelerator_count > 0) {
       r.gpu_type = std::string(m->implied_accelerator);
       r.gpu_count = m->implied_accelerator_count;
+      r.gpu_implied_by = "machine type " + machine_type;
     }
     if (config && config->accelerator_config && !config->accelerator_config->type.empty()) {
       r.gpu_type = config->accelerator_config->type;
       r.gpu_count = static_cast<int>(config->accelerator_config->count.value_or(0));
+      r.gpu_implied_by.clear();
     }
     d->replicas.push_back(std::move(r));
   }
@@ -74,6 +76,7 @@ JobDemand DemandOf(const Job& job, const ResourceTable& table) {
   }
   // Predefined tiers (machine shapes as AI Platform documented them).
   AddRole(&d, table, "master", tier == "BASIC_GPU" ? "standard_gpu" : "standard", 1, std::nullopt);
+  if (tier == "BASIC_GPU") d.replicas.back().gpu_implied_by = "scale tier BASIC_GPU";
   if (tier == "STANDARD_1") {
     AddRole(&d, table, "worker", "standard", 4, std::nullopt);
     AddRole(&d, table, "ps", "standard", 3, std::nullopt);

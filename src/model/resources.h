@@ -42,6 +42,9 @@ struct ReplicaDemand {
   int64_t memory_mib = 0;
   std::string gpu_type;   // AcceleratorConfig type; empty = none
   int gpu_count = 0;
+  // What asked for the GPUs when the job named none itself: "scale tier
+  // BASIC_GPU", "machine type standard_gpu"; empty otherwise.
+  std::string gpu_implied_by;
   std::string TaskName() const;  // e.g. "worker-replica-1"
 };
 

@@ -1,7 +1,11 @@
 #include "scheduler/placement.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
+#include <string>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "model/catalog.h"
@@ -88,6 +92,26 @@ absl::Status CheckFeasible(const JobDemand& demand, const model::Inventory& inve
       if (best < r.gpu_count) {
         why = absl::StrCat(r.TaskName(), " needs ", r.gpu_count, " x ", r.gpu_type, " on one host but the most any host has is ",
                            best);
+        if (!r.gpu_implied_by.empty()) {
+          // The job named no GPU: say what asked for this one, and how to
+          // ask for one the cluster has.
+          std::set<std::string> types;
+          for (const auto& h : inventory.hosts) {
+            for (const auto& g : h.gpus) {
+              if (!g.type.empty()) types.insert(g.type);
+            }
+          }
+          absl::StrAppend(&why, " (", r.gpu_implied_by, " means ", r.gpu_count, " x ", r.gpu_type, " for the ",
+                          r.role, ")");
+          if (!types.empty()) {
+            std::string flag = absl::AsciiStrToLower(*types.begin());
+            std::replace(flag.begin(), flag.end(), '_', '-');
+            absl::StrAppend(&why, "; to use a GPU this cluster has (", absl::StrJoin(types, ", "),
+                            "), submit with scaleTier CUSTOM and masterConfig.acceleratorConfig, e.g. --scale-tier "
+                            "custom --master-machine-type n1-standard-8 --master-accelerator type=",
+                            flag, ",count=1");
+          }
+        }
         break;
       }
     }

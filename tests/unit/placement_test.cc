@@ -98,6 +98,13 @@ TEST(PlacementTest, Table) {
        Cluster(2, {"NVIDIA_TESLA_T4", "NVIDIA_TESLA_T4"}, 0, 0), Want::kNever, 1, 0, "most any host has is 2"},
       {"legacy_gpu_type", Custom("standard_gpu", "", 0), Cluster(2, {"NVIDIA_TESLA_K80"}, 0, 0), Want::kPlaced, 1,
        0},
+      // A tier that implies a GPU says so, and how to ask for one the cluster has.
+      {"basic_gpu_on_t4s", Tier("BASIC_GPU"), Cluster(2, {"NVIDIA_TESLA_T4"}, 0, 0), Want::kNever, 1, 0,
+       "(scale tier BASIC_GPU means 1 x NVIDIA_TESLA_K80 for the master); to use a GPU this cluster has "
+       "(NVIDIA_TESLA_T4), submit with scaleTier CUSTOM and masterConfig.acceleratorConfig, e.g. --scale-tier custom "
+       "--master-machine-type n1-standard-8 --master-accelerator type=nvidia-tesla-t4,count=1"},
+      {"legacy_gpu_machine_on_no_gpus", Custom("standard_gpu", "", 0), Cluster(2, {}, 0, 0), Want::kNever, 1, 0,
+       "(machine type standard_gpu means 1 x NVIDIA_TESLA_K80 for the master)"},
   };
   for (const auto& row : rows) {
     SCOPED_TRACE(row.name);

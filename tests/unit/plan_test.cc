@@ -15,7 +15,7 @@ constexpr absl::Duration kWeek = absl::Hours(24 * 7);
 
 model::JobDemand Cpus(int n) {
   model::JobDemand d;
-  for (int i = 0; i < n; ++i) d.replicas.push_back({i == 0 ? "master" : "worker", i == 0 ? 0 : i - 1, "", 1000, 0, "", 0});
+  for (int i = 0; i < n; ++i) d.replicas.push_back({i == 0 ? "master" : "worker", i == 0 ? 0 : i - 1, "", 1000, 0, "", 0, ""});
   return d;
 }
 

@@ -15,7 +15,7 @@ using R = QuotaResource;
 
 model::JobDemand Tpu(const std::string& accelerator, int64_t cores) {
   model::JobDemand d;
-  d.replicas.push_back({"master", 0, "n1-highcpu-16", 1000, 0, "", 0});
+  d.replicas.push_back({"master", 0, "n1-highcpu-16", 1000, 0, "", 0, ""});
   d.tpu_accelerator = accelerator;
   d.tpu_type = accelerator.substr(0, 6);
   d.tpu_cores = cores;
@@ -25,7 +25,7 @@ model::JobDemand Tpu(const std::string& accelerator, int64_t cores) {
 
 model::JobDemand Gpus(const std::string& type, int per_replica, int replicas) {
   model::JobDemand d;
-  for (int i = 0; i < replicas; ++i) d.replicas.push_back({"worker", i, "n1-standard-8", 1500, 0, type, per_replica});
+  for (int i = 0; i < replicas; ++i) d.replicas.push_back({"worker", i, "n1-standard-8", 1500, 0, type, per_replica, ""});
   return d;
 }
 
