@@ -105,14 +105,22 @@ void GetConfig(const Services& s, const Call& call, Responder respond) {
 
 void CreateJob(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
-  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  if (auto st = CheckQuery(call, {"validateOnly"}); !st.ok()) return respond(Fail(st, pretty));
+  // validateOnly=true (mlengine's, as Google's newer APIs have it): every
+  // check a create makes, nothing stored; the CLI asks before it builds
+  // and uploads a package for a job that would be refused.
+  const std::string validate = call.Param("validateOnly");
+  if (!validate.empty() && validate != "true" && validate != "false") {
+    return respond(Fail(BadParam("validateOnly", "must be true or false"), pretty));
+  }
+  const bool validate_only = validate == "true";
   auto body = ParseJsonBody(call.body, false);
   if (!body.ok()) return respond(Fail(body.status(), pretty));
   codec::DecodedJob decoded = codec::DecodeJob(*body);
   // The call's audit line goes in the job's own commit: a create is
   // answered after one disk flush.
   std::vector<db::Mutation> audit_line;
-  if (call.audit != nullptr) {
+  if (call.audit != nullptr && !validate_only) {
     db::AuditRecord record = call.audit->record;
     record.outcome = "OK";
     audit_line.push_back(s.iam.AuditWrite(std::move(record)));
@@ -124,7 +132,7 @@ void CreateJob(const Services& s, const Call& call, Responder respond) {
         if (audit != nullptr) audit->written = true;
         respond(Render(codec::EncodeJob(*j), pretty));
       },
-      std::move(decoded.violations), call.caller, std::move(audit_line));
+      std::move(decoded.violations), call.caller, std::move(audit_line), validate_only);
 }
 
 void ListJobs(const Services& s, const Call& call, Responder respond) {

@@ -318,6 +318,12 @@ absl::StatusOr<json> Client::CreateJob(const json& job) {
   return Call("POST", absl::StrCat("/v1/projects/", UrlEncode(connection_.project), "/jobs"), {}, job);
 }
 
+absl::Status Client::ValidateJob(const json& job) {
+  return Call("POST", absl::StrCat("/v1/projects/", UrlEncode(connection_.project), "/jobs"),
+              {{"validateOnly", "true"}}, job)
+      .status();
+}
+
 absl::StatusOr<json> Client::GetJob(const std::string& job_id) { return Call("GET", JobPath(job_id)); }
 
 absl::StatusOr<json> Client::ListJobs(const std::string& filter, int page_size, const std::string& page_token) {

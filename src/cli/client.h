@@ -54,6 +54,8 @@ class Client {
 
   // ml v1 jobs.
   absl::StatusOr<nlohmann::json> CreateJob(const nlohmann::json& job);
+  // Every check CreateJob's server makes, nothing created (validateOnly).
+  absl::Status ValidateJob(const nlohmann::json& job);
   absl::StatusOr<nlohmann::json> GetJob(const std::string& job_id);
   absl::StatusOr<nlohmann::json> ListJobs(const std::string& filter, int page_size, const std::string& page_token);
   absl::StatusOr<nlohmann::json> CancelJob(const std::string& job_id);

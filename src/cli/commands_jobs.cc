@@ -141,6 +141,24 @@ int RunSubmit(Context& ctx, SubmitState& s) {
     if (!where.ok()) return PrintError(cmd, where.status());
     staging = *where;
   }
+  // A job the server would refuse (its id, region, runtime, quota, a
+  // permission) is refused before anything is built or uploaded: the
+  // server checks it with the packages' names as they will be staged.
+  if (staging) {
+    json planned = *job;
+    std::vector<std::string> names;
+    if (s.package_path) names.push_back(fs::path(*s.package_path).filename().string() + ".tar.gz");
+    for (const auto& p : local_packages) names.push_back(fs::path(p).filename().string());
+    std::vector<std::string> planned_uris;
+    for (const auto& n : names) {
+      planned_uris.push_back(staging->Child(std::string(64, '0')).Child(n).Uri());
+    }
+    for (const auto& p : remote_packages) planned_uris.push_back(p);
+    if (auto st = SetPackageUris(planned, planned_uris); !st.ok()) return PrintError(cmd, st);
+    auto client = ctx.GetClient();
+    if (!client.ok()) return PrintError(cmd, client.status());
+    if (auto checked = (*client)->ValidateJob(planned); !checked.ok()) return PrintError(cmd, checked);
+  }
   std::optional<TempDir> temp;
   std::vector<fs::path> to_upload;
   if (s.package_path) {

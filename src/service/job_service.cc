@@ -175,7 +175,7 @@ absl::Status JobService::CheckAccess(const std::string& project, const Job& job,
 
 void JobService::CreateJob(const std::string& project, Job job, JobCallback done,
                            std::vector<common::FieldViolation> wire_violations, const iam::Principal& caller,
-                           std::vector<db::Mutation> with_job) {
+                           std::vector<db::Mutation> with_job, bool validate_only) {
   job.project = project;
   auto violations = std::move(wire_violations);
   // A semantic complaint about a value the codec already refused (or dropped)
@@ -235,6 +235,10 @@ void JobService::CreateJob(const std::string& project, Job job, JobCallback done
                                                  " already exists. Job ids are unique within a project; "
                                                  "choose another jobId.")));
       return;
+    }
+    if (validate_only) {
+      lock.unlock();
+      return done(job);
     }
     if (!projects_.count(project)) {
       model::Project p = NewProject(project);

@@ -86,11 +86,13 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   // (unknown fields, wrong types); they are reported together with the
   // semantic ones, all at once. `caller` submits it (actAs is theirs to hold).
   // `with_job`: more writes made durable in the job's own transaction (the
-  // call's audit line), written only if the job is.
+  // call's audit line), written only if the job is. `validate_only`: every
+  // check, then the job as it would be created (no state, no time), nothing
+  // stored.
   void CreateJob(const std::string& project, model::Job job, JobCallback done,
                  std::vector<common::FieldViolation> wire_violations = {},
                  const iam::Principal& caller = iam::Principal::Operator(),
-                 std::vector<db::Mutation> with_job = {});
+                 std::vector<db::Mutation> with_job = {}, bool validate_only = false);
   absl::StatusOr<model::Job> GetJob(const std::string& project, const std::string& job_id) const;
   absl::StatusOr<ListJobsResult> ListJobs(const std::string& project, const ListJobsRequest& request) const;
   void PatchJob(const std::string& project, const std::string& job_id, PatchJobRequest request,

@@ -194,6 +194,25 @@ def test_the_hints_after_a_submit_work_as_printed(cli, names):
     assert json.loads(described.out)["jobId"] == job
 
 
+def test_a_refused_submission_builds_and_uploads_nothing(cli, names, trainer, storage_api):
+    """Six mistakes left six orphan tarballs: the server checks the job
+    (validateOnly) before the CLI builds or stages anything."""
+    for bad in (["--region", "mars-central1"], ["--runtime-version", "0.9"]):
+        job = names.job()
+        flags = [f for f in RUNTIME_FLAGS]
+        i = flags.index(bad[0])
+        flags[i + 1] = bad[1]
+        r = cli("jobs", "submit", "training", job, "--package-path", str(trainer), "--module-name", "trainer.task",
+                "--staging-bucket", f"gs://{names.staging}", *flags)
+        assert r.rc == 1 and "INVALID_ARGUMENT" in r.err, r
+        assert "Building the Python package" not in r.err and "Uploading" not in r.err, r.err
+    r = cli("jobs", "submit", "training", "bad-id", "--package-path", str(trainer), "--module-name", "trainer.task",
+            "--staging-bucket", f"gs://{names.staging}", *RUNTIME_FLAGS)
+    assert r.rc == 1 and "jobId" in r.err and "Uploading" not in r.err, r
+    listing = cli("storage", "ls", "-r", f"gs://{names.staging}/")
+    assert listing.out.strip() == "", listing
+
+
 def test_gcloud_flags_are_accepted_and_what_cannot_be_honoured_is_refused_saying_why(cli, names):
     # Output-only global flags: accepted.
     r = cli("--quiet", "--verbosity=error", "jobs", "list", "--format", "json")

@@ -205,6 +205,32 @@ REFUSED = [
 ]
 
 
+def test_validate_only_checks_everything_and_stores_nothing(server, project):
+    """validateOnly=true: what a create would answer, nothing created (the
+    CLI asks before it builds and uploads a package)."""
+    server.set_up_tpu_access(project)
+    before = server.list(project)
+    path = "/v1/projects/%s/jobs" % project
+    status, body = server.call("POST", path, tpu_job("checked_only"), query={"validateOnly": "true"})
+    assert status == 200, body
+    assert body["jobId"] == "checked_only" and "createTime" not in body, body
+    assert_error(*server.get(project, "checked_only"), 404, "NOT_FOUND")
+    assert no_positions(server.list(project)) == no_positions(before)
+    bad = tpu_job("checked_only")
+    bad["trainingInput"]["region"] = "us-east1"
+    status, body = server.call("POST", path, bad, query={"validateOnly": "true"})
+    assert_error(status, body, 400, "INVALID_ARGUMENT")
+    assert violation_fields(body) == ["trainingInput.region"], violations(body)
+    status, body = server.call("POST", path, tpu_job("checked_only"), query={"validateOnly": "maybe"})
+    assert_error(status, body, 400, "INVALID_ARGUMENT")
+    # A job that exists already is refused as a create would refuse it.
+    server.create_ok(project, tpu_job("there_already"))
+    status, body = server.call("POST", path, tpu_job("there_already"), query={"validateOnly": "true"})
+    assert_error(status, body, 409, "ALREADY_EXISTS")
+    status, body = server.call("POST", path, tpu_job("checked_only"), query={"validateOnly": "false"})
+    assert status == 200 and body["state"] == "QUEUED", body
+
+
 @pytest.mark.parametrize("name,mutate,fields", REFUSED, ids=[r[0] for r in REFUSED])
 def test_refused_job(server, project, name, mutate, fields):
     server.create_ok(project, tpu_job("already_there"))
