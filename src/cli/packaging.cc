@@ -4,10 +4,14 @@
 #include <archive_entry.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <memory>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -49,6 +53,102 @@ absl::Status CopyTree(const fs::path& from, const fs::path& to) {
     if (ec) return absl::InternalError(absl::StrCat("cannot copy ", entry.path().string(), ": ", ec.message()));
   }
   if (ec) return absl::InternalError(absl::StrCat("cannot read ", from.string(), ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+
+// An archive entry as it goes into a reproducible sdist.
+struct Member {
+  std::string path;
+  int type = AE_IFREG;  // AE_IFREG, AE_IFDIR, AE_IFLNK
+  bool executable = false;
+  std::string link;  // AE_IFLNK: its target
+  std::string data;
+};
+
+// The time every member of a rebuilt sdist carries: SOURCE_DATE_EPOCH when
+// set (the reproducible-builds convention), else 1980-01-01 (the earliest a
+// zip can hold, should a tool convert it).
+int64_t ReproducibleTime() {
+  if (const char* e = std::getenv("SOURCE_DATE_EPOCH"); e != nullptr && *e != '\0') {
+    char* end = nullptr;
+    const long long v = std::strtoll(e, &end, 10);
+    if (end != e && *end == '\0' && v >= 0) return v;
+  }
+  return 315532800;
+}
+
+// Rewrites the .tar.gz at `path` so that the same sources give the same
+// bytes: members in path order, one fixed time, owner root, modes 0644 or
+// 0755, no time or name in the gzip header.
+absl::Status MakeReproducible(const fs::path& path) {
+  std::vector<Member> members;
+  {
+    std::unique_ptr<struct archive, decltype(&archive_read_free)> in(archive_read_new(), archive_read_free);
+    archive_read_support_filter_all(in.get());
+    archive_read_support_format_all(in.get());
+    if (archive_read_open_filename(in.get(), path.c_str(), 64 * 1024) != ARCHIVE_OK) {
+      return absl::DataLossError(absl::StrCat(path.string(), " is not a readable archive: ",
+                                              archive_error_string(in.get())));
+    }
+    struct archive_entry* entry = nullptr;
+    int rc;
+    while ((rc = archive_read_next_header(in.get(), &entry)) == ARCHIVE_OK) {
+      Member m;
+      m.path = archive_entry_pathname(entry);
+      m.type = static_cast<int>(archive_entry_filetype(entry));
+      m.executable = (archive_entry_perm(entry) & 0111) != 0;
+      if (m.type == AE_IFLNK && archive_entry_symlink(entry) != nullptr) m.link = archive_entry_symlink(entry);
+      if (m.type == AE_IFREG) {
+        char buf[64 * 1024];
+        la_ssize_t n;
+        while ((n = archive_read_data(in.get(), buf, sizeof buf)) > 0) m.data.append(buf, static_cast<size_t>(n));
+        if (n < 0) {
+          return absl::DataLossError(absl::StrCat(path.string(), ": ", archive_error_string(in.get())));
+        }
+      } else if (m.type != AE_IFDIR && m.type != AE_IFLNK) {
+        continue;  // setuptools writes none; nothing else belongs in a package
+      }
+      members.push_back(std::move(m));
+    }
+    if (rc != ARCHIVE_EOF) {
+      return absl::DataLossError(absl::StrCat(path.string(), " is a damaged archive: ", archive_error_string(in.get())));
+    }
+  }
+  std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) { return a.path < b.path; });
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::unique_ptr<struct archive, decltype(&archive_write_free)> out(archive_write_new(), archive_write_free);
+    archive_write_set_format_pax_restricted(out.get());
+    archive_write_add_filter_gzip(out.get());
+    if (archive_write_set_options(out.get(), "gzip:!timestamp") != ARCHIVE_OK ||
+        archive_write_open_filename(out.get(), tmp.c_str()) != ARCHIVE_OK) {
+      return absl::InternalError(absl::StrCat("cannot write ", tmp.string(), ": ", archive_error_string(out.get())));
+    }
+    const int64_t when = ReproducibleTime();
+    for (const Member& m : members) {
+      std::unique_ptr<struct archive_entry, decltype(&archive_entry_free)> e(archive_entry_new(), archive_entry_free);
+      archive_entry_set_pathname(e.get(), m.path.c_str());
+      archive_entry_set_filetype(e.get(), static_cast<unsigned int>(m.type));
+      archive_entry_set_perm(e.get(), m.type == AE_IFDIR || m.executable ? 0755 : 0644);
+      archive_entry_set_mtime(e.get(), when, 0);
+      archive_entry_set_uid(e.get(), 0);
+      archive_entry_set_gid(e.get(), 0);
+      if (m.type == AE_IFLNK) archive_entry_set_symlink(e.get(), m.link.c_str());
+      archive_entry_set_size(e.get(), m.type == AE_IFREG ? static_cast<la_int64_t>(m.data.size()) : 0);
+      if (archive_write_header(out.get(), e.get()) != ARCHIVE_OK ||
+          (m.type == AE_IFREG && !m.data.empty() &&
+           archive_write_data(out.get(), m.data.data(), m.data.size()) != static_cast<la_ssize_t>(m.data.size()))) {
+        return absl::InternalError(absl::StrCat("cannot write ", tmp.string(), ": ", archive_error_string(out.get())));
+      }
+    }
+    if (archive_write_close(out.get()) != ARCHIVE_OK) {
+      return absl::InternalError(absl::StrCat("cannot write ", tmp.string(), ": ", archive_error_string(out.get())));
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot replace ", path.string(), ": ", ec.message()));
   return absl::OkStatus();
 }
 
@@ -199,6 +299,11 @@ absl::StatusOr<SdistResult> BuildSdist(const fs::path& package_dir_in, const fs:
   }
   for (const auto& file : result.files) {
     const std::string fname = file.filename().string();
+    // The same sources, the same bytes: the staging path (by SHA-256) and
+    // mlengined's environment for the package are the same ones again.
+    if (absl::EndsWith(fname, ".tar.gz") || absl::EndsWith(fname, ".tgz")) {
+      if (auto s = MakeReproducible(file); !s.ok()) return s;
+    }
     if (!absl::EndsWith(fname, ".tar.gz") && !absl::EndsWith(fname, ".tgz") && !absl::EndsWith(fname, ".zip")) continue;
     auto members = ArchiveMembers(file);
     if (!members.ok()) return members.status();

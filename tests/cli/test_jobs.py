@@ -194,6 +194,22 @@ def test_the_hints_after_a_submit_work_as_printed(cli, names):
     assert json.loads(described.out)["jobId"] == job
 
 
+def test_an_unchanged_trainer_submitted_again_is_the_same_package(cli, names, trainer, storage_api):
+    """Same sources, same bytes: the same digest in the staged path, so
+    mlengined's environment for it is the one it already built."""
+    uris = []
+    for n in range(2):
+        job = f"{names.job()}_{n}"
+        cli.ok("jobs", "submit", "training", job, "--package-path", str(trainer), "--module-name", "trainer.task",
+               "--staging-bucket", f"gs://{names.staging}", *RUNTIME_FLAGS)
+        [uri] = cli.describe(job)["trainingInput"]["packageUris"]
+        uris.append(uri)
+        os.utime(trainer / "__init__.py", (1e9, 1e9))  # the sources' times do not count
+    digests = [u.split("/")[-2] for u in uris]
+    assert digests[0] == digests[1], uris
+    assert run_cat(cli, uris[0]) == run_cat(cli, uris[1])
+
+
 def test_a_refused_submission_builds_and_uploads_nothing(cli, names, trainer, storage_api):
     """Six mistakes left six orphan tarballs: the server checks the job
     (validateOnly) before the CLI builds or stages anything."""

@@ -1,6 +1,8 @@
 // Staging location, upload layout and the sdist build.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+#include <chrono>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -112,6 +114,35 @@ TEST_F(TempDirTest, BuildsAnSdistWithoutTouchingTheUsersTree) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir_ / "src")) names.push_back(e.path().filename().string());
   EXPECT_EQ(names, std::vector<std::string>{"trainer"});
+}
+
+// A package built twice from the same sources is the same bytes (its
+// staged path and mlengined's environment are then the same ones), however
+// the files' times and the clock moved in between.
+TEST_F(TempDirTest, TwoBuildsOfTheSameSourcesAreTheSameBytes) {
+  Write("src/trainer/__init__.py", "");
+  Write("src/trainer/task.py", "print('hi')\n");
+  Write("src/trainer/b.py", "B = 1\n");
+  Write("src/trainer/a.py", "A = 1\n");
+  auto first = BuildSdist(dir_ / "src" / "trainer", dir_ / "work1", dir_ / "out1", "/usr/bin/python3");
+  ASSERT_TRUE(first.ok()) << first.status();
+  for (const char* f : {"__init__.py", "task.py", "a.py", "b.py"}) {
+    fs::last_write_time(dir_ / "src" / "trainer" / f, fs::file_time_type::clock::now() - std::chrono::hours(30));
+  }
+  ::sleep(1);  // the gzip header and setuptools' own files would carry the new second
+  auto second = BuildSdist(dir_ / "src" / "trainer", dir_ / "work2", dir_ / "out2", "/usr/bin/python3");
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_EQ(first->files.size(), 1u);
+  ASSERT_EQ(second->files.size(), 1u);
+  auto bytes = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(bytes(first->files[0]), bytes(second->files[0]));
+  auto members = ArchiveMembers(second->files[0]);
+  ASSERT_TRUE(members.ok()) << members.status();
+  EXPECT_TRUE(std::is_sorted(members->begin(), members->end()));
+  EXPECT_NE(std::find(members->begin(), members->end(), "trainer-0.0.0/trainer/task.py"), members->end());
 }
 
 TEST_F(TempDirTest, UsesTheParentsSetupPy) {
