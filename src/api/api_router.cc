@@ -420,7 +420,7 @@ absl::Status CheckAccess(const Services& s, const Route& route, const Call& call
     case Access::kOperator:
       if (call.caller.IsOperator()) return absl::OkStatus();
       return absl::PermissionDeniedError(
-          "Only the operator (the token in mlengined's admin.token) may manage users, their tokens and quotas.");
+          "Only this mlengine's operator may manage users, their tokens and quotas: ask them.");
     case Access::kPermission:
       break;
   }

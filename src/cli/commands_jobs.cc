@@ -158,6 +158,23 @@ int RunSubmit(Context& ctx, SubmitState& s) {
     auto client = ctx.GetClient();
     if (!client.ok()) return PrintError(cmd, client.status());
     if (auto checked = (*client)->ValidateJob(planned); !checked.ok()) return PrintError(cmd, checked);
+    // As gcloud makes its staging bucket: one that does not exist yet is
+    // created in the job's project, so the project's jobs may read it (a
+    // bucket made by uploading into it belongs to no project). Before the
+    // build: a caller who may not create it learns so first. A bucket this
+    // caller may not see answers as a missing one does (403, "or it may not
+    // exist"): creating it then says which it is.
+    if (auto found = (*client)->GetBucket(staging->bucket);
+        absl::IsNotFound(found.status()) || absl::IsPermissionDenied(found.status())) {
+      std::fprintf(stderr, "Creating the staging bucket gs://%s/ in project %s\n", staging->bucket.c_str(),
+                   (*client)->connection().project.c_str());
+      auto made = (*client)->CreateBucket(staging->bucket);
+      if (!made.ok() && !absl::IsAlreadyExists(made.status())) {
+        return PrintError(cmd, absl::Status(made.status().code(),
+                                            absl::StrCat("creating the staging bucket gs://", staging->bucket,
+                                                         " failed: ", made.status().message())));
+      }
+    }
   }
   std::optional<TempDir> temp;
   std::vector<fs::path> to_upload;
@@ -184,18 +201,6 @@ int RunSubmit(Context& ctx, SubmitState& s) {
     if (!digest.ok()) return PrintError(cmd, digest.status());
     auto client = ctx.GetClient();
     if (!client.ok()) return PrintError(cmd, client.status());
-    // As gcloud makes its staging bucket: one that does not exist yet is
-    // created in the job's project, so the project's jobs may read it (a
-    // bucket made by uploading into it belongs to no project).
-    if (auto found = (*client)->GetBucket(staging->bucket); absl::IsNotFound(found.status())) {
-      std::fprintf(stderr, "Creating the staging bucket gs://%s/ in project %s\n", staging->bucket.c_str(),
-                   (*client)->connection().project.c_str());
-      auto made = (*client)->CreateBucket(staging->bucket);
-      if (!made.ok() && !absl::IsAlreadyExists(made.status())) {
-        return PrintError(cmd, absl::StrCat("creating the staging bucket gs://", staging->bucket, " failed: ",
-                                            made.status().message()));
-      }
-    }
     for (const auto& staged : UploadLayout(*staging, *digest, to_upload)) {
       std::fprintf(stderr, "Uploading %s to %s\n", staged.local.filename().c_str(), staged.destination.Uri().c_str());
       auto uploaded = (*client)->UploadFile(staged.destination.bucket, staged.destination.object,

@@ -386,6 +386,12 @@ json EncodeError(const absl::Status& status) {
     error["details"] = json::array(
         {{{"@type", "type.googleapis.com/google.rpc.BadRequest"}, {"fieldViolations", list}}});
   }
+  if (auto info = common::GetPermissionInfo(status)) {
+    error["details"] = json::array({{{"@type", "type.googleapis.com/google.rpc.ErrorInfo"},
+                                     {"reason", "IAM_PERMISSION_DENIED"},
+                                     {"domain", "iam.googleapis.com"},
+                                     {"metadata", {{"permission", info->permission}, {"resource", info->resource}}}}});
+  }
   return json{{"error", error}};
 }
 

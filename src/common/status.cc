@@ -10,6 +10,7 @@ namespace mle::common {
 namespace {
 
 constexpr absl::string_view kBadRequestUrl = "type.googleapis.com/google.rpc.BadRequest";
+constexpr absl::string_view kErrorInfoUrl = "type.googleapis.com/google.rpc.ErrorInfo";
 
 // google.rpc.Code, in its order. `canonical_for_http`: the code an HTTP
 // status stands for when several codes share it (google/rpc/code.proto).
@@ -84,6 +85,19 @@ std::vector<FieldViolation> GetFieldViolations(const absl::Status& status) {
     out.push_back({std::string(kv.first), std::string(kv.second)});
   }
   return out;
+}
+
+absl::Status PermissionDeniedWithInfo(absl::string_view message, const PermissionInfo& info) {
+  absl::Status status = absl::PermissionDeniedError(message);
+  status.SetPayload(kErrorInfoUrl, absl::Cord(absl::StrCat(Escape(info.permission), "\x1f", Escape(info.resource))));
+  return status;
+}
+
+std::optional<PermissionInfo> GetPermissionInfo(const absl::Status& status) {
+  auto payload = status.GetPayload(kErrorInfoUrl);
+  if (!payload) return std::nullopt;
+  std::pair<std::string, std::string> kv = absl::StrSplit(std::string(*payload), absl::MaxSplits('\x1f', 1));
+  return PermissionInfo{kv.first, kv.second};
 }
 
 absl::string_view CodeName(absl::StatusCode code) {

@@ -27,6 +27,16 @@ absl::Status InvalidArgumentWithViolations(absl::string_view summary,
 // The violations attached by InvalidArgumentWithViolations (empty if none).
 std::vector<FieldViolation> GetFieldViolations(const absl::Status& status);
 
+// An IAM refusal as Google's APIs give it: PERMISSION_DENIED with a
+// google.rpc.ErrorInfo (reason IAM_PERMISSION_DENIED, the permission and
+// the resource) beside the message.
+struct PermissionInfo {
+  std::string permission;  // "storage.objects.create"
+  std::string resource;    // "projects/_/buckets/b"
+};
+absl::Status PermissionDeniedWithInfo(absl::string_view message, const PermissionInfo& info);
+std::optional<PermissionInfo> GetPermissionInfo(const absl::Status& status);
+
 // google.rpc.Code names, absl::StatusCode and the HTTP statuses Google APIs
 // use, from one table: the server renders errors with it, the CLI reads them
 // back with it.

@@ -1,6 +1,8 @@
 #include "iam/authorize.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
 
 namespace mle::iam {
 bool Grants(const Principal& who, absl::string_view permission, const PolicyChain& chain) {
@@ -15,8 +17,23 @@ bool Grants(const Principal& who, absl::string_view permission, const PolicyChai
 absl::Status Authorize(const Principal& who, absl::string_view permission, absl::string_view resource,
                        const PolicyChain& chain) {
   if (Grants(who, permission, chain)) return absl::OkStatus();
-  return absl::PermissionDeniedError(
-      absl::StrCat("Permission '", permission, "' denied on resource '", resource, "' (or it may not exist)."));
+  return PermissionDenied(permission, resource);
+}
+
+absl::Status PermissionDenied(absl::string_view permission, absl::string_view resource) {
+  // Google's sentence first (scripts match it), then what would grant it.
+  std::string message =
+      absl::StrCat("Permission '", permission, "' denied on resource '", resource, "' (or it may not exist).");
+  std::vector<std::string> roles;
+  for (const Role& r : Roles()) {
+    if (RoleGrants(r.name, permission)) roles.push_back(r.name);
+  }
+  if (!roles.empty()) {
+    absl::StrAppend(&message, " Roles that grant it: ", absl::StrJoin(roles, ", "),
+                    ". An owner of the project grants one with `mlengine projects add-iam-policy-binding PROJECT "
+                    "--member=user:EMAIL --role=ROLE` (docs/access.md).");
+  }
+  return common::PermissionDeniedWithInfo(message, {std::string(permission), std::string(resource)});
 }
 
 std::vector<std::string> HeldPermissions(const Principal& who, const std::vector<std::string>& permissions,

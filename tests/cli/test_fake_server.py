@@ -61,6 +61,8 @@ def make_handler(fake):
             m = re.fullmatch(r"/v1/projects/([^/]+)/jobs", path)
             if m and method == "POST":
                 job = json.loads(body)
+                if q.get("validateOnly") == "true":  # checked, not created
+                    return self.reply(200, job)
                 job["state"] = "QUEUED"
                 fake.jobs[job["jobId"]] = job
                 return self.reply(200, job)

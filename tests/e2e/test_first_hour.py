@@ -7,7 +7,7 @@ Through the real binaries (mlengined and the mlengine CLI, conftest.py)."""
 import json
 import os
 
-from conftest import TRAINERS
+from conftest import RUNTIME, TRAINERS
 
 AIP_HYPERTUNE = os.path.join(TRAINERS, "aip_hypertune", "trainer")
 
@@ -33,3 +33,27 @@ def test_an_ai_platform_tuning_trainer_runs_unchanged(cli, tmp_path, names):
         x = float(t["hyperparameters"]["x"])
         assert abs(t["finalMetric"]["objectiveValue"] - (-(x - 0.3) ** 2)) < 1e-9, t
         assert t["finalMetric"]["trainingStep"] == "1000", t
+
+
+def test_the_readmes_developer_can_submit_and_a_refusal_names_the_role(cli, names, tmp_path):
+    """README's onboarding: roles/ml.developer and roles/storage.admin let a
+    new user stage a package into a new bucket and submit; with
+    roles/ml.developer alone the refusal names the roles that would do."""
+    email = f"dev{names.suffix}@example.com"
+    cli.ok("admin", "users", "create", email)
+    token = cli.ok("admin", "users", "create-token", email, "--lifetime=3600s").out.strip()
+    as_dev = {"MLENGINE_TOKEN": token}
+    cli.ok("projects", "add-iam-policy-binding", f"--member=user:{email}", "--role=roles/ml.developer")
+    bucket = f"dev-bucket-{names.suffix}".lower().replace("_", "-")
+    job = names.job("dev")
+    submit = ("jobs", "submit", "training", job, "--staging-bucket", f"gs://{bucket}", "--region", "us-central1",
+              "--runtime-version", RUNTIME, "--package-path", AIP_HYPERTUNE, "--module-name", "trainer.task",
+              "--", "--x=0.5")
+    r = cli(*submit, env=as_dev)
+    assert r.rc != 0 and "PERMISSION_DENIED" in r.err, r
+    assert "Roles that grant it:" in r.err and "roles/storage.admin" in r.err, r.err
+    assert "mlengine projects add-iam-policy-binding" in r.err, r.err
+    cli.ok("projects", "add-iam-policy-binding", f"--member=user:{email}", "--role=roles/storage.admin")
+    r = cli(*submit, env=as_dev)
+    assert r.rc == 0, r.err
+    assert cli.wait_state(job, {"SUCCEEDED", "FAILED"}, timeout=240)["state"] == "SUCCEEDED", cli.explain(job)

@@ -129,8 +129,17 @@ def test_a_caller_learns_nothing_of_a_project_it_has_no_role_on(fresh_server):
     for name in ("projects/bob-p/jobs/secret", "projects/bob-p/jobs/nosuch"):
         with pytest.raises(HttpError) as e:
             ml.projects().jobs().get(name=name).execute()
-        assert status_of(e.value) == (403, "PERMISSION_DENIED",
-                                      "Permission 'ml.jobs.get' denied on resource '%s' (or it may not exist)." % name)
+        code, status, message = status_of(e.value)
+        assert (code, status) == (403, "PERMISSION_DENIED"), status_of(e.value)
+        # Google's sentence, then the roles that would grant it and how.
+        assert message.startswith(
+            "Permission 'ml.jobs.get' denied on resource '%s' (or it may not exist). Roles that grant it: "
+            "roles/owner, roles/editor, roles/viewer, roles/ml.admin, roles/ml.developer, roles/ml.viewer" % name), message
+        assert "mlengine projects add-iam-policy-binding PROJECT --member=user:EMAIL --role=ROLE" in message, message
+        details = json.loads(e.value.content)["error"]["details"]
+        assert details == [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "IAM_PERMISSION_DENIED",
+                            "domain": "iam.googleapis.com",
+                            "metadata": {"permission": "ml.jobs.get", "resource": name}}], details
     for method, path in (("GET", "/v1/projects/bob-p/jobs"), ("GET", "/v1/projects/bob-p/jobs/secret/logs"),
                          ("POST", "/v1/projects/bob-p/jobs/secret:cancel"), ("GET", "/v1/projects/bob-p:getConfig"),
                          ("POST", "/v1/projects/bob-p:getIamPolicy"),

@@ -564,8 +564,8 @@ def test_unsupported_standard_parameter_values_are_400(server, project, query, f
 
 def test_unknown_query_parameter_on_create_stores_nothing(server, project):
     status, body = server.call("POST", "/v1/projects/%s/jobs" % project, tpu_job("nope"),
-                               query={"validateOnly": "true"})
-    assert_invalid(status, body, "validateOnly")
+                               query={"dryRun": "true"})
+    assert_invalid(status, body, "dryRun")
     assert_error(*server.get(project, "nope"), 404, "NOT_FOUND")
 
 

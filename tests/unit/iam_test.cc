@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
 #include "iam/authorize.h"
 #include "iam/policy.h"
 #include "iam/principal.h"
@@ -117,8 +120,19 @@ TEST(AuthorizeTest, EveryRoleAllowsAndDeniesAlongTheChain) {
         EXPECT_TRUE(s.ok()) << role.name << " / " << row.permission << ": " << s;
       } else {
         EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << role.name << " / " << row.permission;
-        EXPECT_EQ(s.message(), absl::StrCat("Permission '", row.permission,
-                                            "' denied on resource 'projects/p' (or it may not exist)."));
+        // Google's sentence, then every role that grants it (the table's).
+        std::vector<std::string> granting;
+        for (const Role& r : Roles()) {
+          if (row.roles.count(r.name)) granting.push_back(r.name);
+        }
+        EXPECT_EQ(s.message().substr(0, s.message().find(" An owner")),
+                  absl::StrCat("Permission '", row.permission, "' denied on resource 'projects/p' (or it may not exist).",
+                               granting.empty() ? "" : absl::StrCat(" Roles that grant it: ", absl::StrJoin(granting, ", "),
+                                                                     ".")));
+        auto info = common::GetPermissionInfo(s);
+        ASSERT_TRUE(info.has_value());
+        EXPECT_EQ(info->permission, row.permission);
+        EXPECT_EQ(info->resource, "projects/p");
       }
     }
   }
