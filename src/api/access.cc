@@ -15,15 +15,17 @@ absl::StatusOr<iam::Principal> AccessGate::Authenticate(absl::string_view author
   if (!authorization.empty()) {
     if (!absl::StartsWithIgnoreCase(authorization, "Bearer ")) {
       return absl::UnauthenticatedError(
-          "Request had an Authorization header that is not a bearer token. Send \"Authorization: Bearer <token>\": "
-          "a token from `mlengine auth print-access-token`, or the operator's admin.token.");
+          "Request had an Authorization header that is not a bearer token. Send \"Authorization: Bearer <token>\" "
+          "with the token this mlengine's operator gave you (`mlengine auth login EMAIL --token-file=FILE` makes "
+          "the CLI send it).");
     }
     token = absl::StripAsciiWhitespace(authorization.substr(7));
   }
   if (token.empty()) {
     return absl::UnauthenticatedError(
-        "Request is missing required authentication credential. Send \"Authorization: Bearer <token>\": a token "
-        "from `mlengine auth print-access-token`, or the operator's admin.token.");
+        "Request is missing required authentication credential. Send \"Authorization: Bearer <token>\" with the "
+        "token this mlengine's operator gave you (`mlengine auth login EMAIL --token-file=FILE` makes the CLI "
+        "send it).");
   }
   return iam_.Authenticate(token);
 }

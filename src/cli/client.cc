@@ -133,8 +133,9 @@ absl::Status ApiError(long http_status, const std::string& body) {
   for (const auto& [field, description] : violations) absl::StrAppend(&text, "\n  ", field, ": ", description);
   if (http_status == 401) {
     absl::StrAppend(&text,
-                    "\n(give the server's token with --token, --token-file, MLENGINE_TOKEN, or a config file's "
-                    "token_file; a local server keeps it in DATA_DIR/admin.token)");
+                    "\n(sign in with the token your operator gave you: `mlengine auth login EMAIL "
+                    "--token-file=FILE`; or give one with --token, --token-file or MLENGINE_TOKEN. The operator "
+                    "of a local server uses its DATA_DIR/admin.token)");
   }
   return absl::Status(ErrorCode(status_name, http_status), text);
 }

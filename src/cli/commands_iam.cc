@@ -18,6 +18,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
 #include "cli/schema.h"
@@ -39,6 +40,24 @@ struct IamArgs {
   std::string lifetime;
   std::string file;
 };
+
+// A --lifetime as the server takes it (seconds, "3600s"), from what a person
+// types: 3600s, 3600, 60m, 12h, 30d.
+absl::StatusOr<std::string> LifetimeSeconds(const std::string& flag) {
+  std::string v(absl::StripAsciiWhitespace(flag));
+  int64_t unit = 1;
+  if (!v.empty() && std::string("smhd").find(v.back()) != std::string::npos) {
+    unit = v.back() == 's' ? 1 : v.back() == 'm' ? 60 : v.back() == 'h' ? 3600 : 86400;
+    v.pop_back();
+  }
+  int64_t n = 0;
+  if (v.empty() || !absl::SimpleAtoi(v, &n) || n <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lifetime=", flag, ": give a duration such as 3600s, 60m, 12h or 30d"));
+  }
+  return absl::StrCat(n * unit, "s");
+}
+
 
 // Runs `body` with a client, printing errors as mlengine.COMMAND.
 template <class F>
@@ -273,7 +292,7 @@ void AddIamCommands(CLI::App& app, Context& ctx) {
                     "A file holding the token (e.g. from auth print-access-token or admin users create-token)")
         ->required()
         ->check(CLI::ExistingFile);
-    cmd->callback([&ctx, a, name] {
+    cmd->callback([&ctx, a, name, service_account] {
       const std::string command = "auth." + name;
       auto status = [&]() -> absl::Status {
         std::ifstream in(a->file);
@@ -281,6 +300,28 @@ void AddIamCommands(CLI::App& app, Context& ctx) {
         std::getline(in, token);
         token = std::string(absl::StripAsciiWhitespace(token));
         if (token.empty()) return absl::InvalidArgumentError(absl::StrCat(a->file, " holds no token"));
+        // The server says whose token it is: a token that is not valid, or
+        // is someone else's, is not activated under this name.
+        auto client = ctx.GetClient();
+        if (!client.ok()) return client.status();
+        Connection with = (*client)->connection();
+        with.token = token;
+        Client check(with);
+        auto who = check.Call("GET", "/mlengine/v1/whoami");
+        if (!who.ok()) {
+          return absl::Status(who.status().code(),
+                              absl::StrCat("the token in ", a->file, " was not accepted by ", with.endpoint, ": ",
+                                           who.status().message(), " Nothing was activated."));
+        }
+        const std::string want = absl::StrCat(service_account ? "serviceAccount:" : "user:",
+                                              absl::AsciiStrToLower(a->name));
+        const std::string holder = who->value("principal", "");
+        if (holder != want) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "the token in ", a->file, " is ",
+              who->value("operator", false) ? "the operator's" : absl::StrCat(holder, "'s"), ", not ", want,
+              "'s. Nothing was activated: give ", name, " the account the token belongs to."));
+        }
         const std::string path = CredentialsPath(ProcessEnv());
         if (path.empty()) return absl::FailedPreconditionError("neither XDG_CONFIG_HOME nor HOME is set");
         return WritePrivateFile(path, json{{"account", a->name}, {"token", token}}.dump(2) + "\n");
@@ -315,16 +356,25 @@ void AddIamCommands(CLI::App& app, Context& ctx) {
   Usage(print, "mlengine auth print-access-token [--impersonate-service-account=EMAIL] [--lifetime=3600s]");
   print->add_option("--impersonate-service-account", tok_args->impersonate,
                     "A short-lived token of this account (needs roles/iam.serviceAccountTokenCreator on it)");
-  print->add_option("--lifetime", tok_args->lifetime, "With --impersonate-service-account: 1s to 43200s");
+  print->add_option("--lifetime", tok_args->lifetime,
+                    "With --impersonate-service-account: 1s to 43200s (also as 60m or 12h)");
   print->callback([&ctx, tok_args] {
     Run(ctx, "auth.print-access-token", [&](Client& c, Format) -> absl::Status {
       if (tok_args->impersonate.empty()) {
-        if (c.connection().token.empty()) return absl::FailedPreconditionError("no token is configured");
+        if (c.connection().token.empty()) {
+          return absl::FailedPreconditionError(
+              "no token is configured: sign in with `mlengine auth login EMAIL --token-file=FILE` (the token your "
+              "operator gave you), or give one with --token, --token-file or MLENGINE_TOKEN");
+        }
         std::cout << c.connection().token << "\n";
         return absl::OkStatus();
       }
       json body = {{"scope", {"https://www.googleapis.com/auth/cloud-platform"}}};
-      if (!tok_args->lifetime.empty()) body["lifetime"] = tok_args->lifetime;
+      if (!tok_args->lifetime.empty()) {
+        auto lifetime = LifetimeSeconds(tok_args->lifetime);
+        if (!lifetime.ok()) return lifetime.status();
+        body["lifetime"] = *lifetime;
+      }
       auto t = c.Call("POST",
                       absl::StrCat("/v1/projects/-/serviceAccounts/", tok_args->impersonate, ":generateAccessToken"),
                       {}, body);
@@ -429,11 +479,16 @@ void AddIamCommands(CLI::App& app, Context& ctx) {
   CLI::App* u_token = users->add_subcommand("create-token", "Mint a token for a user (printed once; only its hash is kept)");
   Usage(u_token, "mlengine admin users create-token EMAIL [--lifetime=2592000s]");
   u_token->add_option("EMAIL", ut_args->name, "The user's email")->required();
-  u_token->add_option("--lifetime", ut_args->lifetime, "How long it is valid: 1s to 366 days (default 30 days)");
+  u_token->add_option("--lifetime", ut_args->lifetime,
+                      "How long it is valid, e.g. 3600s, 60m, 12h, 30d: 1s to 366 days (default 30 days)");
   u_token->callback([&ctx, ut_args] {
     Run(ctx, "admin.users.create-token", [&](Client& c, Format) -> absl::Status {
       json body = json::object();
-      if (!ut_args->lifetime.empty()) body["lifetime"] = ut_args->lifetime;
+      if (!ut_args->lifetime.empty()) {
+        auto lifetime = LifetimeSeconds(ut_args->lifetime);
+        if (!lifetime.ok()) return lifetime.status();
+        body["lifetime"] = *lifetime;
+      }
       auto r = c.Call("POST", absl::StrCat("/mlengine/v1/users/", ut_args->name, ":generateToken"), {}, body);
       if (!r.ok()) return r.status();
       std::cerr << "Token for " << ut_args->name << ", valid until " << r->value("expireTime", "") << ":\n";

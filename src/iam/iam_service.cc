@@ -140,7 +140,9 @@ absl::StatusOr<Principal> IamService::Authenticate(absl::string_view token) cons
   if (clock_.Now() >= it->second.expire_time) {
     return absl::UnauthenticatedError(absl::StrCat(
         "Request had invalid authentication credentials: the bearer token expired at ",
-        common::FormatRfc3339(it->second.expire_time), ". Get a new one."));
+        common::FormatRfc3339(it->second.expire_time),
+        ". Get a new one: a user asks the operator (`mlengine admin users create-token EMAIL`), a service "
+        "account's token comes from `mlengine auth print-access-token --impersonate-service-account=EMAIL`."));
   }
   if (!PrincipalExists(it->second.member)) {
     return absl::UnauthenticatedError(absl::StrCat("Request had invalid authentication credentials: ",

@@ -98,6 +98,16 @@ def test_activated_credential_is_sent_until_revoked(cli, names, tmp_path):
     email = f"activated@{cli.project}.iam.mlengine.local"
     key = tmp_path / "key.token"
     key.write_text(cli.ok("auth", "print-access-token", f"--impersonate-service-account={email}").out)
+    # The server says whose a token is: another name, or a token it does
+    # not accept, activates nothing.
+    r = cli("auth", "activate-service-account", f"other@{cli.project}.iam.mlengine.local", f"--key-file={key}")
+    assert r.rc != 0 and f"is serviceAccount:{email}'s, not serviceAccount:other@" in r.err, r
+    assert "Nothing was activated" in r.err, r
+    garbage = tmp_path / "garbage.token"
+    garbage.write_text("not-a-token\n")
+    r = cli("auth", "activate-service-account", email, f"--key-file={garbage}")
+    assert r.rc != 0 and "was not accepted" in r.err and "UNAUTHENTICATED" not in r.out, r
+    assert not (tmp_path / cli.env["HOME"] / ".config/mlengine/credentials.json").exists()
     cli.ok("auth", "activate-service-account", email, f"--key-file={key}")
     assert oct((tmp_path / cli.env["HOME"] / ".config/mlengine/credentials.json").stat().st_mode & 0o777) == "0o600"
     assert cli.ok("auth", "list").out.strip() == f"active account: {email}"

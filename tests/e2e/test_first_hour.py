@@ -57,3 +57,25 @@ def test_the_readmes_developer_can_submit_and_a_refusal_names_the_role(cli, name
     r = cli(*submit, env=as_dev)
     assert r.rc == 0, r.err
     assert cli.wait_state(job, {"SUCCEEDED", "FAILED"}, timeout=240)["state"] == "SUCCEEDED", cli.explain(job)
+
+
+def test_auth_login_checks_whose_token_it_is(cli, names, tmp_path):
+    """`auth login bob --token-file=alice.token` once said it activated bob
+    while the server saw alice."""
+    alice = f"alice{names.suffix}@example.com"
+    cli.ok("admin", "users", "create", alice)
+    token_file = tmp_path / "alice.token"
+    token_file.write_text(cli.ok("admin", "users", "create-token", alice, "--lifetime=1h").out)
+    r = cli("admin", "users", "create-token", alice, "--lifetime=soon")
+    assert r.rc != 0 and "such as 3600s, 60m, 12h or 30d" in r.err, r
+    r = cli("auth", "login", f"bob{names.suffix}@example.com", f"--token-file={token_file}")
+    assert r.rc != 0 and f"is user:{alice}'s, not user:bob{names.suffix}@example.com's" in r.err, r
+    assert "Nothing was activated" in r.err, r
+    cli.ok("auth", "login", alice, f"--token-file={token_file}")
+    assert cli.ok("auth", "list").out.strip() == f"active account: {alice}"
+    cli.ok("auth", "revoke")
+    # Without a token the user is told how to sign in, not where the
+    # operator's file is.
+    r = cli("--endpoint", cli.server.endpoint, "jobs", "list", env={"MLENGINE_CONFIG": ""})
+    assert r.rc != 0 and "UNAUTHENTICATED" in r.err, r
+    assert "mlengine auth login EMAIL --token-file=FILE" in r.err and "operator gave you" in r.err, r.err

@@ -255,7 +255,7 @@ def test_bad_specs_are_refused_with_the_field(cli, tmp_path, names):
          f"{hp}.params[0].discreteValues[1]"),
         ({"goal": "MAXIMIZE", "maxTrials": 2, "maxParallelTrials": 3, "params": [x_param()]},
          f"{hp}.maxParallelTrials"),
-        ({"goal": "MAXIMIZE", "maxTrials": 2, "hyperparameterMetricTag": "my accuracy", "params": [x_param()]},
+        ({"goal": "MAXIMIZE", "maxTrials": 2, "hyperparameterMetricTag": "my\naccuracy", "params": [x_param()]},
          f"{hp}.hyperparameterMetricTag"),
         ({"goal": "MAXIMIZE", "maxTrials": 2, "resumePreviousJobId": "no_such_job", "params": [x_param()]},
          f"{hp}.resumePreviousJobId"),
