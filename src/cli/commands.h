@@ -38,7 +38,7 @@ int PrintError(const std::string& command, const absl::Status& status);
 int PrintError(const std::string& command, const std::string& message);
 
 // Prints a resource in the chosen format (YAML when none).
-void PrintResource(const nlohmann::json& value, Format format);
+void PrintResource(const nlohmann::json& value, const Format& format);
 
 void AddJobsCommands(CLI::App& app, Context& ctx);
 void AddLocalCommands(CLI::App& app, Context& ctx);

@@ -26,7 +26,11 @@ int PrintError(const std::string& command, const absl::Status& status) {
   return PrintError(command, std::string(status.message()));
 }
 
-void PrintResource(const nlohmann::json& value, Format format) {
+void PrintResource(const nlohmann::json& value, const Format& format) {
+  if (format == Format::kProjection) {
+    std::cout << Project(format.projection, {value}) << std::flush;
+    return;
+  }
   std::cout << (format == Format::kJson ? ToJson(value) : ToYaml(value)) << std::flush;
 }
 
@@ -43,6 +47,19 @@ class HelpFormatter : public CLI::Formatter {
   std::string make_usage(const CLI::App* app, std::string name) const override {
     if (auto it = Synopses().find(app); it != Synopses().end()) return absl::StrCat("Usage: ", it->second, "\n");
     return CLI::Formatter::make_usage(app, std::move(name));
+  }
+  // A command's help lists the flags every command takes (CLI11 shows them
+  // only on the root's), as gcloud lists its global flags.
+  std::string make_footer(const CLI::App* app) const override {
+    std::string footer = CLI::Formatter::make_footer(app);
+    if (app->get_parent() == nullptr) return footer;
+    return absl::StrCat(footer, footer.empty() ? "" : "\n",
+                        "\nGLOBAL FLAGS (every command)\n"
+                        "  --project PROJECT     the project (default: $MLENGINE_PROJECT, the config file's, or "
+                        "\"default\")\n"
+                        "  --format FORMAT       json, yaml, or gcloud's value(...), table(...), csv(...), get(...)\n"
+                        "  --endpoint URL, --token TOKEN, --token-file FILE   which server, as whom\n"
+                        "  --quiet, --verbosity LEVEL                         accepted for gcloud scripts\n");
   }
 };
 

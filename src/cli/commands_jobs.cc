@@ -267,7 +267,7 @@ void AddSubmitTraining(CLI::App* submit, Context& ctx) {
       "  Build ./trainer into a package, stage it and run trainer.task:\n"
       "    mlengine jobs submit training my_job_1 --package-path ./trainer \\\n"
       "        --module-name trainer.task --staging-bucket gs://my-bucket \\\n"
-      "        --region us-central1 --runtime-version 2.11 --python-version 3.7 \\\n"
+      "        --region us-central1 --runtime-version pytorch-1.13-cpu --python-version 3.11 \\\n"
       "        -- --epochs 5\n\n"
       "  A custom cluster from a config file, with flags overriding it:\n"
       "    mlengine jobs submit training my_job_2 --config config.yaml \\\n"
@@ -296,7 +296,9 @@ void AddSubmitTraining(CLI::App* submit, Context& ctx) {
   AddOptional(t, "--config", &state->config,
               "YAML or JSON file holding a Job resource (jobId, labels, trainingInput: ...); flags override it");
   AddOptional(t, "--region", &f.region, "Region to run the job in, e.g. us-central1");
-  AddOptional(t, "--runtime-version", &f.runtime_version, "AI Platform runtime version, e.g. 2.11");
+  AddOptional(t, "--runtime-version", &f.runtime_version,
+              "Runtime version: one this cluster runs (the default configuration has pytorch-1.13-cpu), or AI "
+              "Platform's names such as 2.11 where the operator configured them");
   AddOptional(t, "--python-version", &f.python_version, "Python version of the runtime, e.g. 3.7");
   AddOptional(t, "--scale-tier", &f.scale_tier,
               absl::StrCat("Machine tier: ", absl::StrJoin(ScaleTierChoices(), ", "),
@@ -411,7 +413,9 @@ void AddList(CLI::App* jobs, Context& ctx) {
       }
       token = reply->value("nextPageToken", "");
     } while (!token.empty() && (state->limit == 0 || static_cast<int>(all.size()) < state->limit));
-    if (*format == Format::kJson) {
+    if (*format == Format::kProjection) {
+      std::cout << Project(format->projection, std::vector<json>(all.begin(), all.end()));
+    } else if (*format == Format::kJson) {
       std::cout << ToJson(all);
     } else if (*format == Format::kYaml) {
       bool first = true;
@@ -434,7 +438,9 @@ void AddList(CLI::App* jobs, Context& ctx) {
 void AddCancel(CLI::App* jobs, Context& ctx) {
   auto job_id = std::make_shared<std::string>();
   CLI::App* c = jobs->add_subcommand(
-      "cancel", "Cancel a running or queued job (it goes to CANCELLING, then CANCELLED); a finished job is left as it is");
+      "cancel",
+      "Cancel a queued or running job (it goes to CANCELLING, then CANCELLED); a job that has ended is refused "
+      "(FAILED_PRECONDITION, exit 1) and left as it is");
   Usage(c, "mlengine jobs cancel JOB");
   c->add_option("JOB", *job_id, "Name of the job")->required();
   c->callback([&ctx, job_id] {

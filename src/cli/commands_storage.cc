@@ -239,7 +239,8 @@ void AddStorageCommands(CLI::App& app, Context& ctx) {
 
   // ls
   auto ls_args = std::make_shared<StorageArgs>();
-  CLI::App* ls = storage->add_subcommand("ls", "List buckets (no argument), or the objects and sub-directories under gs://BUCKET[/PREFIX]");
+  CLI::App* ls = storage->add_subcommand(
+      "ls", "List buckets (no argument, or gs://), or the objects and sub-directories under gs://BUCKET[/PREFIX]");
   Usage(ls, "mlengine storage ls [-l] [-r] [gs://BUCKET[/PREFIX]...]");
   ls->add_flag("-l,--long", ls_args->long_format, "Show size and update time");
   ls->add_flag("-r,--recursive", ls_args->recursive, "List every object below the prefix, not one level");
@@ -248,20 +249,29 @@ void AddStorageCommands(CLI::App& app, Context& ctx) {
     const std::string cmd = "storage.ls";
     auto client = ctx.GetClient();
     if (!client.ok()) return void(ctx.exit_code = PrintError(cmd, client.status()));
-    if (ls_args->urls.empty()) {
+    // The project's buckets: no URL, or `gs://` alone (as gsutil takes it).
+    auto list_buckets = [&]() -> absl::Status {
       std::string token;
       do {
         auto page = (*client)->ListBuckets(token);
-        if (!page.ok()) return void(ctx.exit_code = PrintError(cmd, page.status()));
+        if (!page.ok()) return page.status();
         if (page->contains("items") && (*page)["items"].is_array()) {
           for (const auto& b : (*page)["items"]) std::cout << "gs://" << b.value("name", "") << "/\n";
         }
         token = page->value("nextPageToken", "");
       } while (!token.empty());
       std::cout << std::flush;
+      return absl::OkStatus();
+    };
+    if (ls_args->urls.empty()) {
+      if (auto s = list_buckets(); !s.ok()) ctx.exit_code = PrintError(cmd, s);
       return;
     }
     for (const auto& url : ls_args->urls) {
+      if (url == "gs://" || url == "gs:///") {
+        if (auto s = list_buckets(); !s.ok()) return void(ctx.exit_code = PrintError(cmd, s));
+        continue;
+      }
       auto path = ParseGcsPath(url);
       if (!path.ok()) return void(ctx.exit_code = PrintError(cmd, path.status()));
       std::string prefix = path->object;

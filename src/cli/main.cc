@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
       "  mlengined --data-dir ~/mlengine-data &\n"
       "  export MLENGINE_CONFIG=~/mlengine-data/server.json\n"
       "  mlengine jobs submit training my_job --package-path ./trainer --module-name trainer.task \\\n"
-      "      --staging-bucket gs://my-bucket --region us-central1 --runtime-version 2.11 -- --epochs 3\n"
+      "      --staging-bucket gs://my-bucket --region us-central1 --runtime-version pytorch-1.13-cpu -- --epochs 3\n"
       "  mlengine jobs stream-logs my_job\n"
       "  mlengine jobs list\n"
       "  mlengine local train --module-name trainer.task --package-path ./trainer\n"

@@ -6,7 +6,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace mle::cli {
 namespace {
@@ -97,7 +102,138 @@ absl::StatusOr<Format> ParseFormat(const std::string& value) {
   std::string v = absl::AsciiStrToLower(value);
   if (v == "json") return Format::kJson;
   if (v == "yaml") return Format::kYaml;
-  return absl::InvalidArgumentError(absl::StrCat("--format must be json or yaml, got \"", value, "\""));
+  if (value.find('(') != std::string::npos) {
+    auto p = ParseProjection(value);
+    if (!p.ok()) return p.status();
+    Format f(Format::kProjection);
+    f.projection = *std::move(p);
+    return f;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--format must be json, yaml, or a projection such as value(state), table(jobId,state), csv(jobId,state) "
+      "or get(state); got \"", value, "\""));
+}
+
+absl::StatusOr<Projection> ParseProjection(const std::string& text) {
+  const std::string t(absl::StripAsciiWhitespace(text));
+  const size_t open = t.find('(');
+  if (open == std::string::npos || t.back() != ')') {
+    return absl::InvalidArgumentError(absl::StrCat("--format ", text, ": expected NAME(KEY, ...)"));
+  }
+  const std::string name = absl::AsciiStrToLower(absl::StripAsciiWhitespace(t.substr(0, open)));
+  Projection p;
+  if (name == "value" || name == "get") {
+    p.kind = Projection::Kind::kValue;
+  } else if (name == "csv") {
+    p.kind = Projection::Kind::kCsv;
+  } else if (name == "table") {
+    p.kind = Projection::Kind::kTable;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--format ", text, ": mlengine prints json, yaml, value(), get(), csv() and table(), not ", name,
+                     "()"));
+  }
+  const std::string inner = t.substr(open + 1, t.size() - open - 2);
+  for (absl::string_view part : absl::StrSplit(inner, ',', absl::SkipWhitespace())) {
+    part = absl::StripAsciiWhitespace(part);
+    Projection::Key key;
+    std::string path(part);
+    if (const size_t colon = path.find(':'); colon != std::string::npos) {
+      const std::string attr(absl::StripAsciiWhitespace(path.substr(colon + 1)));
+      path = std::string(absl::StripAsciiWhitespace(path.substr(0, colon)));
+      if (!absl::StartsWith(attr, "label=")) {
+        return absl::InvalidArgumentError(absl::StrCat("--format ", text, ": of a key's attributes only label= is "
+                                                                          "supported, not ", attr));
+      }
+      key.label = attr.substr(6);
+    }
+    if (path.empty() || path.find_first_of("()[]") != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--format ", text, ": \"", part, "\" is not a key (a dotted path such as trainingInput.scaleTier; "
+          "transforms such as .date() are not supported)"));
+    }
+    key.path = absl::StrSplit(path, '.');
+    p.keys.push_back(std::move(key));
+  }
+  if (p.keys.empty()) return absl::InvalidArgumentError(absl::StrCat("--format ", text, ": name at least one key"));
+  return p;
+}
+
+namespace {
+
+std::string Cell(const json& v) {
+  if (v.is_null()) return "";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_array()) {
+    std::vector<std::string> parts;
+    for (const auto& e : v) parts.push_back(Cell(e));
+    return absl::StrJoin(parts, ";");
+  }
+  return v.dump();
+}
+
+const json* Lookup(const json& resource, const std::vector<std::string>& path) {
+  const json* at = &resource;
+  for (const auto& k : path) {
+    if (!at->is_object()) return nullptr;
+    auto it = at->find(k);
+    if (it == at->end()) return nullptr;
+    at = &*it;
+  }
+  return at;
+}
+
+// jobId -> JOB_ID, as gcloud heads a table's columns.
+std::string UpperSnake(const std::string& key) {
+  std::string out;
+  for (char c : key) {
+    if (absl::ascii_isupper(c) && !out.empty() && out.back() != '_') out.push_back('_');
+    out.push_back(c == '-' || c == '.' ? '_' : absl::ascii_toupper(c));
+  }
+  return out;
+}
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  return absl::StrCat("\"", absl::StrReplaceAll(s, {{"\"", "\"\""}}), "\"");
+}
+
+}  // namespace
+
+std::string Project(const Projection& p, const std::vector<json>& resources) {
+  std::vector<std::vector<std::string>> rows;
+  for (const json& r : resources) {
+    std::vector<std::string> row;
+    for (const auto& k : p.keys) {
+      const json* v = Lookup(r, k.path);
+      row.push_back(v == nullptr ? "" : Cell(*v));
+    }
+    rows.push_back(std::move(row));
+  }
+  std::string out;
+  switch (p.kind) {
+    case Projection::Kind::kValue:
+      for (const auto& row : rows) absl::StrAppend(&out, absl::StrJoin(row, "\t"), "\n");
+      return out;
+    case Projection::Kind::kCsv: {
+      std::vector<std::string> header;
+      for (const auto& k : p.keys) header.push_back(CsvField(k.label.empty() ? absl::StrJoin(k.path, ".") : k.label));
+      absl::StrAppend(&out, absl::StrJoin(header, ","), "\n");
+      for (const auto& row : rows) {
+        std::vector<std::string> cells;
+        for (const auto& c : row) cells.push_back(CsvField(c));
+        absl::StrAppend(&out, absl::StrJoin(cells, ","), "\n");
+      }
+      return out;
+    }
+    case Projection::Kind::kTable: {
+      std::vector<std::string> header;
+      for (const auto& k : p.keys) header.push_back(k.label.empty() ? UpperSnake(k.path.back()) : k.label);
+      rows.insert(rows.begin(), header);
+      return Table(rows);
+    }
+  }
+  return out;
 }
 
 std::string ToYaml(const json& value) {

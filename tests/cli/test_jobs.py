@@ -229,6 +229,21 @@ def test_a_refused_submission_builds_and_uploads_nothing(cli, names, trainer, st
     assert listing.out.strip() == "", listing
 
 
+def test_gcloud_format_projections(cli, names):
+    job = names.job()
+    cli.ok("jobs", "submit", "training", job, "--packages", "gs://b/t.tar.gz", "--module-name", "m", *RUNTIME_FLAGS)
+    assert cli.ok("jobs", "describe", job, "--format=value(state)").out in ("QUEUED\n", "PREPARING\n", "RUNNING\n",
+                                                                           "SUCCEEDED\n", "FAILED\n")
+    assert cli.ok("jobs", "describe", job, "--format", "value(jobId,trainingInput.region)").out == \
+        f"{job}\tus-central1\n"
+    listed = cli.ok("jobs", "list", "--format", "csv(jobId,trainingInput.pythonModule)").out.splitlines()
+    assert listed[0] == "jobId,trainingInput.pythonModule" and f"{job},m" in listed[1:], listed
+    table = cli.ok("jobs", "list", "--format", "table(jobId, trainingInput.pythonModule)").out.splitlines()
+    assert table[0].split() == ["JOB_ID", "PYTHON_MODULE"], table
+    r = cli("jobs", "describe", job, "--format=value(createTime.date())")
+    assert r.rc != 0 and "transforms such as .date() are not supported" in r.err, r
+
+
 def test_gcloud_flags_are_accepted_and_what_cannot_be_honoured_is_refused_saying_why(cli, names):
     # Output-only global flags: accepted.
     r = cli("--quiet", "--verbosity=error", "jobs", "list", "--format", "json")

@@ -16,6 +16,7 @@ def test_copy_list_cat_remove(cli, names, tmp_path, storage_api):
     b = names.bucket
     cli.ok("storage", "mb", f"gs://{b}")
     assert f"gs://{b}/" in cli.ok("storage", "ls").out.split()
+    assert f"gs://{b}/" in cli.ok("storage", "ls", "gs://").out.split()  # as gsutil ls gs:// lists them
 
     small = tmp_path / "small.txt"
     small.write_text("hello storage\n")

@@ -51,6 +51,59 @@ TEST(FormatTest, Parse) {
   EXPECT_FALSE(ParseFormat("xml").ok());
 }
 
+// gcloud's projections over two jobs as jobs.list returns them; the
+// expected text is what gcloud prints for the same keys (its documented
+// value/csv/table formats: tab-separated values, a header of the keys for
+// csv, UPPER_SNAKE headers for table).
+TEST(ProjectionTest, AsGcloudPrintsThem) {
+  const std::vector<nlohmann::json> jobs = {
+      nlohmann::json::parse(R"({"jobId": "a_1", "state": "SUCCEEDED", "createTime": "2026-01-02T03:04:05Z",
+                               "trainingInput": {"scaleTier": "BASIC", "args": ["--x", "1"], "workerCount": "2"},
+                               "labels": {"team": "vision"}})"),
+      nlohmann::json::parse(R"({"jobId": "b_22", "state": "RUNNING",
+                               "trainingInput": {"scaleTier": "CUSTOM"}})"),
+  };
+  struct Row {
+    std::string format;
+    std::string want;
+  } rows[] = {
+      {"value(state)", "SUCCEEDED\nRUNNING\n"},
+      {"get(state)", "SUCCEEDED\nRUNNING\n"},
+      {"value(jobId, trainingInput.scaleTier)", "a_1\tBASIC\nb_22\tCUSTOM\n"},
+      {"value(trainingInput.args)", "--x;1\n\n"},
+      {"value(labels.team,createTime)", "vision\t2026-01-02T03:04:05Z\n\t\n"},
+      {"csv(jobId,state)", "jobId,state\na_1,SUCCEEDED\nb_22,RUNNING\n"},
+      {"csv(jobId:label=NAME,trainingInput.workerCount)", "NAME,trainingInput.workerCount\na_1,2\nb_22,\n"},
+      {"table(jobId,state,createTime)",
+       "JOB_ID  STATE      CREATE_TIME\na_1     SUCCEEDED  2026-01-02T03:04:05Z\nb_22    RUNNING\n"},
+      {"table(jobId:label=JOB, trainingInput.scaleTier)", "JOB   SCALE_TIER\na_1   BASIC\nb_22  CUSTOM\n"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.format);
+    auto f = ParseFormat(row.format);
+    ASSERT_TRUE(f.ok()) << f.status();
+    ASSERT_EQ(*f, Format::kProjection);
+    EXPECT_EQ(Project(f->projection, jobs), row.want);
+  }
+}
+
+TEST(ProjectionTest, RefusalsSayWhatIsSupported) {
+  struct Row {
+    std::string format, says;
+  } rows[] = {
+      {"value(createTime.date())", "transforms such as .date() are not supported"},
+      {"flattened(state)", "not flattened()"},
+      {"value()", "name at least one key"},
+      {"value(state:sort=1)", "only label= is supported"},
+      {"xml", "a projection such as value(state)"},
+  };
+  for (const Row& row : rows) {
+    auto f = ParseFormat(row.format);
+    ASSERT_FALSE(f.ok()) << row.format;
+    EXPECT_NE(std::string(f.status().message()).find(row.says), std::string::npos) << f.status();
+  }
+}
+
 TEST(TableTest, PadsColumns) {
   EXPECT_EQ(Table({{"JOB_ID", "STATUS", "CREATED"}, {"a_long_job", "RUNNING", "2024"}}),
             "JOB_ID      STATUS   CREATED\n"
