@@ -40,6 +40,9 @@ int PrintError(const std::string& command, const std::string& message);
 // Prints a resource in the chosen format (YAML when none).
 void PrintResource(const nlohmann::json& value, const Format& format);
 
+// Levenshtein distance (a mistyped command's nearest name).
+size_t EditDistance(const std::string& a, const std::string& b);
+
 void AddJobsCommands(CLI::App& app, Context& ctx);
 void AddLocalCommands(CLI::App& app, Context& ctx);
 void AddStorageCommands(CLI::App& app, Context& ctx);

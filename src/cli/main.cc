@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "absl/strings/str_join.h"
 #include "cli/commands.h"
 
 int main(int argc, char** argv) {
@@ -109,6 +110,24 @@ int main(int argc, char** argv) {
     const bool needs_subcommand = at->get_require_subcommand_min() > 0 && at->get_subcommands().empty() &&
                                   dynamic_cast<const CLI::RequiredError*>(&e) != nullptr;
     if (needs_subcommand) {
+      // A word that names no command: say so and what it may have meant,
+      // as gcloud does, rather than print the whole help.
+      for (const std::string& word : app.remaining()) {
+        if (word.empty() || word[0] == '-') continue;
+        std::string best;
+        size_t best_distance = 3;  // at most two edits away
+        std::vector<std::string> names;
+        for (const CLI::App* sub : at->get_subcommands({})) {
+          names.push_back(sub->get_name());
+          const size_t d = mle::cli::EditDistance(word, sub->get_name());
+          if (d < best_distance) best_distance = d, best = sub->get_name();
+        }
+        std::cerr << "ERROR: (" << dotted << ") Invalid choice: '" << word << "'.";
+        if (!best.empty()) std::cerr << " Maybe you meant: " << spaced << " " << best;
+        std::cerr << "\nThe commands of `" << spaced << "` are: " << absl::StrJoin(names, ", ") << ". Run `"
+                  << spaced << " --help` for usage.\n";
+        return 2;
+      }
       std::cerr << at->help();
       std::cerr << "\nERROR: (" << dotted << ") choose a command, e.g. `" << spaced << " "
                 << at->get_subcommands({}).front()->get_name() << "`\n";

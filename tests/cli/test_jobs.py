@@ -244,6 +244,14 @@ def test_gcloud_format_projections(cli, names):
     assert r.rc != 0 and "transforms such as .date() are not supported" in r.err, r
 
 
+def test_a_mistyped_command_is_named_with_what_it_may_have_meant(cli):
+    r = cli("jbos", "list")
+    assert r.rc == 2 and "Invalid choice: 'jbos'. Maybe you meant: mlengine jobs" in r.err, r
+    assert len(r.err.splitlines()) == 2, r.err  # not the whole help
+    r = cli("jobs", "lst")
+    assert r.rc == 2 and "Maybe you meant: mlengine jobs list" in r.err, r
+
+
 def test_gcloud_flags_are_accepted_and_what_cannot_be_honoured_is_refused_saying_why(cli, names):
     # Output-only global flags: accepted.
     r = cli("--quiet", "--verbosity=error", "jobs", "list", "--format", "json")
