@@ -40,6 +40,10 @@ int PrintError(const std::string& command, const std::string& message);
 // Prints a resource in the chosen format (YAML when none).
 void PrintResource(const nlohmann::json& value, const Format& format);
 
+// Writes `text` to `path` readable by its owner alone (a token, the CLI's
+// configuration): a temporary file of mode 0600 renamed into place.
+absl::Status WritePrivateFile(const std::string& path, const std::string& text);
+
 // Levenshtein distance (a mistyped command's nearest name).
 size_t EditDistance(const std::string& a, const std::string& b);
 
@@ -47,6 +51,7 @@ void AddJobsCommands(CLI::App& app, Context& ctx);
 void AddLocalCommands(CLI::App& app, Context& ctx);
 void AddStorageCommands(CLI::App& app, Context& ctx);
 void AddIamCommands(CLI::App& app, Context& ctx);
+void AddConfigCommands(CLI::App& app, Context& ctx);
 
 // Help text: InstallHelpFormatter (on the root, before subcommands are
 // added) lets Usage() replace CLI11's generated usage line; MoreHelp appends

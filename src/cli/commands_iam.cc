@@ -106,6 +106,9 @@ absl::StatusOr<json> EditBinding(Client& client, const std::string& project, con
   }
 }
 
+
+}  // namespace
+
 // Writes `text` to `path` readable by its owner alone (a token): a temporary
 // file of mode 0600 renamed into place.
 absl::Status WritePrivateFile(const std::string& path, const std::string& text) {
@@ -125,8 +128,6 @@ absl::Status WritePrivateFile(const std::string& path, const std::string& text) 
   }
   return absl::OkStatus();
 }
-
-}  // namespace
 
 void AddIamCommands(CLI::App& app, Context& ctx) {
   // ---- projects ----

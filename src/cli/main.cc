@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   mle::cli::AddLocalCommands(app, ctx);
   mle::cli::AddStorageCommands(app, ctx);
   mle::cli::AddIamCommands(app, ctx);
+  mle::cli::AddConfigCommands(app, ctx);
   app.footer(
       "\nGlobal options (--endpoint, --token, --token-file, --project, --format) may be given\n"
       "before or after the command.\n\nEXAMPLES\n"

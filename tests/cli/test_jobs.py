@@ -252,6 +252,36 @@ def test_a_mistyped_command_is_named_with_what_it_may_have_meant(cli):
     assert r.rc == 2 and "Maybe you meant: mlengine jobs list" in r.err, r
 
 
+def test_config_set_get_list_as_gcloud_config(cli, names, tmp_path):
+    """`mlengine config set project P` (gcloud's habit), get, unset, list;
+    a property something stronger overrides is said to be overridden."""
+    env = dict(cli.env)
+    env.pop("MLENGINE_PROJECT")
+    r = run_mlengine(["config", "set", "project", "team-cfg"], env)
+    assert r.rc == 0 and "Updated property [project]" in r.err and "Note:" not in r.err, r
+    assert run_mlengine(["config", "get", "project"], env).out == "team-cfg\n"
+    assert run_mlengine(["config", "get", "core/project"], env).out == "team-cfg\n"
+    listed = run_mlengine(["config", "list"], env).out
+    assert "project = team-cfg" in listed and "config.json" in listed, listed
+    # Commands use it: the job lands in team-cfg.
+    job = names.job()
+    run_mlengine(["jobs", "submit", "training", job, "--packages", "gs://b/t.tar.gz", "--module-name", "m",
+                  *RUNTIME_FLAGS], env)
+    assert json.loads(cli.ok("--project", "team-cfg", "jobs", "describe", job, "--format=json").out)["jobId"] == job
+    # MLENGINE_PROJECT wins, and set says so.
+    r = run_mlengine(["config", "set", "project", "other"], cli.env)
+    assert "Note: MLENGINE_PROJECT sets project too" in r.err, r
+    assert run_mlengine(["config", "get", "project"], cli.env).out == f"{cli.project}\n"
+    r = run_mlengine(["config", "set", "endpoint", "localhost:1"], env)
+    assert r.rc == 1 and "must start with http://" in r.err, r
+    r = run_mlengine(["config", "set", "zone", "x"], env)
+    assert r.rc == 1 and "there is no property \"zone\"" in r.err, r
+    r = run_mlengine(["config", "set", "account", "nobody@example.com"], env)
+    assert r.rc == 1 and "mlengine auth login nobody@example.com --token-file=FILE" in r.err, r
+    assert run_mlengine(["config", "unset", "project"], env).rc == 0
+    assert run_mlengine(["config", "get", "project"], env).out == "default\n"
+
+
 def test_gcloud_flags_are_accepted_and_what_cannot_be_honoured_is_refused_saying_why(cli, names):
     # Output-only global flags: accepted.
     r = cli("--quiet", "--verbosity=error", "jobs", "list", "--format", "json")
