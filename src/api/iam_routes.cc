@@ -363,6 +363,22 @@ void SetQuotas(const Services& s, const Call& call, Responder respond) {
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
   auto body = ParseJsonBody(call.body, false);
   if (!body.ok()) return respond(Fail(body.status(), pretty));
+  // A section the body leaves out (quotas.defaults, quotas.projects,
+  // shares) keeps what is in force: a file that only sets one project's
+  // quotas does not drop the defaults (TPU pod cores back to 0).
+  if (body->is_object()) {
+    json merged = service::EncodeQuotaSettings(s.quotas.Get().settings);
+    if (body->contains("shares")) merged["shares"] = (*body)["shares"];
+    if (body->contains("quotas") && (*body)["quotas"].is_object()) {
+      for (const auto& [key, value] : (*body)["quotas"].items()) merged["quotas"][key] = value;
+    } else if (body->contains("quotas")) {
+      merged["quotas"] = (*body)["quotas"];  // refused below, naming the field
+    }
+    for (const auto& [key, value] : body->items()) {
+      if (key != "quotas" && key != "shares") merged[key] = value;  // refused below, naming the field
+    }
+    *body = std::move(merged);
+  }
   auto settings = service::DecodeQuotaSettings(*body);
   if (!settings.ok()) return respond(Fail(settings.status(), pretty));
   s.quotas.Set(*std::move(settings), [&quotas = s.quotas, respond, pretty](absl::Status st) {

@@ -20,6 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cli/commands.h"
 #include "cli/schema.h"
 
@@ -403,7 +404,9 @@ void AddIamCommands(CLI::App& app, Context& ctx) {
   });
   auto set_args = std::make_shared<IamArgs>();
   CLI::App* q_set = quotas->add_subcommand(
-      "set", "Replace the quotas and weights with a file's (they replace the configuration file's until reset)");
+      "set",
+      "Set quotas and weights from a file: each section it has (quotas.defaults, quotas.projects, shares) replaces "
+      "the one in force, the others are kept; in force until `admin quotas reset`");
   Usage(q_set, "mlengine admin quotas set FILE");
   MoreHelp(q_set,
            "\nFILE is YAML (or JSON) with the keys of mlengined's configuration file, e.g.\n"
@@ -424,10 +427,28 @@ void AddIamCommands(CLI::App& app, Context& ctx) {
         return absl::InvalidArgumentError(absl::StrCat(set_args->file, ": ", e.what()));
       }
       if (!body.is_object()) return absl::InvalidArgumentError(absl::StrCat(set_args->file, ": expected a map"));
-      json settings = {{"quotas", body.value("quotas", json::object())}, {"shares", body.value("shares", json::object())}};
+      // Only the sections the file has: the server keeps the others as they
+      // are in force, and this says which is which.
+      json settings = json::object();
+      std::vector<std::string> replaced, kept;
+      for (const char* section : {"defaults", "projects"}) {
+        const bool has = body.contains("quotas") && body["quotas"].is_object() && body["quotas"].contains(section);
+        (has ? replaced : kept).push_back(absl::StrCat("quotas.", section));
+      }
+      (body.contains("shares") ? replaced : kept).push_back("shares");
+      for (const auto& [key, value] : body.items()) {
+        if (key == "quotas" || key == "shares") {
+          settings[key] = value;
+        } else {
+          return absl::InvalidArgumentError(
+              absl::StrCat(set_args->file, ": unknown key ", key, "; known: quotas (defaults, projects), shares"));
+        }
+      }
       auto q = c.Call("PUT", "/mlengine/v1/quotas", {}, settings);
       if (!q.ok()) return q.status();
-      std::cerr << "Updated quotas and fair-share weights.\n";
+      std::cerr << "Replaced " << (replaced.empty() ? "nothing" : absl::StrJoin(replaced, ", "));
+      if (!kept.empty()) std::cerr << "; kept " << absl::StrJoin(kept, ", ") << " as they were in force";
+      std::cerr << ".\n";
       PrintResource(*q, f);
       return absl::OkStatus();
     });

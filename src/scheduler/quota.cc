@@ -153,7 +153,10 @@ absl::Status CheckQuotaNever(const Quotas& quotas, absl::string_view project, ab
         " but the quota of project ", project, " in region ", region, " is ", FormatQuotaAmount(r, limits[i]),
         pod ? " (TPU pod slices need a quota increase first)" : "",
         ". An operator raises it with ", RaiseHint(quotas, project, region, r),
-        " in mlengined's configuration (quotas:)."));
+        quotas.spec().set_by_admin
+            ? " through `mlengine admin quotas set FILE` (the quotas in force were set that way, not by "
+              "mlengined's configuration file)."
+            : " in mlengined's configuration (quotas:), or with `mlengine admin quotas set FILE`."));
   }
   return absl::OkStatus();
 }

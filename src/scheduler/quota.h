@@ -76,6 +76,9 @@ struct QuotaSpec {
   std::map<std::string, int64_t> defaults;
   // project -> region -> resource name -> amount.
   std::map<std::string, std::map<std::string, std::map<std::string, int64_t>>> projects;
+  // Where they come from, for the hint a refusal gives: false, the
+  // configuration file's quotas:; true, `mlengine admin quotas set`.
+  bool set_by_admin = false;
   bool operator==(const QuotaSpec&) const = default;
 };
 

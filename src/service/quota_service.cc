@@ -102,6 +102,7 @@ absl::Status QuotaService::Recover() {
   if (!settings.ok()) {
     return absl::DataLossError(absl::StrCat("the stored quota settings are unreadable: ", settings.status().message()));
   }
+  settings->quotas.set_by_admin = true;  // only `admin quotas set` stores them
   if (auto s = Apply(*settings); !s.ok()) {
     return absl::DataLossError(absl::StrCat("the stored quota settings are refused: ", s.message()));
   }
@@ -118,6 +119,7 @@ QuotaService::Current QuotaService::Get() const {
 }
 
 void QuotaService::Set(QuotaSettings settings, std::function<void(absl::Status)> done) {
+  settings.quotas.set_by_admin = true;
   if (auto q = scheduler::Quotas::Compile(settings.quotas); !q.ok()) return done(std::move(q).status());
   if (auto w = scheduler::Shares::Compile(settings.shares); !w.ok()) return done(std::move(w).status());
   db::Record record{kKind, kKey, EncodeQuotaSettings(settings).dump()};

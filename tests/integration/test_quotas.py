@@ -56,3 +56,30 @@ def test_quotas_set_at_run_time_refuse_stay_and_reset(launcher):
     s2.set_up_tpu_access("qp")
     status, body = s2.create("qp", tpu_job("pod3", **POD_JOB))
     assert status == 400 and "TPU_V2_POD_CORES" in body["error"]["message"], body
+
+
+def test_a_settings_file_without_a_section_keeps_the_one_in_force(launcher):
+    """A file that sets one project's quotas once dropped the file's
+    defaults (TPU pod cores 32 -> 0). Each section it leaves out is kept;
+    a refusal names the way the quotas in force were set."""
+    data = launcher.new_data_dir()
+    s = launcher.start(data)
+    status, before = s.call("GET", "/mlengine/v1/quotas")
+    assert status == 200
+    status, now = s.call("PUT", "/mlengine/v1/quotas",
+                         {"quotas": {"projects": {"qp": {"us-central1": {"JOBS": 1}}}}})
+    assert status == 200, now
+    assert now["quotas"]["defaults"] == before["quotas"]["defaults"], now
+    assert now["shares"] == before["shares"], now
+    assert now["quotas"]["projects"]["qp"]["us-central1"] == {"JOBS": 1}, now
+    status, now = s.call("PUT", "/mlengine/v1/quotas", {"shares": {"qp": 2}})
+    assert status == 200 and now["shares"] == {"qp": 2}, now
+    assert now["quotas"]["projects"]["qp"]["us-central1"] == {"JOBS": 1}, now
+    status, now = s.call("PUT", "/mlengine/v1/quotas", {"quotas": {"defaults": {"TPU_V2_POD_CORES": 0}}})
+    assert status == 200 and now["quotas"]["defaults"] == {"TPU_V2_POD_CORES": 0}, now
+    s.set_up_tpu_access("qp")
+    status, body = s.create("qp", tpu_job("pod4", **POD_JOB))
+    assert status == 400 and "mlengine admin quotas set FILE` (the quotas in force were set that way" in \
+        body["error"]["message"], body
+    status, body = s.call("PUT", "/mlengine/v1/quotas", {"quota": {}})
+    assert status == 400 and "quota" in body["error"]["message"], body

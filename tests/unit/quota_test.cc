@@ -102,6 +102,8 @@ TEST(QuotaTest, LimitsOfAProjectAndRegionOverrideTheDefaultsKeyByKey) {
 TEST(QuotaTest, AJobThatCanNeverFitIsRefusedNamingTheQuotaAndHowToRaiseIt) {
   auto limited = Quotas::Compile({{}, {{"p", {{"us-central1", {{"NVIDIA_TESLA_T4", 4}, {"CPUS", 4}}}}}}});
   ASSERT_TRUE(limited.ok());
+  auto admin = Quotas::Compile({{}, {{"p", {{"us-central1", {{"NVIDIA_TESLA_T4", 4}}}}}}, /*set_by_admin=*/true});
+  ASSERT_TRUE(admin.ok());
   struct Row {
     const char* name;
     const Quotas& quotas;
@@ -114,12 +116,15 @@ TEST(QuotaTest, AJobThatCanNeverFitIsRefusedNamingTheQuotaAndHowToRaiseIt) {
        "This job can never run: it needs 32 TPU_V2_POD_CORES but the quota of project p in region us-central1 is 0 "
        "(TPU pod slices need a quota increase first). An operator raises it with "
        "quotas.projects.p.us-central1.TPU_V2_POD_CORES (or quotas.defaults.TPU_V2_POD_CORES for every project and "
-       "region) in mlengined's configuration (quotas:)."},
+       "region) in mlengined's configuration (quotas:), or with `mlengine admin quotas set FILE`."},
       {"single_host_tpu_is_not_limited", defaults, Tpu("TPU_V3", 8), ""},
       {"gpus_over_quota", *limited, Gpus("NVIDIA_TESLA_T4", 4, 2),
        "This job can never run: it needs 8 NVIDIA_TESLA_T4 but the quota of project p in region us-central1 is 4. "
        "An operator raises it with quotas.projects.p.us-central1.NVIDIA_TESLA_T4 in mlengined's configuration "
-       "(quotas:)."},
+       "(quotas:), or with `mlengine admin quotas set FILE`."},
+      {"set_by_admin", *admin, Gpus("NVIDIA_TESLA_T4", 4, 2),
+       "An operator raises it with quotas.projects.p.us-central1.NVIDIA_TESLA_T4 through `mlengine admin quotas set "
+       "FILE` (the quotas in force were set that way, not by mlengined's configuration file)."},
       {"gpus_within_quota", *limited, Gpus("NVIDIA_TESLA_T4", 2, 2), ""},
       {"cpus_over_quota", *limited, Gpus("", 0, 3), "it needs 4.5 CPUS but the quota of project p in region "
                                                    "us-central1 is 4."},

@@ -318,7 +318,7 @@ TEST_F(SchedulerTest, PodsAreRefusedAtSubmissionUntilAQuotaAllowsThem) {
             "This job can never run: it needs 32 TPU_V2_POD_CORES but the quota of project p in region us-central1 "
             "is 0 (TPU pod slices need a quota increase first). An operator raises it with "
             "quotas.projects.p.us-central1.TPU_V2_POD_CORES (or quotas.defaults.TPU_V2_POD_CORES for every project "
-            "and region) in mlengined's configuration (quotas:).");
+            "and region) in mlengined's configuration (quotas:), or with `mlengine admin quotas set FILE`.");
 
   EXPECT_EQ(scheduler_->SetQuotas({{{"TPU_V2_PODS", 32}}, {}}).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE(scheduler_->Admit(PodJob("pod", 32)).ok()) << "a refused configuration changes nothing";
