@@ -327,6 +327,9 @@ absl::Status Server::Parts::Build() {
   if (auto s = rundir::CreateDirectories(runs.string()); !s.ok()) return s;
 
   validate::Config validation = validate::Config::Defaults();
+  // The regions this cluster serves (`regions:`), TPU jobs in those of them
+  // AI Platform had TPUs in.
+  validation.served_regions = config.regions;
   for (const auto& r : config.runtimes.runtimes()) {
     validation.runtime_versions.push_back({r.name, {r.python_version}, r.tpu_capable});
   }

@@ -3,14 +3,17 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/subprocess.h"
+#include "model/catalog.h"
 
 namespace mle::server {
 
@@ -224,6 +227,25 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
       if (c.submit_concurrency < 1 || c.submit_concurrency > 64) {
         return absl::InvalidArgumentError(absl::StrCat(origin, ": slurm.submit_concurrency is ", c.submit_concurrency,
                                                        "; it must be 1 to 64 (sbatch calls at once)"));
+      }
+    }
+    if (auto regions = root["regions"]) {
+      if (!regions.IsSequence() || regions.size() == 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(origin, ": regions must be a list of the regions this cluster serves, e.g. [us-central1]"));
+      }
+      config.regions.clear();
+      for (const auto& r : regions) {
+        const std::string name = r.as<std::string>();
+        const auto known = model::DefaultRegions();
+        if (std::find(known.begin(), known.end(), std::string_view(name)) == known.end()) {
+          std::vector<std::string> names;
+          for (std::string_view k : known) names.emplace_back(k);
+          return absl::InvalidArgumentError(absl::StrCat(origin, ": regions: ", name,
+                                                         " is not an AI Platform region; known: ",
+                                                         absl::StrJoin(names, ", ")));
+        }
+        config.regions.push_back(name);
       }
     }
     if (auto quotas = root["quotas"]) {

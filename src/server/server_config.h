@@ -50,6 +50,9 @@ struct ServerConfig {
   int cancel_grace_seconds = 10;
   SlurmConfig slurm;
   scheduler::Quotas quotas;  // `quotas:` (defaults, projects.<p>.<region>)
+  // `regions:` the regions this cluster serves (AI Platform's names); a
+  // job or study for another is refused. One by default.
+  std::vector<std::string> regions = {"us-central1"};
   scheduler::Shares shares;  // `shares:` (fair-share weight by project)
   containers::ContainerSettings containers;  // `containers:` (custom container jobs)
   // `console_dir:` the web console's files; nullopt: `console` beside the

@@ -397,6 +397,13 @@ void CheckRegion(const Context& c, Violations& v) {
   } else if (c.tpu_job && !Contains(c.config.tpu_regions, region)) {
     v.Add(Ti("region"), absl::StrFormat("region %s has no TPUs; a TPU job must run in one of: %s",
                                         region, JoinNames(c.config.tpu_regions)));
+  } else if (!c.config.served_regions.empty() && !Contains(c.config.served_regions, region)) {
+    // A region is a place: a job for one this cluster does not serve would
+    // run on the same machines under another region's quota.
+    v.Add(Ti("region"),
+          absl::StrFormat("region %s is not served by this cluster; it serves: %s (its operator lists them under "
+                          "regions: in mlengined's configuration)",
+                          region, JoinNames(c.config.served_regions)));
   }
 }
 

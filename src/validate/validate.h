@@ -28,6 +28,9 @@ using FieldViolation = common::FieldViolation;
 struct Config {
   std::vector<std::string> regions;
   std::vector<std::string> tpu_regions;
+  // The regions this deployment serves (its `regions:`); empty: all of
+  // `regions`. A job for an AI Platform region not served here is refused.
+  std::vector<std::string> served_regions;
   std::vector<model::RuntimeVersion> runtime_versions;
   static Config Defaults();
 };

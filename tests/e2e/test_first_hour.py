@@ -79,3 +79,14 @@ def test_auth_login_checks_whose_token_it_is(cli, names, tmp_path):
     r = cli("--endpoint", cli.server.endpoint, "jobs", "list", env={"MLENGINE_CONFIG": ""})
     assert r.rc != 0 and "UNAUTHENTICATED" in r.err, r
     assert "mlengine auth login EMAIL --token-file=FILE" in r.err and "operator gave you" in r.err, r.err
+
+
+def test_a_region_this_cluster_does_not_serve_is_refused_before_anything_is_staged(cli, names):
+    """A job refused for its quota in us-central1 once ran at once with
+    --region europe-west4 on the same host: a region is a place."""
+    job = names.job("elsewhere")
+    r = cli("jobs", "submit", "training", job, "--staging-bucket", f"gs://{cli.bucket}", "--region", "europe-west4",
+            "--runtime-version", RUNTIME, "--package-path", AIP_HYPERTUNE, "--module-name", "trainer.task")
+    assert r.rc == 1, r
+    assert "region europe-west4 is not served by this cluster; it serves: us-central1" in r.err, r.err
+    assert "Uploading" not in r.err and "Building" not in r.err, r.err

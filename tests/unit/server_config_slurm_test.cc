@@ -41,5 +41,33 @@ TEST(ServerConfigSlurmAccounts, Table) {
   }
 }
 
+// `regions:` the regions this cluster serves: one by default, AI Platform's
+// names only (a typo is refused naming the known ones).
+TEST(ServerConfigRegions, Table) {
+  struct Row {
+    std::string yaml;
+    std::vector<std::string> regions;
+    std::string error;  // part of the refusal; "" accepted
+  };
+  const std::vector<Row> rows = {
+      {"", {"us-central1"}, ""},
+      {"regions: [us-central1, europe-west4]\n", {"us-central1", "europe-west4"}, ""},
+      {"regions: [us-centrall]\n", {}, "regions: us-centrall is not an AI Platform region; known: "},
+      {"regions: []\n", {}, "regions must be a list of the regions this cluster serves"},
+      {"regions: us-central1\n", {}, "regions must be a list of the regions this cluster serves"},
+  };
+  for (const auto& row : rows) {
+    const std::string runtimes = "runtimes:\n  - {name: rt, python: /usr/bin/python3, python_version: '3.11'}\n";
+    auto config = ParseServerConfig(runtimes + row.yaml, "test.yaml");
+    if (!row.error.empty()) {
+      ASSERT_FALSE(config.ok()) << row.yaml;
+      EXPECT_THAT(std::string(config.status().message()), HasSubstr("test.yaml: " + row.error));
+      continue;
+    }
+    ASSERT_TRUE(config.ok()) << row.yaml << config.status();
+    EXPECT_EQ(config->regions, row.regions) << row.yaml;
+  }
+}
+
 }  // namespace
 }  // namespace mle::server

@@ -1142,6 +1142,24 @@ std::vector<std::string> Fields(const std::vector<FieldViolation>& violations) {
   return out;
 }
 
+// A region is a place: a job for an AI Platform region this cluster does
+// not serve is refused naming those it serves (it would run on the same
+// machines under another region's quota).
+TEST(ValidateJobTest, ARegionThisClusterDoesNotServeIsRefused) {
+  Config config = Config::Defaults();
+  config.served_regions = {"us-central1"};
+  Job job = RuntimeJob();
+  T(job).region = "europe-west4";
+  const auto got = ValidateJob(job, config);
+  ASSERT_EQ(Fields(got), std::vector<std::string>{"trainingInput.region"});
+  EXPECT_THAT(got[0].description, testing::HasSubstr("region europe-west4 is not served by this cluster; it serves: "
+                                                     "us-central1"));
+  T(job).region = "us-central1";
+  EXPECT_TRUE(ValidateJob(job, config).empty());
+  T(job).region = "mars-1";  // not a region at all: AI Platform's list
+  EXPECT_THAT(ValidateJob(job, config)[0].description, testing::HasSubstr("is not supported; allowed:"));
+}
+
 TEST(ValidateJobTest, ReportsEveryIndependentProblemAtOnce) {
   Job job = TpuJob("n1-highcpu-16", "TPU_V2", 4);
   job.job_id = "9lives";
