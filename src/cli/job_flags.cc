@@ -122,7 +122,16 @@ absl::StatusOr<json> ParseJobConfig(const std::string& text, const std::string& 
         "--config ", path, ": the file must hold a Job (a mapping with jobId, labels, trainingInput), e.g.\n"
         "  trainingInput:\n    scaleTier: CUSTOM\n    masterType: n1-highcpu-16"));
   }
-  return Schema::Embedded().FromYaml(root, kJobSchema);
+  json job = Schema::Embedded().FromYaml(root, kJobSchema);
+  // The tier as the samples spell it (basic, basic-gpu): gcloud's own
+  // spelling of the flag, which AI Platform's config files took too.
+  if (job.contains("trainingInput") && job["trainingInput"].is_object()) {
+    json& ti = job["trainingInput"];
+    if (ti.contains("scaleTier") && ti["scaleTier"].is_string()) {
+      if (auto tier = ScaleTierEnum(ti["scaleTier"].get<std::string>()); tier.ok()) ti["scaleTier"] = *tier;
+    }
+  }
+  return job;
 }
 
 absl::StatusOr<json> BuildJob(const json& config, const SubmitFlags& f) {

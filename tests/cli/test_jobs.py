@@ -282,6 +282,22 @@ def test_config_set_get_list_as_gcloud_config(cli, names, tmp_path):
     assert run_mlengine(["config", "get", "project"], env).out == "default\n"
 
 
+SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "aip_samples")
+
+
+def test_sample_config_shapes_are_accepted(cli, names):
+    """The shapes Google's sample configs use pass validation as on AI
+    Platform: each is accepted by the server. A GPU the cluster lacks is the
+    one refusal allowed, for the hardware."""
+    for name in sorted(f for f in os.listdir(SAMPLES) if f.endswith(".yaml")):
+        job = names.job(name[:-5].replace("-", "_"))
+        r = cli("jobs", "submit", "training", job, "--config", os.path.join(SAMPLES, name),
+                "--packages", "gs://b/t.tar.gz", "--module-name", "trainer.task", *RUNTIME_FLAGS)
+        if r.rc != 0 and "NVIDIA_TESLA_T4" in r.err and "never run on this cluster" in r.err:
+            continue
+        assert r.rc == 0, (name, r.err)
+
+
 def test_gcloud_flags_are_accepted_and_what_cannot_be_honoured_is_refused_saying_why(cli, names):
     # Output-only global flags: accepted.
     r = cli("--quiet", "--verbosity=error", "jobs", "list", "--format", "json")
