@@ -151,18 +151,32 @@ def become(spec):
         return 1
     except KeyboardInterrupt:
         # As the interpreter does: the traceback, then death by SIGINT.
-        import traceback
-        traceback.print_exc()
+        _print_trainer_traceback()
         sys.stdout.flush()
         sys.stderr.flush()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
         return 130
     except BaseException:  # noqa: B902 - as the interpreter reports it
-        import traceback
-        traceback.print_exc()
+        _print_trainer_traceback()
         return 1
     return 0
+
+
+def _print_trainer_traceback():
+    """The traceback a cold `python -m` would print: without this file's
+    frames and runpy's run_module (a cold start has runpy's own
+    _run_module_as_main there), from runpy's _run_code down to the trainer."""
+    import traceback
+    etype, value, tb = sys.exc_info()
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        ours = code.co_filename == __file__
+        runner = code.co_filename == runpy.__file__ and code.co_name in ("run_module", "_run_module_code")
+        if not (ours or runner):
+            break
+        tb = tb.tb_next
+    traceback.print_exception(etype, value, tb)
 
 
 PR_SET_CHILD_SUBREAPER = 36

@@ -98,6 +98,12 @@ def test_failures_are_reported_as_from_a_cold_start(wserver, wcli, names, end):
     first = [j["errorMessage"].split(" Last lines of its log")[0] for j in (warm, cold)]
     assert first[0] == first[1], first
     assert start_line(wcli, warm["jobId"]).startswith("mlengine: warm start")
+    if end == "raise":
+        # The trainer's traceback as a cold start prints it: no frame of
+        # mlengine's own.
+        logs = wcli.ok("jobs", "stream-logs", warm["jobId"]).out
+        assert "RuntimeError: the probe failed on purpose" in logs and "trainer/task.py" in logs, logs
+        assert "_warm.py" not in logs and "mlengine/" not in logs.split("Traceback")[1], logs
 
 
 def test_a_package_with_its_own_numpy_starts_cold(wserver, wcli, names):
