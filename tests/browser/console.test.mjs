@@ -328,6 +328,7 @@ test('a failed job shows its reason in #job-error', async () => {
   }
   await waitText(page, '#job-yaml', (t) => t.includes('pythonModule') && t.includes('trainer.task'), 'the trainingInput as YAML');
   const command = await waitText(page, '#job-command', (t) => t.includes('mlengine jobs submit training failing'), 'the equivalent command');
+  assert.ok(command.includes(`--project=${P}`), `the command names the job's project: ${command}`);
   await o.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.endpoint });
   await page.locator('#copy-command').click();
   await until(async () => (await page.evaluate(() => navigator.clipboard.readText())) === command,

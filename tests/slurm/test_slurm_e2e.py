@@ -697,8 +697,10 @@ def test_per_project_accounts_carry_the_quotas_into_slurm(slurm_server_factory, 
     cli.wait_state(job, {"SUCCEEDED"}, timeout=60)
     assert f"#SBATCH --account={account}\n" in open(os.path.join(run_dir(cli, job), "batch.sh")).read()
 
-    # The project's quota removed at run time: its limits are cleared in Slurm.
+    # The project's quota removed at run time (an empty projects: replaces the
+    # one in force; a file without it would keep it): its limits are cleared
+    # in Slurm.
     settings = tmp_path / "quotas.yaml"
-    settings.write_text("quotas:\n  defaults: {TPU_V2_POD_CORES: 32, TPU_V3_POD_CORES: 32}\n")
+    settings.write_text("quotas:\n  defaults: {TPU_V2_POD_CORES: 32, TPU_V3_POD_CORES: 32}\n  projects: {}\n")
     cli.ok("admin", "quotas", "set", str(settings))
     assert assoc_of(env, account) == {"": ("", ""), "root": ("", "")}

@@ -226,7 +226,7 @@ function overview(root, ctx) {
       import('../jobconfig.js')
         .then(({ configYaml, submitCommand }) => {
           text(yamlPre, configYaml(job));
-          text(commandPre, submitCommand(job, project));
+          text(commandPre, submitCommand(job, ctx.params.project));
         })
         .catch((e) => ctx.setError(e));
     }
