@@ -49,7 +49,17 @@ export function formatDate(iso, { utc = false } = {}) {
   const [Y, M, D, h, m, s] = utc
     ? [d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate(), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds()]
     : [d.getFullYear(), d.getMonth() + 1, d.getDate(), d.getHours(), d.getMinutes(), d.getSeconds()];
-  return `${Y}-${pad(M)}-${pad(D)} ${pad(h)}:${pad(m)}:${pad(s)}`;
+  return `${Y}-${pad(M)}-${pad(D)} ${pad(h)}:${pad(m)}:${pad(s)} ${utc ? 'UTC' : zoneOf(d)}`;
+}
+
+// The browser's offset from UTC at `d`, as "UTC+01:00" ("UTC" when none):
+// a time a reader can compare with a log's or a colleague's.
+export function zoneOf(d) {
+  const offset = -d.getTimezoneOffset();
+  if (offset === 0) return 'UTC';
+  const sign = offset > 0 ? '+' : '-';
+  const a = Math.abs(offset);
+  return `UTC${sign}${pad(Math.floor(a / 60))}:${pad(a % 60)}`;
 }
 
 // A job's duration: from start (or creation while it waits) to end or now.
@@ -100,6 +110,15 @@ export function acceleratorTotals(ti) {
 // the machine types ("n1-standard-4 + 2 × n1-standard-8").
 export function resourcesText(ti) {
   if (!ti) return '';
+  const machines = machinesText(ti);
+  // A tuning job runs its trials on those machines: say it is one.
+  const hp = ti.hyperparameters;
+  if (!hp) return machines;
+  const trials = count(hp.maxTrials) || 1;
+  return `tuning: ${trials} trial${trials === 1 ? '' : 's'} of ${machines}`;
+}
+
+function machinesText(ti) {
   const tier = ti.scaleTier || 'BASIC';
   if (tier !== 'CUSTOM') return tier;
   const totals = acceleratorTotals(ti);

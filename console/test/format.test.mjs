@@ -35,7 +35,9 @@ test('durations read as words at every scale', () => {
 });
 
 test('dates in UTC and the span between two times', () => {
-  assert.equal(formatDate('2024-05-01T14:03:22.123456Z', { utc: true }), '2024-05-01 14:03:22');
+  assert.equal(formatDate('2024-05-01T14:03:22.123456Z', { utc: true }), '2024-05-01 14:03:22 UTC');
+  // Local times say their zone (this process's: TZ decides).
+  assert.match(formatDate('2024-05-01T14:03:22Z'), /^2024-05-0[12] \d\d:\d\d:22 UTC([+-]\d\d:\d\d)?$/);
   assert.equal(formatDate(''), '');
   assert.equal(formatDate('not a date'), '');
   assert.equal(durationBetween('2024-05-01T14:00:00Z', '2024-05-01T14:01:30Z'), 90_000);
@@ -84,6 +86,9 @@ test('resources: the scale tier, else accelerators summed by type, else machine 
     [{ scaleTier: 'CUSTOM', masterType: 'n1-standard-4' }, 'n1-standard-4'],
     [{ scaleTier: 'CUSTOM', masterType: 'n1-standard-4', workerType: 'n1-standard-8', workerCount: '2' }, 'n1-standard-4 + 2 × n1-standard-8'],
     [{ scaleTier: 'CUSTOM', masterType: 'm', parameterServerType: 'p', parameterServerCount: 1 }, 'm + 1 × p'],
+    // A tuning job is marked as one, not shown as a BASIC job.
+    [{ scaleTier: 'BASIC', hyperparameters: { maxTrials: 4, goal: 'MAXIMIZE' } }, 'tuning: 4 trials of BASIC'],
+    [{ hyperparameters: { goal: 'MINIMIZE' } }, 'tuning: 1 trial of BASIC'],
   ];
   for (const [ti, want] of rows) assert.equal(resourcesText(ti), want, JSON.stringify(ti));
 });

@@ -372,6 +372,10 @@ test('a tuning job lists its trials and draws its charts (objective, per paramet
       `trial ${t.trialId} shows x=${t.hyperparameters.x}: ${text}`);
   }
   assert.ok(await shown(page, '#tab-trials'), 'a tuning job has the trials tab');
+  // The best trial (the API lists it first) is marked, and only it.
+  assert.deepEqual(await page.locator('#trials-table tr[data-best="true"]').evaluateAll((rows) => rows.map((r) => r.dataset.trialId)),
+    [trials[0].trialId]);
+  assert.ok((await page.locator(`#trials-table tr[data-trial-id="${trials[0].trialId}"] .badge-best`).textContent()).includes('best'));
   // A canvas counts as drawn when it has a few hundred painted pixels.
   const painted = (selector) => until(() => page.evaluate((sel) => {
     const canvas = document.querySelector(sel);

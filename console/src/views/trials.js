@@ -78,13 +78,25 @@ export function mount(root, ctx) {
       'Stopped early',
       'Duration',
     ]);
+    // The best trial by the job's goal (the first of equals), marked.
+    let bestId = null;
+    let bestObj = null;
     for (const tr of trials) {
       const obj = trialObjective(tr);
+      if (obj == null) continue;
+      if (bestObj == null || (goal === 'MINIMIZE' ? obj < bestObj : obj > bestObj)) {
+        bestObj = obj;
+        bestId = tr.trialId;
+      }
+    }
+    for (const tr of trials) {
+      const obj = trialObjective(tr);
+      const best = tr.trialId === bestId;
       tbody.append(
         h(
           'tr',
-          { 'data-trial-id': tr.trialId },
-          h('td', { class: 'trial-id' }, tr.trialId),
+          best ? { 'data-trial-id': tr.trialId, 'data-best': 'true', class: 'best' } : { 'data-trial-id': tr.trialId },
+          h('td', { class: 'trial-id' }, tr.trialId, best ? h('span', { class: 'badge badge-best', title: `best ${goal === 'MINIMIZE' ? 'lowest' : 'highest'} objective` }, 'best') : null),
           names.map((n) => {
             const v = tr.hyperparameters ? (tr.hyperparameters[n] ?? '') : '';
             return h('td', { class: 'param', 'data-param': n, title: String(v) }, formatNumber(v));
