@@ -443,6 +443,12 @@ test('a viewer sees no #cancel-button and the API refuses the cancel anyway', as
   assert.equal(refused.status, 403, JSON.stringify(refused));
   assert.equal(refused.body.error.status, 'PERMISSION_DENIED');
   assert.equal((await server.job(W, 'holder')).state, 'RUNNING');
+  // The buckets page says what the viewer lacks and what would grant it,
+  // not a bare 403.
+  await page.goto(server.consoleUrl(`#/buckets?project=${W}`));
+  await waitText(page, '#page-error', (t) => t.includes('storage.buckets.list') && t.includes('Roles that grant it:') &&
+    t.includes('roles/storage.admin'), 'a refusal naming the permission and the roles that grant it');
+  assert.ok(!(await page.locator('#page-error').textContent()).startsWith('403'), 'a bare status line');
   await assertClean(o);
 });
 
