@@ -214,8 +214,11 @@ const RuntimeVersion* FindRuntime(const Config& config, std::string_view name) {
 std::string RuntimeNames(const Config& config, bool tpu_only) {
   std::vector<std::string_view> names;
   for (const auto& r : config.runtime_versions) {
-    if (!tpu_only || r.tpu_capable) names.emplace_back(r.name);
+    if (tpu_only && !r.tpu_capable) continue;
+    if (!config.installed_runtimes.empty() && !Contains(config.installed_runtimes, r.name)) continue;
+    names.emplace_back(r.name);
   }
+  if (names.empty()) return "none (this cluster has no runtime installed for it)";
   return Join(names, ", ");
 }
 

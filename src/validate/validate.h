@@ -31,6 +31,10 @@ struct Config {
   // The regions this deployment serves (its `regions:`); empty: all of
   // `regions`. A job for an AI Platform region not served here is refused.
   std::vector<std::string> served_regions;
+  // The runtime versions this deployment runs (names among
+  // runtime_versions); a refusal lists these, not every name AI Platform
+  // had. Empty: all of runtime_versions.
+  std::vector<std::string> installed_runtimes;
   std::vector<model::RuntimeVersion> runtime_versions;
   static Config Defaults();
 };

@@ -1145,6 +1145,20 @@ std::vector<std::string> Fields(const std::vector<FieldViolation>& violations) {
 // A region is a place: a job for an AI Platform region this cluster does
 // not serve is refused naming those it serves (it would run on the same
 // machines under another region's quota).
+// A refusal of the runtime lists what this cluster runs, not every name
+// AI Platform had (2.11 is one; a cluster without it would offer it).
+TEST(ValidateJobTest, ARuntimeRefusalListsTheInstalledOnes) {
+  Config config = Config::Defaults();
+  config.runtime_versions.push_back({"pytorch-1.13-cpu", {"3.11"}, true});
+  config.installed_runtimes = {"pytorch-1.13-cpu"};
+  Job job = RuntimeJob();
+  T(job).runtime_version = "9.9";
+  T(job).python_version.clear();
+  const auto got = ValidateJob(job, config);
+  ASSERT_EQ(Fields(got), std::vector<std::string>{"trainingInput.runtimeVersion"});
+  EXPECT_EQ(got[0].description, "runtimeVersion 9.9 is not offered; allowed: pytorch-1.13-cpu");
+}
+
 TEST(ValidateJobTest, ARegionThisClusterDoesNotServeIsRefused) {
   Config config = Config::Defaults();
   config.served_regions = {"us-central1"};
