@@ -90,3 +90,23 @@ def test_a_region_this_cluster_does_not_serve_is_refused_before_anything_is_stag
     assert r.rc == 1, r
     assert "region europe-west4 is not served by this cluster; it serves: us-central1" in r.err, r.err
     assert "Uploading" not in r.err and "Building" not in r.err, r.err
+
+
+def test_a_viewers_refusals_name_the_role_that_would_do(cli, names):
+    """A viewer reads jobs; a submit or a cancel is refused naming the
+    permission, the roles that grant it and how an owner grants one."""
+    email = f"viewer{names.suffix}@example.com"
+    cli.ok("admin", "users", "create", email)
+    token = cli.ok("admin", "users", "create-token", email, "--lifetime=1h").out.strip()
+    as_viewer = {"MLENGINE_TOKEN": token}
+    cli.ok("projects", "add-iam-policy-binding", f"--member=user:{email}", "--role=roles/ml.viewer")
+    job = names.job("seen")
+    cli.ok("jobs", "submit", "training", job, "--packages", "gs://b/t.tar.gz", "--module-name", "m",
+           "--region", "us-central1", "--runtime-version", RUNTIME)
+    assert json.loads(cli.ok("jobs", "describe", job, "--format=json", env=as_viewer).out)["jobId"] == job
+    r = cli("jobs", "submit", "training", names.job("mine"), "--packages", "gs://b/t.tar.gz", "--module-name", "m",
+            "--region", "us-central1", "--runtime-version", RUNTIME, env=as_viewer)
+    assert r.rc != 0 and "Permission 'ml.jobs.create' denied" in r.err, r
+    assert "Roles that grant it: roles/owner, roles/editor, roles/ml.admin, roles/ml.developer" in r.err, r.err
+    r = cli("jobs", "cancel", job, env=as_viewer)
+    assert r.rc != 0 and "Permission 'ml.jobs.cancel' denied" in r.err and "roles/ml.developer" in r.err, r
