@@ -110,3 +110,15 @@ def test_a_viewers_refusals_name_the_role_that_would_do(cli, names):
     assert "Roles that grant it: roles/owner, roles/editor, roles/ml.admin, roles/ml.developer" in r.err, r.err
     r = cli("jobs", "cancel", job, env=as_viewer)
     assert r.rc != 0 and "Permission 'ml.jobs.cancel' denied" in r.err and "roles/ml.developer" in r.err, r
+
+
+def test_a_distributed_job_streams_its_logs_to_success(cli, names):
+    """A CUSTOM cluster (a master and a worker) trains over gloo, followed
+    with --stream-logs to the end, as a newcomer's second job would be."""
+    job = names.job("dist")
+    r = cli.submit(job, "--scale-tier", "custom", "--master-machine-type", "n1-standard-4",
+                   "--worker-machine-type", "n1-standard-4", "--worker-count", "1", "--stream-logs",
+                   package=os.path.join(TRAINERS, "warm", "trainer"), args=["--end=gloo"], timeout=300)
+    assert r.rc == 0, (r.err[-3000:], cli.explain(job))
+    assert "master-replica-0" in r.out + r.err and "worker-replica-0" in r.out + r.err, r
+    assert cli.describe(job)["state"] == "SUCCEEDED"
