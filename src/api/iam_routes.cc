@@ -363,25 +363,12 @@ void SetQuotas(const Services& s, const Call& call, Responder respond) {
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
   auto body = ParseJsonBody(call.body, false);
   if (!body.ok()) return respond(Fail(body.status(), pretty));
-  // A section the body leaves out (quotas.defaults, quotas.projects,
-  // shares) keeps what is in force: a file that only sets one project's
-  // quotas does not drop the defaults (TPU pod cores back to 0).
-  if (body->is_object()) {
-    json merged = service::EncodeQuotaSettings(s.quotas.Get().settings);
-    if (body->contains("shares")) merged["shares"] = (*body)["shares"];
-    if (body->contains("quotas") && (*body)["quotas"].is_object()) {
-      for (const auto& [key, value] : (*body)["quotas"].items()) merged["quotas"][key] = value;
-    } else if (body->contains("quotas")) {
-      merged["quotas"] = (*body)["quotas"];  // refused below, naming the field
-    }
-    for (const auto& [key, value] : body->items()) {
-      if (key != "quotas" && key != "shares") merged[key] = value;  // refused below, naming the field
-    }
-    *body = std::move(merged);
-  }
-  auto settings = service::DecodeQuotaSettings(*body);
+  // Each section the body has replaces the one in force; QuotaService
+  // keeps the others (a file for one project keeps the defaults).
+  service::QuotaSections present;
+  auto settings = service::DecodeQuotaSettings(*body, &present);
   if (!settings.ok()) return respond(Fail(settings.status(), pretty));
-  s.quotas.Set(*std::move(settings), [&quotas = s.quotas, respond, pretty](absl::Status st) {
+  s.quotas.Set(*std::move(settings), present, [&quotas = s.quotas, respond, pretty](absl::Status st) {
     if (!st.ok()) return respond(Fail(st, pretty));
     respond(Render(QuotasJson(quotas.Get()), pretty));
   });

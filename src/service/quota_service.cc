@@ -35,11 +35,13 @@ json EncodeQuotaSettings(const QuotaSettings& s) {
   return {{"quotas", {{"defaults", s.quotas.defaults}, {"projects", projects}}}, {"shares", s.shares}};
 }
 
-absl::StatusOr<QuotaSettings> DecodeQuotaSettings(const json& body) {
+absl::StatusOr<QuotaSettings> DecodeQuotaSettings(const json& body, QuotaSections* present) {
   if (!body.is_object()) return Bad("", "the body must be an object with quotas and shares");
+  QuotaSections has;
   QuotaSettings s;
   for (const auto& [key, value] : body.items()) {
     if (key == "shares") {
+      has.shares = true;
       auto shares = Amounts(value, "shares");
       if (!shares.ok()) return shares.status();
       s.shares = *std::move(shares);
@@ -47,10 +49,12 @@ absl::StatusOr<QuotaSettings> DecodeQuotaSettings(const json& body) {
       if (!value.is_object()) return Bad("quotas", "must be an object with defaults and projects");
       for (const auto& [qkey, qvalue] : value.items()) {
         if (qkey == "defaults") {
+          has.defaults = true;
           auto defaults = Amounts(qvalue, "quotas.defaults");
           if (!defaults.ok()) return defaults.status();
           s.quotas.defaults = *std::move(defaults);
         } else if (qkey == "projects") {
+          has.projects = true;
           if (!qvalue.is_object()) return Bad("quotas.projects", "must be a map of projects to regions");
           for (const auto& [project, regions] : qvalue.items()) {
             if (!regions.is_object()) {
@@ -70,13 +74,14 @@ absl::StatusOr<QuotaSettings> DecodeQuotaSettings(const json& body) {
       return Bad(key, "unknown field; known: quotas, shares");
     }
   }
+  if (present != nullptr) *present = has;
   return s;
 }
 
 QuotaService::QuotaService(db::Store& store, scheduler::Scheduler& scheduler, QuotaSettings from_file,
                            scheduler::QuotaMirror* mirror)
     : store_(store), scheduler_(scheduler), from_file_(std::move(from_file)), mirror_(mirror),
-      current_{from_file_, true} {}
+      current_{from_file_, true}, requested_(from_file_) {}
 
 absl::Status QuotaService::Mirror(const scheduler::QuotaSpec& spec) {
   if (mirror_ == nullptr) return absl::OkStatus();
@@ -109,6 +114,7 @@ absl::Status QuotaService::Recover() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     current_ = {*settings, false};
+    requested_ = *settings;
   }
   return Mirror(settings->quotas);
 }
@@ -118,16 +124,34 @@ QuotaService::Current QuotaService::Get() const {
   return current_;
 }
 
-void QuotaService::Set(QuotaSettings settings, std::function<void(absl::Status)> done) {
-  settings.quotas.set_by_admin = true;
-  if (auto q = scheduler::Quotas::Compile(settings.quotas); !q.ok()) return done(std::move(q).status());
-  if (auto w = scheduler::Shares::Compile(settings.shares); !w.ok()) return done(std::move(w).status());
+void QuotaService::Set(QuotaSettings update, QuotaSections present, std::function<void(absl::Status)> done) {
+  QuotaSettings settings;
+  absl::Status checked;
+  {
+    // Merged, checked and recorded at once: the next Set merges into this
+    // one even before it is stored (the store commits in order); a refused
+    // commit goes back to what is in force.
+    std::lock_guard<std::mutex> lock(mu_);
+    settings = requested_;
+    if (present.defaults) settings.quotas.defaults = std::move(update.quotas.defaults);
+    if (present.projects) settings.quotas.projects = std::move(update.quotas.projects);
+    if (present.shares) settings.shares = std::move(update.shares);
+    settings.quotas.set_by_admin = true;
+    checked = scheduler::Quotas::Compile(settings.quotas).status();
+    if (checked.ok()) checked = scheduler::Shares::Compile(settings.shares).status();
+    if (checked.ok()) requested_ = settings;
+  }
+  if (!checked.ok()) return done(std::move(checked));
   db::Record record{kKind, kKey, EncodeQuotaSettings(settings).dump()};
   store_.Commit({db::PutRecord{std::move(record)}}, [this, settings, done = std::move(done)](absl::Status s) {
     if (s.ok()) s = Apply(settings);  // checked above: it applies
-    if (s.ok()) {
+    {
       std::lock_guard<std::mutex> lock(mu_);
-      current_ = {settings, false};
+      if (s.ok()) {
+        current_ = {settings, false};
+      } else if (requested_ == settings) {
+        requested_ = current_.settings;
+      }
     }
     Answer(std::move(s), settings.quotas, std::move(done));
   });
@@ -145,6 +169,7 @@ void QuotaService::Reset(std::function<void(absl::Status)> done) {
     if (s.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       current_ = {from_file_, true};
+      requested_ = from_file_;
     }
     Answer(std::move(s), from_file_.quotas, std::move(done));
   });

@@ -33,9 +33,18 @@ struct QuotaSettings {
   bool operator==(const QuotaSettings&) const = default;
 };
 
+// Which sections a settings body has: each one it has replaces the one in
+// force, the others are kept (a file for one project keeps the defaults).
+struct QuotaSections {
+  bool defaults = false;  // quotas.defaults
+  bool projects = false;  // quotas.projects
+  bool shares = false;
+};
+
 nlohmann::json EncodeQuotaSettings(const QuotaSettings& settings);
-// INVALID_ARGUMENT naming the field for a body of another shape.
-absl::StatusOr<QuotaSettings> DecodeQuotaSettings(const nlohmann::json& body);
+// INVALID_ARGUMENT naming the field for a body of another shape; `present`
+// (may be null) gets the sections the body has.
+absl::StatusOr<QuotaSettings> DecodeQuotaSettings(const nlohmann::json& body, QuotaSections* present = nullptr);
 
 class QuotaService {
  public:
@@ -54,10 +63,13 @@ class QuotaService {
     bool from_file = true;  // false: set through the admin API
   };
   Current Get() const;
-  // Checks, stores, then applies `settings`; `done` once durable (or refused).
-  // A mirror that fails does not undo the change (it is stored and in force
-  // in mlengined): `done` gets its error, saying so.
-  void Set(QuotaSettings settings, std::function<void(absl::Status)> done);
+  // The sections `present` of `update` replace those of the settings last
+  // set (in force, or being stored by an earlier Set: sets merge in the
+  // order they are made); then checks, stores and applies the result;
+  // `done` once durable (or refused). A mirror that fails does not undo the
+  // change (it is stored and in force in mlengined): `done` gets its error,
+  // saying so.
+  void Set(QuotaSettings update, QuotaSections present, std::function<void(absl::Status)> done);
   // Back to the configuration file's settings.
   void Reset(std::function<void(absl::Status)> done);
 
@@ -74,6 +86,7 @@ class QuotaService {
   scheduler::QuotaMirror* const mirror_;
   mutable std::mutex mu_;
   Current current_;
+  QuotaSettings requested_;  // guarded by mu_: what the last Set (or Reset) asked for; Set merges into it
   common::SerialWorker mirror_worker_;  // mirrors changes in the order stored; last: stops first
 };
 
