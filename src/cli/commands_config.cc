@@ -18,7 +18,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "cli/commands.h"
 
 namespace mle::cli {
@@ -60,27 +59,12 @@ absl::StatusOr<json> Load(const std::string& path) {
   return doc;
 }
 
-// What wins over the config file for `property`, if something does now.
-std::string Shadowed(const std::string& property, const Context& ctx) {
-  const EnvLookup env = ProcessEnv();
-  auto set = [&](const char* name) {
-    auto v = env(name);
-    return v && !v->empty();
-  };
-  if (property == "project") {
-    if (!ctx.flags.project.empty()) return "--project";
-    if (set("MLENGINE_PROJECT")) return "MLENGINE_PROJECT";
-  } else if (property == "endpoint") {
-    if (!ctx.flags.endpoint.empty()) return "--endpoint";
-    if (set("MLENGINE_API_ENDPOINT")) return "MLENGINE_API_ENDPOINT";
-  } else if (property == "token_file") {
-    if (set("MLENGINE_TOKEN")) return "MLENGINE_TOKEN";
-  }
-  if (set("MLENGINE_CONFIG") && property != "account") {
-    auto named = Load(*env("MLENGINE_CONFIG"));
-    if (named.ok() && named->contains(property)) return absl::StrCat("MLENGINE_CONFIG (", *env("MLENGINE_CONFIG"), ")");
-  }
-  return "";
+// Where the value of `property` in force comes from (config.h's order:
+// a flag, a variable, MLENGINE_CONFIG's file, this file, the default).
+std::string SourceOf(const Connection& c, const std::string& property) {
+  if (property == "project") return c.project_source;
+  if (property == "endpoint") return c.endpoint_source;
+  return c.token_source;  // token_file
 }
 
 }  // namespace
@@ -130,8 +114,11 @@ void AddConfigCommands(CLI::App& app, Context& ctx) {
       return void(ctx.exit_code = PrintError(cmd, s));
     }
     std::cerr << "Updated property [" << property << "] in " << path << ".\n";
-    if (const std::string over = Shadowed(property, ctx); !over.empty()) {
-      std::cerr << "Note: " << over << " sets " << property << " too, and wins over this file while it does.\n";
+    // Something stronger may set it too (config.h's order).
+    if (auto now = ResolveConnection(ctx.flags, ProcessEnv(), RealFiles()); now.ok()) {
+      if (const std::string source = SourceOf(*now, property); source != path) {
+        std::cerr << "Note: " << source << " sets " << property << " too, and wins over this file while it does.\n";
+      }
     }
   });
 
@@ -182,19 +169,11 @@ void AddConfigCommands(CLI::App& app, Context& ctx) {
     auto c = ctx.GetClient();
     if (!c.ok()) return void(ctx.exit_code = PrintError(cmd, c.status()));
     const Connection& conn = (*c)->connection();
-    auto doc = Load(DefaultConfigPath(ProcessEnv()));
-    const std::string file = DefaultConfigPath(ProcessEnv());
-    auto where = [&](const std::string& property) {
-      const std::string over = Shadowed(property, ctx);
-      if (!over.empty()) return over;
-      if (doc.ok() && doc->contains(property)) return file;
-      return std::string("default");
-    };
-    std::cout << "project = " << conn.project << "    (" << where("project") << ")\n"
-              << "endpoint = " << conn.endpoint << "    (" << (conn.endpoint_source.empty() ? where("endpoint")
-                                                                                           : conn.endpoint_source)
-              << ")\n"
-              << "account = " << (conn.account.empty() ? "(none: no auth login)" : conn.account) << "\n";
+    std::cout << "project = " << conn.project << "    (" << conn.project_source << ")\n"
+              << "endpoint = " << conn.endpoint << "    (" << conn.endpoint_source << ")\n"
+              << "account = " << (conn.account.empty() ? "(none: no auth login)" : conn.account) << "\n"
+              << "token = " << (conn.token.empty() ? "(none)" : "set") << "    ("
+              << (conn.token_source.empty() ? "nowhere" : conn.token_source) << ")\n";
   });
 }
 

@@ -168,27 +168,33 @@ absl::StatusOr<Connection> ResolveConnection(const GlobalFlags& flags, const Env
   // Token.
   if (!flags.token.empty()) {
     out.token = flags.token;
+    out.token_source = "--token";
   } else if (!flags.token_file.empty()) {
     auto t = ReadToken(flags.token_file, files, "--token-file");
     if (!t.ok()) return t.status();
     out.token = *t;
+    out.token_source = "--token-file";
   } else if (std::string t = env_value("MLENGINE_TOKEN"); !t.empty()) {
     out.token = t;
+    out.token_source = "MLENGINE_TOKEN";
   } else if (auto active = ReadActiveCredential(CredentialsPath(env), files); !active.ok()) {
     return active.status();
   } else if (active->has_value()) {
     out.token = (*active)->token;
     out.account = (*active)->account;
+    out.token_source = CredentialsPath(env);
   } else {
     for (const auto& c : configs) {
       if (!c.token.empty()) {
         out.token = c.token;
+        out.token_source = c.path;
         break;
       }
       if (!c.token_file.empty()) {
         auto t = ReadToken(c.token_file, files, absl::StrCat("token_file in ", c.path));
         if (!t.ok()) return t.status();
         out.token = *t;
+        out.token_source = c.path;
         break;
       }
     }
@@ -197,17 +203,23 @@ absl::StatusOr<Connection> ResolveConnection(const GlobalFlags& flags, const Env
   // Project.
   if (!flags.project.empty()) {
     out.project = flags.project;
+    out.project_source = "--project";
   } else if (std::string p = env_value("MLENGINE_PROJECT"); !p.empty()) {
     out.project = p;
+    out.project_source = "MLENGINE_PROJECT";
   } else {
     for (const auto& c : configs) {
       if (!c.project.empty()) {
         out.project = c.project;
+        out.project_source = c.path;
         break;
       }
     }
   }
-  if (out.project.empty()) out.project = kDefaultProject;
+  if (out.project.empty()) {
+    out.project = kDefaultProject;
+    out.project_source = "default";
+  }
   return out;
 }
 

@@ -42,6 +42,8 @@ struct Connection {
   std::string token;     // empty: send no Authorization header
   std::string project;
   std::string endpoint_source;  // where the endpoint came from, for messages
+  std::string project_source;   // likewise: --project, MLENGINE_PROJECT, a config file's path, or "default"
+  std::string token_source;     // --token, --token-file, MLENGINE_TOKEN, credentials.json, a config file, or 
   std::string account;          // the active credential's account, when its token is sent
 };
 

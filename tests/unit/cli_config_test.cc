@@ -59,7 +59,9 @@ TEST(ConfigResolutionTest, FlagsWin) {
   EXPECT_EQ(c->endpoint, "http://flag:9");
   EXPECT_EQ(c->endpoint_source, "--endpoint");
   EXPECT_EQ(c->token, "flag-file-token");
+  EXPECT_EQ(c->token_source, "--token-file");
   EXPECT_EQ(c->project, "flag-project");
+  EXPECT_EQ(c->project_source, "--project");
   flags.token = "flag-token";
   EXPECT_EQ(w.Resolve(flags)->token, "flag-token");
 }
@@ -70,7 +72,9 @@ TEST(ConfigResolutionTest, ThenEnvironment) {
   EXPECT_EQ(c->endpoint, "http://env:1");
   EXPECT_EQ(c->endpoint_source, "MLENGINE_API_ENDPOINT");
   EXPECT_EQ(c->token, "env-token");
+  EXPECT_EQ(c->token_source, "MLENGINE_TOKEN");
   EXPECT_EQ(c->project, "env-project");
+  EXPECT_EQ(c->project_source, "MLENGINE_PROJECT");
 }
 
 TEST(ConfigResolutionTest, ThenTheActiveCredentialForTheTokenAlone) {
@@ -82,6 +86,7 @@ TEST(ConfigResolutionTest, ThenTheActiveCredentialForTheTokenAlone) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->token, "active-token");  // before MLENGINE_CONFIG's admin token
   EXPECT_EQ(c->account, "trainer@p.iam.mlengine.local");
+  EXPECT_EQ(c->token_source, "/home/u/.config/mlengine/credentials.json");
   EXPECT_EQ(c->endpoint, "http://env:1");
   w.env["MLENGINE_TOKEN"] = "env-token";
   EXPECT_EQ(w.Resolve()->token, "env-token");
@@ -100,7 +105,9 @@ TEST(ConfigResolutionTest, ThenTheFileNamedByMlengineConfig) {
   EXPECT_EQ(c->endpoint, "http://named:2");
   EXPECT_EQ(c->endpoint_source, "/data/server.json");
   EXPECT_EQ(c->token, "named-token");
+  EXPECT_EQ(c->token_source, "/data/server.json");
   EXPECT_EQ(c->project, "file-project");  // server.json has none; the default file does
+  EXPECT_EQ(c->project_source, "/home/u/.config/mlengine/config.json");
 }
 
 TEST(ConfigResolutionTest, ThenTheDefaultFile) {
@@ -129,6 +136,8 @@ TEST(ConfigResolutionTest, ThenDefaults) {
   EXPECT_EQ(c->endpoint, "http://127.0.0.1:8080");
   EXPECT_EQ(c->token, "");
   EXPECT_EQ(c->project, "default");
+  EXPECT_EQ(c->project_source, "default");
+  EXPECT_EQ(c->token_source, "");
   EXPECT_EQ(DefaultConfigPath(w.Env()), "");
 }
 
