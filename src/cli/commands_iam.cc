@@ -21,6 +21,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "cli/commands.h"
 #include "cli/schema.h"
 
@@ -42,21 +43,22 @@ struct IamArgs {
   std::string file;
 };
 
-// A --lifetime as the server takes it (seconds, "3600s"), from what a person
-// types: 3600s, 3600, 60m, 12h, 30d.
+// A --lifetime as the server takes it (whole seconds, "3600s"), from what a
+// person types: 3600s, 60m, 12h (absl::ParseDuration), 30d, or 3600.
 absl::StatusOr<std::string> LifetimeSeconds(const std::string& flag) {
   std::string v(absl::StripAsciiWhitespace(flag));
-  int64_t unit = 1;
-  if (!v.empty() && std::string("smhd").find(v.back()) != std::string::npos) {
-    unit = v.back() == 's' ? 1 : v.back() == 'm' ? 60 : v.back() == 'h' ? 3600 : 86400;
-    v.pop_back();
-  }
   int64_t n = 0;
-  if (v.empty() || !absl::SimpleAtoi(v, &n) || n <= 0) {
+  if (absl::SimpleAtoi(v, &n)) {
+    v += "s";
+  } else if (absl::EndsWith(v, "d") && absl::SimpleAtoi(v.substr(0, v.size() - 1), &n)) {
+    v = absl::StrCat(n * 24, "h");  // absl has no days
+  }
+  absl::Duration d;
+  if (!absl::ParseDuration(v, &d) || d < absl::Seconds(1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--lifetime=", flag, ": give a duration such as 3600s, 60m, 12h or 30d"));
   }
-  return absl::StrCat(n * unit, "s");
+  return absl::StrCat(absl::ToInt64Seconds(d), "s");
 }
 
 

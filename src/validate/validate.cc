@@ -1080,6 +1080,8 @@ void CheckHyperparameters(const Context& c, Violations& v) {
 
 // --- Other fields ----------------------------------------------------------
 
+constexpr std::string_view kKmsKeyPattern = "projects/*/locations/*/keyRings/*/cryptoKeys/*";
+
 void CheckOtherFields(const Context& c, Violations& v) {
   struct NameRule {
     std::string_view field;
@@ -1088,8 +1090,7 @@ void CheckOtherFields(const Context& c, Violations& v) {
   };
   const NameRule kNames[] = {
       {"network", &c.in.network, "projects/*/global/networks/*"},
-      {"encryptionConfig.kmsKeyName", &c.in.kms_key_name,
-       "projects/*/locations/*/keyRings/*/cryptoKeys/*"},
+      {"encryptionConfig.kmsKeyName", &c.in.kms_key_name, kKmsKeyPattern},
   };
   for (const NameRule& rule : kNames) {
     if (rule.value->empty() || MatchesResourceName(*rule.value, rule.pattern)) continue;
@@ -1098,13 +1099,11 @@ void CheckOtherFields(const Context& c, Violations& v) {
   }
   if (c.in.has_encryption_config && c.in.kms_key_name.empty()) {
     v.Add(Ti("encryptionConfig.kmsKeyName"),
-          "encryptionConfig.kmsKeyName is required when encryptionConfig is set: "
-          "projects/*/locations/*/keyRings/*/cryptoKeys/*");
+          Cat("encryptionConfig.kmsKeyName is required when encryptionConfig is set: ", kKmsKeyPattern));
   }
   // What AI Platform did with these, this server cannot: it says so rather
   // than run the job without (docs/security.md says how data is kept).
-  if (!c.in.kms_key_name.empty() &&
-      MatchesResourceName(c.in.kms_key_name, "projects/*/locations/*/keyRings/*/cryptoKeys/*")) {
+  if (!c.in.kms_key_name.empty() && MatchesResourceName(c.in.kms_key_name, kKmsKeyPattern)) {
     v.Add(Ti("encryptionConfig.kmsKeyName"),
           "encryptionConfig: this server has no Cloud KMS, so it cannot encrypt the job's data with the key "
           "given; remove encryptionConfig (gcloud: --kms-key) to run the job, its data kept as every job's is");
