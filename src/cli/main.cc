@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
   app.name("mlengine");
   app.fallthrough();
   app.require_subcommand(1);
+  // gcloud (argparse): a flag given twice takes its last value, so a script
+  // may override what a wrapper put first. Every subcommand inherits this.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   mle::cli::InstallHelpFormatter(app);
 
   auto* token = app.add_option("--token", ctx.flags.token, "Bearer token for the server (see also MLENGINE_TOKEN)")

@@ -147,10 +147,11 @@ Shortfall ShortfallOf(const model::JobDemand& demand, const model::Inventory& in
 constexpr int8_t kUnknown = -2;
 constexpr int8_t kFits = -1;
 
+// A project's quota limits in one region. What is in use against them is
+// what the project holds in all regions (ProjectState::held).
 struct RegionState {
   const QuotaLimits* limits = nullptr;
-  ResourceAmounts in_use;  // with this pass's starts
-  // By shape, until the next start in the region: the resource whose quota
+  // By shape, until the project's next start: the resource whose quota
   // blocks it (kFits, kUnknown), and why it waits.
   std::vector<int8_t> verdicts;
   std::vector<const std::string*> reasons;
@@ -220,16 +221,16 @@ class Planner {
   // Decides one job: true when it starts.
   bool Consider(ProjectState& p, const QueuedJob& job) {
     RegionState& region = RegionOf(p, job.region);
-    if (auto r = QuotaVerdict(region, job)) {
+    if (auto r = QuotaVerdict(p, region, job)) {
       const std::string*& reason = Memo(region.reasons, job.shape);
       if (reason == nullptr) {
-        reason = AtTheEnd([this, &p, &job, &region, resource = *r] {
-          return QuotaReason(p, job, resource, region.in_use[resource]);
+        reason = AtTheEnd([this, &p, &job, resource = *r] {
+          return QuotaReason(p, job, resource, p.held[resource]);
         });
       }
       return Wait(job, reason);
     }
-    if (!in_.places_jobs) return Start(p, region, job, {});
+    if (!in_.places_jobs) return Start(p, job, {});
 
     if (const std::string* reason = Memo(no_room_, job.shape)) return WaitForResources(p, job, reason);
     auto placement = Place(job.demand, in_.inventory, now_usage_);
@@ -255,28 +256,29 @@ class Planner {
       // It will still hold these when the head starts.
       reservation_->at = std::move(later);
     }
-    return Start(p, region, job, *std::move(placement));
+    return Start(p, job, *std::move(placement));
   }
 
-  // QuotaBlock, once per shape until the next start in the region (jobs of
-  // one shape count alike).
-  std::optional<R> QuotaVerdict(RegionState& region, const QueuedJob& job) {
+  // QuotaBlock, once per shape until the project's next start (jobs of one
+  // shape count alike).
+  std::optional<R> QuotaVerdict(const ProjectState& p, RegionState& region, const QueuedJob& job) {
     if (static_cast<size_t>(job.shape) >= region.verdicts.size()) region.verdicts.resize(job.shape + 1, kUnknown);
     int8_t& verdict = region.verdicts[job.shape];
     if (verdict == kUnknown) {
-      auto r = QuotaBlock(*region.limits, region.in_use, job.amounts);
+      auto r = QuotaBlock(*region.limits, p.held, job.amounts);
       verdict = r ? static_cast<int8_t>(*r) : kFits;
     }
     if (verdict == kFits) return std::nullopt;
     return static_cast<R>(verdict);
   }
 
-  bool Start(ProjectState& p, RegionState& region, const QueuedJob& job, model::Placement placement) {
+  bool Start(ProjectState& p, const QueuedJob& job, model::Placement placement) {
     if (in_.places_jobs) now_usage_.Add(job.demand, placement);
     plan_.starts.push_back({&job, std::move(placement)});
-    region.in_use.Add(job.amounts);
-    region.reasons.clear();
-    region.verdicts.clear();
+    for (auto& [name, region] : p.regions) {
+      region.reasons.clear();
+      region.verdicts.clear();
+    }
     p.held.Add(job.amounts);
     Rekey(p);
     return true;
@@ -348,22 +350,19 @@ class Planner {
   RegionState NewRegion(const ProjectState& p, const std::string& region) const {
     RegionState s;
     s.limits = &in_.quotas.For(*p.name, region);
-    if (auto h = in_.holdings.find(*p.name); h != in_.holdings.end()) {
-      if (auto r = h->second.by_region.find(region); r != h->second.by_region.end()) s.in_use = r->second;
-    }
     return s;
   }
 
   std::string QuotaReason(const ProjectState& p, const QueuedJob& job, R r, int64_t in_use) const {
     std::vector<QuotaHolder> holders;
     for (const auto& h : in_.held) {
-      if (h.key->project == *p.name && *h.region == job.region && (*h.amounts)[r] > 0) {
-        holders.push_back({h.key->job_id, (*h.amounts)[r]});
+      if (h.key->project == *p.name && (*h.amounts)[r] > 0) {
+        holders.push_back({h.key->job_id, (*h.amounts)[r], *h.region});
       }
     }
     for (const auto& s : plan_.starts) {
-      if (s.job->key.project == *p.name && s.job->region == job.region && s.job->amounts[r] > 0) {
-        holders.push_back({s.job->key.job_id, s.job->amounts[r]});
+      if (s.job->key.project == *p.name && s.job->amounts[r] > 0) {
+        holders.push_back({s.job->key.job_id, s.job->amounts[r], s.job->region});
       }
     }
     return DescribeQuotaWait(in_.quotas, *p.name, job.region, r, in_use, job.amounts[r], holders);

@@ -8,7 +8,10 @@
 //  1. Projects by fair share (fair_share.h): the project furthest below its
 //     share first; after each start the order is looked at again. Within a
 //     project: scheduling.priority, then age.
-//  2. A job whose project's quota (quota.h) in its region is in use waits.
+//  2. A job waits whose project already holds so much of a quota (quota.h)
+//     of the job's region that the job would exceed it. What the project
+//     holds in every region counts: the regions a cluster serves share its
+//     hosts.
 //  3. Otherwise it starts if it can be placed (placement.h) without delaying
 //     the reservation. The first job that cannot be placed is the head: it
 //     gets a reservation of what it needs at the earliest time that frees
@@ -79,17 +82,18 @@ struct HeldJob {
   absl::Time deadline;  // its maxRunningTime ends it then at the latest
 };
 
-// What each project holds: in all (fair share) and per region (quotas).
+// What each project holds on this cluster's hosts, whatever region its jobs
+// name: fair share and quotas both count it (the regions a cluster serves
+// share its hosts, so a region's label never leaves a quota behind).
 struct ProjectHolding {
   ResourceAmounts total;
-  std::map<std::string, ResourceAmounts, std::less<>> by_region;
 };
 using Holdings = std::map<std::string, ProjectHolding, std::less<>>;
 
 struct PlanInput {
   const Queues& queues;
   const std::vector<HeldJob>& held;
-  const Holdings& holdings;  // the sum of `held`, by project and region
+  const Holdings& holdings;  // the sum of `held`, by project
   const model::Inventory& inventory;
   const Usage& usage;  // what `held` occupies, per host
   const Quotas& quotas;

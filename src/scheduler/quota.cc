@@ -180,14 +180,20 @@ std::string DescribeQuotaWait(const Quotas& quotas, absl::string_view project, a
                         RaiseHint(quotas, project, region, r));
   }
   constexpr size_t kNamed = 3;
+  // A holder in another region is named with it: the regions a cluster
+  // serves share its hosts, so what runs in each counts.
+  // One holder holds all that is in use: its amount goes without saying.
+  auto describe = [&](const QuotaHolder& h) {
+    std::vector<std::string> parts;
+    if (r != R::kJobs && holders.size() > 1) parts.push_back(FormatQuotaAmount(r, h.amount));
+    if (!h.region.empty() && h.region != region) parts.push_back(absl::StrCat("in ", h.region));
+    return parts.empty() ? h.job_id : absl::StrCat(h.job_id, " (", absl::StrJoin(parts, ", "), ")");
+  };
   std::vector<std::string> named;
-  for (size_t i = 0; i < holders.size() && i < kNamed; ++i) {
-    named.push_back(r == R::kJobs ? holders[i].job_id
-                                  : absl::StrCat(holders[i].job_id, " (", FormatQuotaAmount(r, holders[i].amount), ")"));
-  }
+  for (size_t i = 0; i < holders.size() && i < kNamed; ++i) named.push_back(describe(holders[i]));
   std::string by;
   if (holders.size() == 1) {
-    by = absl::StrCat(" by job ", holders[0].job_id);
+    by = absl::StrCat(" by job ", named[0]);
   } else if (!holders.empty()) {
     by = absl::StrCat(" by jobs ", absl::StrJoin(named, ", "));
     if (holders.size() > kNamed) absl::StrAppend(&by, " and ", holders.size() - kNamed, " more");

@@ -124,6 +124,7 @@ std::optional<QuotaResource> QuotaBlock(const QuotaLimits& limits, const Resourc
 struct QuotaHolder {
   std::string job_id;
   int64_t amount = 0;
+  std::string region;  // named when it is not the waiting job's
 };
 
 // Why a job waits for quota `r`, with the numbers: "project quota

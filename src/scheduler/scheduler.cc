@@ -327,7 +327,6 @@ Scheduler::Active& Scheduler::Hold(const JobKey& key, Active a) {
   usage_.Add(a.demand, a.placement);
   ProjectHolding& holding = holdings_[key.project];
   holding.total.Add(a.amounts);
-  holding.by_region[a.region].Add(a.amounts);
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     placed_view_[key] = {a.placement, a.running, a.waiting};
@@ -347,10 +346,7 @@ Scheduler::Active Scheduler::Release(std::map<JobKey, Active>::iterator it) {
   usage_.Remove(a.demand, a.placement);
   auto holding = holdings_.find(project);
   holding->second.total.Subtract(a.amounts);
-  auto region = holding->second.by_region.find(a.region);
-  region->second.Subtract(a.amounts);
-  if (region->second == ResourceAmounts{}) holding->second.by_region.erase(region);
-  if (holding->second.by_region.empty()) holdings_.erase(holding);
+  if (holding->second.total == ResourceAmounts{}) holdings_.erase(holding);
   return a;
 }
 

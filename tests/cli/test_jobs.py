@@ -242,6 +242,9 @@ def test_gcloud_format_projections(cli, names):
     assert table[0].split() == ["JOB_ID", "PYTHON_MODULE"], table
     r = cli("jobs", "describe", job, "--format=value(createTime.date())")
     assert r.rc != 0 and "transforms such as .date() are not supported" in r.err, r
+    # As with gcloud, a flag given twice takes its last value (a script
+    # overriding what its wrapper put first).
+    assert cli.ok("jobs", "describe", job, "--format=json", "--format=value(jobId)").out == f"{job}\n"
 
 
 def test_a_mistyped_command_is_named_with_what_it_may_have_meant(cli):

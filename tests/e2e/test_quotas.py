@@ -35,3 +35,30 @@ def test_a_job_waits_for_its_projects_quota_and_the_usage_survives_kill_9(server
     cli.open_gate(gate)
     assert cli.wait_state(first, {"SUCCEEDED"})["state"] == "SUCCEEDED"
     assert cli.wait_state(second, {"SUCCEEDED"})["state"] == "SUCCEEDED"
+
+
+def test_naming_another_region_served_by_the_same_hosts_does_not_leave_the_quota_behind(server_factory, tmp_path,
+                                                                                       names):
+    """A job that waited for its quota in us-central1 once ran at once with
+    --region europe-west4 on the same host: now what the project runs in
+    every region this cluster serves counts against each region's quota."""
+    config = config_yaml(pod_quota=False) + (
+        "regions: [us-central1, europe-west4]\n"
+        "quotas:\n"
+        "  defaults: {TPU_V2_POD_CORES: 0, TPU_V3_POD_CORES: 0, JOBS: 1}\n")
+    server = server_factory(config)
+    cli = make_cli(server, tmp_path, names)
+    gate = f"gs://{cli.bucket}/{names.job('gate')}"
+    first, second = names.job("first"), names.job("second")
+    assert cli.submit(first, "--scale-tier", "basic", args=["--wait-for", gate]).rc == 0
+    cli.wait_state(first, {"RUNNING"})
+    r = cli.submit(second, "--scale-tier", "basic", "--region", "europe-west4")
+    assert r.rc == 0, r
+    waiting = cli.describe(second)
+    assert waiting["state"] == "QUEUED", waiting
+    assert waiting.get("errorMessage", "").startswith(
+        f"project quota JOBS 1 in europe-west4: 1 in use by job {first} (in us-central1)"), waiting
+
+    cli.open_gate(gate)
+    assert cli.wait_state(first, {"SUCCEEDED"})["state"] == "SUCCEEDED"
+    assert cli.wait_state(second, {"SUCCEEDED"})["state"] == "SUCCEEDED"

@@ -45,10 +45,10 @@ class PlanTest : public ::testing::Test {
   }
 
   void Queue(const std::string& project, const std::string& id, model::JobDemand demand, int32_t priority = 0,
-             absl::Duration max_running = kWeek, std::string reason = "") {
+             absl::Duration max_running = kWeek, std::string reason = "", std::string region = "us-central1") {
     QueuedJob& j = jobs_.emplace_back();
     j.key = {project, id};
-    j.region = "us-central1";
+    j.region = std::move(region);
     j.priority = priority;
     j.sequence = static_cast<int64_t>(jobs_.size());
     j.demand = std::move(demand);
@@ -60,14 +60,14 @@ class PlanTest : public ::testing::Test {
   }
 
   // A job placed on the cluster that ends at the latest `until` from now.
-  void Running(const std::string& project, const std::string& id, model::JobDemand demand, absl::Duration until) {
+  void Running(const std::string& project, const std::string& id, model::JobDemand demand, absl::Duration until,
+               std::string region = "us-central1") {
     auto placement = Place(demand, inventory_, usage_);
     ASSERT_TRUE(placement) << id << " does not fit the test's cluster";
-    Held& h = held_.emplace_back(Held{{project, id}, "us-central1", std::move(demand), *placement, {}});
+    Held& h = held_.emplace_back(Held{{project, id}, std::move(region), std::move(demand), *placement, {}});
     h.amounts = AmountsOf(h.demand);
     usage_.Add(h.demand, h.placement);
     holdings_[project].total.Add(h.amounts);
-    holdings_[project].by_region[h.region].Add(h.amounts);
     held_jobs_.push_back({&h.key, &h.region, &h.demand, &h.placement, &h.amounts, kNow + until});
   }
 
@@ -165,6 +165,23 @@ TEST_F(PlanTest, AProjectQuotaInUseMakesItsJobWait) {
             "project quota TPU_V3_POD_CORES in us-central1 is 0 but it needs 32: it waits until an operator raises "
             "quotas.projects.q.us-central1.TPU_V3_POD_CORES (or quotas.defaults.TPU_V3_POD_CORES for every project "
             "and region)");
+}
+
+// The regions a cluster serves share its hosts: naming another region
+// finds what the project runs in the first one counted there too.
+TEST_F(PlanTest, WhatAProjectRunsInAnyRegionCountsAgainstEachRegionsQuota) {
+  Cluster(8);
+  Limit({{{"CPUS", 2}}, {{"p", {{"europe-west4", {{"CPUS", 3}}}}}}});
+  Running("p", "in_us", Cpus(2), absl::Hours(1));
+  Queue("p", "us_again", Cpus(1));
+  Queue("p", "in_eu", Cpus(1), 0, kWeek, "", "europe-west4");
+  Queue("p", "in_eu_2", Cpus(1), 0, kWeek, "", "europe-west4");
+  Run();
+  EXPECT_EQ(started, std::vector<std::string>{"in_eu"}) << "europe-west4 allows 3 CPUs: 2 held + 1";
+  EXPECT_EQ(reasons["us_again"],
+            "project quota CPUS 2 in us-central1: 3 in use by jobs in_us (2), in_eu (1, in europe-west4); it needs 1");
+  EXPECT_EQ(reasons["in_eu_2"],
+            "project quota CPUS 3 in europe-west4: 3 in use by jobs in_us (2, in us-central1), in_eu (1); it needs 1");
 }
 
 TEST_F(PlanTest, BackfillNeverDelaysTheReservationOfTheHead) {

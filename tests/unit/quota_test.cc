@@ -143,9 +143,9 @@ TEST(QuotaTest, AJobThatCanNeverFitIsRefusedNamingTheQuotaAndHowToRaiseIt) {
 TEST(QuotaTest, AWaitNamesTheQuotaItsUseAndTheHolders) {
   auto q = Quotas::Compile({{{"TPU_V3_POD_CORES", 32}}, {{"p", {{"us-central1", {{"JOBS", 4}}}}}}});
   ASSERT_TRUE(q.ok());
-  EXPECT_EQ(DescribeQuotaWait(*q, "p", "us-central1", R::kTpuV3PodCores, 32, 32, {{"pod_1", 32}}),
+  EXPECT_EQ(DescribeQuotaWait(*q, "p", "us-central1", R::kTpuV3PodCores, 32, 32, {{"pod_1", 32, "us-central1"}}),
             "project quota TPU_V3_POD_CORES 32 in us-central1: 32 in use by job pod_1; it needs 32");
-  EXPECT_EQ(DescribeQuotaWait(*q, "p", "us-central1", R::kJobs, 4, 1, {{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}}),
+  EXPECT_EQ(DescribeQuotaWait(*q, "p", "us-central1", R::kJobs, 4, 1, {{"a", 1, ""}, {"b", 1, ""}, {"c", 1, ""}, {"d", 1, ""}}),
             "project quota JOBS 4 in us-central1: 4 in use by jobs a, b, c and 1 more; it needs 1");
   EXPECT_EQ(DescribeQuotaWait(*q, "p", "us-central1", R::kTpuV3PodCores, 0, 64, {}),
             "project quota TPU_V3_POD_CORES in us-central1 is 32 but it needs 64: it waits until an operator raises "
