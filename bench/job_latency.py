@@ -184,9 +184,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=4, help="throughput rounds of each side, side by side")
     ap.add_argument("--sandbox", choices=["on", "off"], default="on",
                     help="the server's sandbox (docs/security.md); the goal holds with it on")
+    ap.add_argument("--data-parent", help="where the server's data directory goes (default: BUILD)")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
-    with tempfile.TemporaryDirectory() as tmp:
+    # The data directory where a deployment has it (/var/lib/mlengine, the
+    # package's), on the same disk, not below /tmp: a sandboxed replica's
+    # /tmp is its own directory, so every path of its view that lies below
+    # /tmp (its work directory, its environment, the buckets) needs mount
+    # points made inside that directory, a dozen new inodes per job that no
+    # deployment pays (docs/security.md).
+    with tempfile.TemporaryDirectory(dir=args.data_parent or build) as tmp:
         data = os.path.join(tmp, "data")
         config = os.path.join(tmp, "mlengined.yaml")
         slots = 8

@@ -125,11 +125,27 @@ void ListProjects(const Services& s, const Call& call, Responder respond) {
   respond(Render(out, pretty));
 }
 
+// A project's policy starts as the project's initial one (its default
+// account's binding), which needs the project's number: a policy read or
+// set before the project's first job or getConfig makes the project first,
+// so the first binding an operator adds keeps the initial ones beside it.
+template <class Then>
+void WithProject(const Services& s, const Call& call, Responder respond, Then then) {
+  s.jobs.GetConfig(call.Var("project"), [s, call, respond, then](absl::StatusOr<model::Project> p) mutable {
+    if (!p.ok()) return respond(Fail(p.status(), call.pretty));
+    then(s, call, std::move(respond));
+  });
+}
+
 void GetProjectPolicy(const Services& s, const Call& call, Responder respond) {
-  GetPolicy(s, call, call.resource, true, std::move(respond));
+  WithProject(s, call, std::move(respond), [](const Services& s, const Call& call, Responder respond) {
+    GetPolicy(s, call, call.resource, true, std::move(respond));
+  });
 }
 void SetProjectPolicy(const Services& s, const Call& call, Responder respond) {
-  SetPolicy(s, call, call.resource, std::move(respond));
+  WithProject(s, call, std::move(respond), [](const Services& s, const Call& call, Responder respond) {
+    SetPolicy(s, call, call.resource, std::move(respond));
+  });
 }
 void TestProjectPermissions(const Services& s, const Call& call, Responder respond) {
   TestPermissions(s, call, call.resource, std::move(respond));

@@ -39,6 +39,9 @@ int PrintError(const std::string& command, const std::string& message);
 
 // Prints a resource in the chosen format (YAML when none).
 void PrintResource(const nlohmann::json& value, const Format& format);
+// Prints a list in a chosen format (not kDefault: each command has its own
+// table): a JSON array, YAML documents, or the projection's lines.
+void PrintList(const std::vector<nlohmann::json>& items, const Format& format);
 
 // Writes `text` to `path` readable by its owner alone (a token, the CLI's
 // configuration): a temporary file of mode 0600 renamed into place.

@@ -36,6 +36,22 @@ void PrintResource(const nlohmann::json& value, const Format& format) {
   std::cout << (format == Format::kJson ? ToJson(value) : ToYaml(value)) << std::flush;
 }
 
+void PrintList(const std::vector<nlohmann::json>& items, const Format& format) {
+  if (format == Format::kProjection) {
+    std::cout << Project(format.projection, items);
+  } else if (format == Format::kJson) {
+    std::cout << ToJson(nlohmann::json(items));
+  } else {
+    bool first = true;
+    for (const auto& item : items) {
+      if (!first) std::cout << "---\n";
+      first = false;
+      std::cout << ToYaml(item);
+    }
+  }
+  std::cout << std::flush;
+}
+
 namespace {
 
 std::map<const CLI::App*, std::string>& Synopses() {
@@ -114,7 +130,7 @@ std::string ValueName(const std::string& flag) {
       {"--filter", "EXPR"},               {"--limit", "N"},
       {"--page-size", "N"},               {"--endpoint", "URL"},
       {"--token", "TOKEN"},               {"--token-file", "FILE"},
-      {"--project", "PROJECT"},           {"--format", "json|yaml"},
+      {"--project", "PROJECT"},           {"--format", "FORMAT"},
   };
   if (auto it = kNames->find(flag); it != kNames->end()) return it->second;
   if (flag.find("accelerator") != std::string::npos) return "type=TYPE,count=N";

@@ -70,7 +70,7 @@ std::string SourceOf(const Connection& c, const std::string& property) {
 }  // namespace
 
 void AddConfigCommands(CLI::App& app, Context& ctx) {
-  CLI::App* config = app.add_subcommand("config", "The CLI's settings: project, endpoint, token_file (gcloud config)");
+  CLI::App* config = app.add_subcommand("config", "The CLI's settings: project, endpoint, token_file, account (gcloud config)");
   config->require_subcommand(1);
   MoreHelp(config,
            "\nThe settings live in ${XDG_CONFIG_HOME:-~/.config}/mlengine/config.json, e.g.\n"
@@ -78,9 +78,9 @@ void AddConfigCommands(CLI::App& app, Context& ctx) {
            "Flags (--project, --endpoint, --token...) and MLENGINE_* variables win over it.\n");
 
   auto set_args = std::make_shared<ConfigArgs>();
-  CLI::App* set = config->add_subcommand("set", "Set a property: project, endpoint or token_file");
+  CLI::App* set = config->add_subcommand("set", "Set a property: project, endpoint, token_file (account: see auth login)");
   Usage(set, "mlengine config set PROPERTY VALUE");
-  set->add_option("PROPERTY", set_args->property, "project, endpoint (api_endpoint_overrides/ml) or token_file")
+  set->add_option("PROPERTY", set_args->property, "project, endpoint (api_endpoint_overrides/ml), token_file or account")
       ->required();
   set->add_option("VALUE", set_args->value, "Its value")->required();
   set->callback([&ctx, set_args] {

@@ -44,8 +44,9 @@ struct IamArgs {
 };
 
 // A --lifetime as the server takes it (whole seconds, "3600s"), from what a
-// person types: 3600s, 60m, 12h (absl::ParseDuration), 30d, or 3600.
-absl::StatusOr<std::string> LifetimeSeconds(const std::string& flag) {
+// person types: 3600s, 60m, 12h (absl::ParseDuration), 30d, or 3600; at
+// most `max` (`max_text` says it to a person).
+absl::StatusOr<std::string> LifetimeSeconds(const std::string& flag, absl::Duration max, const char* max_text) {
   std::string v(absl::StripAsciiWhitespace(flag));
   int64_t n = 0;
   if (absl::SimpleAtoi(v, &n)) {
@@ -58,6 +59,7 @@ absl::StatusOr<std::string> LifetimeSeconds(const std::string& flag) {
     return absl::InvalidArgumentError(
         absl::StrCat("--lifetime=", flag, ": give a duration such as 3600s, 60m, 12h or 30d"));
   }
+  if (d > max) return absl::InvalidArgumentError(absl::StrCat("--lifetime=", flag, ": ", max_text));
   return absl::StrCat(absl::ToInt64Seconds(d), "s");
 }
 
@@ -257,8 +259,11 @@ void AddIamCommands(CLI::App& app, Context& ctx) {
       if (f != Format::kDefault) {
         PrintResource(all, f);
       } else {
-        std::cout << "DISPLAY NAME\tEMAIL\n";
-        for (const auto& a : all) std::cout << a.value("displayName", "") << "\t" << a.value("email", "") << "\n";
+        std::vector<std::vector<std::string>> rows = {{"DISPLAY NAME", "EMAIL", "DISABLED"}};
+        for (const auto& a : all) {
+          rows.push_back({a.value("displayName", ""), a.value("email", ""), a.value("disabled", false) ? "True" : "False"});
+        }
+        std::cout << Table(rows);
       }
       return absl::OkStatus();
     });
@@ -375,7 +380,8 @@ void AddIamCommands(CLI::App& app, Context& ctx) {
       }
       json body = {{"scope", {"https://www.googleapis.com/auth/cloud-platform"}}};
       if (!tok_args->lifetime.empty()) {
-        auto lifetime = LifetimeSeconds(tok_args->lifetime);
+        auto lifetime = LifetimeSeconds(tok_args->lifetime, absl::Hours(12),
+                                        "a service account's access token lasts at most 12 hours (43200s)");
         if (!lifetime.ok()) return lifetime.status();
         body["lifetime"] = *lifetime;
       }
@@ -509,7 +515,8 @@ void AddIamCommands(CLI::App& app, Context& ctx) {
     Run(ctx, "admin.users.create-token", [&](Client& c, Format) -> absl::Status {
       json body = json::object();
       if (!ut_args->lifetime.empty()) {
-        auto lifetime = LifetimeSeconds(ut_args->lifetime);
+        auto lifetime = LifetimeSeconds(ut_args->lifetime, absl::Hours(24 * 366),
+                                        "a user's token lasts at most 366 days; mint a new one before it expires");
         if (!lifetime.ok()) return lifetime.status();
         body["lifetime"] = *lifetime;
       }

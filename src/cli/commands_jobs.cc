@@ -353,7 +353,7 @@ void AddSubmitTraining(CLI::App* submit, Context& ctx) {
 void AddDescribe(CLI::App* jobs, Context& ctx) {
   auto job_id = std::make_shared<std::string>();
   CLI::App* c = jobs->add_subcommand("describe", "Show a job: its spec, state, times and error message");
-  Usage(c, "mlengine jobs describe JOB [--format json|yaml]");
+  Usage(c, "mlengine jobs describe JOB [--format FORMAT]");
   c->add_option("JOB", *job_id, "Name of the job")->required();
   c->callback([&ctx, job_id] {
     const std::string cmd = "jobs.describe";
@@ -376,7 +376,7 @@ struct ListState {
 void AddList(CLI::App* jobs, Context& ctx) {
   auto state = std::make_shared<ListState>();
   CLI::App* c = jobs->add_subcommand("list", "List the project's jobs (newest first): JOB_ID, STATUS, CREATED");
-  Usage(c, "mlengine jobs list [--filter EXPR] [--limit N] [--page-size N] [--format json|yaml]");
+  Usage(c, "mlengine jobs list [--filter EXPR] [--limit N] [--page-size N] [--format FORMAT]");
   MoreHelp(c, 
       "\nEXAMPLES\n"
       "  mlengine jobs list --filter 'jobId:census*'\n"
@@ -413,17 +413,8 @@ void AddList(CLI::App* jobs, Context& ctx) {
       }
       token = reply->value("nextPageToken", "");
     } while (!token.empty() && (state->limit == 0 || static_cast<int>(all.size()) < state->limit));
-    if (*format == Format::kProjection) {
-      std::cout << Project(format->projection, std::vector<json>(all.begin(), all.end()));
-    } else if (*format == Format::kJson) {
-      std::cout << ToJson(all);
-    } else if (*format == Format::kYaml) {
-      bool first = true;
-      for (const auto& j : all) {
-        if (!first) std::cout << "---\n";
-        first = false;
-        std::cout << ToYaml(j);
-      }
+    if (*format != Format::kDefault) {
+      PrintList(std::vector<json>(all.begin(), all.end()), *format);
     } else if (all.empty()) {
       std::fprintf(stderr, "Listed 0 items.\n");
     } else {

@@ -247,8 +247,22 @@ void AddStorageCommands(CLI::App& app, Context& ctx) {
   ls->add_option("URL", ls_args->urls, "gs:// URLs to list");
   ls->callback([&ctx, ls_args] {
     const std::string cmd = "storage.ls";
+    auto format = ParseFormat(ctx.format);
+    if (!format.ok()) return void(ctx.exit_code = PrintError(cmd, format.status()));
     auto client = ctx.GetClient();
     if (!client.ok()) return void(ctx.exit_code = PrintError(cmd, client.status()));
+    // With --format, what is listed is printed as resources (the storage
+    // API's, with the `url` gcloud storage ls gives them; a sub-directory
+    // as {url, type: prefix}) once everything is listed.
+    const bool as_resources = *format != Format::kDefault;
+    std::vector<json> listed;
+    auto with_url = [](json resource, const std::string& url) {
+      resource["url"] = url;
+      return resource;
+    };
+    auto flush = [&] {
+      if (as_resources) PrintList(listed, *format);
+    };
     // The project's buckets: no URL, or `gs://` alone (as gsutil takes it).
     auto list_buckets = [&]() -> absl::Status {
       std::string token;
@@ -256,7 +270,14 @@ void AddStorageCommands(CLI::App& app, Context& ctx) {
         auto page = (*client)->ListBuckets(token);
         if (!page.ok()) return page.status();
         if (page->contains("items") && (*page)["items"].is_array()) {
-          for (const auto& b : (*page)["items"]) std::cout << "gs://" << b.value("name", "") << "/\n";
+          for (const auto& b : (*page)["items"]) {
+            const std::string url = "gs://" + b.value("name", "") + "/";
+            if (as_resources) {
+              listed.push_back(with_url(b, url));
+            } else {
+              std::cout << url << "\n";
+            }
+          }
         }
         token = page->value("nextPageToken", "");
       } while (!token.empty());
@@ -264,8 +285,8 @@ void AddStorageCommands(CLI::App& app, Context& ctx) {
       return absl::OkStatus();
     };
     if (ls_args->urls.empty()) {
-      if (auto s = list_buckets(); !s.ok()) ctx.exit_code = PrintError(cmd, s);
-      return;
+      if (auto s = list_buckets(); !s.ok()) return void(ctx.exit_code = PrintError(cmd, s));
+      return flush();
     }
     for (const auto& url : ls_args->urls) {
       if (url == "gs://" || url == "gs:///") {
@@ -283,14 +304,22 @@ void AddStorageCommands(CLI::App& app, Context& ctx) {
         if (!page.ok()) return void(ctx.exit_code = PrintError(cmd, page.status()));
         if (page->contains("prefixes") && (*page)["prefixes"].is_array()) {
           for (const auto& p : (*page)["prefixes"]) {
-            std::cout << (ls_args->long_format ? std::string(12, ' ') + std::string(22, ' ') : "") << "gs://"
-                      << path->bucket << "/" << p.get<std::string>() << "\n";
+            const std::string url = "gs://" + path->bucket + "/" + p.get<std::string>();
+            if (as_resources) {
+              listed.push_back({{"url", url}, {"type", "prefix"}});
+            } else {
+              std::cout << (ls_args->long_format ? std::string(12, ' ') + std::string(22, ' ') : "") << url << "\n";
+            }
             ++count;
           }
         }
         if (page->contains("items") && (*page)["items"].is_array()) {
           for (const auto& item : (*page)["items"]) {
-            std::cout << ObjectLine(path->bucket, item, ls_args->long_format, &total) << "\n";
+            if (as_resources) {
+              listed.push_back(with_url(item, "gs://" + path->bucket + "/" + item.value("name", "")));
+            } else {
+              std::cout << ObjectLine(path->bucket, item, ls_args->long_format, &total) << "\n";
+            }
             ++count;
           }
         }
@@ -300,7 +329,11 @@ void AddStorageCommands(CLI::App& app, Context& ctx) {
         // Not a directory: perhaps one object.
         auto object = (*client)->GetObject(path->bucket, path->object);
         if (object.ok()) {
-          std::cout << ObjectLine(path->bucket, *object, ls_args->long_format, &total) << "\n";
+          if (as_resources) {
+            listed.push_back(with_url(*object, "gs://" + path->bucket + "/" + path->object));
+          } else {
+            std::cout << ObjectLine(path->bucket, *object, ls_args->long_format, &total) << "\n";
+          }
           ++count;
         } else if (object.status().code() != absl::StatusCode::kNotFound) {
           return void(ctx.exit_code = PrintError(cmd, object.status()));
@@ -310,8 +343,11 @@ void AddStorageCommands(CLI::App& app, Context& ctx) {
         ctx.exit_code = PrintError(cmd, absl::StrCat("One or more URLs matched no objects: ", url));
         continue;
       }
-      if (ls_args->long_format) std::cout << "TOTAL: " << count << " objects, " << total << " bytes\n";
+      if (ls_args->long_format && !as_resources) {
+        std::cout << "TOTAL: " << count << " objects, " << total << " bytes\n";
+      }
     }
+    flush();
     std::cout << std::flush;
   });
 

@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   app.add_option("--project", ctx.flags.project, "Project of the jobs (default: $MLENGINE_PROJECT or \"default\")")
       ->type_name(mle::cli::ValueName("--project"));
   app.add_option("--format", ctx.format,
-                 "Output format of describe/list/submit: json or yaml (default: yaml; a table for list)")
+                 "Output format: json, yaml, or gcloud's value(...), table(...), csv(...), get(...) projections (default: yaml; a table for list)")
       ->type_name(mle::cli::ValueName("--format"));
 
   // gcloud's global flags that shape only its output: accepted, so that

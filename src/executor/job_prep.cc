@@ -54,8 +54,8 @@ absl::Status CheckJobRunnable(const model::Job& job, const runtime::RuntimeCatal
   const bool tpu = t.scale_tier == "BASIC_TPU" || t.worker_type == model::kCloudTpuMachine;
   if (tpu && !rt->tpu_capable) {
     return absl::FailedPreconditionError(absl::StrCat("Runtime version ", rt->name,
-                                                      " is not declared TPU-capable on this cluster (runtimes.yaml: "
-                                                      "tpu_capable), so it cannot run a TPU job."));
+                                                      " is not declared TPU-capable on this cluster (`tpu_capable: true` in the "
+                                                      "configuration's `runtimes:`), so it cannot run a TPU job."));
   }
   return absl::OkStatus();
 }

@@ -17,10 +17,10 @@ bool Grants(const Principal& who, absl::string_view permission, const PolicyChai
 absl::Status Authorize(const Principal& who, absl::string_view permission, absl::string_view resource,
                        const PolicyChain& chain) {
   if (Grants(who, permission, chain)) return absl::OkStatus();
-  return PermissionDenied(permission, resource);
+  return PermissionDenied(permission, resource, who.Member());
 }
 
-absl::Status PermissionDenied(absl::string_view permission, absl::string_view resource) {
+absl::Status PermissionDenied(absl::string_view permission, absl::string_view resource, absl::string_view member) {
   // Google's sentence first (scripts match it), then what would grant it.
   std::string message =
       absl::StrCat("Permission '", permission, "' denied on resource '", resource, "' (or it may not exist).");
@@ -31,7 +31,7 @@ absl::Status PermissionDenied(absl::string_view permission, absl::string_view re
   if (!roles.empty()) {
     absl::StrAppend(&message, " Roles that grant it: ", absl::StrJoin(roles, ", "),
                     ". An owner of the project grants one with `mlengine projects add-iam-policy-binding PROJECT "
-                    "--member=user:EMAIL --role=ROLE` (docs/access.md).");
+                    "--member=", member, " --role=ROLE` (docs/access.md).");
   }
   return common::PermissionDeniedWithInfo(message, {std::string(permission), std::string(resource)});
 }

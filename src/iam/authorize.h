@@ -32,9 +32,11 @@ bool Grants(const Principal& who, absl::string_view permission, const PolicyChai
 absl::Status Authorize(const Principal& who, absl::string_view permission, absl::string_view resource,
                        const PolicyChain& chain);
 // That refusal: Google's sentence, then the roles that grant the permission
-// and how an owner grants one; with a google.rpc.ErrorInfo (reason
+// and how an owner grants one to `member` (the caller refused: "user:EMAIL",
+// "serviceAccount:EMAIL"); with a google.rpc.ErrorInfo (reason
 // IAM_PERMISSION_DENIED, the permission, the resource).
-absl::Status PermissionDenied(absl::string_view permission, absl::string_view resource);
+absl::Status PermissionDenied(absl::string_view permission, absl::string_view resource,
+                              absl::string_view member = "user:EMAIL");
 
 // The subset of `permissions` that `chain` grants `who`, in their order
 // (testIamPermissions).

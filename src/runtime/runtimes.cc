@@ -15,7 +15,7 @@ absl::StatusOr<RuntimeCatalog> RuntimeCatalog::FromYaml(const std::string& text)
     YAML::Node root = YAML::Load(text);
     std::vector<Runtime> out;
     YAML::Node list = root["runtimes"];
-    if (!list || !list.IsSequence()) return absl::InvalidArgumentError("runtimes.yaml: expected a `runtimes:` list");
+    if (!list || !list.IsSequence()) return absl::InvalidArgumentError("the configuration's `runtimes:` must be a list of runtimes");
     for (const auto& n : list) {
       Runtime r;
       r.name = n["name"].as<std::string>("");
@@ -28,13 +28,13 @@ absl::StatusOr<RuntimeCatalog> RuntimeCatalog::FromYaml(const std::string& text)
         for (const auto& m : warm["preload"]) r.warm_preload.push_back(m.as<std::string>());
       }
       if (r.name.empty() || r.python.empty()) {
-        return absl::InvalidArgumentError("runtimes.yaml: every runtime needs `name` and `python`");
+        return absl::InvalidArgumentError("every runtime of the configuration's `runtimes:` needs `name` and `python`");
       }
       out.push_back(std::move(r));
     }
     return RuntimeCatalog(std::move(out));
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("runtimes.yaml: ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat("the configuration's `runtimes:`: ", e.what()));
   }
 }
 

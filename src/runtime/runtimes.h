@@ -1,5 +1,5 @@
 // Runtime versions installed on this cluster: each binds a runtimeVersion
-// name to a Python environment. The operator lists them in runtimes.yaml;
+// name to a Python environment. The operator lists them in the configuration's `runtimes:`;
 // AI Platform's own catalog (model/catalog.h) stays for validation. A job
 // naming a runtime this cluster does not have is refused at submission.
 // Immutable after loading; thread-safe.

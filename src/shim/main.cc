@@ -546,6 +546,14 @@ int RunShim(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGHUP);
   sigprocmask(SIG_BLOCK, &stop_signals, &before);
+  // An accelerator the operator declared simulated: the log says so before
+  // the trainer's first line, as its environment does.
+  if (const char* simulated = getenv("MLENGINE_SIMULATED_ACCELERATOR"); simulated != nullptr && *simulated != '\0') {
+    std::string name = simulated;
+    if (const size_t mark = name.find(" (simulated)"); mark != std::string::npos) name.resize(mark);
+    EmitLine('O', "mlengine: the accelerator " + name +
+                      " is simulated (declared by the operator; none on this host): the trainer runs on the CPU");
+  }
   ChildStatus c;
   int zygote = -1;  // a forked warm start: the connection its status comes on
   if (!warm_socket.empty()) {

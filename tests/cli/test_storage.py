@@ -33,6 +33,12 @@ def test_copy_list_cat_remove(cli, names, tmp_path, storage_api):
         f"gs://{b}/data/renamed.bin", f"gs://{b}/data/small.txt"]
     long = cli.ok("storage", "ls", "-l", f"gs://{b}/data/").out
     assert str(big.stat().st_size) in long and "TOTAL: 2 objects" in long
+    # --format, as gcloud storage ls takes it: resources with their url.
+    listed = cli.ok("storage", "ls", f"gs://{b}/data/", "--format=json").json()
+    assert sorted((o["url"], o["size"]) for o in listed) == [
+        (f"gs://{b}/data/renamed.bin", str(big.stat().st_size)), (f"gs://{b}/data/small.txt", "14")], listed
+    assert cli.ok("storage", "ls", f"gs://{b}", "--format=value(url,type)").out == f"gs://{b}/data/\tprefix\n"
+    assert f"gs://{b}/" in cli.ok("storage", "ls", "--format=value(url)").out.split()
 
     out = tmp_path / "down"
     out.mkdir()

@@ -68,6 +68,9 @@ def test_auth_login_checks_whose_token_it_is(cli, names, tmp_path):
     token_file.write_text(cli.ok("admin", "users", "create-token", alice, "--lifetime=1h").out)
     r = cli("admin", "users", "create-token", alice, "--lifetime=soon")
     assert r.rc != 0 and "such as 3600s, 60m, 12h or 30d" in r.err, r
+    r = cli("admin", "users", "create-token", alice, "--lifetime=400d")
+    assert r.rc != 0 and "--lifetime=400d: a user's token lasts at most 366 days" in r.err, r
+    assert "JSON payload" not in r.err, r
     r = cli("auth", "login", f"bob{names.suffix}@example.com", f"--token-file={token_file}")
     assert r.rc != 0 and f"is user:{alice}'s, not user:bob{names.suffix}@example.com's" in r.err, r
     assert "Nothing was activated" in r.err, r
@@ -122,3 +125,19 @@ def test_a_distributed_job_streams_its_logs_to_success(cli, names):
     assert r.rc == 0, (r.err[-3000:], cli.explain(job))
     assert "master-replica-0" in r.out + r.err and "worker-replica-0" in r.out + r.err, r
     assert cli.describe(job)["state"] == "SUCCEEDED"
+
+
+def test_granting_a_role_in_a_new_project_keeps_its_default_accounts_binding(cli, names):
+    """README's order: the operator grants a developer a role in a project
+    that has had no job yet. That first binding once replaced the project's
+    initial policy, and every job of the project lost its own buckets."""
+    project = f"{names.project}-new"
+    email = f"new{names.suffix}@example.com"
+    cli.ok("admin", "users", "create", email)
+    cli.ok("projects", "add-iam-policy-binding", project, f"--member=user:{email}", "--role=roles/ml.developer")
+    policy = cli.ok("projects", "get-iam-policy", project, "--format=json").json()
+    roles = {b["role"]: b["members"] for b in policy["bindings"]}
+    assert roles.get("roles/ml.developer") == [f"user:{email}"], policy
+    agents = roles.get("roles/storage.objectAdmin", [])
+    assert len(agents) == 1 and agents[0].startswith("serviceAccount:service-") and \
+        agents[0].endswith("@cloud-ml.mlengine.iam.local"), policy

@@ -15,6 +15,7 @@ def test_tpu_walkthrough_basic_tpu(cli):
     assert r.rc == 0, f"{r}\n{cli.explain(job)}"
     assert "TPU_CONFIG" in r.out, r
     assert "SIMULATED" in r.out, r
+    assert "mlengine: the accelerator tpu-v2-8 is simulated" in r.out, r
     parsed, _ = parse_log_lines(r.out)
     assert parsed and all(task == "master-replica-0" for _, task, _ in parsed), r
 

@@ -135,7 +135,9 @@ def test_a_caller_learns_nothing_of_a_project_it_has_no_role_on(fresh_server):
         assert message.startswith(
             "Permission 'ml.jobs.get' denied on resource '%s' (or it may not exist). Roles that grant it: "
             "roles/owner, roles/editor, roles/viewer, roles/ml.admin, roles/ml.developer, roles/ml.viewer" % name), message
-        assert "mlengine projects add-iam-policy-binding PROJECT --member=user:EMAIL --role=ROLE" in message, message
+        # ... to the caller refused.
+        assert "mlengine projects add-iam-policy-binding PROJECT --member=user:alice@example.com --role=ROLE" in \
+            message, message
         details = json.loads(e.value.content)["error"]["details"]
         assert details == [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "IAM_PERMISSION_DENIED",
                             "domain": "iam.googleapis.com",
@@ -173,9 +175,10 @@ def test_tokens_die_with_their_principal_and_cannot_be_forged(fresh_server):
     assert server.call("DELETE", "/mlengine/v1/users/carol@example.com")[0] == 200
     r = server.request("GET", "/v1/projects/carol-p/jobs", token=carol)
     assert r.status == 401, r
-    # Her grants went with her.
+    # Her grants went with her (the project's default account keeps its own).
     status, policy = server.call("POST", "/v1/projects/carol-p:getIamPolicy", {})
-    assert "bindings" not in policy, policy
+    members = [m for b in policy.get("bindings", []) for m in b["members"]]
+    assert members and not any("carol" in m for m in members), policy
 
 
 def test_service_account_tokens_only_for_those_holding_token_creator(fresh_server):
