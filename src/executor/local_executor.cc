@@ -305,7 +305,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     fs::remove_all(run_dir, ec);
   }
   if (auto s = ec ? absl::UnavailableError(ec.message())
-                  : rundir::CreateDirectories(run_dir, rundir::Durability::kProcessCrash);
+                  : rundir::CreateSpreadDirectory(run_dir, rundir::Durability::kProcessCrash);
       !s.ok()) {
     return fail(Ending::kFailed, absl::StrCat("cannot create the job's run directory ", run_dir, ": ", s.message()));
   }

@@ -1,6 +1,8 @@
 #include "rundir/file_io.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,6 +44,26 @@ absl::Status WriteAll(int fd, const std::string& data, const std::string& path) 
 
 }  // namespace
 
+absl::Status MarkTopDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return Errno("open directory", dir, errno);
+  // A file system without inode flags, or without this one, says so by one
+  // of these: nothing to do there.
+  auto unsupported = [](int err) { return err == ENOTTY || err == EOPNOTSUPP || err == EINVAL || err == ENOSYS; };
+  int flags = 0;
+  absl::Status result = absl::OkStatus();
+  if (::ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0) {
+    if (!unsupported(errno)) result = Errno("read the flags of", dir, errno);
+  } else if ((flags & FS_TOPDIR_FL) == 0) {
+    flags |= FS_TOPDIR_FL;
+    if (::ioctl(fd, FS_IOC_SETFLAGS, &flags) != 0 && !unsupported(errno)) {
+      result = Errno("set the top-directory flag of", dir, errno);
+    }
+  }
+  ::close(fd);
+  return result;
+}
+
 absl::Status SyncDirectory(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Errno("open directory", dir, errno);
@@ -73,6 +95,17 @@ absl::Status CreateDirectories(const std::string& dir, Durability durability) {
     if (auto s = SyncDirectory(Parent(*it)); !s.ok()) return s;
   }
   return absl::OkStatus();
+}
+
+absl::Status CreateSpreadDirectory(const std::string& dir, Durability durability) {
+  const std::string parent = Parent(fs::path(dir).lexically_normal().string());
+  struct stat st;
+  if (::stat(parent.c_str(), &st) != 0) {
+    if (errno != ENOENT) return Errno("inspect", parent, errno);
+    if (auto s = CreateDirectories(parent, durability); !s.ok()) return s;
+    if (auto s = MarkTopDirectory(parent); !s.ok()) return s;
+  }
+  return CreateDirectories(dir, durability);
 }
 
 absl::Status WriteFileAtomically(const std::string& path, const std::string& contents, mode_t mode,

@@ -71,7 +71,7 @@ absl::Status ClearRunDirectory(const std::string& run_dir) {
   std::error_code ec;
   fs::remove_all(run_dir, ec);
   if (ec) return absl::UnavailableError(absl::StrCat("cannot remove the earlier run in ", run_dir, ": ", ec.message()));
-  return CreateDirectories(run_dir);
+  return CreateSpreadDirectory(run_dir);
 }
 
 absl::Status WriteLaunchJob(const std::string& run_dir, const codec::LaunchJob& job) {

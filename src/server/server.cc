@@ -325,6 +325,17 @@ absl::Status Server::Parts::Build() {
   const fs::path python_dir = FindBeside(options.executable, {"../../../python", "../share/mlengine/python"});
   const fs::path runs = data_dir / "runs";
   if (auto s = rundir::CreateDirectories(runs.string()); !s.ok()) return s;
+  // Projects' and jobs' run directories spread over the disk (and those
+  // of a data directory from before this was done).
+  if (auto s = rundir::MarkTopDirectory(runs.string()); !s.ok()) return s;
+  {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(runs, ec)) {
+      std::error_code dir_ec;
+      if (!entry.is_directory(dir_ec) || entry.is_symlink(dir_ec)) continue;
+      if (auto s = rundir::MarkTopDirectory(entry.path().string()); !s.ok()) return s;
+    }
+  }
 
   validate::Config validation = validate::Config::Defaults();
   // The regions this cluster serves (`regions:`), TPU jobs in those of them

@@ -1,12 +1,18 @@
 // The run-directory formats as tables (every file's writer and reader agree;
 // damaged files are refused with a message naming what is wrong), and the
 // durable file primitives.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "rundir/file_io.h"
 #include "rundir/replica_files.h"
@@ -198,6 +204,37 @@ TEST(FileIoTest, AtomicWriteReplacesWholeAndLeavesNoTemp) {
   struct stat st;
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+// The directory's inode flags; nullopt where its file system keeps none.
+std::optional<int> InodeFlags(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  int flags = 0;
+  const bool ok = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+  ::close(fd);
+  return ok ? std::optional<int>(flags) : std::nullopt;
+}
+
+bool OnExt2To4(const std::string& path) {
+  struct statfs s;
+  return ::statfs(path.c_str(), &s) == 0 && s.f_type == EXT4_SUPER_MAGIC;  // ext2, ext3 and ext4 alike
+}
+
+TEST(FileIoTest, ARunDirectorysNewParentIsMadeATopDirectory) {
+  TempDir dir;
+  const std::string project = dir / "runs/p";
+  ASSERT_TRUE(CreateSpreadDirectory(project + "/job", Durability::kProcessCrash).ok());
+  EXPECT_TRUE(FileExists(project + "/job").value());
+  ASSERT_TRUE(MarkTopDirectory(dir.str()).ok());
+  ASSERT_TRUE(MarkTopDirectory(dir.str()).ok()) << "idempotent";
+  EXPECT_EQ(MarkTopDirectory(dir / "absent").code(), absl::StatusCode::kNotFound);
+  if (!OnExt2To4(dir.str())) GTEST_SKIP() << "elsewhere the flag does not exist and the calls are no-ops (OK above)";
+  EXPECT_NE(InodeFlags(project).value() & FS_TOPDIR_FL, 0);
+  EXPECT_NE(InodeFlags(dir.str()).value() & FS_TOPDIR_FL, 0);
+  EXPECT_EQ(InodeFlags(project + "/job").value() & FS_TOPDIR_FL, 0) << "only the parent spreads its children";
+  ASSERT_TRUE(CreateSpreadDirectory(project + "/job2", Durability::kProcessCrash).ok());
+  EXPECT_EQ(InodeFlags(project + "/job2").value() & FS_TOPDIR_FL, 0);
 }
 
 TEST(FileIoTest, FailuresAreStatusesNamingThePath) {
