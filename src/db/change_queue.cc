@@ -35,11 +35,15 @@ void ChangeQueue::WriteNext() {
     std::optional<Change> change = prepare();
     if (!change) continue;  // refused: it answered already
     std::vector<Mutation> writes = std::move(change->writes);  // before `change` moves into the callback
-    store_.Commit(std::move(writes), [this, change = std::move(*change)](absl::Status s) {
-      if (s.ok()) apply_locked_(change.apply);
-      change.finish(s);
-      WriteNext();
-    });
+    const Sync sync = change->sync;
+    store_.Commit(
+        std::move(writes),
+        [this, change = std::move(*change)](absl::Status s) {
+          if (s.ok()) apply_locked_(change.apply);
+          change.finish(s);
+          WriteNext();
+        },
+        sync);
     return;
   }
 }

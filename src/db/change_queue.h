@@ -28,6 +28,7 @@ class ChangeQueue {
     std::vector<Mutation> writes;
     std::function<void()> apply;                // once durable, under the owner's lock
     std::function<void(absl::Status)> finish;  // then: answers the caller (with the write's status)
+    Sync sync = Sync::kDurable;                 // how far `writes` reach before `apply` (store.h)
   };
   // Returns the change, or nullopt once it has answered the caller (refused).
   using Prepare = std::function<std::optional<Change>()>;

@@ -5,6 +5,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -90,7 +91,8 @@ class Statement {
 
 class SqliteStore final : public Store {
  public:
-  explicit SqliteStore(sqlite3* db) : db_(db) {
+  SqliteStore(sqlite3* db, bool synchronous_full)
+      : db_(db), synchronous_full_(synchronous_full), flushing_(synchronous_full) {
     writer_ = std::thread([this] { WriterLoop(); });
   }
   ~SqliteStore() override {
@@ -180,9 +182,10 @@ class SqliteStore final : public Store {
     return out;
   }
 
-  void Commit(std::vector<Mutation> mutations, std::function<void(absl::Status)> done) override {
+  using Store::Commit;
+  void Commit(std::vector<Mutation> mutations, std::function<void(absl::Status)> done, Sync sync) override {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back({std::move(mutations), obs::BindRequestId(std::move(done))});
+    queue_.push_back({std::move(mutations), obs::BindRequestId(std::move(done)), sync});
     cv_.notify_one();
   }
 
@@ -190,6 +193,7 @@ class SqliteStore final : public Store {
   struct Pending {
     std::vector<Mutation> mutations;
     std::function<void(absl::Status)> done;
+    Sync sync = Sync::kDurable;
   };
 
   static std::string Text(sqlite3_stmt* st, int col) {
@@ -324,6 +328,15 @@ class SqliteStore final : public Store {
     Writes& writes = *writes_;
     auto run = [&](auto begin, auto end) -> absl::Status {
       if (!writes.ok()) return Error("prepare write");
+      // A transaction is flushed (synchronous=FULL: the WAL is synced at its
+      // commit, with every frame before it) when any write in it must be.
+      const bool flush = synchronous_full_ && std::any_of(begin, end, [](const Pending& p) {
+                           return p.sync == Sync::kDurable;
+                         });
+      if (flush != flushing_) {
+        if (auto s = Exec(flush ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"); !s.ok()) return s;
+        flushing_ = flush;
+      }
       if (auto s = Step(writes.begin, "begin"); !s.ok()) return s;
       for (auto it = begin; it != end; ++it) {
         for (const auto& m : it->mutations) {
@@ -337,6 +350,7 @@ class SqliteStore final : public Store {
         Exec("ROLLBACK").IgnoreError();
         return s;
       }
+      if (flush) obs::Metrics::Default().StoreFlushes().Increment();
       return absl::OkStatus();
     };
     absl::Status s = run(batch.begin(), batch.end());
@@ -350,7 +364,11 @@ class SqliteStore final : public Store {
   }
 
   sqlite3* db_;
-  std::mutex db_mu_;  // guards db_ use (Load vs the writer) and writes_
+  const bool synchronous_full_;  // SqliteOptions::synchronous_full
+  std::mutex db_mu_;  // guards db_ use (Load vs the writer), writes_ and flushing_
+  // The connection's synchronous setting is FULL (as opened when
+  // synchronous_full_; else NORMAL throughout, and flushing_ stays false).
+  bool flushing_;
   std::unique_ptr<Writes> writes_;  // finalized before db_ is closed
   std::mutex mu_;     // guards queue_, stopping_
   std::condition_variable cv_;
@@ -407,7 +425,7 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& opti
     sqlite3_close(db);
     return s;
   }
-  return std::unique_ptr<Store>(new SqliteStore(db));
+  return std::unique_ptr<Store>(new SqliteStore(db, options.synchronous_full));
 }
 
 }  // namespace mle::db

@@ -73,6 +73,21 @@ struct AuditQuery {
   int limit = 100;
 };
 
+// How far a commit reaches before its caller is told it is done.
+enum class Sync {
+  // On disk: it survives a crash of the machine. What a caller was told
+  // (a job accepted, its end), a revocation, anything a job that outlives
+  // this machine (Slurm's) depends on.
+  kDurable,
+  // Committed, not flushed: a restarted mlengined reads it (after kill -9
+  // too); a crash of the machine may lose it, and the next kDurable commit
+  // (or SQLite's checkpoint) carries it to disk. For steps that recovery
+  // takes again after a machine crash anyway: a local job's PREPARING and
+  // RUNNING, the token of its replicas (which end with the machine), why a
+  // job waits. Each saves a disk flush per job.
+  kLazy,
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -80,10 +95,14 @@ class Store {
   // Everything stored, for recovery at start.
   virtual absl::StatusOr<Snapshot> Load() = 0;
 
-  // Makes `mutations` durable atomically, then calls `done` (on a store
-  // thread; keep it short). All-or-nothing: on error nothing was written.
-  virtual void Commit(std::vector<Mutation> mutations,
-                      std::function<void(absl::Status)> done) = 0;
+  // Makes `mutations` durable (as `sync` says) atomically, then calls `done`
+  // (on a store thread; keep it short). All-or-nothing: on error nothing was
+  // written. Commits are applied in the order they were made, whatever
+  // their Sync: a kDurable one makes every earlier one durable too.
+  virtual void Commit(std::vector<Mutation> mutations, std::function<void(absl::Status)> done, Sync sync) = 0;
+  void Commit(std::vector<Mutation> mutations, std::function<void(absl::Status)> done) {
+    Commit(std::move(mutations), std::move(done), Sync::kDurable);
+  }
 
   // The Records whose kind starts with `kind_prefix` ("iam."), by kind then
   // key: each owner loads its own at start.

@@ -53,8 +53,12 @@ struct Credential {
 class CredentialIssuer {
  public:
   virtual ~CredentialIssuer() = default;
-  // Blocks until the token is durable; call from an executor's own thread.
-  virtual absl::StatusOr<Credential> IssueFor(const model::Job& job) = 0;
+  // Blocks until the token is stored; call from an executor's own thread.
+  // `outlives_machine`: the job's replicas may outlive a crash of this
+  // machine (Slurm's, on other nodes), so the token is on disk before it is
+  // handed out; otherwise (local replicas end with the machine) it need only
+  // survive mlengined's own crash, which costs no disk flush (db::Sync).
+  virtual absl::StatusOr<Credential> IssueFor(const model::Job& job, bool outlives_machine) = 0;
 };
 
 // Which buckets a job's replicas see through the file system

@@ -256,7 +256,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
   }
   std::optional<Credential> credential;
   if (options_.credentials != nullptr) {
-    auto issued = options_.credentials->IssueFor(job);
+    auto issued = options_.credentials->IssueFor(job, /*outlives_machine=*/false);
     if (!issued.ok()) {
       return fail(Ending::kFailed, absl::StrCat("mlengined could not issue the job's credential, so it was not "
                                                 "started: ",

@@ -517,16 +517,18 @@ void IamService::GenerateAccessToken(const Principal& who, const std::string& pr
 }
 
 void IamService::IssueToken(const Principal& principal, absl::Duration lifetime, std::string purpose,
-                            Callback<IssuedToken> done) {
-  Write([this, member = principal.Member(), lifetime, purpose = std::move(purpose),
-         done = std::move(done)]() -> std::optional<Change> {
+                            Callback<IssuedToken> done, db::Sync sync) {
+  Write([this, member = principal.Member(), lifetime, purpose = std::move(purpose), done = std::move(done),
+         sync]() -> std::optional<Change> {
     std::shared_lock lock(mu_);
     if (!PrincipalExists(member)) {
       lock.unlock();
       done(absl::NotFoundError(absl::StrCat(member, " does not exist.")));
       return std::nullopt;
     }
-    return Mint(member, lifetime, purpose, done);
+    Change change = Mint(member, lifetime, purpose, done);
+    change.sync = sync;
+    return change;
   });
 }
 

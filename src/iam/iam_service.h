@@ -119,8 +119,10 @@ class IamService {
                            Callback<IssuedToken> done);
   // A token for the replicas of a job running as `account`, valid for
   // `lifetime` or until RevokeToken.
+  // `sync`: kLazy for a token that need not outlive this machine (the
+  // replicas of a local job end with it), committed without a disk flush.
   void IssueToken(const Principal& principal, absl::Duration lifetime, std::string purpose,
-                  Callback<IssuedToken> done);
+                  Callback<IssuedToken> done, db::Sync sync = db::Sync::kDurable);
   // Revokes every token issued with `purpose` (a job's, when it ends).
   void RevokeTokens(const std::string& purpose, StatusCallback done);
 

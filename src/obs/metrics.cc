@@ -80,6 +80,11 @@ Metrics::Metrics()
                        .Help("Commits grouped into one transaction")
                        .Register(*registry_)
                        .Add({}, kBatchBuckets)),
+      store_flushes_(prometheus::BuildCounter()
+                         .Name("mlengine_store_flushes_total")
+                         .Help("Store transactions flushed to disk (the others were committed without a flush)")
+                         .Register(*registry_)
+                         .Add({})),
       executor_poll_(prometheus::BuildHistogram()
                          .Name("mlengine_executor_poll_seconds")
                          .Help("One round of the executor's watcher (local) or poller (slurm)")
@@ -139,6 +144,7 @@ prometheus::Histogram& Metrics::SchedulingPass() { return scheduling_pass_; }
 prometheus::Histogram& Metrics::Placement() { return placement_; }
 prometheus::Histogram& Metrics::StoreCommit() { return store_commit_; }
 prometheus::Histogram& Metrics::StoreBatchSize() { return store_batch_; }
+prometheus::Counter& Metrics::StoreFlushes() { return store_flushes_; }
 
 prometheus::Histogram& Metrics::ExecutorPoll(absl::string_view executor) {
   return executor_poll_.Add({{"executor", Text(executor)}}, kPollBuckets);

@@ -62,6 +62,9 @@ class Metrics {
   // One group commit (transaction) and how many commits it grouped.
   prometheus::Histogram& StoreCommit();
   prometheus::Histogram& StoreBatchSize();
+  // Transactions flushed to disk (db::Sync::kDurable in them): the others
+  // were committed without a flush.
+  prometheus::Counter& StoreFlushes();
 
   // ---- executors ("local", "slurm") ----
   // One round of the executor's watcher or poller.
@@ -87,6 +90,7 @@ class Metrics {
   prometheus::Histogram& placement_;
   prometheus::Histogram& store_commit_;
   prometheus::Histogram& store_batch_;
+  prometheus::Counter& store_flushes_;
   prometheus::Family<prometheus::Histogram>& executor_poll_;
   prometheus::Family<prometheus::Counter>& replica_starts_;
   prometheus::Family<prometheus::Counter>& replica_failures_;

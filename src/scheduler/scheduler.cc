@@ -195,7 +195,9 @@ void Scheduler::Handle(const Event& e) {
     it->second.waiting = false;
     it->second.running_since = clock_.Now();
     SetView(st->key, true, false);
-    if (!it->second.stop_requested) recorder_.Record(st->key, {JobState::kRunning, "", true});
+    if (!it->second.stop_requested) {
+      recorder_.Record(st->key, {JobState::kRunning, "", true, /*flush=*/executor_->PlacesJobs()});
+    }
   } else if (const auto* en = std::get_if<EndedEvent>(&e)) {
     OnEnded(*en);
   } else if (const auto* w = std::get_if<WaitingEvent>(&e)) {
@@ -397,7 +399,8 @@ void Scheduler::TryPlace() {
       active_keys_.insert(key);
     }
   }
-  for (const auto& [key, reason] : reasons) recorder_.Record(key, {JobState::kQueued, reason, true});
+  // Why a job waits is told again by the next pass: never worth a flush.
+  for (const auto& [key, reason] : reasons) recorder_.Record(key, {JobState::kQueued, reason, true, /*flush=*/false});
   for (auto& [q, placement] : starts) {
     Active active;
     active.job = std::move(q.job);
@@ -415,7 +418,7 @@ void Scheduler::TryPlace() {
     Active& a = Hold(q.key, std::move(active));
     if (places_jobs) {
       // Launched once PREPARING is durable (OnLaunch), never before.
-      recorder_.Record(q.key, {JobState::kPreparing, "", true},
+      recorder_.Record(q.key, {JobState::kPreparing, "", true, /*flush=*/false},
                        [this, key = q.key](absl::Status s) { Post(LaunchEvent{key, std::move(s)}); });
     } else {
       // The executor records its submission and says why the job waits there.

@@ -66,6 +66,12 @@ struct JobUpdate {
   // Set errorMessage to error_message even when empty; with the job's
   // current state, an update of the message alone (why a job still waits).
   bool replace_message = false;
+  // On disk before `done` (it survives a crash of the machine), or only
+  // committed (it survives mlengined's own crash; the next flushed write
+  // carries it). A job the scheduler places (local replicas, which end with
+  // the machine) needs only the latter for PREPARING, RUNNING and why it
+  // waits: after a machine crash it starts again from QUEUED anyway.
+  bool flush = true;
 };
 
 class StateRecorder {
@@ -74,8 +80,8 @@ class StateRecorder {
   virtual ~StateRecorder() = default;
   // Applies the update if the state machine allows it (otherwise
   // FAILED_PRECONDITION, and the refusal is logged: it is a bug), and makes
-  // it durable. `done` (optional) is called once the update is on disk, or
-  // with the error; from any thread.
+  // it durable (as update.flush says). `done` (optional) is called once the
+  // update is stored, or with the error; from any thread.
   virtual void Record(const JobKey& key, const JobUpdate& update, Done done = nullptr) = 0;
 };
 

@@ -25,7 +25,7 @@ absl::StatusOr<std::string> AccountOf(const model::Job& job, const JobService& j
 
 }  // namespace
 
-absl::StatusOr<executor::Credential> JobCredentials::IssueFor(const model::Job& job) {
+absl::StatusOr<executor::Credential> JobCredentials::IssueFor(const model::Job& job, bool outlives_machine) {
   auto found = AccountOf(job, jobs_);
   if (!found.ok()) return found.status();
   const std::string account = *found;
@@ -37,7 +37,8 @@ absl::StatusOr<executor::Credential> JobCredentials::IssueFor(const model::Job& 
   std::promise<absl::StatusOr<iam::IssuedToken>> issued;
   iam_.IssueToken(iam::Principal::ServiceAccount(account), lifetime + absl::Hours(1),
                   iam::JobTokenPurpose(job.project, job.job_id),
-                  [&issued](absl::StatusOr<iam::IssuedToken> t) { issued.set_value(std::move(t)); });
+                  [&issued](absl::StatusOr<iam::IssuedToken> t) { issued.set_value(std::move(t)); },
+                  outlives_machine ? db::Sync::kDurable : db::Sync::kLazy);
   auto token = issued.get_future().get();
   if (!token.ok()) return token.status();
   return executor::Credential{account, token->token};

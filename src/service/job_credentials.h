@@ -15,7 +15,7 @@ namespace mle::service {
 class JobCredentials final : public executor::CredentialIssuer {
  public:
   JobCredentials(iam::IamService& iam, const JobService& jobs) : iam_(iam), jobs_(jobs) {}
-  absl::StatusOr<executor::Credential> IssueFor(const model::Job& job) override;
+  absl::StatusOr<executor::Credential> IssueFor(const model::Job& job, bool outlives_machine) override;
 
  private:
   iam::IamService& iam_;

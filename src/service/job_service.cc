@@ -462,12 +462,16 @@ void JobService::Record(const Key& key, const scheduler::JobUpdate& update, Done
   // The change is already visible in memory; a failed write (disk full, I/O
   // error) cannot be undone here, so it is reported where operators look,
   // and to the caller, who must not act on an update that is not durable.
-  store_.Commit({db::PutJob{job}}, [name = JobNameOf(key.project, key.job_id),
-                                    state = std::string(model::JobStateName(update.state)),
-                                    done = std::move(done)](absl::Status s) {
-    if (!s.ok()) obs::Log("service").error("could not record {} -> {}: {}", name, state, s.ToString());
-    if (done) done(std::move(s));
-  });
+  // A job's end is flushed whatever the caller says (clients were told).
+  const db::Sync sync = update.flush || model::IsTerminal(update.state) ? db::Sync::kDurable : db::Sync::kLazy;
+  store_.Commit(
+      {db::PutJob{job}},
+      [name = JobNameOf(key.project, key.job_id), state = std::string(model::JobStateName(update.state)),
+       done = std::move(done)](absl::Status s) {
+        if (!s.ok()) obs::Log("service").error("could not record {} -> {}: {}", name, state, s.ToString());
+        if (done) done(std::move(s));
+      },
+      sync);
   const std::optional<Job> trial = model::IsTrialJob(job) ? std::optional<Job>(job) : std::nullopt;
   lock.unlock();  // IamService may look projects up (mu_) while it holds its own lock
   if (trial && tuning_ != nullptr) tuning_->TrialChanged(*trial);

@@ -32,6 +32,7 @@ class Recorder final : public StateRecorder {
         state = update.state;
         history[key].push_back(update.state);
         if (!update.error_message.empty() || update.replace_message) messages[key] = update.error_message;
+        flushed[key].push_back({update.state, update.flush});
       } else {
         s = absl::FailedPreconditionError("illegal");
         ++refused;
@@ -54,6 +55,7 @@ class Recorder final : public StateRecorder {
   }
   std::map<JobKey, JobState> states;
   std::map<JobKey, std::vector<JobState>> history;
+  std::map<JobKey, std::vector<std::pair<JobState, bool>>> flushed;  // each move, and whether it asked for a flush
   std::map<JobKey, std::string> messages;
   std::deque<std::pair<Done, absl::Status>> pending;
   int refused = 0;
@@ -172,6 +174,35 @@ TEST_F(SchedulerTest, AJobIsLaunchedOnlyOnceItsPreparingIsDurable) {
   recorder_.Persist();
   scheduler_->RunPending();
   EXPECT_EQ(executor_.launched, std::vector<std::string>{"a"});
+}
+
+// A job whose replicas end with the machine needs its PREPARING and RUNNING
+// only committed (after a machine crash it starts again from QUEUED); its end
+// is flushed. An executor's whose jobs outlive the machine flush every move.
+TEST_F(SchedulerTest, OnlyWhatOutlivesTheMachineIsFlushedToDisk) {
+  using P = std::pair<JobState, bool>;
+  auto flushed = [this](const std::string& id) { return recorder_.flushed[{"p", id}]; };
+  scheduler_->Submit(Job("local"));
+  Settle();
+  scheduler_->JobStarted({"p", "local"});
+  Settle();
+  scheduler_->JobEnded({"p", "local"}, executor::Outcome::kSucceeded, "");
+  Settle();
+  EXPECT_EQ(flushed("local"),
+            (std::vector<P>{{JobState::kPreparing, false}, {JobState::kRunning, false}, {JobState::kSucceeded, true}}));
+
+  executor_.places_jobs = true;
+  Rebuild(Options(1));
+  scheduler_->Submit(Job("slurm"));
+  Settle();
+  scheduler_->JobPreparing({"p", "slurm"});
+  Settle();
+  scheduler_->JobStarted({"p", "slurm"});
+  Settle();
+  scheduler_->JobEnded({"p", "slurm"}, executor::Outcome::kFailed, "boom");
+  Settle();
+  EXPECT_EQ(flushed("slurm"),
+            (std::vector<P>{{JobState::kPreparing, true}, {JobState::kRunning, true}, {JobState::kFailed, true}}));
 }
 
 TEST_F(SchedulerTest, HigherPriorityFirstAndTheNextStartsWhenOneEnds) {

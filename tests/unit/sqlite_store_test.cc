@@ -5,8 +5,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include "db/store.h"
+#include "obs/metrics.h"
 
 namespace mle::db {
 namespace {
@@ -104,6 +106,63 @@ TEST(SqliteStoreTest, StatementsRunAgainRoundAfterRoundWriteEachRoundsValues) {
     ASSERT_EQ(audit->size(), 5u);
     EXPECT_EQ((*audit)[0].method, "m4");  // newest first
     EXPECT_EQ((*audit)[4].method, "m0");
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace mle::db
+
+namespace mle::db {
+namespace {
+
+double Flushes() { return obs::Metrics::Default().StoreFlushes().Value(); }
+
+// kLazy commits are committed (a store opened again reads them, as a
+// restarted mlengined would after kill -9) without a flush of their own;
+// kDurable ones flush, and carry every earlier commit to disk with them.
+TEST(SqliteStoreTest, LazyCommitsAreReadBackAndOnlyDurableOnesFlush) {
+  const fs::path dir = fs::temp_directory_path() / ("mle_sqlite_sync_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto commit = [](Store& store, std::vector<Mutation> writes, Sync sync) {
+    std::promise<absl::Status> done;
+    store.Commit(std::move(writes), [&done](absl::Status s) { done.set_value(std::move(s)); }, sync);
+    return done.get_future().get();
+  };
+  {
+    auto store = OpenSqliteStore({(dir / "mlengine.db").string(), true});
+    ASSERT_TRUE(store.ok()) << store.status();
+    const double before = Flushes();
+    model::Job job = StoredJob(0);
+    for (auto state : {model::JobState::kPreparing, model::JobState::kRunning}) {
+      job.state = state;
+      ASSERT_TRUE(commit(**store, {PutJob{job}}, Sync::kLazy).ok());
+    }
+    EXPECT_EQ(Flushes(), before) << "lazy commits flush nothing";
+    ASSERT_TRUE(commit(**store, {PutRecord{{"test.kind", "k", "lazy"}}}, Sync::kLazy).ok());
+    job.state = model::JobState::kSucceeded;
+    ASSERT_TRUE(commit(**store, {PutJob{job}}, Sync::kDurable).ok());
+    EXPECT_EQ(Flushes(), before + 1);
+  }
+  {
+    auto store = OpenSqliteStore({(dir / "mlengine.db").string(), true});
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto snapshot = (*store)->Load();
+    ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+    ASSERT_EQ(snapshot->jobs.size(), 1u);
+    EXPECT_EQ(snapshot->jobs[0].state, model::JobState::kSucceeded);
+    auto records = (*store)->LoadRecords("test.");
+    ASSERT_TRUE(records.ok());
+    EXPECT_EQ(*records, (std::vector<Record>{{"test.kind", "k", "lazy"}}));
+  }
+  {
+    // A store opened with synchronous_full false never flushes a commit.
+    auto store = OpenSqliteStore({(dir / "mlengine.db").string(), false});
+    ASSERT_TRUE(store.ok()) << store.status();
+    const double before = Flushes();
+    ASSERT_TRUE(commit(**store, {PutRecord{{"test.kind", "k2", "x"}}}, Sync::kDurable).ok());
+    EXPECT_EQ(Flushes(), before);
   }
   fs::remove_all(dir);
 }

@@ -210,7 +210,7 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
   launch.training_input = job.training_input.value_or(model::TrainingInput{});
   launch.components = ToLaunchComponents(components);
   if (options_.credentials != nullptr) {
-    auto credential = options_.credentials->IssueFor(job);
+    auto credential = options_.credentials->IssueFor(job, /*outlives_machine=*/true);
     if (!credential.ok()) {
       return absl::Status(credential.status().code(),
                           absl::StrCat("mlengined could not issue the job's credential: ", credential.status().message()));
