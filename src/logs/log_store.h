@@ -37,6 +37,9 @@ class LogReader {
  public:
   explicit LogReader(std::string runs_dir) : runs_dir_(std::move(runs_dir)) {}
 
+  // Where the runs' directories are (common/run_layout.h).
+  const std::string& runs_dir() const { return runs_dir_; }
+
   // The same over several runs merged in time order (a tuning job's trials).
   absl::StatusOr<LogPage> Read(const std::string& project, const std::vector<LogSource>& sources,
                                const std::string& page_token, const std::string& task_name, size_t max_entries) const;

@@ -1,19 +1,31 @@
 // LogService: a job's logs for `jobs stream-logs` and the console: pages of
 // entries in time order, and long polls that wait (up to 30 s) for new lines
-// of a job that is still going. Waiting requests are re-checked by one poller
-// thread every 100 ms, so a thousand followers cost one thread.
+// of a job that is still going.
+//
+// A waiting request wakes when a replica writes: its job's run directory
+// and replica directories are watched (logs/dir_watch.h, inotify), and a
+// write there re-reads the requests that watch it at once, one read for
+// every request at the same place (a thousand followers of one job read the
+// new lines once). One poller thread serves them all; it also re-reads every
+// request each 100 ms, for what a watch cannot see: a job's end (its state),
+// a tuning job's new trials, a log on another machine's file system.
 // Thread-safe.
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <list>
+#include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "logs/dir_watch.h"
 #include "logs/log_store.h"
 #include "service/job_service.h"
 
@@ -45,10 +57,15 @@ class LogService {
     LogRequest request;
     absl::Time deadline;
     Callback done;
+    std::vector<std::string> dirs;  // watched for it (each once in watch_)
   };
   // The page, or nullopt when there is nothing yet and the caller may wait.
   absl::StatusOr<LogResult> ReadOnce(const std::string& project, const std::string& job_id,
                                      const LogRequest& request) const;
+  // Watches the directories the job's lines are written in; returns them.
+  std::vector<std::string> WatchDirs(const std::string& project, const std::string& job_id,
+                                     const std::string& trial_id);
+  void OnDirChange(const std::string& dir, const std::string& name, bool made_dir);
   void Poll();
 
   const JobService& jobs_;
@@ -56,7 +73,9 @@ class LogService {
   std::mutex mu_;
   std::condition_variable cv_;
   std::list<Waiter> waiters_;
+  std::set<std::string> written_;  // directories written in since the poller last looked
   bool stopping_ = false;
+  std::unique_ptr<logs::DirWatch> watch_;  // after what its callback uses; before the poller
   std::thread poller_;
 };
 

@@ -48,3 +48,37 @@ def test_stream_logs_after_the_end_and_task_filter(cli, names):
     parsed0, _ = parse_log_lines(master.out)
     assert [(ts, m) for ts, _, m in parsed0] == by_task["master-replica-0"]
     assert any(m == "done" for _, _, m in parsed0), master
+
+
+def test_a_follower_gets_a_line_as_it_is_written_not_at_the_next_tick(cli, names):
+    """A long poll wakes when the replica writes (the run's directories are
+    watched), where it once waited for a 100 ms tick: the median of a dozen
+    lines' delays, from the replica's timestamp to the follower, is far below
+    the tick's 50 ms."""
+    import json
+    import time
+    import urllib.parse
+    from datetime import datetime
+
+    job = names.job("follow")
+    gate = f"gs://{cli.bucket}/{job}/gate"
+    # The trainer prints a line every 0.5 s while it waits for the gate.
+    assert cli.submit(job, "--scale-tier", "basic", args=["--wait-for", gate]).rc == 0
+    cli.wait_state(job, {"RUNNING"})
+    delays, token = [], "end"
+    deadline = time.time() + 60
+    while len(delays) < 12 and time.time() < deadline:
+        q = urllib.parse.urlencode({"pageToken": token, "waitSeconds": 10})
+        status, text = cli.server.request("GET", f"/v1/projects/{cli.project}/jobs/{job}/logs?{q}")
+        now = time.time()
+        assert status == 200, text
+        page = json.loads(text)
+        for e in page.get("entries", []):
+            written = datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00")).timestamp()
+            delays.append(now - written)
+        token = page.get("nextPageToken", token)
+    cli.open_gate(gate)
+    assert len(delays) >= 12, delays
+    delays.sort()
+    assert delays[len(delays) // 2] < 0.025, f"median {delays[len(delays) // 2] * 1000:.1f} ms: {delays}"
+    assert cli.wait_state(job, {"SUCCEEDED"})["state"] == "SUCCEEDED"

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Benchmark: how soon a follower of a job's logs gets a line its replica
+wrote, with 1 and with 1,000 followers.
+
+A trainer prints lines carrying the time it printed each (every 20 ms to
+one follower, every 250 ms to a thousand). The
+followers long-poll the logs API (`GET .../jobs/JOB/logs?waitSeconds=10`, as
+`mlengine jobs stream-logs` and the console do), each over its own kept-alive
+connection, and take, for every line, its arrival minus the time in it.
+
+Peer, in the same run: `tail -F` of the same replica's log file on disk (the
+least a follower of a file can get: inotify, no HTTP), measured the same way.
+
+Usage: bench/log_follow.py BUILD_DIR [--lines 150] [--followers 1,1000]
+"""
+import argparse
+import asyncio
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import job_latency as jl  # noqa: E402  (the server and package helpers)
+
+TRAINER = """import sys, time
+n, every = int(sys.argv[1]), float(sys.argv[2])
+time.sleep(1.0)  # the followers are in place
+for i in range(n):
+    print(f"tick {i} {time.time():.6f}", flush=True)
+    time.sleep(every)
+"""
+
+
+def sdist():
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    base = "follow_trainer-1.0"
+    files = {
+        f"{base}/setup.py": 'from setuptools import setup\nsetup(name="follow_trainer", version="1.0", packages=["follow_trainer"])\n',
+        f"{base}/follow_trainer/__init__.py": "",
+        f"{base}/follow_trainer/task.py": TRAINER,
+        f"{base}/PKG-INFO": "Metadata-Version: 1.0\nName: follow_trainer\nVersion: 1.0\n",
+    }
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def latency_of(message, now):
+    """(line number, latency) of a trainer's line; None for another."""
+    parts = message.split()
+    if len(parts) == 3 and parts[0] == "tick":
+        return int(parts[1]), now - float(parts[2])
+    return None
+
+
+async def follower(host, port, token, job_id, out, done):
+    reader, writer = await asyncio.open_connection(host, port)
+    page_token = ""
+    try:
+        while True:
+            path = (f"/v1/projects/bench/jobs/{job_id}/logs?waitSeconds=10&prettyPrint=false"
+                    f"&pageToken={urllib.parse.quote(page_token)}")
+            writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+            await writer.drain()
+            headers = (await reader.readuntil(b"\r\n\r\n")).decode()
+            length = 0
+            for line in headers.split("\r\n"):
+                if line.lower().startswith("content-length:"):
+                    length = int(line.split(":", 1)[1])
+            page = json.loads(await reader.readexactly(length))
+            now = time.time()
+            for e in page.get("entries", []):
+                lat = latency_of(e["message"], now)
+                if lat is not None:
+                    out.append(lat)
+            page_token = page.get("nextPageToken", page_token)
+            if page.get("jobEnded"):
+                break
+    finally:
+        writer.close()
+        done.append(1)
+
+
+def tail_peer(path, out, stop):
+    while not os.path.exists(path) and not stop.is_set():
+        time.sleep(0.005)
+    p = subprocess.Popen(["tail", "-F", "-n", "+1", path], stdout=subprocess.PIPE, text=True, bufsize=1)
+    try:
+        for line in p.stdout:
+            now = time.time()
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) >= 3:
+                lat = latency_of(parts[2], now)
+                if lat is not None:
+                    out.append(lat)
+            if stop.is_set():
+                break
+    finally:
+        p.kill()
+
+
+def pct(pairs, q):
+    xs = sorted(lat for _, lat in pairs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] * 1000 if xs else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("--lines", type=int, default=100)
+    ap.add_argument("--followers", default="1,1000")
+    args = ap.parse_args()
+    build = os.path.abspath(args.build)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    counts = [int(x) for x in args.followers.split(",")]
+    rows = []
+    with tempfile.TemporaryDirectory(dir=build) as tmp:
+        data = os.path.join(tmp, "data")
+        config = os.path.join(tmp, "mlengined.yaml")
+        with open(config, "w") as f:
+            f.write("runtimes:\n  - {name: pytorch-1.13-cpu, python: /usr/bin/python3, python_version: '3.11'}\n")
+        server = jl.Server(build, data, config)
+        try:
+            name = "pkgs/follow_trainer-1.0.tar.gz"
+            server.call("POST", "/upload/storage/v1/b/bench-bucket/o?uploadType=media&name="
+                        + urllib.parse.quote(name, safe=""), raw=sdist())
+            pkg = f"gs://bench-bucket/{name}"
+            u = urllib.parse.urlsplit(server.url)
+            for n in counts:
+                job_id = f"follow_{n}"
+                body = jl.job_body(job_id, pkg)
+                body["trainingInput"]["pythonModule"] = "follow_trainer.task"
+                # A line every 20 ms to one follower; to a thousand, every
+                # 250 ms (each line is a thousand answers, and this client
+                # is Python on the same two cores as the server).
+                every = 0.02 if n == 1 else 0.25
+                body["trainingInput"]["args"] = [str(args.lines), str(every)]
+                server.call("POST", "/v1/projects/bench/jobs", body)
+                log_path = os.path.join(data, "runs", "bench", job_id, "master-replica-0", "log")
+                peer, stop = [], threading.Event()
+                t = threading.Thread(target=tail_peer, args=(log_path, peer, stop), daemon=True)
+                t.start()
+                got, done = [], []
+
+                async def run_all():
+                    await asyncio.gather(*(follower(u.hostname, u.port, server.token, job_id, got, done)
+                                           for _ in range(n)))
+                asyncio.run(run_all())
+                stop.set()
+                t.join(5)
+                rows.append((n, got, peer))
+        finally:
+            server.stop()
+
+    print(f"log follow latency, {args.lines} lines; ms from the replica's print")
+    print(f"{'followers':>9} {'lines got':>10} {'p50':>7} {'p99':>7}   {'tail -F p50':>11} {'p99':>7}   {'p99 vs tail':>11}")
+    ok = True
+    for n, got, peer in rows:
+        p50, p99, t50, t99 = pct(got, .5), pct(got, .99), pct(peer, .5), pct(peer, .99)
+        print(f"{n:9d} {len(got):10d} {p50:7.1f} {p99:7.1f}   {t50:11.1f} {t99:7.1f}   {p99 / t99 if t99 else 0:11.2f}")
+        if n > 1:
+            # The first of the followers to get each line: how soon the
+            # server answers; the rest is the fan-out of a thousand answers
+            # (the server's writes and this Python client's reads).
+            first = {}
+            for line, lat in got:
+                first[line] = min(lat, first.get(line, lat))
+            f = list(first.items())
+            print(f"{'':9} {'first of':>10} {pct(f, .5):7.1f} {pct(f, .99):7.1f}")
+        ok = ok and p99 <= 10
+    print(f"goal: a line within 10 ms at p99 of the replica writing it: {'met' if ok else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
