@@ -39,11 +39,13 @@ DirWatch::~DirWatch() {
   ::close(stop_);
 }
 
-bool DirWatch::Add(const std::string& dir) {
+bool DirWatch::Add(const std::string& dir, bool* was_watched) {
+  if (was_watched != nullptr) *was_watched = false;
   if (fd_ < 0) return false;
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = by_dir_.find(dir); it != by_dir_.end()) {
     ++it->second.count;
+    if (was_watched != nullptr) *was_watched = true;
     return true;
   }
   // The kernel answers a directory already watched (under another path)

@@ -36,8 +36,10 @@ class DirWatch {
   bool ok() const { return fd_ >= 0; }
 
   // Watches `dir` once more; false when it cannot (absent, not a directory,
-  // out of watches, no inotify). Each true takes one Remove.
-  bool Add(const std::string& dir);
+  // out of watches, no inotify). Each true takes one Remove. `was_watched`
+  // (optional) tells whether it was watched already (nothing written there
+  // since can have been missed).
+  bool Add(const std::string& dir, bool* was_watched = nullptr);
   void Remove(const std::string& dir);
 
  private:

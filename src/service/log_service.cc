@@ -68,8 +68,16 @@ absl::StatusOr<LogResult> LogService::ReadOnce(const std::string& project, const
 }
 
 std::vector<std::string> LogService::WatchDirs(const std::string& project, const std::string& job_id,
-                                               const std::string& trial_id) {
+                                               const std::string& trial_id, bool* all_watched_before) {
   std::vector<std::string> dirs;
+  bool all_before = true;
+  auto add = [&](const std::string& dir) {
+    bool before = false;
+    if (!watch_->Add(dir, &before)) return false;
+    all_before = all_before && before;
+    dirs.push_back(dir);
+    return true;
+  };
   auto job = jobs_.GetJob(project, job_id);
   if (!job.ok()) return dirs;
   auto sources = RunSourcesOf(jobs_, project, *job, trial_id);
@@ -78,19 +86,24 @@ std::vector<std::string> LogService::WatchDirs(const std::string& project, const
     // The run's directory (a replica's directory made later shows there)
     // and each replica's (its log is written there).
     const std::string run_dir = common::JobRunDir(reader_.runs_dir(), project, source.job_id);
-    if (!watch_->Add(run_dir)) continue;
-    dirs.push_back(run_dir);
+    if (!add(run_dir)) continue;
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(run_dir, ec)) {
       std::error_code type_ec;
       if (!entry.is_directory(type_ec) || entry.is_symlink(type_ec)) continue;
-      if (watch_->Add(entry.path().string())) dirs.push_back(entry.path().string());
+      add(entry.path().string());
     }
   }
+  if (all_watched_before != nullptr) *all_watched_before = all_before && !dirs.empty();
   return dirs;
 }
 
 void LogService::Read(const std::string& project, const std::string& job_id, LogRequest request, Callback done) {
+  uint64_t changes_before = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    changes_before = changes_;
+  }
   auto result = ReadOnce(project, job_id, request);
   if (!result.ok() || !result->page.entries.empty() || result->job_ended || request.wait <= absl::ZeroDuration()) {
     return done(std::move(result));
@@ -99,14 +112,24 @@ void LogService::Read(const std::string& project, const std::string& job_id, Log
   // next line will be written; a line written before the watch began is
   // found by reading once more.
   request.page_token = result->page.next_page_token;
-  std::vector<std::string> dirs = WatchDirs(project, job_id, request.trial_id);
-  result = ReadOnce(project, job_id, request);
-  if (!result.ok() || !result->page.entries.empty() || result->job_ended) {
-    for (const auto& dir : dirs) watch_->Remove(dir);
-    return done(std::move(result));
+  // (Where every directory was watched already, by other followers, a line
+  // written since the first read was seen by the watch: no second read,
+  // the poller reads this request at once instead.)
+  bool watched_before = false;
+  std::vector<std::string> dirs = WatchDirs(project, job_id, request.trial_id, &watched_before);
+  if (!watched_before) {
+    result = ReadOnce(project, job_id, request);
+    if (!result.ok() || !result->page.entries.empty() || result->job_ended) {
+      for (const auto& dir : dirs) watch_->Remove(dir);
+      return done(std::move(result));
+    }
   }
   const absl::Time deadline = absl::Now() + std::min(request.wait, kMaxWait);
   std::lock_guard<std::mutex> lock(mu_);
+  if (changes_ != changes_before && !dirs.empty()) {
+    written_.insert(dirs.front());
+    cv_.notify_one();
+  }
   waiters_.push_back({project, job_id, std::move(request), deadline, std::move(done), std::move(dirs)});
 }
 
@@ -122,6 +145,7 @@ void LogService::OnDirChange(const std::string& dir, const std::string& name, bo
     }
   }
   written_.insert(dir);
+  ++changes_;
   cv_.notify_one();
 }
 

@@ -63,8 +63,9 @@ class LogService {
   absl::StatusOr<LogResult> ReadOnce(const std::string& project, const std::string& job_id,
                                      const LogRequest& request) const;
   // Watches the directories the job's lines are written in; returns them.
+  // `all_watched_before` (optional): every one of them was watched already.
   std::vector<std::string> WatchDirs(const std::string& project, const std::string& job_id,
-                                     const std::string& trial_id);
+                                     const std::string& trial_id, bool* all_watched_before = nullptr);
   void OnDirChange(const std::string& dir, const std::string& name, bool made_dir);
   void Poll();
 
@@ -74,6 +75,7 @@ class LogService {
   std::condition_variable cv_;
   std::list<Waiter> waiters_;
   std::set<std::string> written_;  // directories written in since the poller last looked
+  uint64_t changes_ = 0;           // writes seen by the watch, ever
   bool stopping_ = false;
   std::unique_ptr<logs::DirWatch> watch_;  // after what its callback uses; before the poller
   std::thread poller_;
