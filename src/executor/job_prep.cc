@@ -236,6 +236,39 @@ std::optional<std::string> ContainerMemoryFailure(const std::string& replica_dir
   return OutOfMemoryMessage(task, limit_mib, what);
 }
 
+std::optional<PythonError> LastPythonError(const std::vector<std::string>& lines) {
+  size_t start = lines.size();
+  for (size_t i = lines.size(); i-- > 0;) {
+    if (absl::StripTrailingAsciiWhitespace(lines[i]) == "Traceback (most recent call last):") {
+      start = i;
+      break;
+    }
+  }
+  if (start == lines.size()) return std::nullopt;
+  PythonError error;
+  for (size_t i = start + 1; i < lines.size(); ++i) {
+    absl::string_view line = absl::StripTrailingAsciiWhitespace(lines[i]);
+    if (absl::StartsWith(line, "  File \"")) {
+      // '  File "/env/lib/python3.11/site-packages/trainer/task.py", line 12, in train'
+      absl::string_view frame = absl::StripLeadingAsciiWhitespace(line);
+      frame.remove_prefix(6);  // File "
+      const size_t quote = frame.find('"');
+      if (quote == absl::string_view::npos) continue;
+      absl::string_view path = frame.substr(0, quote);
+      if (const size_t sp = path.rfind("/site-packages/"); sp != absl::string_view::npos) {
+        path.remove_prefix(sp + std::string_view("/site-packages/").size());
+      }
+      error.frame = absl::StrCat(path, frame.substr(quote + 1));
+      continue;
+    }
+    if (line.empty() || absl::StartsWith(line, " ")) continue;  // the frame's source line, ^^^ markers
+    error.exception = std::string(line);
+    break;
+  }
+  if (error.exception.empty()) return std::nullopt;
+  return error;
+}
+
 std::string DescribeReplicaEnd(const std::string& job_dir, const std::string& task,
                                const std::optional<rundir::ReplicaExit>& exit) {
   // A node's launcher found the replica killed at its memory limit.
@@ -251,8 +284,14 @@ std::string DescribeReplicaEnd(const std::string& job_dir, const std::string& ta
     what = exit->value == 127 ? absl::StrCat("could not start its program (exit status 127)")
                               : absl::StrCat("exited with a non-zero status of ", exit->value);
   }
+  // The trainer's own error first, when it died of an exception.
+  constexpr size_t kShown = 8, kSearched = 80;
+  std::vector<std::string> tail = LogTail(common::ReplicaLogPath(job_dir, task), kSearched);
+  if (auto error = LastPythonError(tail); error && exit && !exit->Succeeded()) {
+    absl::StrAppend(&what, ": ", error->exception, error->frame.empty() ? "" : absl::StrCat(" (", error->frame, ")"));
+  }
   std::string message = absl::StrCat("The replica ", task, " ", what, ".");
-  auto tail = LogTail(common::ReplicaLogPath(job_dir, task), 8);
+  if (tail.size() > kShown) tail.erase(tail.begin(), tail.end() - kShown);
   if (!tail.empty()) absl::StrAppend(&message, " Last lines of its log:\n", absl::StrJoin(tail, "\n"));
   return message;
 }

@@ -117,7 +117,19 @@ std::string OutOfMemoryMessage(const std::string& task, int64_t limit_mib, const
 std::optional<std::string> ContainerMemoryFailure(
     const std::string& replica_dir, const std::string& task, int64_t limit_mib,
     const std::function<std::vector<std::string>()>& read_kernel_log = sandbox::ReadKernelLog);
-// How a replica ended, for errorMessage, with the last lines of its log.
+// What the last Python traceback in `lines` (a replica's log, oldest
+// first) ended with: the exception line and the innermost frame it came
+// from. nullopt when there is none, or its end was not logged.
+struct PythonError {
+  std::string exception;  // "ValueError: bad shape" (the first line of it)
+  std::string frame;      // "trainer/task.py, line 12, in train" (a path in an environment
+                          // from its site-packages on)
+  bool operator==(const PythonError&) const = default;
+};
+std::optional<PythonError> LastPythonError(const std::vector<std::string>& lines);
+// How a replica ended, for errorMessage, with the last lines of its log;
+// a trainer's traceback leads it: "... status of 1: ValueError: bad shape
+// (trainer/task.py, line 12, in train). Last lines of its log: ...".
 // `exit` nullopt: it ended without a record (killed).
 std::string DescribeReplicaEnd(const std::string& job_dir, const std::string& task,
                                const std::optional<rundir::ReplicaExit>& exit);

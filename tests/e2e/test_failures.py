@@ -23,6 +23,15 @@ def test_failing_trainer_names_replica_status_and_log_tail(cli, names):
     assert "endTime" in desc, desc
 
 
+def test_a_trainers_exception_leads_the_error_message_with_its_frame(cli, names):
+    job = names.job("raise")
+    assert cli.submit(job, args=["--lines", "2", "--raise", "bad shape (3, 3)"]).rc == 0
+    msg = cli.wait_state(job, {"FAILED"}, timeout=60).get("errorMessage", "")
+    assert msg.startswith("The replica master-replica-0 exited with a non-zero status of 1: "
+                          "ValueError: bad shape (3, 3) (trainer/task.py, line "), msg
+    assert ", in check_shape). Last lines of its log:" in msg, msg
+
+
 def test_missing_module(cli, names):
     job = names.job("nomod")
     cli.ok("jobs", "submit", "training", job, "--package-path", os.path.join(TRAINERS, "tasks", "trainer"),

@@ -108,3 +108,41 @@ TEST(ContainerMemoryFailureTest, ByTheContainersIdInTheKernelLog) {
 
 }  // namespace
 }  // namespace mle::executor
+
+namespace mle::executor {
+namespace {
+
+struct TracebackCase {
+  const char* name;
+  std::vector<std::string> lines;
+  std::optional<PythonError> want;
+};
+
+TEST(LastPythonErrorTest, Table) {
+  const std::string env = "/data/envs/pytorch-1.13-cpu/4f2a/lib/python3.11/site-packages";
+  const std::vector<TracebackCase> cases = {
+      {"none", {"epoch 1 loss 0.3", "done"}, std::nullopt},
+      {"a trainer's error: the innermost frame, its path from site-packages on",
+       {"epoch 1", "Traceback (most recent call last):", "  File \"<frozen runpy>\", line 198, in _run_module_as_main",
+        "  File \"" + env + "/trainer/task.py\", line 40, in <module>", "    main()",
+        "  File \"" + env + "/trainer/task.py\", line 12, in train", "    x = np.reshape(y, (3, 3))",
+        "        ^^^^^^^^^^^^^^^^^^^^^^", "ValueError: cannot reshape array of size 4 into shape (3,3)"},
+       PythonError{"ValueError: cannot reshape array of size 4 into shape (3,3)", "trainer/task.py, line 12, in train"}},
+      {"a path outside an environment stays whole",
+       {"Traceback (most recent call last):", "  File \"/work/train.py\", line 3, in <module>",
+        "    raise RuntimeError('no data')", "RuntimeError: no data"},
+       PythonError{"RuntimeError: no data", "/work/train.py, line 3, in <module>"}},
+      {"chained: the last traceback, and the first line of a long message",
+       {"Traceback (most recent call last):", "  File \"/a.py\", line 1, in f", "KeyError: 'x'", "",
+        "During handling of the above exception, another exception occurred:", "",
+        "Traceback (most recent call last):", "  File \"/a.py\", line 5, in g", "OSError: first line",
+        "second line of the message"},
+       PythonError{"OSError: first line", "/a.py, line 5, in g"}},
+      {"cut off before its exception line", {"Traceback (most recent call last):", "  File \"/a.py\", line 1, in f"},
+       std::nullopt},
+  };
+  for (const auto& c : cases) EXPECT_EQ(LastPythonError(c.lines), c.want) << c.name;
+}
+
+}  // namespace
+}  // namespace mle::executor

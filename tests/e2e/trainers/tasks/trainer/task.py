@@ -21,6 +21,7 @@
                          every worker (WORLD_SIZE - 1) has written its file
   --write URI            write "done" to the gs:// object URI
   --fail N               print "boom" to stderr and exit with status N
+  --raise MESSAGE        raise ValueError(MESSAGE) from check_shape()
 then print "done" and exit 0. Unknown flags (e.g. --job-dir) are ignored.
 """
 
@@ -165,7 +166,13 @@ def main(argv):
     for n in opts.get("fail", []):
         log("boom", err=True)
         sys.exit(int(n))
+    for message in opts.get("raise", []):
+        check_shape(message)
     log("done")
+
+
+def check_shape(message):
+    raise ValueError(message)
 
 
 if __name__ == "__main__":
