@@ -35,15 +35,16 @@ PY = "/usr/bin/python3"
 TRAINER = 'import sys\nprint("first line", flush=True)\n'
 
 
-def sdist(version):
-    """A tiny sdist (setup.py + package), built in memory."""
+def sdist(version, name="trivial_trainer", task=TRAINER):
+    """A tiny sdist (setup.py + package NAME whose task.py is `task`), built
+    in memory."""
     buf = io.BytesIO()
-    base = f"trivial_trainer-{version}"
+    base = f"{name}-{version}"
     files = {
-        f"{base}/setup.py": f'from setuptools import setup\nsetup(name="trivial_trainer", version="{version}", packages=["trivial_trainer"])\n',
-        f"{base}/trivial_trainer/__init__.py": "",
-        f"{base}/trivial_trainer/task.py": TRAINER,
-        f"{base}/PKG-INFO": f"Metadata-Version: 1.0\nName: trivial_trainer\nVersion: {version}\n",
+        f"{base}/setup.py": f'from setuptools import setup\nsetup(name="{name}", version="{version}", packages=["{name}"])\n',
+        f"{base}/{name}/__init__.py": "",
+        f"{base}/{name}/task.py": task,
+        f"{base}/PKG-INFO": f"Metadata-Version: 1.0\nName: {name}\nVersion: {version}\n",
     }
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         for name, text in files.items():

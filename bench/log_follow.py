@@ -37,26 +37,6 @@ for i in range(n):
 """
 
 
-def sdist():
-    import io
-    import tarfile
-    buf = io.BytesIO()
-    base = "follow_trainer-1.0"
-    files = {
-        f"{base}/setup.py": 'from setuptools import setup\nsetup(name="follow_trainer", version="1.0", packages=["follow_trainer"])\n',
-        f"{base}/follow_trainer/__init__.py": "",
-        f"{base}/follow_trainer/task.py": TRAINER,
-        f"{base}/PKG-INFO": "Metadata-Version: 1.0\nName: follow_trainer\nVersion: 1.0\n",
-    }
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
 def latency_of(message, now):
     """(line number, latency) of a trainer's line; None for another."""
     parts = message.split()
@@ -136,7 +116,7 @@ def main():
         try:
             name = "pkgs/follow_trainer-1.0.tar.gz"
             server.call("POST", "/upload/storage/v1/b/bench-bucket/o?uploadType=media&name="
-                        + urllib.parse.quote(name, safe=""), raw=sdist())
+                        + urllib.parse.quote(name, safe=""), raw=jl.sdist("1.0", name="follow_trainer", task=TRAINER))
             pkg = f"gs://bench-bucket/{name}"
             u = urllib.parse.urlsplit(server.url)
             for n in counts:

@@ -181,27 +181,23 @@ TEST_F(SchedulerTest, AJobIsLaunchedOnlyOnceItsPreparingIsDurable) {
 // is flushed. An executor's whose jobs outlive the machine flush every move.
 TEST_F(SchedulerTest, OnlyWhatOutlivesTheMachineIsFlushedToDisk) {
   using P = std::pair<JobState, bool>;
-  auto flushed = [this](const std::string& id) { return recorder_.flushed[{"p", id}]; };
-  scheduler_->Submit(Job("local"));
-  Settle();
-  scheduler_->JobStarted({"p", "local"});
-  Settle();
-  scheduler_->JobEnded({"p", "local"}, executor::Outcome::kSucceeded, "");
-  Settle();
-  EXPECT_EQ(flushed("local"),
+  // Submits `id` and runs it to `outcome`; the moves recorded and whether
+  // each asked for a flush. An executor that places jobs says PREPARING.
+  auto run = [this](const std::string& id, executor::Outcome outcome) {
+    scheduler_->Submit(Job(id));
+    Settle();
+    if (executor_.places_jobs) scheduler_->JobPreparing({"p", id});
+    scheduler_->JobStarted({"p", id});
+    Settle();
+    scheduler_->JobEnded({"p", id}, outcome, "");
+    Settle();
+    return recorder_.flushed[{"p", id}];
+  };
+  EXPECT_EQ(run("local", executor::Outcome::kSucceeded),
             (std::vector<P>{{JobState::kPreparing, false}, {JobState::kRunning, false}, {JobState::kSucceeded, true}}));
-
   executor_.places_jobs = true;
   Rebuild(Options(1));
-  scheduler_->Submit(Job("slurm"));
-  Settle();
-  scheduler_->JobPreparing({"p", "slurm"});
-  Settle();
-  scheduler_->JobStarted({"p", "slurm"});
-  Settle();
-  scheduler_->JobEnded({"p", "slurm"}, executor::Outcome::kFailed, "boom");
-  Settle();
-  EXPECT_EQ(flushed("slurm"),
+  EXPECT_EQ(run("slurm", executor::Outcome::kFailed),
             (std::vector<P>{{JobState::kPreparing, true}, {JobState::kRunning, true}, {JobState::kFailed, true}}));
 }
 
