@@ -40,6 +40,12 @@ class ExecutorEvents {
   virtual void JobPreparing(const JobRef& job) = 0;
   // The job's processes are all gone. Called exactly once per Launch/Recover.
   virtual void JobEnded(const JobRef& job, Outcome outcome, const std::string& message) = 0;
+  // A note on a running job for its errorMessage (it looks stalled); ""
+  // takes it back (it moves again).
+  virtual void JobNote(const JobRef& job, const std::string& note) {
+    (void)job;
+    (void)note;
+  }
 };
 
 // Where a job's replicas get their credential: a token of the service

@@ -8,6 +8,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,15 +17,18 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "codec/launch_codec.h"
 #include "common/run_layout.h"
+#include "common/time_format.h"
 #include "common/subprocess.h"
 #include "rundir/file_io.h"
 #include "rundir/replica_files.h"
@@ -161,6 +165,46 @@ std::optional<codec::WarmSpec> WarmSpecOf(const model::Job& job, const runtime::
     }
   }
   return spec;
+}
+
+// The CPU (clock ticks: user and system, its own and its reaped
+// children's) of `root` and of every process below it. The shim is a child
+// subreaper, so whatever a replica starts stays below it.
+int64_t TreeCpuTicks(pid_t root) {
+  int64_t total = 0;
+  std::vector<pid_t> todo = {root};
+  std::set<pid_t> seen;
+  while (!todo.empty()) {
+    const pid_t pid = todo.back();
+    todo.pop_back();
+    if (!seen.insert(pid).second) continue;
+    const std::string proc = absl::StrCat("/proc/", pid);
+    const std::string stat = ReadFileOrEmpty(proc + "/stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size()) continue;
+    // After the command: state (3), ... utime (14), stime, cutime, cstime (17).
+    const std::vector<absl::string_view> fields = absl::StrSplit(absl::string_view(stat).substr(close + 2), ' ');
+    for (size_t i = 11; i <= 14 && i < fields.size(); ++i) {
+      int64_t v = 0;
+      if (absl::SimpleAtoi(fields[i], &v)) total += v;
+    }
+    std::error_code ec;
+    for (const auto& task : fs::directory_iterator(proc + "/task", ec)) {
+      for (absl::string_view child : absl::StrSplit(ReadFileOrEmpty(task.path().string() + "/children"), ' ',
+                                                     absl::SkipWhitespace())) {
+        pid_t c = 0;
+        if (absl::SimpleAtoi(child, &c)) todo.push_back(c);
+      }
+    }
+  }
+  return total;
+}
+
+// "45 s", "31 min", "2.5 h".
+std::string Span(absl::Duration d) {
+  if (d < absl::Minutes(2)) return absl::StrCat(absl::ToInt64Seconds(d), " s");
+  if (d < absl::Hours(2)) return absl::StrCat(absl::ToInt64Minutes(d), " min");
+  return absl::StrFormat("%.1f h", absl::ToDoubleHours(d));
 }
 
 }  // namespace
@@ -692,14 +736,70 @@ void LocalExecutor::MaybeFinish(const std::string& key) {
   events_->JobEnded(ref, outcome, message);
 }
 
+void LocalExecutor::CheckStalls(absl::Time now, std::vector<std::pair<JobRef, std::string>>* notes,
+                                std::vector<std::string>* ended) {
+  for (auto& [key, run] : jobs_) {
+    if (run.preparing || run.containers || run.ending != Ending::kNone || run.cancel_requested) continue;
+    int64_t ticks = 0;
+    absl::Time newest = absl::InfinitePast();
+    for (const auto& [task, rep] : run.replicas) {
+      if (rep.exited) continue;
+      ticks += TreeCpuTicks(rep.pid);
+      struct stat st;
+      if (::stat(common::ReplicaLogPath(run.dir, task).c_str(), &st) == 0) {
+        newest = std::max(newest, absl::TimeFromTimespec(st.st_mtim));
+      }
+    }
+    const bool moved = run.cpu_ticks >= 0 && (ticks != run.cpu_ticks || newest != run.log_mtime);
+    if (run.cpu_ticks < 0 || moved) run.last_activity = now;
+    run.cpu_ticks = ticks;
+    run.log_mtime = newest;
+    if (moved && run.stalled) {
+      run.stalled = false;
+      notes->push_back({run.ref, ""});
+      continue;
+    }
+    if (run.stalled || now - run.last_activity < options_.stall_after) continue;
+    run.stalled = true;
+    obs::Metrics::Default().Stalls("local").Increment();
+    const std::string what = absl::StrCat("its replicas wrote no log line and used no CPU for ",
+                                          Span(now - run.last_activity), " (since ",
+                                          common::FormatRfc3339(run.last_activity), ")");
+    if (options_.stall_fails) {
+      obs::Log("local").warn("{} stalled: {}; ending it (local.stall_action: fail)", key, what);
+      BeginStop(run, Ending::kFailed,
+                absl::StrCat("The job stalled: ", what, ". The operator's policy ends stalled jobs "
+                             "(local.stall_action: fail)."));
+      ended->push_back(key);
+    } else {
+      obs::Log("local").warn("{} stalled: {}", key, what);
+      notes->push_back({run.ref, absl::StrCat("Stalled: ", what, ".")});
+    }
+  }
+}
+
 void LocalExecutor::Watch() {
   epoll_event events[64];
+  // The stall watch looks a few times per stall_after, at most every 30 s.
+  const absl::Duration stall_every =
+      std::clamp(options_.stall_after / 4, absl::Milliseconds(250), absl::Seconds(30));
+  absl::Time next_stall_check = absl::Now() + stall_every;
   for (;;) {
     int timeout_ms = 1000;
+    std::vector<std::pair<JobRef, std::string>> notes;
+    std::vector<std::string> stalled_ended;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) return;
       const absl::Time now = absl::Now();
+      if (options_.stall_after > absl::ZeroDuration()) {
+        if (now >= next_stall_check) {
+          CheckStalls(now, &notes, &stalled_ended);
+          next_stall_check = now + stall_every;
+        }
+        timeout_ms = std::min<int>(timeout_ms,
+                                   std::max<int64_t>(1, absl::ToInt64Milliseconds(next_stall_check - now)));
+      }
       for (auto& [key, run] : jobs_) {
         if (run.kill_at == absl::InfiniteFuture()) continue;
         if (now >= run.kill_at) {
@@ -711,6 +811,10 @@ void LocalExecutor::Watch() {
         timeout_ms = std::min<int>(timeout_ms, std::max<int64_t>(1, absl::ToInt64Milliseconds(run.kill_at - now)));
       }
     }
+    for (const auto& [ref, note] : notes) {
+      if (events_ != nullptr) events_->JobNote(ref, note);
+    }
+    for (const auto& key : stalled_ended) MaybeFinish(key);
     int n = ::epoll_wait(epoll_fd_, events, 64, timeout_ms);
     obs::ScopedTimer round_timer(obs::Metrics::Default().ExecutorPoll("local"));
     std::vector<std::string> touched;

@@ -63,6 +63,12 @@ struct LocalExecutorOptions {
   // started at the first launch; false (or a server that cannot start):
   // each executed.
   bool fork_shims = true;
+  // A running job whose replicas wrote no log line and used no CPU for this
+  // long is stalled: said in its errorMessage (ExecutorEvents::JobNote), and
+  // with `stall_fails` it is ended FAILED with that reason. Zero: never.
+  // Container replicas are not watched (their processes are podman's).
+  absl::Duration stall_after = absl::ZeroDuration();
+  bool stall_fails = false;
 };
 
 class LocalExecutor final : public Executor {
@@ -103,10 +109,18 @@ class LocalExecutor final : public Executor {
     bool containers = false;  // its replicas run in containers
     bool force_killed = false;  // a shim had to be SIGKILLed (it could not remove its container)
     uid_t uid = 0;              // sandboxed: the identity its replicas run as
+    // Stall watch: when its replicas last wrote or used CPU, as seen.
+    absl::Time last_activity = absl::InfinitePast();
+    int64_t cpu_ticks = -1;     // its replicas' processes' CPU (clock ticks), last seen
+    absl::Time log_mtime;       // its newest log write, last seen
+    bool stalled = false;       // told (JobNote)
   };
 
   void PrepareAndStart(const std::string& key, model::Job job, model::JobDemand demand, model::Placement placement);
   void Watch();
+  // The stall watch's round (mu_ held): notes to send, jobs it ended.
+  void CheckStalls(absl::Time now, std::vector<std::pair<JobRef, std::string>>* notes,
+                   std::vector<std::string>* ended);
   void OnReplicaExit(RunningJob& job, Replica& replica);
   void BeginStop(RunningJob& job, Ending ending, std::string message);
   void MaybeFinish(const std::string& key);

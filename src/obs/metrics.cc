@@ -97,7 +97,11 @@ Metrics::Metrics()
       replica_failures_(prometheus::BuildCounter()
                             .Name("mlengine_replica_failures_total")
                             .Help("Replicas whose failure ended their job")
-                            .Register(*registry_)) {}
+                            .Register(*registry_)),
+      stalls_(prometheus::BuildCounter()
+                  .Name("mlengine_stalls_total")
+                  .Help("Running jobs found stalled: no log line and no CPU for local.stall_after_seconds")
+                  .Register(*registry_)) {}
 
 Metrics& Metrics::Default() {
   static Metrics* metrics = new Metrics;  // never destroyed: threads may observe during exit
@@ -156,6 +160,10 @@ prometheus::Counter& Metrics::ReplicaStarts(absl::string_view executor) {
 
 prometheus::Counter& Metrics::ReplicaFailures(absl::string_view executor) {
   return replica_failures_.Add({{"executor", Text(executor)}});
+}
+
+prometheus::Counter& Metrics::Stalls(absl::string_view executor) {
+  return stalls_.Add({{"executor", Text(executor)}});
 }
 
 }  // namespace mle::obs

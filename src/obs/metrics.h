@@ -72,6 +72,8 @@ class Metrics {
   prometheus::Counter& ReplicaStarts(absl::string_view executor);
   // Replicas whose failure ended their job.
   prometheus::Counter& ReplicaFailures(absl::string_view executor);
+  // Running jobs found stalled (no log line, no CPU for local.stall_after_seconds).
+  prometheus::Counter& Stalls(absl::string_view executor);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -94,6 +96,7 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>& executor_poll_;
   prometheus::Family<prometheus::Counter>& replica_starts_;
   prometheus::Family<prometheus::Counter>& replica_failures_;
+  prometheus::Family<prometheus::Counter>& stalls_;
 };
 
 // Observes the time from its construction to its destruction (monotonic

@@ -132,6 +132,7 @@ void Scheduler::JobWaiting(const executor::JobRef& job, const std::string& reaso
   Post(WaitingEvent{KeyOf(job), reason});
 }
 void Scheduler::JobPreparing(const executor::JobRef& job) { Post(PreparingEvent{KeyOf(job)}); }
+void Scheduler::JobNote(const executor::JobRef& job, const std::string& note) { Post(NoteEvent{KeyOf(job), note}); }
 void Scheduler::JobEnded(const executor::JobRef& job, executor::Outcome outcome, const std::string& message) {
   Post(EndedEvent{KeyOf(job), outcome, message});
 }
@@ -208,6 +209,12 @@ void Scheduler::Handle(const Event& e) {
     it->second.running = false;
     SetView(w->key, false, true);
     recorder_.Record(w->key, {JobState::kQueued, w->reason, true});
+  } else if (const auto* note = std::get_if<NoteEvent>(&e)) {
+    // Said of a running job only, and never once it is being stopped (the
+    // stop's reason is what it will say).
+    auto it = active_.find(note->key);
+    if (it == active_.end() || !it->second.running || it->second.stop_requested) return;
+    recorder_.Record(note->key, {JobState::kRunning, note->note, true, /*flush=*/false});
   } else if (const auto* p = std::get_if<PreparingEvent>(&e)) {
     auto it = active_.find(p->key);
     if (it == active_.end() || it->second.stop_requested) return;
@@ -465,8 +472,9 @@ void Scheduler::OnEnded(const EndedEvent& e) {
   }
   switch (e.outcome) {
     case executor::Outcome::kSucceeded:
-      // A master that finished before the stop landed still succeeded.
-      recorder_.Record(e.key, {JobState::kSucceeded, ""});
+      // A master that finished before the stop landed still succeeded; what
+      // was said of it while it ran (it looked stalled) goes.
+      recorder_.Record(e.key, {JobState::kSucceeded, "", true});
       break;
     case executor::Outcome::kStopped:
       recorder_.Record(e.key, {a.stop_state, a.stop_reason});

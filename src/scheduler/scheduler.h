@@ -155,6 +155,7 @@ class Scheduler final : public executor::ExecutorEvents {
   void JobWaiting(const executor::JobRef& job, const std::string& reason) override;
   void JobPreparing(const executor::JobRef& job) override;
   void JobEnded(const executor::JobRef& job, executor::Outcome outcome, const std::string& message) override;
+  void JobNote(const executor::JobRef& job, const std::string& note) override;
 
   // Processes every posted event now, on the calling thread (tests).
   void RunPending();
@@ -176,12 +177,13 @@ class Scheduler final : public executor::ExecutorEvents {
   struct WaitingEvent { JobKey key; std::string reason; };
   struct PreparingEvent { JobKey key; };
   struct EndedEvent { JobKey key; executor::Outcome outcome; std::string message; };
+  struct NoteEvent { JobKey key; std::string note; };
   // The job's PREPARING is durable (or could not be made so): launch it now.
   struct LaunchEvent { JobKey key; absl::Status recorded; };
   struct BarrierEvent { std::function<void()> reached; };
   struct PolicyEvent { std::shared_ptr<const Quotas> quotas; std::shared_ptr<const Shares> shares; };
   using Event = std::variant<PlaceEvent, CancelEvent, AdoptEvent, TickEvent, StartedEvent, EndedEvent,
-                             WaitingEvent, PreparingEvent, LaunchEvent, BarrierEvent, PolicyEvent>;
+                             WaitingEvent, PreparingEvent, LaunchEvent, BarrierEvent, PolicyEvent, NoteEvent>;
 
   // The planner's view of a waiting job, and what the scheduler keeps beside it.
   struct Queued : QueuedJob {

@@ -386,6 +386,8 @@ absl::Status Server::Parts::Build() {
     o.buckets = bucket_store.get();
     o.python_path = python_dir.string();
     o.cancel_grace = absl::Seconds(config.cancel_grace_seconds);
+    o.stall_after = absl::Seconds(config.stall_after_seconds);
+    o.stall_fails = config.stall_fails;
     o.credentials = credentials.get();
     o.api_endpoint = endpoint;
     o.podman = podman.get();

@@ -101,6 +101,20 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
         return absl::InvalidArgumentError(
             absl::StrCat(origin, ": local.replica_cpu_milli must be positive and local.replica_memory_mib not negative"));
       }
+      config.stall_after_seconds = local["stall_after_seconds"].as<int64_t>(config.stall_after_seconds);
+      if (config.stall_after_seconds < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            origin, ": local.stall_after_seconds must be 0 (never) or a number of seconds, e.g. 3600"));
+      }
+      if (auto action = local["stall_action"]) {
+        const std::string a = action.as<std::string>();
+        if (a != "flag" && a != "fail") {
+          return absl::InvalidArgumentError(absl::StrCat(
+              origin, ": local.stall_action must be \"flag\" (say so in the job's errorMessage) or \"fail\" "
+                      "(end the job FAILED), not \"", a, "\""));
+        }
+        config.stall_fails = a == "fail";
+      }
     }
     if (auto sandbox = root["sandbox"]) {
       for (const auto& kv : sandbox) {

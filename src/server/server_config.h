@@ -43,6 +43,11 @@ struct ServerConfig {
   // `local.replica_memory_mib`: what each replica may use (its memory limit
   // in the sandbox), counted against this machine's memory.
   int64_t replica_memory_mib = 2048;
+  // `local.stall_after_seconds` / `local.stall_action`: a running job whose
+  // replicas wrote no log line and used no CPU for that long is stalled:
+  // flagged in its errorMessage ("flag"), or ended FAILED ("fail"); 0: never.
+  int64_t stall_after_seconds = 3600;
+  bool stall_fails = false;
   // `sandbox:` (docs/security.md).
   sandbox::SandboxSettings sandbox;
   std::vector<TpuHostConfig> tpu_hosts;

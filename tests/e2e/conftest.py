@@ -57,7 +57,7 @@ _counter = itertools.count()
 # Server configuration
 
 def config_yaml(*, cpu_oversubscription=None, replica_cpu_milli=None, gpu_types=None, tpu_v2_hosts=4,
-                cancel_grace_seconds=2, pod_quota=True, warm_preload=None):
+                cancel_grace_seconds=2, pod_quota=True, warm_preload=None, local=None):
     """The suite's server configuration; `warm_preload` (module names) gives
     the runtime a warm interpreter that imported them."""
     lines = [
@@ -70,12 +70,14 @@ def config_yaml(*, cpu_oversubscription=None, replica_cpu_milli=None, gpu_types=
     ]
     if warm_preload:
         lines.append(f"    warm_start: {{preload: [{', '.join(warm_preload)}]}}")
-    if cpu_oversubscription is not None or replica_cpu_milli is not None:
+    if cpu_oversubscription is not None or replica_cpu_milli is not None or local:
         lines.append("local:")
         if cpu_oversubscription is not None:
             lines.append(f"  cpu_oversubscription: {cpu_oversubscription}")
         if replica_cpu_milli is not None:
             lines.append(f"  replica_cpu_milli: {replica_cpu_milli}")
+        for k, v in (local or {}).items():  # more of local: (stall_after_seconds, ...)
+            lines.append(f"  {k}: {v}")
     if tpu_v2_hosts:
         lines.append("tpu_hosts:")
         for i in range(1, tpu_v2_hosts + 1):

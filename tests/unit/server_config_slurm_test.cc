@@ -11,6 +11,25 @@ namespace {
 using executor::slurm::AccountMode;
 using ::testing::HasSubstr;
 
+// Parses each row's YAML (after one runtime): a refused row's error names
+// the key (`row.error`, a part of the message); an accepted row's config is
+// handed to `check`.
+template <class Row, class Check>
+void ParseRows(const std::vector<Row>& rows, Check check) {
+  for (const auto& row : rows) {
+    const std::string runtimes = "runtimes:\n  - {name: rt, python: /usr/bin/python3, python_version: '3.11'}\n";
+    auto config = ParseServerConfig(runtimes + row.yaml, "test.yaml");
+    if (!row.error.empty()) {
+      ASSERT_FALSE(config.ok()) << row.yaml;
+      EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(std::string(config.status().message()), HasSubstr("test.yaml: " + row.error));
+      continue;
+    }
+    ASSERT_TRUE(config.ok()) << row.yaml << config.status();
+    check(row, *config);
+  }
+}
+
 TEST(ServerConfigSlurmAccounts, Table) {
   struct Row {
     std::string yaml;
@@ -26,19 +45,10 @@ TEST(ServerConfigSlurmAccounts, Table) {
       {"slurm: {accounts: per_project, account: ml}\n", AccountMode::kNone, "",
        "slurm.account and slurm.accounts: per_project exclude each other"},
   };
-  for (const auto& row : rows) {
-    const std::string runtimes = "runtimes:\n  - {name: rt, python: /usr/bin/python3, python_version: '3.11'}\n";
-    auto config = ParseServerConfig(runtimes + row.yaml, "test.yaml");
-    if (!row.error.empty()) {
-      ASSERT_FALSE(config.ok()) << row.yaml;
-      EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
-      EXPECT_THAT(std::string(config.status().message()), HasSubstr("test.yaml: " + row.error));
-      continue;
-    }
-    ASSERT_TRUE(config.ok()) << row.yaml << config.status();
-    EXPECT_EQ(config->slurm.settings.accounts, row.mode) << row.yaml;
-    EXPECT_EQ(config->slurm.settings.region, row.region) << row.yaml;
-  }
+  ParseRows(rows, [](const Row& row, const ServerConfig& config) {
+    EXPECT_EQ(config.slurm.settings.accounts, row.mode) << row.yaml;
+    EXPECT_EQ(config.slurm.settings.region, row.region) << row.yaml;
+  });
 }
 
 // `regions:` the regions this cluster serves: one by default, AI Platform's
@@ -56,17 +66,32 @@ TEST(ServerConfigRegions, Table) {
       {"regions: []\n", {}, "regions must be a list of the regions this cluster serves"},
       {"regions: us-central1\n", {}, "regions must be a list of the regions this cluster serves"},
   };
-  for (const auto& row : rows) {
-    const std::string runtimes = "runtimes:\n  - {name: rt, python: /usr/bin/python3, python_version: '3.11'}\n";
-    auto config = ParseServerConfig(runtimes + row.yaml, "test.yaml");
-    if (!row.error.empty()) {
-      ASSERT_FALSE(config.ok()) << row.yaml;
-      EXPECT_THAT(std::string(config.status().message()), HasSubstr("test.yaml: " + row.error));
-      continue;
-    }
-    ASSERT_TRUE(config.ok()) << row.yaml << config.status();
-    EXPECT_EQ(config->regions, row.regions) << row.yaml;
-  }
+  ParseRows(rows, [](const Row& row, const ServerConfig& config) {
+    EXPECT_EQ(config.regions, row.regions) << row.yaml;
+  });
+}
+
+// `local.stall_after_seconds` / `local.stall_action`: an hour and a flag by
+// default; 0 turns the watch off; anything else is refused saying what is.
+TEST(ServerConfigStalls, Table) {
+  struct Row {
+    std::string yaml;
+    int64_t after = 0;
+    bool fails = false;
+    std::string error;  // part of the refusal; "" accepted
+  };
+  const std::vector<Row> rows = {
+      {"", 3600, false, ""},
+      {"local: {stall_after_seconds: 0}\n", 0, false, ""},
+      {"local: {stall_after_seconds: 600, stall_action: fail}\n", 600, true, ""},
+      {"local: {stall_action: flag}\n", 3600, false, ""},
+      {"local: {stall_after_seconds: -1}\n", 0, false, "local.stall_after_seconds must be 0 (never)"},
+      {"local: {stall_action: kill}\n", 0, false, "local.stall_action must be \"flag\""},
+  };
+  ParseRows(rows, [](const Row& row, const ServerConfig& config) {
+    EXPECT_EQ(config.stall_after_seconds, row.after) << row.yaml;
+    EXPECT_EQ(config.stall_fails, row.fails) << row.yaml;
+  });
 }
 
 }  // namespace

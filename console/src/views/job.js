@@ -199,12 +199,15 @@ function overview(root, ctx) {
   let configShown = '';
   function render(job) {
     lastJob = job;
-    const waits = (job.state === 'QUEUED' || job.state === 'PREPARING') && job.errorMessage;
+    // A queued job's errorMessage says why it waits; a running one's, that
+    // it looks stalled (no log line, no CPU for the operator's limit).
+    const running = job.state === 'RUNNING';
+    const waits = (job.state === 'QUEUED' || job.state === 'PREPARING' || running) && job.errorMessage;
     waiting.show(Boolean(waits));
     if (waits) {
       fill(
         waiting.el,
-        h('strong', null, 'Why it waits: '),
+        h('strong', null, running ? 'It may be stuck: ' : 'Why it waits: '),
         job.errorMessage,
         job.jobPosition != null && job.jobPosition !== ''
           ? h('div', { class: 'position' }, `Position in the project's queue: ${job.jobPosition}.`)
