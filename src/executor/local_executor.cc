@@ -17,7 +17,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <set>
+#include <utility>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -167,19 +170,34 @@ std::optional<codec::WarmSpec> WarmSpecOf(const model::Job& job, const runtime::
   return spec;
 }
 
-// The CPU (clock ticks: user and system, its own and its reaped
-// children's) of `root` and of every process below it. The shim is a child
-// subreaper, so whatever a replica starts stays below it.
-int64_t TreeCpuTicks(pid_t root) {
-  int64_t total = 0;
-  std::vector<pid_t> todo = {root};
+// `root` and every process below it. The shim is a child subreaper, so
+// whatever a replica starts stays below it.
+std::vector<pid_t> ProcessTree(pid_t root) {
+  std::vector<pid_t> tree, todo = {root};
   std::set<pid_t> seen;
   while (!todo.empty()) {
     const pid_t pid = todo.back();
     todo.pop_back();
     if (!seen.insert(pid).second) continue;
-    const std::string proc = absl::StrCat("/proc/", pid);
-    const std::string stat = ReadFileOrEmpty(proc + "/stat");
+    tree.push_back(pid);
+    std::error_code ec;
+    for (const auto& task : fs::directory_iterator(absl::StrCat("/proc/", pid, "/task"), ec)) {
+      for (absl::string_view child : absl::StrSplit(ReadFileOrEmpty(task.path().string() + "/children"), ' ',
+                                                     absl::SkipWhitespace())) {
+        pid_t c = 0;
+        if (absl::SimpleAtoi(child, &c)) todo.push_back(c);
+      }
+    }
+  }
+  return tree;
+}
+
+// The CPU (clock ticks: user and system, its own and its reaped
+// children's) of `root` and of every process below it.
+int64_t TreeCpuTicks(pid_t root) {
+  int64_t total = 0;
+  for (pid_t pid : ProcessTree(root)) {
+    const std::string stat = ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/stat"));
     const size_t close = stat.rfind(')');
     if (close == std::string::npos || close + 2 >= stat.size()) continue;
     // After the command: state (3), ... utime (14), stime, cutime, cstime (17).
@@ -188,16 +206,51 @@ int64_t TreeCpuTicks(pid_t root) {
       int64_t v = 0;
       if (absl::SimpleAtoi(fields[i], &v)) total += v;
     }
-    std::error_code ec;
-    for (const auto& task : fs::directory_iterator(proc + "/task", ec)) {
-      for (absl::string_view child : absl::StrSplit(ReadFileOrEmpty(task.path().string() + "/children"), ' ',
-                                                     absl::SkipWhitespace())) {
-        pid_t c = 0;
-        if (absl::SimpleAtoi(child, &c)) todo.push_back(c);
-      }
-    }
   }
   return total;
+}
+
+// The established TCP connections of this network namespace (replicas share
+// it): socket inode -> (local port, remote port).
+std::map<uint64_t, std::pair<int, int>> EstablishedConnections() {
+  std::map<uint64_t, std::pair<int, int>> out;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    bool header = true;
+    for (absl::string_view line : absl::StrSplit(ReadFileOrEmpty(table), '\n', absl::SkipEmpty())) {
+      if (std::exchange(header, false)) continue;
+      // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+      const std::vector<absl::string_view> f = absl::StrSplit(line, ' ', absl::SkipWhitespace());
+      if (f.size() < 10 || f[3] != "01") continue;  // 01: ESTABLISHED
+      auto port = [](absl::string_view address) {
+        int p = 0;
+        const size_t colon = address.rfind(':');
+        return colon != absl::string_view::npos && absl::SimpleHexAtoi(address.substr(colon + 1), &p) ? p : -1;
+      };
+      uint64_t inode = 0;
+      if (absl::SimpleAtoi(f[9], &inode) && inode != 0) out[inode] = {port(f[1]), port(f[2])};
+    }
+  }
+  return out;
+}
+
+// Whether a process of `root`'s tree holds a connection on one of `ports`.
+bool TreeConnectedOn(pid_t root, const std::set<int>& ports,
+                     const std::map<uint64_t, std::pair<int, int>>& connections) {
+  for (pid_t pid : ProcessTree(root)) {
+    std::error_code ec;
+    for (const auto& fd : fs::directory_iterator(absl::StrCat("/proc/", pid, "/fd"), ec)) {
+      std::error_code link_ec;
+      const std::string target = fs::read_symlink(fd.path(), link_ec).string();
+      uint64_t inode = 0;
+      if (link_ec || !absl::StartsWith(target, "socket:[") ||
+          !absl::SimpleAtoi(absl::string_view(target).substr(8, target.size() - 9), &inode)) {
+        continue;
+      }
+      auto c = connections.find(inode);
+      if (c != connections.end() && (ports.count(c->second.first) || ports.count(c->second.second))) return true;
+    }
+  }
+  return false;
 }
 
 // "45 s", "31 min", "2.5 h".
@@ -572,6 +625,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
     }
   }
   run.preparing = false;
+  run.started_at = absl::Now();
   const bool failed_to_start = run.ending != Ending::kNone;
   if (run.cancel_requested && !failed_to_start) BeginStop(run, Ending::kStopped, run.cancel_reason);
   lock.unlock();
@@ -778,11 +832,49 @@ void LocalExecutor::CheckStalls(absl::Time now, std::vector<std::pair<JobRef, st
   }
 }
 
+void LocalExecutor::CheckJoins(absl::Time now, std::vector<std::string>* ended) {
+  std::optional<std::map<uint64_t, std::pair<int, int>>> connections;  // read once a round, when needed
+  for (auto& [key, run] : jobs_) {
+    if (run.joined || run.preparing || run.containers || run.ending != Ending::kNone || run.cancel_requested) {
+      continue;
+    }
+    if (run.replicas.size() < 2 || run.ports.empty()) {
+      run.joined = true;  // nobody to join, or (adopted) ports not known
+      continue;
+    }
+    if (!connections) connections = EstablishedConnections();
+    std::vector<std::string> missing;
+    for (const auto& [task, rep] : run.replicas) {
+      if (!rep.exited && !TreeConnectedOn(rep.pid, run.ports, *connections)) missing.push_back(task);
+    }
+    if (missing.empty()) {
+      run.joined = true;
+      continue;
+    }
+    if (now - run.started_at < options_.join_timeout) continue;
+    std::vector<std::string> ports;
+    for (int p : run.ports) ports.push_back(std::to_string(p));
+    const std::string message = absl::StrCat(
+        "The replica", missing.size() > 1 ? "s " : " ", absl::StrJoin(missing, ", "),
+        " did not connect to the job's other replicas within ", Span(options_.join_timeout),
+        " of their start (no TCP connection on the job's ports ", absl::StrJoin(ports, ", "),
+        "): a rendezvous that never completed (the operator's limit: local.join_timeout_seconds).");
+    obs::Log("local").warn("{}: {}", key, message);
+    BeginStop(run, Ending::kFailed, message);
+    ended->push_back(key);
+  }
+}
+
 void LocalExecutor::Watch() {
   epoll_event events[64];
-  // The stall watch looks a few times per stall_after, at most every 30 s.
+  // The stall and join watches look a few times per limit, at most every 30 s.
+  absl::Duration shortest = absl::InfiniteDuration();
+  for (absl::Duration d : {options_.stall_after, options_.join_timeout}) {
+    if (d > absl::ZeroDuration()) shortest = std::min(shortest, d);
+  }
+  const bool watch_progress = shortest != absl::InfiniteDuration();
   const absl::Duration stall_every =
-      std::clamp(options_.stall_after / 4, absl::Milliseconds(250), absl::Seconds(30));
+      watch_progress ? std::clamp(shortest / 4, absl::Milliseconds(250), absl::Seconds(30)) : absl::Seconds(30);
   absl::Time next_stall_check = absl::Now() + stall_every;
   for (;;) {
     int timeout_ms = 1000;
@@ -792,9 +884,10 @@ void LocalExecutor::Watch() {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) return;
       const absl::Time now = absl::Now();
-      if (options_.stall_after > absl::ZeroDuration()) {
+      if (watch_progress) {
         if (now >= next_stall_check) {
-          CheckStalls(now, &notes, &stalled_ended);
+          if (options_.stall_after > absl::ZeroDuration()) CheckStalls(now, &notes, &stalled_ended);
+          if (options_.join_timeout > absl::ZeroDuration()) CheckJoins(now, &stalled_ended);
           next_stall_check = now + stall_every;
         }
         timeout_ms = std::min<int>(timeout_ms,

@@ -69,6 +69,11 @@ struct LocalExecutorOptions {
   // Container replicas are not watched (their processes are podman's).
   absl::Duration stall_after = absl::ZeroDuration();
   bool stall_fails = false;
+  // A job of several replicas whose replicas have not all connected to one
+  // another (a TCP connection on one of the job's ports: MASTER_PORT,
+  // TF_CONFIG's) this long after they started fails naming who is missing.
+  // Zero: never (replicas that do not talk to each other are a job too).
+  absl::Duration join_timeout = absl::ZeroDuration();
 };
 
 class LocalExecutor final : public Executor {
@@ -114,6 +119,8 @@ class LocalExecutor final : public Executor {
     int64_t cpu_ticks = -1;     // its replicas' processes' CPU (clock ticks), last seen
     absl::Time log_mtime;       // its newest log write, last seen
     bool stalled = false;       // told (JobNote)
+    absl::Time started_at = absl::InfiniteFuture();  // every replica running since
+    bool joined = false;        // its replicas have all connected (join_timeout)
   };
 
   void PrepareAndStart(const std::string& key, model::Job job, model::JobDemand demand, model::Placement placement);
@@ -121,6 +128,8 @@ class LocalExecutor final : public Executor {
   // The stall watch's round (mu_ held): notes to send, jobs it ended.
   void CheckStalls(absl::Time now, std::vector<std::pair<JobRef, std::string>>* notes,
                    std::vector<std::string>* ended);
+  // The join watch's round (mu_ held): jobs it ended.
+  void CheckJoins(absl::Time now, std::vector<std::string>* ended);
   void OnReplicaExit(RunningJob& job, Replica& replica);
   void BeginStop(RunningJob& job, Ending ending, std::string message);
   void MaybeFinish(const std::string& key);

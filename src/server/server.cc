@@ -388,6 +388,7 @@ absl::Status Server::Parts::Build() {
     o.cancel_grace = absl::Seconds(config.cancel_grace_seconds);
     o.stall_after = absl::Seconds(config.stall_after_seconds);
     o.stall_fails = config.stall_fails;
+    o.join_timeout = absl::Seconds(config.join_timeout_seconds);
     o.credentials = credentials.get();
     o.api_endpoint = endpoint;
     o.podman = podman.get();

@@ -102,6 +102,11 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
             absl::StrCat(origin, ": local.replica_cpu_milli must be positive and local.replica_memory_mib not negative"));
       }
       config.stall_after_seconds = local["stall_after_seconds"].as<int64_t>(config.stall_after_seconds);
+      config.join_timeout_seconds = local["join_timeout_seconds"].as<int64_t>(config.join_timeout_seconds);
+      if (config.join_timeout_seconds < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            origin, ": local.join_timeout_seconds must be 0 (never) or a number of seconds, e.g. 600"));
+      }
       if (config.stall_after_seconds < 0) {
         return absl::InvalidArgumentError(absl::StrCat(
             origin, ": local.stall_after_seconds must be 0 (never) or a number of seconds, e.g. 3600"));

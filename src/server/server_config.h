@@ -48,6 +48,9 @@ struct ServerConfig {
   // flagged in its errorMessage ("flag"), or ended FAILED ("fail"); 0: never.
   int64_t stall_after_seconds = 3600;
   bool stall_fails = false;
+  // `local.join_timeout_seconds`: a job of several replicas that have not
+  // all connected to one another this long after their start fails; 0: never.
+  int64_t join_timeout_seconds = 0;
   // `sandbox:` (docs/security.md).
   sandbox::SandboxSettings sandbox;
   std::vector<TpuHostConfig> tpu_hosts;

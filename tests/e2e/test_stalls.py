@@ -37,3 +37,27 @@ def test_with_the_fail_action_a_stalled_job_ends_failed_saying_why(server_factor
     desc = cli.wait_state(job, {"FAILED"}, timeout=60)
     assert desc["errorMessage"].startswith("The job stalled: its replicas wrote no log line and used no CPU for "), desc
     assert "(local.stall_action: fail)" in desc["errorMessage"], desc
+
+
+def test_replicas_that_never_connect_fail_the_job_naming_them(server_factory, tmp_path, names):
+    """local.join_timeout_seconds: a job of several replicas that have not all
+    connected to one another (on the job's ports) within it fails, naming
+    who did not; replicas that rendezvous (gloo) are left alone."""
+    import os
+    from conftest import TRAINERS
+    cli = make_cli(server_factory(config_yaml(local={"join_timeout_seconds": 8})), tmp_path, names)
+    two = ("--scale-tier=custom", "--master-machine-type=n1-standard-4", "--worker-machine-type=n1-standard-4",
+           "--worker-count=1")
+    alone = names.job("alone")
+    assert cli.submit(alone, *two, args=["--sleep", "60"]).rc == 0
+    gloo = names.job("gloo")
+    assert cli.submit(gloo, *two, package=os.path.join(TRAINERS, "warm", "trainer"),
+                      args=["--end=gloo-hold:12"]).rc == 0
+    failed = cli.wait_state(alone, {"FAILED", "SUCCEEDED"}, timeout=90)
+    assert failed["state"] == "FAILED", failed
+    assert failed["errorMessage"].startswith(
+        "The replicas master-replica-0, worker-replica-0 did not connect to the job's other replicas within 8 s "
+        "of their start (no TCP connection on the job's ports "), failed
+    assert "(the operator's limit: local.join_timeout_seconds)" in failed["errorMessage"], failed
+    done = cli.wait_state(gloo, {"FAILED", "SUCCEEDED"}, timeout=120)
+    assert done["state"] == "SUCCEEDED", cli.explain(gloo)

@@ -87,10 +87,12 @@ TEST(ServerConfigStalls, Table) {
       {"local: {stall_action: flag}\n", 3600, false, ""},
       {"local: {stall_after_seconds: -1}\n", 0, false, "local.stall_after_seconds must be 0 (never)"},
       {"local: {stall_action: kill}\n", 0, false, "local.stall_action must be \"flag\""},
+      {"local: {join_timeout_seconds: -5}\n", 0, false, "local.join_timeout_seconds must be 0 (never)"},
   };
   ParseRows(rows, [](const Row& row, const ServerConfig& config) {
     EXPECT_EQ(config.stall_after_seconds, row.after) << row.yaml;
     EXPECT_EQ(config.stall_fails, row.fails) << row.yaml;
+    EXPECT_EQ(config.join_timeout_seconds, 0) << "off unless asked for: " << row.yaml;
   });
 }
 

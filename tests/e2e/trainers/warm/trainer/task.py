@@ -2,8 +2,9 @@
 can see of how it was started (argv, cwd, sys.path, sys.executable,
 sys.prefix, its environment, signal dispositions, torch's thread counts,
 fresh random values, its pid), then ends as --end says: "exit:N", "raise",
-"signal" (SIGTERM to itself), "sleep" (600 s) or "gloo" (an all_reduce
-across the job's replicas over torch.distributed)."""
+"signal" (SIGTERM to itself), "sleep" (600 s), "gloo" (an all_reduce
+across the job's replicas over torch.distributed) or "gloo-hold:S" (the same,
+then S seconds more with the process group open)."""
 
 import json
 import os
@@ -42,12 +43,15 @@ def main(argv):
         os.kill(os.getpid(), signal.SIGTERM)
     if end == "sleep":
         time.sleep(600)
-    if end == "gloo":
+    if end == "gloo" or end.startswith("gloo-hold:"):
         import torch.distributed as dist
         dist.init_process_group("gloo", init_method="env://")
         t = torch.tensor([float(dist.get_rank() + 1)])
         dist.all_reduce(t)
         print("ALLREDUCE %s of %d" % (t.item(), dist.get_world_size()), flush=True)
+        if end.startswith("gloo-hold:"):
+            time.sleep(float(end.split(":")[1]))
+            dist.barrier()
         dist.destroy_process_group()
     return 0
 
