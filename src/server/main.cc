@@ -3,7 +3,9 @@
 // SIGTERM and stops it. No application logic lives here.
 
 #include <signal.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <iostream>
 #include <string>
 
@@ -15,6 +17,23 @@
 #include "server/server.h"
 
 namespace {
+
+// Each follower of a job's logs holds a connection: a thousand followers
+// take a thousand descriptors, past the soft limit of 1,024 a service gets
+// by default (systemd's, a login shell's). The hard limit allows more: the
+// soft limit goes up to it, at most to 65,536 (what the replicas inherit
+// too; no select()-based program there counts on less).
+void RaiseOpenFileLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const rlim_t want = limit.rlim_max == RLIM_INFINITY ? 65536 : std::min<rlim_t>(limit.rlim_max, 65536);
+  if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= want) return;
+  const rlim_t before = limit.rlim_cur;
+  limit.rlim_cur = want;
+  if (::setrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    mle::obs::Log("server").info("open files: soft limit raised from {} to {}", before, want);
+  }
+}
 
 int Fail(const std::string& message) {
   mle::obs::Log("server").error("{}", message);
@@ -96,6 +115,7 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
+  RaiseOpenFileLimit();
 
   auto server = mle::server::Server::Start(options);
   if (!server.ok()) return Fail(std::string(server.status().message()));

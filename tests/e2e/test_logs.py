@@ -82,3 +82,28 @@ def test_a_follower_gets_a_line_as_it_is_written_not_at_the_next_tick(cli, names
     delays.sort()
     assert delays[len(delays) // 2] < 0.025, f"median {delays[len(delays) // 2] * 1000:.1f} ms: {delays}"
     assert cli.wait_state(job, {"SUCCEEDED"})["state"] == "SUCCEEDED"
+
+
+def test_the_server_raises_its_open_file_limit_for_a_thousand_followers(tmp_path):
+    """Each follower holds a connection: started under a soft limit of 1,024
+    (a service's default), mlengined raises it to the hard limit, at most
+    65,536, as it starts."""
+    import resource
+    import subprocess
+    from conftest import MLENGINED
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    want = 65536 if hard == resource.RLIM_INFINITY else min(hard, 65536)
+    if want <= 1024:
+        import pytest
+        pytest.skip(f"the hard limit here is {hard}: nothing to raise")
+    p = subprocess.Popen([MLENGINED, "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "data")],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard)))
+    try:
+        assert "listening on" in p.stdout.readline().decode()
+        line = next(l for l in open(f"/proc/{p.pid}/limits") if l.startswith("Max open files"))
+        assert int(line.split()[3]) == want, line
+    finally:
+        p.terminate()
+        p.wait(20)
