@@ -65,7 +65,8 @@ async function waitText(page, selector, predicate, what, timeout = 15_000) {
 }
 
 before(async () => {
-  server = await Server.start({ config: configYaml({ quotaProjects: { [W]: { JOBS: 1 } } }) });
+  // stallAfter: W's `holder`, which sleeps without a word, is said to be stalled.
+  server = await Server.start({ config: configYaml({ quotaProjects: { [W]: { JOBS: 1 } }, stallAfter: 3 }) });
   browser = await launchBrowser();
   const tuningConfig = path.join(server.root, 'hptuning_config.yaml');
   fs.writeFileSync(tuningConfig, JSON.stringify({ trainingInput: { scaleTier: 'BASIC', hyperparameters: {
@@ -351,6 +352,22 @@ test('a waiting job says why in #job-waiting', async () => {
   if (waiting.jobPosition) assert.ok(reason.includes(String(waiting.jobPosition)), `jobPosition ${waiting.jobPosition} in "${reason}"`);
   assert.equal(await shown(page, '#job-error'), false, '#job-error shown on a QUEUED job');
   await screenshot(page, 'job');
+  await assertClean(o);
+});
+
+test('a running job silent past the operator\'s stall limit says it may be stuck in #job-waiting', async () => {
+  const stalled = await until(async () => {
+    const job = await server.job(W, 'holder');
+    return (job.errorMessage ?? '').startsWith('Stalled: ') ? job : null;
+  }, { what: 'holder flagged as stalled', timeout: 30_000 });
+  assert.equal(stalled.state, 'RUNNING', JSON.stringify(stalled));
+  const o = await open();
+  const { page } = o;
+  await page.goto(server.consoleUrl(`#/jobs/${W}/holder`));
+  await waitText(page, '#job-state', (t) => t.includes('RUNNING'), 'the state word');
+  await waitText(page, '#job-waiting',
+    (t) => t.includes('It may be stuck') && t.includes('its replicas wrote no log line and used no CPU for'), 'the note');
+  assert.equal(await shown(page, '#job-error'), false, '#job-error shown on a RUNNING job');
   await assertClean(o);
 });
 

@@ -140,7 +140,7 @@ export function describeProcs(procs) {
  * replicas; `quotaProjects` maps a project to its us-central1 quota
  * (e.g. {JOBS: 1}).
  */
-export function configYaml({ quotaProjects = {}, tpuV2Hosts = 2, oversubscription = 16, extra = '' } = {}) {
+export function configYaml({ quotaProjects = {}, tpuV2Hosts = 2, oversubscription = 16, stallAfter = 0, extra = '' } = {}) {
   const lines = [
     'runtimes:',
     `  - name: ${RUNTIME}`,
@@ -153,6 +153,8 @@ export function configYaml({ quotaProjects = {}, tpuV2Hosts = 2, oversubscriptio
     `  cpu_oversubscription: ${oversubscription}`,
     '  replica_cpu_milli: 1000',
   ];
+  // A running job silent this long is said to be stalled (0: the default, an hour).
+  if (stallAfter) lines.push(`  stall_after_seconds: ${stallAfter}`);
   if (tpuV2Hosts) {
     lines.push('tpu_hosts:');
     for (let i = 1; i <= tpuV2Hosts; i++) lines.push(`  - {name: tpu-browser-v2-${i}, type: TPU_V2, simulated: true}`);
