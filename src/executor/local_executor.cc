@@ -873,9 +873,9 @@ void LocalExecutor::Watch() {
     if (d > absl::ZeroDuration()) shortest = std::min(shortest, d);
   }
   const bool watch_progress = shortest != absl::InfiniteDuration();
-  const absl::Duration stall_every =
+  const absl::Duration progress_every =
       watch_progress ? std::clamp(shortest / 4, absl::Milliseconds(250), absl::Seconds(30)) : absl::Seconds(30);
-  absl::Time next_stall_check = absl::Now() + stall_every;
+  absl::Time next_progress_check = absl::Now() + progress_every;
   for (;;) {
     int timeout_ms = 1000;
     std::vector<std::pair<JobRef, std::string>> notes;
@@ -885,13 +885,13 @@ void LocalExecutor::Watch() {
       if (stopping_) return;
       const absl::Time now = absl::Now();
       if (watch_progress) {
-        if (now >= next_stall_check) {
+        if (now >= next_progress_check) {
           if (options_.stall_after > absl::ZeroDuration()) CheckStalls(now, &notes, &stalled_ended);
           if (options_.join_timeout > absl::ZeroDuration()) CheckJoins(now, &stalled_ended);
-          next_stall_check = now + stall_every;
+          next_progress_check = now + progress_every;
         }
         timeout_ms = std::min<int>(timeout_ms,
-                                   std::max<int64_t>(1, absl::ToInt64Milliseconds(next_stall_check - now)));
+                                   std::max<int64_t>(1, absl::ToInt64Milliseconds(next_progress_check - now)));
       }
       for (auto& [key, run] : jobs_) {
         if (run.kill_at == absl::InfiniteFuture()) continue;

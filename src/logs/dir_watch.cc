@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <set>
+#include <tuple>
 #include <vector>
 
 namespace mle::logs {
@@ -112,13 +114,9 @@ void DirWatch::Loop() {
       }
     }
     // One call per directory and name (a burst of lines is one wakeup).
-    for (size_t i = 0; i < changes.size(); ++i) {
-      bool seen = false;
-      for (size_t j = 0; j < i && !seen; ++j) {
-        seen = changes[j].dir == changes[i].dir && changes[j].name == changes[i].name &&
-               changes[j].made_dir == changes[i].made_dir;
-      }
-      if (!seen) on_change_(changes[i].dir, changes[i].name, changes[i].made_dir);
+    std::set<std::tuple<std::string, std::string, bool>> told;
+    for (const auto& c : changes) {
+      if (told.emplace(c.dir, c.name, c.made_dir).second) on_change_(c.dir, c.name, c.made_dir);
     }
   }
 }

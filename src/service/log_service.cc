@@ -50,7 +50,8 @@ LogService::~LogService() {
 }
 
 absl::StatusOr<LogResult> LogService::ReadOnce(const std::string& project, const std::string& job_id,
-                                               const LogRequest& request) const {
+                                               const LogRequest& request,
+                                               std::vector<logs::LogSource>* sources_out) const {
   // The state first: if the job is final now, every line it will ever have is on disk.
   auto job = jobs_.GetJob(project, job_id);
   if (!job.ok()) return job.status();
@@ -61,14 +62,16 @@ absl::StatusOr<LogResult> LogService::ReadOnce(const std::string& project, const
   const std::string token = request.page_token == "end" ? reader_.EndToken(project, *sources) : request.page_token;
   auto page = reader_.Read(project, *sources, token, request.task_name, kPageEntries);
   if (!page.ok()) return page.status();
+  *sources_out = *std::move(sources);
   LogResult result;
   result.job_ended = final_state && page->at_end;
   result.page = *std::move(page);
   return result;
 }
 
-std::vector<std::string> LogService::WatchDirs(const std::string& project, const std::string& job_id,
-                                               const std::string& trial_id, bool* all_watched_before) {
+std::vector<std::string> LogService::WatchDirs(const std::string& project,
+                                               const std::vector<logs::LogSource>& sources,
+                                               bool* all_watched_before) {
   std::vector<std::string> dirs;
   bool all_before = true;
   auto add = [&](const std::string& dir) {
@@ -78,11 +81,7 @@ std::vector<std::string> LogService::WatchDirs(const std::string& project, const
     dirs.push_back(dir);
     return true;
   };
-  auto job = jobs_.GetJob(project, job_id);
-  if (!job.ok()) return dirs;
-  auto sources = RunSourcesOf(jobs_, project, *job, trial_id);
-  if (!sources.ok()) return dirs;
-  for (const auto& source : *sources) {
+  for (const auto& source : sources) {
     // The run's directory (a replica's directory made later shows there)
     // and each replica's (its log is written there).
     const std::string run_dir = common::JobRunDir(reader_.runs_dir(), project, source.job_id);
@@ -104,7 +103,8 @@ void LogService::Read(const std::string& project, const std::string& job_id, Log
     std::lock_guard<std::mutex> lock(mu_);
     changes_before = changes_;
   }
-  auto result = ReadOnce(project, job_id, request);
+  std::vector<logs::LogSource> sources;
+  auto result = ReadOnce(project, job_id, request, &sources);
   if (!result.ok() || !result->page.entries.empty() || result->job_ended || request.wait <= absl::ZeroDuration()) {
     return done(std::move(result));
   }
@@ -116,9 +116,9 @@ void LogService::Read(const std::string& project, const std::string& job_id, Log
   // written since the first read was seen by the watch: no second read,
   // the poller reads this request at once instead.)
   bool watched_before = false;
-  std::vector<std::string> dirs = WatchDirs(project, job_id, request.trial_id, &watched_before);
+  std::vector<std::string> dirs = WatchDirs(project, sources, &watched_before);
   if (!watched_before) {
-    result = ReadOnce(project, job_id, request);
+    result = ReadOnce(project, job_id, request, &sources);
     if (!result.ok() || !result->page.entries.empty() || result->job_ended) {
       for (const auto& dir : dirs) watch_->Remove(dir);
       return done(std::move(result));
@@ -173,20 +173,28 @@ void LogService::Poll() {
     if (batch.empty()) continue;
     lock.unlock();
     std::list<Waiter> keep;
-    std::map<ReadKey, absl::StatusOr<LogResult>> read;
+    struct Read {
+      absl::StatusOr<LogResult> result;
+      std::vector<logs::LogSource> sources;
+    };
+    std::map<ReadKey, Read> read;
     const absl::Time now = absl::Now();
     for (auto& w : batch) {
       const ReadKey key = KeyOf(w.project, w.job_id, w.request);
       auto found = read.find(key);
-      if (found == read.end()) found = read.emplace(key, ReadOnce(w.project, w.job_id, w.request)).first;
-      const absl::StatusOr<LogResult>& result = found->second;
+      if (found == read.end()) {
+        Read once;
+        once.result = ReadOnce(w.project, w.job_id, w.request, &once.sources);
+        found = read.emplace(key, std::move(once)).first;
+      }
+      const absl::StatusOr<LogResult>& result = found->second.result;
       if (!result.ok() || !result->page.entries.empty() || result->job_ended || now >= w.deadline) {
         for (const auto& dir : w.dirs) watch_->Remove(dir);
         w.done(result);
       } else {
         // A job whose run directory did not exist yet when its follower
         // began to wait: watched from the first tick that finds it.
-        if (w.dirs.empty()) w.dirs = WatchDirs(w.project, w.job_id, w.request.trial_id);
+        if (w.dirs.empty()) w.dirs = WatchDirs(w.project, found->second.sources);
         keep.push_back(std::move(w));
       }
     }

@@ -59,13 +59,14 @@ class LogService {
     Callback done;
     std::vector<std::string> dirs;  // watched for it (each once in watch_)
   };
-  // The page, or nullopt when there is nothing yet and the caller may wait.
+  // The page (empty when there is nothing yet and the caller may wait);
+  // `sources`: the runs it read (a tuning job's trials), for WatchDirs.
   absl::StatusOr<LogResult> ReadOnce(const std::string& project, const std::string& job_id,
-                                     const LogRequest& request) const;
-  // Watches the directories the job's lines are written in; returns them.
+                                     const LogRequest& request, std::vector<logs::LogSource>* sources) const;
+  // Watches the directories the runs' lines are written in; returns them.
   // `all_watched_before` (optional): every one of them was watched already.
-  std::vector<std::string> WatchDirs(const std::string& project, const std::string& job_id,
-                                     const std::string& trial_id, bool* all_watched_before = nullptr);
+  std::vector<std::string> WatchDirs(const std::string& project, const std::vector<logs::LogSource>& sources,
+                                     bool* all_watched_before = nullptr);
   void OnDirChange(const std::string& dir, const std::string& name, bool made_dir);
   void Poll();
 
