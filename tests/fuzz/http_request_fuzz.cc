@@ -93,7 +93,9 @@ class MemoryStore final : public mle::db::Store {
   absl::StatusOr<std::vector<mle::db::AuditRecord>> ReadAudit(const mle::db::AuditQuery&) override {
     return std::vector<mle::db::AuditRecord>{};
   }
-  void Commit(std::vector<mle::db::Mutation> mutations, std::function<void(absl::Status)> done) override {
+  using mle::db::Store::Commit;
+  void Commit(std::vector<mle::db::Mutation> mutations, std::function<void(absl::Status)> done,
+              mle::db::Sync) override {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.push_back({std::move(mutations), std::move(done)});
   }
