@@ -302,7 +302,7 @@ json EncodeTrainingOutput(const TrainingOutput& t) {
 const std::vector<std::string>& JobOutputOnlyFields() {
   static const auto* fields = new std::vector<std::string>{
       "createTime", "startTime", "endTime", "state", "errorMessage",
-      "jobPosition", "trainingOutput", "predictionOutput"};
+      "jobPosition", "trainingOutput", "predictionOutput", "attempts"};
   return *fields;
 }
 
@@ -354,6 +354,21 @@ json EncodeJob(const Job& job) {
   }
   if (!job.labels.empty()) o["labels"] = job.labels;
   PutInt64(o, "jobPosition", job.job_position);
+  if (!job.attempts.empty()) {
+    // mlengine's own field (not in the discovery document): Google's
+    // clients keep or ignore what they do not know.
+    json list = json::array();
+    for (const auto& a : job.attempts) {
+      json x = {{"attempt", a.number}};
+      PutTime(x, "startTime", a.start_time);
+      PutTime(x, "endTime", a.end_time);
+      if (!a.hosts.empty()) x["hosts"] = a.hosts;
+      x["end"] = std::string(model::AttemptEndName(a.end));
+      PutStr(x, "message", a.message);
+      list.push_back(std::move(x));
+    }
+    o["attempts"] = std::move(list);
+  }
   o["etag"] = EtagForVersion(job.version);
   return o;
 }
@@ -412,6 +427,7 @@ std::string SerializeJobForStorage(const Job& job) {
   o["_hasPredictionInput"] = job.has_prediction_input;
   if (!job.resolved_images.empty()) o["_resolvedImages"] = job.resolved_images;
   if (!job.trial_of.empty()) o["_trial"] = {{"of", job.trial_of}, {"id", job.trial_id}};
+  if (!job.preempted_by.empty()) o["_preemptedBy"] = job.preempted_by;
   return o.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -437,6 +453,7 @@ absl::StatusOr<Job> ParseStoredJob(absl::string_view text) {
     job.trial_of = Str(*trial, "of");
     job.trial_id = Str(*trial, "id");
   }
+  job.preempted_by = Str(o, "_preemptedBy");
   job.job_id = Str(o, "jobId");
   if (const json* t = Obj(o, "trainingInput")) job.training_input = DecodeTrainingInput(*t);
   job.labels = StringMap(o, "labels");
@@ -446,6 +463,22 @@ absl::StatusOr<Job> ParseStoredJob(absl::string_view text) {
   job.state = ParseJobState(Str(o, "state")).value_or(JobState::kUnspecified);
   job.error_message = Str(o, "errorMessage");
   job.job_position = Int64(o, "jobPosition");
+  if (const json* attempts = Obj(o, "attempts"); attempts && attempts->is_array()) {
+    for (const auto& x : *attempts) {
+      model::Attempt a;
+      a.number = static_cast<int32_t>(Int64(x, "attempt").value_or(static_cast<int64_t>(job.attempts.size()) + 1));
+      a.start_time = Time(x, "startTime");
+      a.end_time = Time(x, "endTime").value_or(absl::UnixEpoch());
+      if (const json* hosts = Obj(x, "hosts"); hosts && hosts->is_array()) {
+        for (const auto& h : *hosts) {
+          if (h.is_string()) a.hosts.push_back(h.get<std::string>());
+        }
+      }
+      a.end = model::ParseAttemptEnd(Str(x, "end")).value_or(model::AttemptEnd::kFailed);
+      a.message = Str(x, "message");
+      job.attempts.push_back(std::move(a));
+    }
+  }
   if (const json* out = Obj(o, "trainingOutput")) {
     TrainingOutput t;
     t.completed_trial_count = Int64(*out, "completedTrialCount").value_or(0);

@@ -21,11 +21,18 @@ struct JobRef {
 };
 
 enum class Outcome {
-  kSucceeded,  // the master exited 0
-  kFailed,     // a replica failed or could not start; message says which and why
-  kStopped,    // stopped on request (Cancel)
-  kLost,       // the executor lost track of it (e.g. a host died); message says why
+  kSucceeded,    // the master exited 0
+  kFailed,       // a replica failed or could not start; message says which and why
+  kStopped,      // stopped on request (Cancel)
+  kLost,         // the infrastructure lost it (a host died, mlengine's shim was killed); message says why
+  kOutOfMemory,  // a replica went past its memory limit (a failure of the trainer)
+  kStalled,      // ended by the executor's stall policy
+  kNotJoined,    // its replicas did not all start or connect in time
 };
+// A failure the job's own program caused or may have caused (not kLost).
+inline bool IsTrainerFailure(Outcome o) {
+  return o == Outcome::kFailed || o == Outcome::kOutOfMemory || o == Outcome::kStalled || o == Outcome::kNotJoined;
+}
 
 class ExecutorEvents {
  public:

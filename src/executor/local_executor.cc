@@ -301,7 +301,7 @@ void LocalExecutor::Launch(const model::Job& job, const model::JobDemand& demand
     RunningJob& r = jobs_[key];
     r = RunningJob{};
     r.ref = ref;
-    r.dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
+    r.dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id, model::CurrentAttempt(job));
   }
   preparer_.Post([this, key, job, demand, placement] { PrepareAndStart(key, job, demand, placement); });
 }
@@ -709,9 +709,10 @@ void LocalExecutor::Signal(const RunningJob& job, int sig) {
   }
 }
 
-void LocalExecutor::BeginStop(RunningJob& job, Ending ending, std::string message) {
+void LocalExecutor::BeginStop(RunningJob& job, Ending ending, std::string message, Outcome failure) {
   if (job.ending != Ending::kNone) return;
   job.ending = ending;
+  job.failure = failure;
   job.message = std::move(message);
   Signal(job, SIGTERM);
   // The shim kills its replica's processes after cancel_grace itself.
@@ -720,18 +721,20 @@ void LocalExecutor::BeginStop(RunningJob& job, Ending ending, std::string messag
   (void)!::write(wake_fd_, &one, sizeof(one));
 }
 
-std::string LocalExecutor::FailureMessage(const RunningJob& job, const Replica& replica) const {
+std::pair<Outcome, std::string> LocalExecutor::Failure(const RunningJob& job, const Replica& replica) const {
   if (options_.sandbox != nullptr && job.uid != 0) {
     auto oom = options_.sandbox->MemoryFailure(job.ref.project, job.ref.job_id, replica.task, replica.memory_mib);
-    if (oom) return *oom;
+    if (oom) return {Outcome::kOutOfMemory, *oom};
     // A container's: podman reports a memory kill as status 137; the kernel
     // log says whether its limit was the reason.
     if (replica.exit && replica.exit->KilledOrStatus137()) {
       oom = ContainerMemoryFailure(common::ReplicaDir(job.dir, replica.task), replica.task, replica.memory_mib);
-      if (oom) return *oom;
+      if (oom) return {Outcome::kOutOfMemory, *oom};
     }
   }
-  return DescribeReplicaEnd(job.dir, replica.task, replica.exit);
+  // No record of its end: mlengine's shim itself was killed (the host's
+  // OOM killer, an operator), not by anything of the job's.
+  return {replica.exit ? Outcome::kFailed : Outcome::kLost, DescribeReplicaEnd(job.dir, replica.task, replica.exit)};
 }
 
 void LocalExecutor::OnReplicaExit(RunningJob& job, Replica& replica) {
@@ -742,7 +745,8 @@ void LocalExecutor::OnReplicaExit(RunningJob& job, Replica& replica) {
     return;
   }
   obs::Metrics::Default().ReplicaFailures("local").Increment();
-  BeginStop(job, Ending::kFailed, FailureMessage(job, replica));
+  auto [failure, message] = Failure(job, replica);
+  BeginStop(job, Ending::kFailed, std::move(message), failure);
 }
 
 void LocalExecutor::MaybeFinish(const std::string& key) {
@@ -764,7 +768,7 @@ void LocalExecutor::MaybeFinish(const std::string& key) {
     message = run.message;
     outcome = run.ending == Ending::kSucceeded ? Outcome::kSucceeded
               : run.ending == Ending::kStopped ? Outcome::kStopped
-                                               : Outcome::kFailed;
+                                               : run.failure;
     for (int p : run.ports) ports_in_use_.erase(p);
     // Each replica's shim removed its container when it recorded how the
     // replica ended; a shim that was killed may have left one, which goes
@@ -823,7 +827,8 @@ void LocalExecutor::CheckStalls(absl::Time now, std::vector<std::pair<JobRef, st
       obs::Log("local").warn("{} stalled: {}; ending it (local.stall_action: fail)", key, what);
       BeginStop(run, Ending::kFailed,
                 absl::StrCat("The job stalled: ", what, ". The operator's policy ends stalled jobs "
-                             "(local.stall_action: fail)."));
+                             "(local.stall_action: fail)."),
+                Outcome::kStalled);
       ended->push_back(key);
     } else {
       obs::Log("local").warn("{} stalled: {}", key, what);
@@ -860,7 +865,7 @@ void LocalExecutor::CheckJoins(absl::Time now, std::vector<std::string>* ended) 
         " of their start (no TCP connection on the job's ports ", absl::StrJoin(ports, ", "),
         "): a rendezvous that never completed (the operator's limit: local.join_timeout_seconds).");
     obs::Log("local").warn("{}: {}", key, message);
-    BeginStop(run, Ending::kFailed, message);
+    BeginStop(run, Ending::kFailed, message, Outcome::kNotJoined);
     ended->push_back(key);
   }
 }
@@ -951,7 +956,7 @@ void LocalExecutor::Watch() {
 std::optional<model::Placement> LocalExecutor::Recover(const model::Job& job) {
   const JobRef ref{job.project, job.job_id};
   const std::string key = Key(ref);
-  const std::string dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
+  const std::string dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id, model::CurrentAttempt(job));
   auto read = rundir::ReadManifest(dir);
   if (!read.ok() || !read->has_value()) {
     // No manifest: nothing was started (it is durable before any replica

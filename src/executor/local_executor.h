@@ -106,6 +106,7 @@ class LocalExecutor final : public Executor {
     std::map<std::string, Replica> replicas;
     std::set<int> ports;
     Ending ending = Ending::kNone;  // decided; waiting for every replica to be gone
+    Outcome failure = Outcome::kFailed;  // of Ending::kFailed: what kind of failure
     std::string message;
     absl::Time kill_at = absl::InfiniteFuture();
     bool cancel_requested = false;
@@ -131,11 +132,12 @@ class LocalExecutor final : public Executor {
   // The join watch's round (mu_ held): jobs it ended.
   void CheckJoins(absl::Time now, std::vector<std::string>* ended);
   void OnReplicaExit(RunningJob& job, Replica& replica);
-  void BeginStop(RunningJob& job, Ending ending, std::string message);
+  void BeginStop(RunningJob& job, Ending ending, std::string message, Outcome failure = Outcome::kFailed);
   void MaybeFinish(const std::string& key);
   void Signal(const RunningJob& job, int sig);
   std::string Key(const JobRef& ref) const { return ref.project + "/" + ref.job_id; }
-  std::string FailureMessage(const RunningJob& job, const Replica& replica) const;
+  // Why the replica's failure ended the job, and of what kind.
+  std::pair<Outcome, std::string> Failure(const RunningJob& job, const Replica& replica) const;
   std::vector<int> AllocatePorts(int n);
   void AddToEpoll(Replica& r, int pidfd = -1);
   // The replica's shim: forked by the fork server when it can, else

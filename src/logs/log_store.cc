@@ -63,7 +63,9 @@ std::vector<std::string> Tasks(const std::string& job_dir) {
 // A log's key in a page token: its task, after its trial for a tuning job
 // ("3/master-replica-0"; task names have no '/').
 std::string OffsetKey(const LogSource& source, const std::string& task) {
-  return source.trial_id.empty() ? task : absl::StrCat(source.trial_id, "/", task);
+  std::string key = source.trial_id.empty() ? task : absl::StrCat(source.trial_id, "/", task);
+  if (source.attempt > 1) key = absl::StrCat("@", source.attempt, "/", key);
+  return key;
 }
 
 }  // namespace
@@ -92,7 +94,7 @@ absl::StatusOr<LogPage> LogReader::Read(const std::string& project, const std::v
   std::vector<Pending> pending;
   bool all_read = true;
   for (const auto& source : sources) {
-    const std::string job_dir = common::JobRunDir(runs_dir_, project, source.job_id);
+    const std::string job_dir = common::JobRunDir(runs_dir_, project, source.job_id, source.attempt);
     for (const auto& task : Tasks(job_dir)) {
       if (!task_name.empty() && task != task_name) continue;
       const std::string key = OffsetKey(source, task);
@@ -143,7 +145,7 @@ absl::StatusOr<LogPage> LogReader::Read(const std::string& project, const std::v
 std::string LogReader::EndToken(const std::string& project, const std::vector<LogSource>& sources) const {
   Offsets offsets;
   for (const auto& source : sources) {
-    const std::string job_dir = common::JobRunDir(runs_dir_, project, source.job_id);
+    const std::string job_dir = common::JobRunDir(runs_dir_, project, source.job_id, source.attempt);
     for (const auto& task : Tasks(job_dir)) {
       std::error_code ec;
       auto size = fs::file_size(common::ReplicaLogPath(job_dir, task), ec);

@@ -31,6 +31,7 @@ struct LogPage {
 struct LogSource {
   std::string job_id;
   std::string trial_id;  // "" for a job of its own
+  int attempt = 1;       // its run of that attempt (common::JobRunDir)
 };
 
 class LogReader {

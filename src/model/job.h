@@ -9,10 +9,12 @@
 // Plain values: not thread-safe, copy freely.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -125,6 +127,43 @@ struct TrainingOutput {
   std::map<std::string, std::string> web_access_uris;
 };
 
+// Why an attempt of a job ended (docs/interruptions.md).
+enum class AttemptEnd {
+  kSucceeded,       // the master exited 0
+  kFailed,          // the trainer failed: an exit status, a signal, a traceback
+  kOutOfMemory,     // a replica went past its memory limit
+  kPreempted,       // stopped for a job of higher priority; queued again
+  kInfrastructure,  // lost to mlengine or the cluster (a node, the shim); retried if the job allows
+  kTimedOut,        // past scheduling.maxRunningTime or maxWaitTime
+  kCancelled,       // cancelled by a user
+  kStalled,         // no log line and no CPU for the stall limit (local.stall_action: fail)
+  kNotJoined,       // its replicas did not all start or connect within the join deadline
+};
+std::string_view AttemptEndName(AttemptEnd e);  // "PREEMPTED"
+std::optional<AttemptEnd> ParseAttemptEnd(std::string_view name);
+
+// A job's own retry settings, as labels (the ml v1 Job has no field for
+// them): mlengine-retries "0".."10" replaces the operator's limit on
+// retries; mlengine-retry-failures "true" retries a failure of the trainer
+// itself too (scheduler/interruption.h).
+inline constexpr char kRetriesLabel[] = "mlengine-retries";
+inline constexpr char kRetryFailuresLabel[] = "mlengine-retry-failures";
+inline constexpr int kMaxRetries = 10;
+
+// One run of a job from placement to its end. A job runs once unless it is
+// preempted or lost to the infrastructure; then it is queued again and runs
+// from the start of its program as attempt 2, 3, ... (same id, job dir and
+// environment, plus MLENGINE_ATTEMPT and AIP_CHECKPOINT_DIR).
+struct Attempt {
+  int32_t number = 1;  // 1-based
+  std::optional<absl::Time> start_time;  // its replicas all started (unset: it never ran)
+  absl::Time end_time;
+  std::vector<std::string> hosts;  // where its replicas ran
+  AttemptEnd end = AttemptEnd::kFailed;
+  std::string message;  // the cause in words: which replica, exit status, by which job
+  bool operator==(const Attempt&) const = default;
+};
+
 struct Job {
   // Identity.
   std::string project;  // the {p} of projects/{p}/jobs/{j}
@@ -141,6 +180,9 @@ struct Job {
   std::string error_message;
   std::optional<int64_t> job_position;
   std::optional<TrainingOutput> training_output;
+  // mlengine's own: every attempt that ended, in order (the wire's
+  // "attempts"; Google's clients ignore it).
+  std::vector<Attempt> attempts;
   // Concurrency: bumped on every change; the wire etag is derived from it.
   int64_t version = 0;
   // Creation order within the server, for newest-first listing.
@@ -155,6 +197,10 @@ struct Job {
   // tuning job and trial_id the trial ("1", "2", ...).
   std::string trial_of;
   std::string trial_id;
+  // Server-internal: while the job is being stopped for a preemption, the
+  // job it is stopped for ("PROJECT/JOB"); a restart of mlengined then
+  // still queues it again once it stopped. Cleared when it is queued or ends.
+  std::string preempted_by;
 };
 
 // The id of the job that runs trial `trial_id` of tuning job `parent`.
@@ -177,6 +223,16 @@ inline bool IsTuningJob(const Job& job) {
 
 // "projects/{project}/jobs/{job_id}"
 std::string JobName(const Job& job);
+
+// The number of the attempt that runs or will run next (of a job not ended):
+// 1 + the attempts that ended.
+inline int32_t CurrentAttempt(const Job& job) { return static_cast<int32_t>(job.attempts.size()) + 1; }
+// How many attempts have run or run now (at least 1): a job that ended
+// ended with its last recorded attempt.
+inline int32_t AttemptsMade(const Job& job) {
+  if (IsTerminal(job.state)) return std::max<int32_t>(1, static_cast<int32_t>(job.attempts.size()));
+  return CurrentAttempt(job);
+}
 
 // A custom container job: masterConfig.imageUri is set (AI Platform's test).
 inline bool UsesCustomContainer(const TrainingInput& t) {

@@ -101,7 +101,16 @@ Metrics::Metrics()
       stalls_(prometheus::BuildCounter()
                   .Name("mlengine_stalls_total")
                   .Help("Running jobs found stalled: no log line and no CPU for local.stall_after_seconds")
-                  .Register(*registry_)) {}
+                  .Register(*registry_)),
+      attempts_ended_(prometheus::BuildCounter()
+                          .Name("mlengine_attempts_ended_total")
+                          .Help("Attempts of jobs that ended, by how (end: SUCCEEDED, FAILED, OUT_OF_MEMORY, "
+                                "PREEMPTED, INFRASTRUCTURE, TIMED_OUT, CANCELLED, STALLED, NOT_JOINED)")
+                          .Register(*registry_)),
+      requeues_(prometheus::BuildCounter()
+                    .Name("mlengine_requeues_total")
+                    .Help("Jobs queued again to run another attempt (why: preempted, retried)")
+                    .Register(*registry_)) {}
 
 Metrics& Metrics::Default() {
   static Metrics* metrics = new Metrics;  // never destroyed: threads may observe during exit
@@ -165,5 +174,11 @@ prometheus::Counter& Metrics::ReplicaFailures(absl::string_view executor) {
 prometheus::Counter& Metrics::Stalls(absl::string_view executor) {
   return stalls_.Add({{"executor", Text(executor)}});
 }
+
+prometheus::Counter& Metrics::AttemptsEnded(absl::string_view end) {
+  return attempts_ended_.Add({{"end", Text(end)}});
+}
+
+prometheus::Counter& Metrics::Requeues(absl::string_view why) { return requeues_.Add({{"why", Text(why)}}); }
 
 }  // namespace mle::obs

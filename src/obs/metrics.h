@@ -74,6 +74,10 @@ class Metrics {
   prometheus::Counter& ReplicaFailures(absl::string_view executor);
   // Running jobs found stalled (no log line, no CPU for local.stall_after_seconds).
   prometheus::Counter& Stalls(absl::string_view executor);
+  // Attempts that ended, by how (model::AttemptEndName: PREEMPTED, ...).
+  prometheus::Counter& AttemptsEnded(absl::string_view end);
+  // Attempts run again: after a preemption, or retried after a failure.
+  prometheus::Counter& Requeues(absl::string_view why);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -97,6 +101,8 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& replica_starts_;
   prometheus::Family<prometheus::Counter>& replica_failures_;
   prometheus::Family<prometheus::Counter>& stalls_;
+  prometheus::Family<prometheus::Counter>& attempts_ended_;
+  prometheus::Family<prometheus::Counter>& requeues_;
 };
 
 // Observes the time from its construction to its destruction (monotonic

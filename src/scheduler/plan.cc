@@ -174,7 +174,12 @@ struct ProjectState {
 class Planner {
  public:
   explicit Planner(const PlanInput& in)
-      : in_(in), capacity_(CapacityOf(in.inventory)), now_usage_(in.usage) {}
+      : in_(in), capacity_(CapacityOf(in.inventory)), now_usage_(in.usage), future_usage_(in.usage) {
+    // What jobs already being stopped hold is free soon.
+    for (const auto& h : in_.held) {
+      if (h.stopping && in_.places_jobs) future_usage_.Remove(*h.demand, *h.placement);
+    }
+  }
 
   Plan Run() {
     // The projects in play share the cluster: those that wait and those that hold.
@@ -200,6 +205,23 @@ class Planner {
       order.emplace(p.key, projects_.size());
       projects_.push_back(std::move(p));
     }
+    // Jobs that preempted others take what their victims freed first.
+    if (in_.claimants != nullptr) {
+      for (const JobKey& key : *in_.claimants) {
+        auto project = std::find_if(projects_.begin(), projects_.end(),
+                                    [&key](const ProjectState& p) { return *p.name == key.project; });
+        if (project == projects_.end()) continue;
+        for (auto it = project->queue->begin(); it != project->queue->end(); ++it) {
+          if (it->second->key != key) continue;
+          considered_.insert(it->second);
+          if (Consider(*project, *it->second)) {
+            order.clear();
+            for (size_t i = 0; i < projects_.size(); ++i) order.emplace(projects_[i].key, i);
+          }
+          break;
+        }
+      }
+    }
     while (!order.empty()) {
       const size_t i = order.begin()->second;
       order.erase(order.begin());
@@ -207,6 +229,7 @@ class Planner {
       // Until it starts a job, the project keeps its key: it stays first.
       while (p.next != p.queue->end()) {
         const QueuedJob& job = *(p.next++)->second;
+        if (considered_.count(&job)) continue;
         if (Consider(p, job)) {
           if (p.next != p.queue->end()) order.emplace(p.key, i);
           break;
@@ -240,6 +263,9 @@ class Planner {
       Memo(no_room_, job.shape) = plain;
       if (!reservation_tried_) {
         reservation_tried_ = true;
+        if (in_.preemption) {
+          if (const std::string* reason = Preempt(p, job)) return Wait(job, reason);
+        }
         if (const std::string* head_reason = Reserve(job)) return WaitForResources(p, job, head_reason);
       }
       return WaitForResources(p, job, plain);
@@ -273,7 +299,10 @@ class Planner {
   }
 
   bool Start(ProjectState& p, const QueuedJob& job, model::Placement placement) {
-    if (in_.places_jobs) now_usage_.Add(job.demand, placement);
+    if (in_.places_jobs) {
+      now_usage_.Add(job.demand, placement);
+      future_usage_.Add(job.demand, placement);
+    }
     plan_.starts.push_back({&job, std::move(placement)});
     for (auto& [name, region] : p.regions) {
       region.reasons.clear();
@@ -330,6 +359,9 @@ class Planner {
     // fraction > weight / total, without dividing.
     return p.share.fraction * static_cast<double>(total_weight_) > static_cast<double>(p.weight) + 1e-9;
   }
+  bool AtShare(const ProjectState& p) const {
+    return std::abs(p.share.fraction * static_cast<double>(total_weight_) - static_cast<double>(p.weight)) <= 1e-9;
+  }
 
   void Rekey(ProjectState& p) {
     p.share = DominantShareOf(p.held, capacity_);
@@ -366,6 +398,89 @@ class Planner {
       }
     }
     return DescribeQuotaWait(in_.quotas, *p.name, job.region, r, in_use, job.amounts[r], holders);
+  }
+
+  // Step 4 (plan.h): the reason `head` waits while the jobs it preempts (or
+  // that were stopping already) stop; null when no set of candidates frees
+  // enough.
+  const std::string* Preempt(const ProjectState& p, const QueuedJob& head) {
+    // Enough is being freed already: wait for it, preempt nothing more.
+    if (auto placement = Place(head.demand, in_.inventory, future_usage_)) {
+      std::vector<const HeldJob*> stopping;
+      for (const auto& h : in_.held) {
+        if (h.stopping) stopping.push_back(&h);
+      }
+      if (stopping.empty()) return nullptr;  // nothing stops: it is the planner's own starts
+      Claim(head, *placement);
+      std::string named = stopping.size() == 1 ? NameOf(*stopping[0]->key, head.key.project)
+                                               : Plural(static_cast<int64_t>(stopping.size()), "job", "jobs");
+      return Keep(absl::StrCat(ShortfallOf(head.demand, in_.inventory, now_usage_).Describe(), ": waiting for ",
+                               named, " to stop; it starts then"));
+    }
+    const bool below_share = !AboveShare(p) && !AtShare(p);
+    std::map<std::string, ResourceAmounts, std::less<>> taken;  // what the victims hold, by project
+    auto candidate = [&](const HeldJob& h) {
+      if (!h.preemptible || h.stopping) return false;
+      if (h.key->project == head.key.project) return h.priority < head.priority;
+      if (!in_.preemption_for_share || !below_share) return false;
+      // The victim's project stays at or above its share without it.
+      auto holding = in_.holdings.find(h.key->project);
+      if (holding == in_.holdings.end()) return false;
+      ResourceAmounts left = holding->second.total;
+      if (auto t = taken.find(h.key->project); t != taken.end()) left.Subtract(t->second);
+      left.Subtract(*h.amounts);
+      const double fraction = DominantShareOf(left, capacity_).fraction;
+      return fraction * static_cast<double>(total_weight_) + 1e-9 >=
+             static_cast<double>(in_.shares.WeightOf(h.key->project));
+    };
+    std::vector<const HeldJob*> candidates;
+    for (const auto& h : in_.held) candidates.push_back(&h);
+    std::sort(candidates.begin(), candidates.end(), [](const HeldJob* a, const HeldJob* b) {
+      return std::tie(a->priority, b->started, *a->key) < std::tie(b->priority, a->started, *b->key);
+    });
+    Usage at = future_usage_;
+    std::vector<const HeldJob*> victims;
+    std::optional<model::Placement> placement;
+    for (const HeldJob* h : candidates) {
+      if (!candidate(*h)) continue;
+      victims.push_back(h);
+      taken[h->key->project].Add(*h->amounts);
+      at.Remove(*h->demand, *h->placement);
+      if ((placement = Place(head.demand, in_.inventory, at))) break;
+    }
+    if (!placement) return nullptr;
+    // Keep running whichever the head fits without, from the last taken.
+    for (size_t i = victims.size(); i-- > 0;) {
+      Usage without = at;
+      without.Add(*victims[i]->demand, *victims[i]->placement);
+      if (auto fits = Place(head.demand, in_.inventory, without)) {
+        at = std::move(without);
+        placement = std::move(fits);
+        victims.erase(victims.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+    }
+    future_usage_ = std::move(at);
+    Claim(head, *placement);
+    Plan::Preemption preemption{&head, {}};
+    std::vector<std::string> named;
+    for (const HeldJob* v : victims) {
+      preemption.victims.push_back(v->key);
+      named.push_back(v->key->project == head.key.project
+                          ? absl::StrCat("job ", v->key->job_id, " (priority ", v->priority, ")")
+                          : absl::StrCat("a job of project ", v->key->project, ", above its fair share"));
+    }
+    plan_.preemption = std::move(preemption);
+    return Keep(absl::StrCat(ShortfallOf(head.demand, in_.inventory, now_usage_).Describe(), ": preempting ",
+                             absl::StrJoin(named, ", "), " for it; it starts once ",
+                             victims.size() == 1 ? "that job stops" : "they stop"));
+  }
+
+  // `head` counts on `placement` once what stops is free: nothing started
+  // behind it in this pass may take that (a reservation from now).
+  void Claim(const QueuedJob& head, const model::Placement& placement) {
+    reservation_ = ReservationState{&head, in_.now, future_usage_};  // without the head, as Reserve's
+    plan_.reservation = Plan::Reservation{&head, in_.now};
+    future_usage_.Add(head.demand, placement);
   }
 
   // Reserves for `head` what it needs at the earliest time the jobs that
@@ -455,6 +570,10 @@ class Planner {
   const PlanInput& in_;
   const ResourceAmounts capacity_;
   Usage now_usage_;  // with this pass's starts
+  // What will be in use once the jobs being stopped (and those preempted in
+  // this pass) are gone, with this pass's starts and the head's claim.
+  Usage future_usage_;
+  std::set<const QueuedJob*> considered_;  // the claimants, decided before the others
   int64_t total_weight_ = 0;
   std::vector<ProjectState> projects_;
   std::optional<ReservationState> reservation_;

@@ -18,6 +18,20 @@
 //     (running jobs end at the latest by their maxRunningTime). A job behind
 //     it may start only if the head would still fit at that time, i.e. if it
 //     fits outside the reservation or its own maxRunningTime ends before.
+//  4. Preemption (PlanInput::preemption): before it is given a reservation,
+//     the head may preempt running jobs of lower priority (strictly: never
+//     one of equal or higher priority, never one of an exempt project). If
+//     jobs already stopping free enough, it waits for them and preempts
+//     nothing more. Otherwise the candidates are taken lowest priority
+//     first, then the most recently started (the least work lost), then by
+//     key, until the head fits where they were; then each, from the last
+//     taken, is kept running if the head still fits without stopping it.
+//     The head then has a reservation from now of what they free, so that
+//     nothing started behind it takes that; it starts in the pass after
+//     they stopped, before any other job (PlanInput::claimants). Another
+//     project's job is a candidate only by fair share
+//     (PlanInput::preemption_for_share): the head's project is below its
+//     share, and the victim's stays at or above its own without the job.
 // With an executor that places jobs itself (Slurm) only the quotas apply:
 // a job within them is handed over.
 //
@@ -80,6 +94,10 @@ struct HeldJob {
   const model::Placement* placement = nullptr;
   const ResourceAmounts* amounts = nullptr;
   absl::Time deadline;  // its maxRunningTime ends it then at the latest
+  int32_t priority = 0;
+  absl::Time started = absl::InfinitePast();  // when it started running (or now, if not yet)
+  bool preemptible = false;  // of a project preemption may touch, and launched by the scheduler
+  bool stopping = false;     // being stopped already (cancelled, timed out, preempted)
 };
 
 // What each project holds on this cluster's hosts, whatever region its jobs
@@ -100,6 +118,14 @@ struct PlanInput {
   const Shares& shares;
   bool places_jobs = true;  // false: the executor places jobs; quotas only
   absl::Time now;
+  bool preemption = false;  // a head may preempt jobs of lower priority (step 4)
+  // And, across projects, a project below its fair share may preempt the
+  // jobs of one above its share, as long as that one stays at or above it
+  // (priority orders jobs within a project only).
+  bool preemption_for_share = false;
+  // Queued jobs that preempted others in an earlier pass: considered first,
+  // in this order, so that what their victims freed goes to them.
+  const std::vector<JobKey>* claimants = nullptr;
 };
 
 struct Plan {
@@ -122,6 +148,11 @@ struct Plan {
   int64_t waiting = 0;  // every job of the queues that does not start
   std::deque<std::string> reasons;
   std::optional<Reservation> reservation;  // the head, if it has one
+  struct Preemption {
+    const QueuedJob* job;              // the head that needs what they hold
+    std::vector<const JobKey*> victims;  // to stop and queue again (in `held`'s keys)
+  };
+  std::optional<Preemption> preemption;  // at most one head preempts per pass
 };
 
 Plan PlanPass(const PlanInput& input);

@@ -4,8 +4,13 @@
 #include <chrono>
 #include <future>
 
+#include <set>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 #include "common/time_format.h"
+#include "obs/log.h"
 #include "obs/metrics.h"
 
 namespace mle::scheduler {
@@ -38,6 +43,11 @@ std::string ShapeKey(const model::JobDemand& d) {
     absl::StrAppend(&key, "|", r.cpu_milli, ",", r.memory_mib, ",", r.gpu_type, ",", r.gpu_count);
   }
   return key;
+}
+
+int32_t PriorityOf(const model::Job& job) {
+  if (!job.training_input || !job.training_input->scheduling) return 0;
+  return job.training_input->scheduling->priority.value_or(0);
 }
 
 }  // namespace
@@ -184,7 +194,7 @@ void Scheduler::Handle(const Event& e) {
   if (std::holds_alternative<PlaceEvent>(e)) {
     TryPlace();
   } else if (const auto* c = std::get_if<CancelEvent>(&e)) {
-    Stop(c->key, "Cancelled by a user request.");
+    Stop(c->key, "Cancelled by a user request.", model::AttemptEnd::kCancelled);
   } else if (const auto* a = std::get_if<AdoptEvent>(&e)) {
     OnAdopt(a->job);
   } else if (std::holds_alternative<TickEvent>(e)) {
@@ -225,6 +235,10 @@ void Scheduler::Handle(const Event& e) {
     OnLaunch(*l);
   } else if (const auto* b = std::get_if<BarrierEvent>(&e)) {
     b->reached();
+  } else if (const auto* pre = std::get_if<PreemptEvent>(&e)) {
+    auto it = active_.find(pre->key);
+    if (it == active_.end() || !it->second.launched || it->second.stop_end != model::AttemptEnd::kPreempted) return;
+    executor_->Cancel({pre->key.project, pre->key.job_id}, it->second.stop_reason);
   } else if (const auto* policy = std::get_if<PolicyEvent>(&e)) {
     if (policy->quotas) quotas_ = policy->quotas;
     if (policy->shares) shares_ = policy->shares;
@@ -276,8 +290,17 @@ void Scheduler::OnAdopt(const model::Job& job) {
     std::lock_guard<std::mutex> lock(queue_mu_);
     active_keys_.insert(key);
   }
-  Hold(key, std::move(active));
-  if (job.state == JobState::kCancelling) Stop(key, job.error_message);
+  Active& held = Hold(key, std::move(active));
+  if (job.state == JobState::kCancelling) {
+    Stop(key, job.error_message);
+  } else if (!job.preempted_by.empty()) {
+    // It was being stopped for a preemption: stop it (again) and queue it
+    // again once it stopped.
+    held.stop_requested = true;
+    held.stop_end = model::AttemptEnd::kPreempted;
+    held.stop_reason = job.error_message;
+    executor_->Cancel({key.project, key.job_id}, held.stop_reason);
+  }
 }
 
 void Scheduler::OnLaunch(const LaunchEvent& e) {
@@ -295,7 +318,7 @@ void Scheduler::OnLaunch(const LaunchEvent& e) {
   executor_->Launch(a.job, a.demand, a.placement);
 }
 
-void Scheduler::Enqueue(const model::Job& job) {
+void Scheduler::Enqueue(const model::Job& job, bool again) {
   const JobKey key = KeyOf(job);
   Queued q;
   q.key = key;
@@ -310,7 +333,8 @@ void Scheduler::Enqueue(const model::Job& job) {
   // A job queued again after a restart may still say why it waited.
   if (job.state == JobState::kQueued) q.reason = job.error_message;
   q.job = job;
-  q.enqueue_time = job.create_time.value_or(clock_.Now());
+  // maxWaitTime counts from its creation, and again from a requeue.
+  q.enqueue_time = again ? clock_.Now() : job.create_time.value_or(clock_.Now());
   q.max_wait = SchedulingDuration(job, false);
   std::lock_guard<std::mutex> lock(queue_mu_);
   if (queued_.count(key) || active_keys_.count(key)) return;
@@ -330,6 +354,7 @@ void Scheduler::RemoveQueued(const JobKey& key) {
   queue->second.erase({-it->second.priority, it->second.sequence, key});
   if (queue->second.empty()) queues_.erase(queue);
   queued_.erase(it);
+  std::erase(claimants_, key);
 }
 
 Scheduler::Active& Scheduler::Hold(const JobKey& key, Active a) {
@@ -366,7 +391,12 @@ std::vector<HeldJob> Scheduler::HeldJobs() const {
   for (const auto& [key, a] : active_) {
     // Not started yet: it starts about now.
     const absl::Time start = a.running ? a.running_since : now;
-    held.push_back({&key, &a.region, &a.demand, &a.placement, &a.amounts, start + a.max_running});
+    HeldJob h{&key, &a.region, &a.demand, &a.placement, &a.amounts, start + a.max_running};
+    h.priority = PriorityOf(a.job);
+    h.started = start;
+    h.preemptible = !options_.preemption.exempt_projects.contains(key.project);
+    h.stopping = a.stop_requested;
+    held.push_back(h);
   }
   return held;
 }
@@ -378,6 +408,7 @@ void Scheduler::TryPlace() {
   const std::vector<HeldJob> held = HeldJobs();
   std::vector<std::pair<JobKey, std::string>> reasons;
   std::vector<std::pair<Queued, model::Placement>> starts;
+  std::optional<std::pair<QueuedJob, std::vector<JobKey>>> preemption;  // the head, its victims
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     const auto plan_start = std::chrono::steady_clock::now();
@@ -389,7 +420,10 @@ void Scheduler::TryPlace() {
                           .quotas = *quotas_,
                           .shares = *shares_,
                           .places_jobs = places_jobs,
-                          .now = clock_.Now()});
+                          .now = clock_.Now(),
+                          .preemption = options_.preemption.enabled,
+                          .preemption_for_share = options_.preemption.for_share,
+                          .claimants = &claimants_});
     if (places_jobs) {
       obs::Metrics::Default().Placement().Observe(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - plan_start).count());
@@ -399,12 +433,23 @@ void Scheduler::TryPlace() {
       q.reason = *w.reason;
       reasons.emplace_back(q.key, q.reason);
     }
+    if (plan.preemption) {
+      std::vector<JobKey> victims;
+      for (const JobKey* v : plan.preemption->victims) victims.push_back(*v);
+      preemption.emplace(*plan.preemption->job, std::move(victims));
+      if (std::find(claimants_.begin(), claimants_.end(), preemption->first.key) == claimants_.end()) {
+        claimants_.push_back(preemption->first.key);
+      }
+    }
     for (auto& start : plan.starts) {
       const JobKey key = start.job->key;
       starts.emplace_back(queued_.at(key), std::move(start.placement));
       RemoveQueued(key);
       active_keys_.insert(key);
     }
+  }
+  if (preemption) {
+    for (const JobKey& victim : preemption->second) Preempt(victim, preemption->first);
   }
   // Why a job waits is told again by the next pass: never worth a flush.
   for (const auto& [key, reason] : reasons) recorder_.Record(key, {JobState::kQueued, reason, true, /*flush=*/false});
@@ -436,7 +481,7 @@ void Scheduler::TryPlace() {
   }
 }
 
-void Scheduler::Stop(const JobKey& key, const std::string& reason) {
+void Scheduler::Stop(const JobKey& key, const std::string& reason, model::AttemptEnd end) {
   bool was_queued = false;
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
@@ -454,12 +499,62 @@ void Scheduler::Stop(const JobKey& key, const std::string& reason) {
     recorder_.Record(key, {JobState::kCancelled, ""});
     return;
   }
-  if (it->second.stop_requested) return;
-  it->second.stop_requested = true;
-  it->second.stop_reason = reason;
+  Active& a = it->second;
+  // A job being preempted may still be cancelled or time out: it then ends
+  // so rather than being queued again (it is being stopped already).
+  const bool preempting = a.stop_requested && a.stop_end == model::AttemptEnd::kPreempted;
+  if (a.stop_requested && !preempting) return;
+  a.stop_requested = true;
+  a.stop_reason = reason;
+  a.stop_end = end;
   recorder_.Record(key, {JobState::kCancelling, reason});
   // Not yet launched: OnLaunch ends it without starting anything.
-  if (it->second.launched) executor_->Cancel({key.project, key.job_id}, reason);
+  if (a.launched && !preempting) executor_->Cancel({key.project, key.job_id}, reason);
+}
+
+void Scheduler::Preempt(const JobKey& victim, const QueuedJob& head) {
+  auto it = active_.find(victim);
+  if (it == active_.end() || it->second.stop_requested) return;
+  Active& a = it->second;
+  const std::string by = head.key.project == victim.project
+                             ? absl::StrCat("job ", head.key.job_id, " (priority ", head.priority, ")")
+                             : "a job of a project below its fair share";
+  a.stop_requested = true;
+  a.stop_end = model::AttemptEnd::kPreempted;
+  a.stop_reason = absl::StrCat("Preempted by ", by, ": its replicas are being stopped (SIGTERM, then their grace "
+                               "period); the job is then queued again and runs as attempt ",
+                               model::CurrentAttempt(a.job) + 1, ".");
+  obs::Log("scheduler").info("preempting {}/{} (priority {}) for {}/{} (priority {})", victim.project, victim.job_id,
+                             PriorityOf(a.job), head.key.project, head.key.job_id, head.priority);
+  JobUpdate note{a.running ? JobState::kRunning : JobState::kPreparing, a.stop_reason, true};
+  note.preempted_by = absl::StrCat(head.key.project, "/", head.key.job_id);
+  // Stopped once that is durable: a restart in between still queues it again.
+  recorder_.Record(victim, note, [this, victim](absl::Status) { Post(PreemptEvent{victim}); });
+}
+
+model::Attempt Scheduler::EndedAttempt(const Active& a, model::AttemptEnd end, const std::string& message) const {
+  model::Attempt attempt;
+  attempt.number = model::CurrentAttempt(a.job);
+  if (a.running) attempt.start_time = a.running_since;
+  attempt.end_time = clock_.Now();
+  std::set<std::string> hosts;
+  for (const auto& [task, r] : a.placement.replicas) hosts.insert(r.host);
+  for (const auto& h : a.placement.tpu_hosts) hosts.insert(h);
+  attempt.hosts.assign(hosts.begin(), hosts.end());
+  attempt.end = end;
+  attempt.message = message;
+  return attempt;
+}
+
+void Scheduler::Requeue(const JobKey& key, Active a, model::Attempt attempt, const std::string& message) {
+  JobUpdate update{JobState::kQueued, message, true};
+  update.attempt = attempt;
+  recorder_.Record(key, update);
+  a.job.attempts.push_back(std::move(attempt));
+  a.job.state = JobState::kQueued;
+  a.job.error_message = message;
+  a.job.preempted_by.clear();
+  Enqueue(a.job, /*again=*/true);
 }
 
 void Scheduler::OnEnded(const EndedEvent& e) {
@@ -470,24 +565,51 @@ void Scheduler::OnEnded(const EndedEvent& e) {
     std::lock_guard<std::mutex> lock(queue_mu_);
     active_keys_.erase(e.key);
   }
-  switch (e.outcome) {
-    case executor::Outcome::kSucceeded:
-      // A master that finished before the stop landed still succeeded; what
-      // was said of it while it ran (it looked stalled) goes.
-      recorder_.Record(e.key, {JobState::kSucceeded, "", true});
-      break;
-    case executor::Outcome::kStopped:
-      recorder_.Record(e.key, {a.stop_state, a.stop_reason});
-      break;
-    case executor::Outcome::kFailed:
-    case executor::Outcome::kLost:
-      if (a.stop_requested) {
-        recorder_.Record(e.key, {a.stop_state, a.stop_reason});
-      } else {
-        recorder_.Record(e.key, {JobState::kFailed, e.message});
-      }
-      break;
+  const model::AttemptEnd end =
+      ClassifyEnd(e.outcome, a.stop_requested ? std::optional<model::AttemptEnd>(a.stop_end) : std::nullopt);
+  obs::Metrics::Default().AttemptsEnded(std::string(model::AttemptEndName(end))).Increment();
+  const int number = model::CurrentAttempt(a.job);
+  if (end == model::AttemptEnd::kPreempted) {
+    obs::Metrics::Default().Requeues("preempted").Increment();
+    const std::string when = FormatWhen(clock_.Now(), clock_.Now());
+    model::Attempt attempt = EndedAttempt(a, end, a.stop_reason.substr(0, a.stop_reason.find(':')));
+    Requeue(e.key, std::move(a), std::move(attempt),
+            absl::StrCat("Attempt ", number, " was preempted at ", when, " (", e.key.job_id,
+                         " is queued again; attempt ", number + 1, " starts from the beginning of its program and "
+                         "may resume from its checkpoint)."));
+    return TryPlace();
   }
+  // A failure is retried when the infrastructure caused it, or the job asks.
+  const JobRetries retries = RetriesOf(a.job, options_.retries);
+  const bool retryable = end == model::AttemptEnd::kInfrastructure ||
+                         (retries.trainer_failures && !a.stop_requested && executor::IsTrainerFailure(e.outcome));
+  const int retried = static_cast<int>(std::count_if(a.job.attempts.begin(), a.job.attempts.end(), [](const auto& x) {
+    return x.end != model::AttemptEnd::kPreempted;
+  }));
+  if (retryable && retried < retries.limit) {
+    obs::Metrics::Default().Requeues("retried").Increment();
+    model::Attempt attempt = EndedAttempt(a, end, e.message);
+    Requeue(e.key, std::move(a), std::move(attempt),
+            absl::StrCat("Attempt ", number, " ended (", std::string(model::AttemptEndName(end)), "): ", e.message,
+                         " Retried (", retried + 1, " of at most ", retries.limit, "): attempt ", number + 1,
+                         " is queued."));
+    return TryPlace();
+  }
+  JobUpdate update{JobState::kFailed, e.message};
+  std::string said = e.message;
+  if (end == model::AttemptEnd::kSucceeded) {
+    // A master that finished before the stop landed still succeeded; what
+    // was said of it while it ran (it looked stalled) goes.
+    update = {JobState::kSucceeded, "", true};
+    said.clear();
+  } else if (a.stop_requested) {
+    update = {a.stop_state, a.stop_reason};
+    said = a.stop_reason;
+  } else if (retryable && retries.limit > 0) {
+    update.error_message = said = absl::StrCat(e.message, " (attempt ", number, "; no retry left of ", retries.limit, ")");
+  }
+  update.attempt = EndedAttempt(a, end, said);
+  recorder_.Record(e.key, update);
   TryPlace();
 }
 
@@ -501,8 +623,10 @@ void Scheduler::OnTick() {
     }
   }
   for (const auto& [key, max_wait] : expired) {
-    Stop(key, absl::StrCat("The job was not started within its scheduling.maxWaitTime (",
-                           common::FormatDuration(max_wait), ") and was cancelled."));
+    Stop(key,
+         absl::StrCat("The job was not started within its scheduling.maxWaitTime (", common::FormatDuration(max_wait),
+                      ") and was cancelled."),
+         model::AttemptEnd::kTimedOut);
   }
   std::vector<std::pair<JobKey, std::string>> overdue;
   for (const auto& [key, a] : active_) {
@@ -516,7 +640,7 @@ void Scheduler::OnTick() {
                                              common::FormatDuration(a.max_running), ") and was cancelled."));
     }
   }
-  for (const auto& [key, reason] : overdue) Stop(key, reason);
+  for (const auto& [key, reason] : overdue) Stop(key, reason, model::AttemptEnd::kTimedOut);
   TryPlace();
 }
 

@@ -52,6 +52,7 @@
 #include "model/job.h"
 #include "model/resources.h"
 #include "scheduler/fair_share.h"
+#include "scheduler/interruption.h"
 #include "scheduler/job_key.h"
 #include "scheduler/placement.h"
 #include "scheduler/plan.h"
@@ -72,6 +73,13 @@ struct JobUpdate {
   // the machine) needs only the latter for PREPARING, RUNNING and why it
   // waits: after a machine crash it starts again from QUEUED anyway.
   bool flush = true;
+  // The attempt that ended with this update (the job's end, or its requeue
+  // after a preemption or an infrastructure failure): appended to the
+  // job's attempts, once per number.
+  std::optional<model::Attempt> attempt = std::nullopt;
+  // The job is being preempted by this job (its id; "" for another
+  // project's): stored, so that a restart still queues it again.
+  std::optional<std::string> preempted_by = std::nullopt;
 };
 
 class StateRecorder {
@@ -90,7 +98,11 @@ struct SchedulerOptions {
   ResourceTable resources = ResourceTable::Defaults();
   Quotas quotas;  // by default: no TPU pod cores, nothing else limited
   Shares shares;  // by default: every project weighs 1
+  PreemptionPolicy preemption;
+  RetryPolicy retries;
 };
+
+
 
 // What the scheduler holds at one moment, for the cluster view (read-only).
 struct SchedulerSnapshot {
@@ -182,8 +194,11 @@ class Scheduler final : public executor::ExecutorEvents {
   struct LaunchEvent { JobKey key; absl::Status recorded; };
   struct BarrierEvent { std::function<void()> reached; };
   struct PolicyEvent { std::shared_ptr<const Quotas> quotas; std::shared_ptr<const Shares> shares; };
+  // A preemption's note is durable: stop the job now.
+  struct PreemptEvent { JobKey key; };
   using Event = std::variant<PlaceEvent, CancelEvent, AdoptEvent, TickEvent, StartedEvent, EndedEvent,
-                             WaitingEvent, PreparingEvent, LaunchEvent, BarrierEvent, PolicyEvent, NoteEvent>;
+                             WaitingEvent, PreparingEvent, LaunchEvent, BarrierEvent, PolicyEvent, NoteEvent,
+                             PreemptEvent>;
 
   // The planner's view of a waiting job, and what the scheduler keeps beside it.
   struct Queued : QueuedJob {
@@ -206,6 +221,7 @@ class Scheduler final : public executor::ExecutorEvents {
     bool stop_requested = false;
     std::string stop_reason;
     model::JobState stop_state = model::JobState::kCancelled;
+    model::AttemptEnd stop_end = model::AttemptEnd::kCancelled;  // kPreempted: queued again once stopped
     // Handed to an executor that queues jobs itself (PlacesJobs) and not yet
     // given its nodes: maxWaitTime still applies.
     bool waiting = false;
@@ -217,7 +233,7 @@ class Scheduler final : public executor::ExecutorEvents {
   void HandleBatch(const std::deque<Event>& batch);
   void Handle(const Event& e);
   void Loop();
-  void Enqueue(const model::Job& job);
+  void Enqueue(const model::Job& job, bool again = false);
   void RemoveQueued(const JobKey& key);  // with queue_mu_ held
   int32_t ShapeOf(const model::JobDemand& demand);  // with queue_mu_ held
   // Makes `a` active: its resources and quota are held until Release (the
@@ -228,7 +244,14 @@ class Scheduler final : public executor::ExecutorEvents {
   void SetView(const JobKey& key, bool running, bool waiting);
   std::vector<HeldJob> HeldJobs() const;
   void TryPlace();
-  void Stop(const JobKey& key, const std::string& reason);
+  void Stop(const JobKey& key, const std::string& reason,
+            model::AttemptEnd end = model::AttemptEnd::kCancelled);
+  // Stops `victim` for `head` (a plan's preemption); it is queued again.
+  void Preempt(const JobKey& victim, const QueuedJob& head);
+  // The attempt of `a` that ended now, as `end` says.
+  model::Attempt EndedAttempt(const Active& a, model::AttemptEnd end, const std::string& message) const;
+  // Puts an ended attempt's job back in the queue (QUEUED, attempt + 1).
+  void Requeue(const JobKey& key, Active a, model::Attempt attempt, const std::string& message);
   void OnEnded(const EndedEvent& e);
   void OnAdopt(const model::Job& job);
   void OnLaunch(const LaunchEvent& e);
@@ -254,6 +277,9 @@ class Scheduler final : public executor::ExecutorEvents {
   std::map<JobKey, Queued> queued_;
   std::set<JobKey> active_keys_;  // keys of active_, for Submit on other threads
   std::map<std::string, int32_t> shapes_;  // demands numbered for the planner (QueuedJob::shape)
+  // Queued jobs that preempted others, in the order they did: they take
+  // what their victims free before anyone else (PlanInput::claimants).
+  std::vector<JobKey> claimants_;
   // What Snapshot reports of the active jobs: a copy the event-processing
   // thread keeps up to date (Hold, Release, started, waiting).
   struct PlacedView {

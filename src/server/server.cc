@@ -362,6 +362,8 @@ absl::Status Server::Parts::Build() {
                                       config.sandbox.enabled ? config.replica_memory_mib : 0};
   sched_options.quotas = config.quotas;
   sched_options.shares = config.shares;
+  sched_options.preemption = config.preemption;
+  sched_options.retries = config.retries;
 
   const std::string& host = options.listen_host;
   endpoint = absl::StrCat("http://", host.find(':') != std::string::npos ? "[" + host + "]" : host, ":", http->port());

@@ -274,6 +274,40 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
       if (!compiled.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", compiled.status().message()));
       config.quotas = *std::move(compiled);
     }
+    if (auto scheduling = root["scheduling"]) {
+      for (const auto& kv : scheduling) {
+        const std::string key = kv.first.as<std::string>();
+        if (key != "preemption" && key != "max_retries") {
+          return absl::InvalidArgumentError(
+              absl::StrCat(origin, ": scheduling.", key, ": unknown key; known: preemption, max_retries"));
+        }
+      }
+      config.retries.infrastructure = scheduling["max_retries"].as<int>(config.retries.infrastructure);
+      if (config.retries.infrastructure < 0 || config.retries.infrastructure > 10) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            origin, ": scheduling.max_retries must be from 0 to 10 (how often an attempt lost to the "
+                    "infrastructure is run again)"));
+      }
+      if (auto preemption = scheduling["preemption"]) {
+        for (const auto& kv : preemption) {
+          const std::string key = kv.first.as<std::string>();
+          if (key != "enabled" && key != "fair_share" && key != "exempt_projects") {
+            return absl::InvalidArgumentError(absl::StrCat(
+                origin, ": scheduling.preemption.", key, ": unknown key; known: enabled, fair_share, exempt_projects"));
+          }
+        }
+        auto& p = config.preemption;
+        p.enabled = preemption["enabled"].as<bool>(p.enabled);
+        p.for_share = preemption["fair_share"].as<bool>(p.for_share);
+        if (auto exempt = preemption["exempt_projects"]) {
+          if (!exempt.IsSequence()) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                origin, ": scheduling.preemption.exempt_projects must be a list of project ids, e.g. [prod]"));
+          }
+          for (const auto& project : exempt) p.exempt_projects.insert(project.as<std::string>());
+        }
+      }
+    }
     if (auto shares = root["shares"]) {
       auto weights = AmountsByName(shares, "shares");
       if (!weights.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", weights.status().message()));

@@ -17,6 +17,7 @@
 #include "runtime/runtimes.h"
 #include "sandbox/host.h"
 #include "scheduler/fair_share.h"
+#include "scheduler/interruption.h"
 #include "scheduler/quota.h"
 
 namespace mle::server {
@@ -61,7 +62,9 @@ struct ServerConfig {
   // `regions:` the regions this cluster serves (AI Platform's names); a
   // job or study for another is refused. One by default.
   std::vector<std::string> regions = {"us-central1"};
-  scheduler::Shares shares;  // `shares:` (fair-share weight by project)
+  scheduler::Shares shares;
+  scheduler::PreemptionPolicy preemption;  // `scheduling.preemption` (enabled, fair_share, exempt_projects)
+  scheduler::RetryPolicy retries;          // `scheduling.max_retries`  // `shares:` (fair-share weight by project)
   containers::ContainerSettings containers;  // `containers:` (custom container jobs)
   // `console_dir:` the web console's files; nullopt: `console` beside the
   // mlengined executable; "": no console.

@@ -124,11 +124,13 @@ absl::StatusOr<std::vector<logs::LogSource>> RunSourcesOf(const JobService& jobs
       return common::InvalidArgumentWithViolations(
           "Invalid request.", {{"trialId", absl::StrCat("job ", job.job_id, " is not a hyperparameter tuning job")}});
     }
-    sources.push_back({job.job_id, ""});
+    for (int a = 1; a <= model::AttemptsMade(job); ++a) sources.push_back({job.job_id, "", a});
     return sources;
   }
   for (const auto& trial : jobs.TrialJobsOf({project, job.job_id})) {
-    if (trial_id.empty() || trial_id == trial.trial_id) sources.push_back({trial.job_id, trial.trial_id});
+    if (trial_id.empty() || trial_id == trial.trial_id) {
+      for (int a = 1; a <= model::AttemptsMade(trial); ++a) sources.push_back({trial.job_id, trial.trial_id, a});
+    }
   }
   if (!trial_id.empty() && sources.empty()) {
     const bool known = job.training_output &&
@@ -139,8 +141,9 @@ absl::StatusOr<std::vector<logs::LogSource>> RunSourcesOf(const JobService& jobs
           absl::StrCat("Job projects/", project, "/jobs/", job.job_id, " has no trial ", trial_id, "."));
     }
   }
-  std::sort(sources.begin(), sources.end(),
-            [](const logs::LogSource& a, const logs::LogSource& b) { return TrialBefore(a.trial_id, b.trial_id); });
+  std::stable_sort(sources.begin(), sources.end(), [](const logs::LogSource& a, const logs::LogSource& b) {
+    return TrialBefore(a.trial_id, b.trial_id);
+  });
   return sources;
 }
 
@@ -151,8 +154,11 @@ absl::StatusOr<JobReplicas> JobRuns::Replicas(const std::string& project, const 
   auto sources = RunSourcesOf(jobs_, project, *job, "");
   if (!sources.ok()) return sources.status();
   std::vector<RunFiles> runs;
-  for (const auto& source : *sources) {
-    auto run = ReadRun(common::JobRunDir(runs_dir_, project, source.job_id), source.trial_id);
+  for (size_t i = 0; i < sources->size(); ++i) {
+    const logs::LogSource& source = (*sources)[i];
+    // A run's replicas are those of its latest attempt.
+    if (i + 1 < sources->size() && (*sources)[i + 1].job_id == source.job_id) continue;
+    auto run = ReadRun(common::JobRunDir(runs_dir_, project, source.job_id, source.attempt), source.trial_id);
     if (!run.ok()) return run.status();
     runs.push_back(*std::move(run));
   }
@@ -167,7 +173,7 @@ absl::StatusOr<std::vector<MetricSeries>> JobRuns::Metrics(const std::string& pr
   if (!sources.ok()) return sources.status();
   std::vector<MetricSeries> out;
   for (const auto& source : *sources) {
-    const std::string run_dir = common::JobRunDir(runs_dir_, project, source.job_id);
+    const std::string run_dir = common::JobRunDir(runs_dir_, project, source.job_id, source.attempt);
     // Each replica's directory that holds a metric file, by task name.
     std::vector<std::string> tasks;
     std::error_code ec;
@@ -183,8 +189,18 @@ absl::StatusOr<std::vector<MetricSeries>> JobRuns::Metrics(const std::string& pr
       auto reports = rundir::ReadAllMetricReports(common::ReplicaMetricPath(run_dir, task));
       if (!reports.ok()) return reports.status();
       for (auto& [tag, points] : *reports) {
+        // A later attempt continues its replica's series: what it reports
+        // for a step replaces what an earlier attempt did.
+        auto same = std::find_if(out.begin(), out.end(), [&](const MetricSeries& m) {
+          return m.tag == tag && m.task == task && m.trial_id == source.trial_id;
+        });
         std::stable_sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
-        out.push_back({tag, task, source.trial_id, std::move(points)});
+        if (same == out.end()) {
+          out.push_back({tag, task, source.trial_id, std::move(points)});
+        } else if (!points.empty()) {
+          std::erase_if(same->points, [&](const auto& p) { return p.step >= points.front().step; });
+          same->points.insert(same->points.end(), points.begin(), points.end());
+        }
       }
     }
   }

@@ -287,6 +287,12 @@ absl::StatusOr<Job> JobService::GetJob(const std::string& project, const std::st
   return Present(it->second);
 }
 
+int JobService::AttemptOf(const Key& key) const {
+  std::shared_lock lock(mu_);
+  auto it = jobs_.find(key);
+  return it == jobs_.end() ? 1 : model::AttemptsMade(it->second);
+}
+
 absl::StatusOr<ListJobsResult> JobService::ListJobs(const std::string& project,
                                                     const ListJobsRequest& request) const {
   if (request.page_size < 0) {
@@ -431,7 +437,8 @@ void JobService::Record(const Key& key, const scheduler::JobUpdate& update, Done
   Job& job = it->second;
   if (job.state == update.state) {
     // A note on the current state (why a job still waits), or nothing.
-    if (!update.replace_message || job.error_message == update.error_message) {
+    if ((!update.replace_message || job.error_message == update.error_message) && !update.attempt &&
+        !update.preempted_by) {
       lock.unlock();
       return finish(absl::OkStatus());
     }
@@ -458,6 +465,9 @@ void JobService::Record(const Key& key, const scheduler::JobUpdate& update, Done
     if (job.create_time) obs::Metrics::Default().ObserveQueueWait(key.project, now - *job.create_time);
   }
   if (model::IsTerminal(update.state)) job.end_time = now;
+  if (update.attempt && model::CurrentAttempt(job) == update.attempt->number) job.attempts.push_back(*update.attempt);
+  if (update.preempted_by) job.preempted_by = *update.preempted_by;
+  if (update.state == JobState::kQueued || model::IsTerminal(update.state)) job.preempted_by.clear();
   ++job.version;
   // The change is already visible in memory; a failed write (disk full, I/O
   // error) cannot be undone here, so it is reported where operators look,

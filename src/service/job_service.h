@@ -127,6 +127,9 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   // (model::TrialJobOf), hidden from jobs.get and jobs.list.
   // The jobs of tuning job `key`'s trials, any state.
   std::vector<model::Job> TrialJobsOf(const scheduler::JobKey& key) const;
+  // The attempt of the job (a trial's too) that runs now or ran last
+  // (model::AttemptsMade); 1 for a job not known.
+  int AttemptOf(const scheduler::JobKey& key) const;
   // Creates `trials` (QUEUED) and sets the tuning job's trainingOutput, in
   // one write, then queues the trials. FAILED_PRECONDITION when the tuning
   // job has ended or is being cancelled (nothing is written).

@@ -84,7 +84,7 @@ std::vector<std::string> LogService::WatchDirs(const std::string& project,
   for (const auto& source : sources) {
     // The run's directory (a replica's directory made later shows there)
     // and each replica's (its log is written there).
-    const std::string run_dir = common::JobRunDir(reader_.runs_dir(), project, source.job_id);
+    const std::string run_dir = common::JobRunDir(reader_.runs_dir(), project, source.job_id, source.attempt);
     if (!add(run_dir)) continue;
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(run_dir, ec)) {

@@ -218,8 +218,10 @@ bool TuningCoordinator::ApplyTrial(Tuning& t, const model::Job& trial) {
 
 std::string TuningCoordinator::MetricPath(const Key& key, const std::string& trial_id) const {
   // The master's reports: as on AI Platform, the primary replica's count.
+  const std::string trial_job = model::TrialJobId(key.job_id, trial_id);
   return common::ReplicaMetricPath(
-      common::JobRunDir(options_.runs_dir, key.project, model::TrialJobId(key.job_id, trial_id)), "master-replica-0");
+      common::JobRunDir(options_.runs_dir, key.project, trial_job, jobs_.AttemptOf({key.project, trial_job})),
+      "master-replica-0");
 }
 
 bool TuningCoordinator::ReadMetrics(Tuning& t, HyperparameterOutput& trial) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "common/time_format.h"
@@ -1207,6 +1208,23 @@ std::vector<FieldViolation> ValidateLabels(const std::map<std::string, std::stri
                                    "underscores and hyphens",
                                    value, key, kMaxLabelValueLength));
     }
+  }
+  // mlengine's own settings (model/job.h).
+  if (auto it = labels.find(model::kRetriesLabel); it != labels.end()) {
+    int n = 0;
+    if (!absl::SimpleAtoi(it->second, &n) || n < 0 || n > model::kMaxRetries) {
+      v.Add(Cat(path, ".", model::kRetriesLabel),
+            absl::StrFormat("\"%s\" is not a number of retries from 0 to %d (how often an attempt lost to the "
+                            "infrastructure is run again)",
+                            it->second, model::kMaxRetries));
+    }
+  }
+  if (auto it = labels.find(model::kRetryFailuresLabel);
+      it != labels.end() && it->second != "true" && it->second != "false") {
+    v.Add(Cat(path, ".", model::kRetryFailuresLabel),
+          absl::StrFormat("\"%s\" is neither true nor false (whether a failure of the trainer itself is retried "
+                          "too)",
+                          it->second));
   }
   return v.Take();
 }

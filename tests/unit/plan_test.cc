@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <set>
 
 namespace mle::scheduler {
 namespace {
@@ -60,15 +61,33 @@ class PlanTest : public ::testing::Test {
   }
 
   // A job placed on the cluster that ends at the latest `until` from now.
+  // (`priority`, started `ago`, already `stopping`: what preemption weighs.)
   void Running(const std::string& project, const std::string& id, model::JobDemand demand, absl::Duration until,
-               std::string region = "us-central1") {
+               std::string region = "us-central1", int32_t priority = 0, absl::Duration ago = absl::Hours(1),
+               bool stopping = false) {
     auto placement = Place(demand, inventory_, usage_);
     ASSERT_TRUE(placement) << id << " does not fit the test's cluster";
     Held& h = held_.emplace_back(Held{{project, id}, std::move(region), std::move(demand), *placement, {}});
     h.amounts = AmountsOf(h.demand);
     usage_.Add(h.demand, h.placement);
     holdings_[project].total.Add(h.amounts);
-    held_jobs_.push_back({&h.key, &h.region, &h.demand, &h.placement, &h.amounts, kNow + until});
+    HeldJob& held = held_jobs_.emplace_back(HeldJob{&h.key, &h.region, &h.demand, &h.placement, &h.amounts, kNow + until});
+    held.priority = priority;
+    held.started = kNow - ago;
+    held.preemptible = !exempt_.contains(project);
+    held.stopping = stopping;
+  }
+  // A job of priority `priority` running since `ago`, for an hour more.
+  void Low(const std::string& project, const std::string& id, int cpus, int32_t priority, absl::Duration ago,
+           bool stopping = false) {
+    Running(project, id, Cpus(cpus), absl::Hours(1), "us-central1", priority, ago, stopping);
+  }
+  std::vector<std::string> Victims() const {
+    std::vector<std::string> out;
+    if (plan_.preemption) {
+      for (const JobKey* k : plan_.preemption->victims) out.push_back(k->project + "/" + k->job_id);
+    }
+    return out;
   }
 
   void Limit(QuotaSpec spec) {
@@ -87,7 +106,10 @@ class PlanTest : public ::testing::Test {
                       .quotas = quotas_,
                       .shares = shares_,
                       .places_jobs = places_jobs,
-                      .now = kNow});
+                      .now = kNow,
+                      .preemption = preemption_,
+                      .preemption_for_share = for_share_,
+                      .claimants = &claimants_});
     started.clear();
     reasons.clear();
     for (const auto& s : plan_.starts) started.push_back(s.job->key.job_id);
@@ -109,6 +131,10 @@ class PlanTest : public ::testing::Test {
   };
 
   model::Inventory inventory_;
+  bool preemption_ = false;
+  bool for_share_ = false;
+  std::set<std::string> exempt_;
+  std::vector<JobKey> claimants_;
   Usage usage_;
   Quotas quotas_;
   Shares shares_;
@@ -257,6 +283,147 @@ TEST_F(PlanTest, AnExecutorThatPlacesJobsGetsEveryJobWithinQuota) {
   Run(/*places_jobs=*/false);
   EXPECT_EQ(started, (std::vector<std::string>{"j2", "k1"}));
   EXPECT_EQ(reasons["j3"], "project quota JOBS 2 in us-central1: 2 in use by jobs j1, j2; it needs 1");
+}
+
+// Preemption (plan.h, step 4), as data.
+
+TEST_F(PlanTest, AHigherPriorityHeadPreemptsTheLowestPriorityMostRecentlyStartedFirst) {
+  Cluster(4);
+  preemption_ = true;
+  Low("p", "old", 2, 0, absl::Hours(3));
+  Low("p", "mid", 1, 0, absl::Hours(1));
+  Low("p", "new", 1, 0, absl::Minutes(10));
+  Queue("p", "urgent", Cpus(2), 10);
+  Run();
+  EXPECT_TRUE(started.empty()) << "it starts once they stopped, not now";
+  EXPECT_EQ(Victims(), (std::vector<std::string>{"p/new", "p/mid"})) << "the least work lost; not old (2 CPUs)";
+  EXPECT_EQ(reasons["urgent"],
+            "needs 2 CPUs; 0 free: preempting job new (priority 0), job mid (priority 0) for it; it starts once they "
+            "stop");
+}
+
+TEST_F(PlanTest, OnlyTheVictimsTheHeadNeedsAreStopped) {
+  Cluster(3);
+  preemption_ = true;
+  Low("p", "small", 1, 0, absl::Minutes(5));  // taken first (most recent), then found not needed
+  Low("p", "big", 2, 0, absl::Hours(1));
+  Queue("p", "urgent", Cpus(2), 10);
+  Run();
+  EXPECT_EQ(Victims(), std::vector<std::string>{"p/big"});
+}
+
+TEST_F(PlanTest, LowerPriorityGoesBeforeRecency) {
+  Cluster(2);
+  preemption_ = true;
+  Low("p", "p5_new", 1, 5, absl::Minutes(1));
+  Low("p", "p1_old", 1, 1, absl::Hours(5));
+  Queue("p", "urgent", Cpus(1), 10);
+  Run();
+  EXPECT_EQ(Victims(), std::vector<std::string>{"p/p1_old"});
+}
+
+TEST_F(PlanTest, NeitherEqualNorHigherPriorityIsEverPreempted) {
+  Cluster(2);
+  preemption_ = true;
+  Low("p", "same", 1, 5, absl::Minutes(1));
+  Low("p", "higher", 1, 7, absl::Minutes(1));
+  Queue("p", "urgent", Cpus(1), 5);
+  Run();
+  EXPECT_EQ(Victims(), std::vector<std::string>{});
+  EXPECT_EQ(reasons["urgent"],
+            "needs 1 CPU; 0 free: job higher holds 1 until 13:00 UTC, job same holds 1 until 13:00 UTC at the latest, "
+            "by their maxRunningTime; reserved for it from 13:00 UTC");
+}
+
+TEST_F(PlanTest, AnExemptProjectsJobsAndPreemptionOffStopNothing) {
+  Cluster(1);
+  exempt_ = {"prod"};
+  Low("prod", "serving", 1, 0, absl::Minutes(1));
+  Queue("prod", "urgent", Cpus(1), 10);
+  preemption_ = true;
+  Run();
+  EXPECT_EQ(Victims(), std::vector<std::string>{}) << "prod is exempt";
+
+  exempt_.clear();
+  held_.clear();
+  held_jobs_.clear();
+  usage_ = {};
+  holdings_.clear();
+  Low("prod", "serving", 1, 0, absl::Minutes(1));
+  preemption_ = false;
+  Run();
+  EXPECT_EQ(Victims(), std::vector<std::string>{}) << "preemption off";
+  preemption_ = true;
+  Run();
+  EXPECT_EQ(Victims(), std::vector<std::string>{"prod/serving"});
+}
+
+TEST_F(PlanTest, JobsAlreadyStoppingAreWaitedForAndNothingMoreIsPreempted) {
+  Cluster(2);
+  preemption_ = true;
+  Low("p", "going", 1, 0, absl::Minutes(1), /*stopping=*/true);
+  Low("p", "other", 1, 0, absl::Minutes(1));
+  Queue("p", "urgent", Cpus(1), 10);
+  Run();
+  EXPECT_EQ(Victims(), std::vector<std::string>{});
+  EXPECT_EQ(reasons["urgent"], "needs 1 CPU; 0 free: waiting for job going to stop; it starts then");
+}
+
+TEST_F(PlanTest, NothingStartedBehindThePreemptingHeadTakesWhatItCountsOn) {
+  Cluster(3);
+  preemption_ = true;
+  Low("p", "victim", 2, 0, absl::Minutes(1));
+  Queue("p", "urgent", Cpus(3), 10);  // 1 free now + the victim's 2
+  Queue("p", "small", Cpus(1), 0);    // fits the free CPU now
+  Run();
+  EXPECT_EQ(Victims(), std::vector<std::string>{"p/victim"});
+  EXPECT_TRUE(started.empty()) << "small would take the CPU urgent needs";
+  EXPECT_EQ(reasons["small"],
+            "fits now, but would delay job urgent (priority 10), first in line, which has what it needs reserved from "
+            "12:00 UTC; this job's maxRunningTime ends later");
+}
+
+TEST_F(PlanTest, AClaimantTakesWhatItsVictimsFreedBeforeAnyOtherProject) {
+  Cluster(2);
+  preemption_ = true;
+  Queue("b", "b1", Cpus(1));           // fair share alone would start it first (b before z)
+  Queue("z", "urgent", Cpus(2), 10);  // preempted for in an earlier pass
+  claimants_ = {{"z", "urgent"}};
+  Run();
+  EXPECT_EQ(started, std::vector<std::string>{"urgent"});
+}
+
+TEST_F(PlanTest, PriorityNeverPreemptsAnotherProjectsJobs) {
+  Cluster(2);
+  preemption_ = true;
+  Low("a", "a1", 1, 0, absl::Minutes(1));
+  Low("a", "a2", 1, 0, absl::Minutes(1));
+  Queue("b", "b1", Cpus(1), 1000);
+  Run();
+  EXPECT_EQ(Victims(), std::vector<std::string>{}) << "priority orders jobs within a project only";
+  for_share_ = true;
+  Run();
+  EXPECT_EQ(Victims(), std::vector<std::string>{"a/a1"}) << "by fair share: a holds 100%, its share is 50%";
+  EXPECT_EQ(reasons["b1"],
+            "needs 1 CPU; 0 free: preempting a job of project a, above its fair share for it; it starts once that "
+            "job stops");
+}
+
+TEST_F(PlanTest, FairSharePreemptionLeavesTheVictimsProjectAtItsShare) {
+  Cluster(4);
+  preemption_ = true;
+  for_share_ = true;
+  Low("a", "a1", 1, 0, absl::Hours(3));
+  Low("a", "a2", 1, 0, absl::Hours(2));
+  Low("a", "a3", 1, 0, absl::Hours(1));
+  Queue("b", "b3", Cpus(3));  // would take a down to 25%, below its 50%
+  Run();
+  EXPECT_EQ(Victims(), std::vector<std::string>{});
+  jobs_.clear();
+  queues_.clear();
+  Queue("b", "b2", Cpus(2));  // a down to 50%: at its share
+  Run();
+  EXPECT_EQ(Victims(), std::vector<std::string>{"a/a3"});
 }
 
 }  // namespace

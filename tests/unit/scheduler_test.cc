@@ -27,6 +27,8 @@ class Recorder final : public StateRecorder {
   void Record(const JobKey& key, const JobUpdate& update, Done done) override {
     JobState& state = states[key];
     absl::Status s = absl::OkStatus();
+    if (update.attempt) attempts[key].push_back(*update.attempt);
+    if (update.preempted_by) preempted_by[key] = *update.preempted_by;
     if (state != update.state) {
       if (model::CanTransition(state, update.state)) {
         state = update.state;
@@ -57,6 +59,8 @@ class Recorder final : public StateRecorder {
   std::map<JobKey, std::vector<JobState>> history;
   std::map<JobKey, std::vector<std::pair<JobState, bool>>> flushed;  // each move, and whether it asked for a flush
   std::map<JobKey, std::string> messages;
+  std::map<JobKey, std::vector<model::Attempt>> attempts;
+  std::map<JobKey, std::string> preempted_by;
   std::deque<std::pair<Done, absl::Status>> pending;
   int refused = 0;
   std::map<JobKey, int> message_updates;  // in the same state
@@ -69,6 +73,7 @@ class FakeExecutor final : public executor::Executor {
   bool PlacesJobs() const override { return places_jobs; }
   void Launch(const model::Job& job, const model::JobDemand&, const model::Placement&) override {
     launched.push_back(job.job_id);
+    attempts_launched.push_back(absl::StrCat(job.job_id, "#", model::CurrentAttempt(job)));
   }
   void Cancel(const executor::JobRef& job, const std::string& reason) override {
     cancelled.push_back(job.job_id);
@@ -81,6 +86,7 @@ class FakeExecutor final : public executor::Executor {
     return it->second;
   }
   std::vector<std::string> launched, cancelled, recovered;
+  std::vector<std::string> attempts_launched;  // "job#attempt"
   std::map<std::string, std::string> cancel_reasons;
   std::map<std::string, model::Placement> runs;  // what Recover finds
   bool places_jobs = false;  // like Slurm: the executor queues and places jobs
@@ -525,6 +531,159 @@ TEST_F(SchedulerTest, ALargeJobIsNotStarvedByAStreamOfSmallOnes) {
   }
   ASSERT_TRUE(big_waited) << "the large job never started: " << Message("big");
   EXPECT_EQ(*big_waited, absl::Minutes(40)) << "it starts when the last job it waited for ends";
+}
+
+// Interruptions (scheduler/interruption.h, plan.h step 4).
+
+TEST_F(SchedulerTest, APreemptedJobIsQueuedAgainAndRunsAsItsNextAttempt) {
+  scheduler_->Submit(Job("low", 0));
+  Settle();
+  scheduler_->JobStarted({"p", "low"});
+  Settle();
+  clock_.Advance(absl::Minutes(5));
+  scheduler_->Submit(Job("same", 0));  // equal priority: never preempts
+  Settle();
+  EXPECT_TRUE(executor_.cancelled.empty());
+  scheduler_->Submit(Job("urgent", 5));
+  scheduler_->RunPending();
+  EXPECT_TRUE(executor_.cancelled.empty()) << "stopped before its preemption was durable: a restart would lose it";
+  Settle();
+  ASSERT_EQ(executor_.cancelled, std::vector<std::string>{"low"});
+  EXPECT_EQ(State("low"), JobState::kRunning) << "it is being stopped, not cancelled";
+  EXPECT_EQ((recorder_.preempted_by[{"p", "low"}]), "p/urgent");
+  EXPECT_EQ(Message("low"),
+            "Preempted by job urgent (priority 5): its replicas are being stopped (SIGTERM, then their grace period); "
+            "the job is then queued again and runs as attempt 2.");
+  EXPECT_EQ(Message("urgent"), "needs 1 CPU; 0 free: preempting job low (priority 0) for it; it starts once that job stops");
+
+  clock_.Advance(absl::Seconds(3));
+  scheduler_->JobEnded({"p", "low"}, executor::Outcome::kFailed, "The replica master-replica-0 was terminated by signal SIGTERM.");
+  Settle();
+  EXPECT_EQ(History("low"), (std::vector<JobState>{JobState::kPreparing, JobState::kRunning, JobState::kQueued}));
+  ASSERT_EQ((recorder_.attempts[{"p", "low"}].size()), 1u);
+  const model::Attempt& first = recorder_.attempts[{"p", "low"}][0];
+  EXPECT_EQ(first.number, 1);
+  EXPECT_EQ(first.end, model::AttemptEnd::kPreempted);
+  EXPECT_EQ(first.message, "Preempted by job urgent (priority 5)");
+  EXPECT_EQ(first.hosts, std::vector<std::string>{"localhost"});
+  EXPECT_EQ(first.end_time - *first.start_time, absl::Seconds(3) + absl::Minutes(5));
+  EXPECT_EQ(executor_.attempts_launched, (std::vector<std::string>{"low#1", "urgent#1"})) << "urgent first";
+  EXPECT_EQ(scheduler_->QueuePosition({"p", "low"}), 1) << "it keeps its place by priority and age: before same";
+
+  scheduler_->JobStarted({"p", "urgent"});
+  scheduler_->JobEnded({"p", "urgent"}, executor::Outcome::kSucceeded, "");
+  Settle();
+  EXPECT_EQ(executor_.attempts_launched, (std::vector<std::string>{"low#1", "urgent#1", "low#2"}));
+  scheduler_->JobStarted({"p", "low"});
+  scheduler_->JobEnded({"p", "low"}, executor::Outcome::kSucceeded, "");
+  Settle();
+  EXPECT_EQ(State("low"), JobState::kSucceeded);
+  ASSERT_EQ((recorder_.attempts[{"p", "low"}].size()), 2u);
+  EXPECT_EQ((recorder_.attempts[{"p", "low"}][1].number), 2);
+  EXPECT_EQ((recorder_.attempts[{"p", "low"}][1].end), model::AttemptEnd::kSucceeded);
+  EXPECT_EQ(recorder_.refused, 0);
+}
+
+TEST_F(SchedulerTest, ACancelWhileBeingPreemptedEndsTheJobCancelled) {
+  scheduler_->Submit(Job("low", 0));
+  Settle();
+  scheduler_->JobStarted({"p", "low"});
+  scheduler_->Submit(Job("urgent", 5));
+  Settle();
+  ASSERT_EQ(executor_.cancelled, std::vector<std::string>{"low"});
+  scheduler_->Cancel({"p", "low"});
+  Settle();
+  EXPECT_EQ(executor_.cancelled, std::vector<std::string>{"low"}) << "one stop is under way already";
+  scheduler_->JobEnded({"p", "low"}, executor::Outcome::kStopped, "");
+  Settle();
+  EXPECT_EQ(State("low"), JobState::kCancelled);
+  EXPECT_EQ((recorder_.attempts[{"p", "low"}].back().end), model::AttemptEnd::kCancelled);
+  EXPECT_EQ(executor_.launched.back(), "urgent");
+  EXPECT_EQ(recorder_.refused, 0);
+}
+
+TEST_F(SchedulerTest, AJobBeingPreemptedWhenMlenginedRestartedIsStoppedAndQueuedAgain) {
+  executor_.runs["low"] = model::Placement{{{"master-replica-0", {"localhost", {}}}}, {}, false};
+  model::Job low = Job("low", 0, "", JobState::kRunning);
+  low.preempted_by = "p/urgent";
+  low.error_message = "Preempted by job urgent (priority 5): ...";
+  scheduler_->Adopt(low);
+  scheduler_->Adopt(Job("urgent", 5));
+  Settle();
+  EXPECT_EQ(executor_.cancelled, std::vector<std::string>{"low"});
+  scheduler_->JobEnded({"p", "low"}, executor::Outcome::kStopped, "");
+  Settle();
+  EXPECT_EQ(State("low"), JobState::kQueued);
+  EXPECT_EQ((recorder_.attempts[{"p", "low"}].back().end), model::AttemptEnd::kPreempted);
+  EXPECT_EQ(executor_.launched, std::vector<std::string>{"urgent"});
+}
+
+TEST_F(SchedulerTest, InfrastructureFailuresAreRetriedUpToTheLimitAndTrainerFailuresOnlyWhenAsked) {
+  SchedulerOptions options = Options(1);
+  options.retries.infrastructure = 2;
+  Rebuild(options);
+  scheduler_->Submit(Job("lost"));
+  for (int i = 0; i < 3; ++i) {
+    Settle();
+    scheduler_->JobStarted({"p", "lost"});
+    scheduler_->JobEnded({"p", "lost"}, executor::Outcome::kLost, "The node went down.");
+    Settle();
+  }
+  EXPECT_EQ(executor_.attempts_launched, (std::vector<std::string>{"lost#1", "lost#2", "lost#3"}));
+  EXPECT_EQ(State("lost"), JobState::kFailed);
+  EXPECT_EQ(Message("lost"), "The node went down. (attempt 3; no retry left of 2)");
+  ASSERT_EQ((recorder_.attempts[{"p", "lost"}].size()), 3u);
+  for (const auto& a : recorder_.attempts[{"p", "lost"}]) EXPECT_EQ(a.end, model::AttemptEnd::kInfrastructure);
+
+  scheduler_->Submit(Job("crash"));
+  Settle();
+  scheduler_->JobEnded({"p", "crash"}, executor::Outcome::kFailed, "Traceback ...");
+  Settle();
+  EXPECT_EQ(State("crash"), JobState::kFailed) << "a failure of the trainer is not retried unless asked";
+
+  model::Job asks = Job("asks");
+  asks.labels = {{"mlengine-retry-failures", "true"}, {"mlengine-retries", "1"}};
+  scheduler_->Submit(asks);
+  Settle();
+  scheduler_->JobEnded({"p", "asks"}, executor::Outcome::kOutOfMemory, "out of memory");
+  Settle();
+  EXPECT_EQ(State("asks"), JobState::kPreparing) << "retried once";
+  scheduler_->JobEnded({"p", "asks"}, executor::Outcome::kOutOfMemory, "out of memory");
+  Settle();
+  EXPECT_EQ(State("asks"), JobState::kFailed);
+  EXPECT_EQ((recorder_.attempts[{"p", "asks"}].back().end), model::AttemptEnd::kOutOfMemory);
+  EXPECT_EQ(recorder_.refused, 0);
+}
+
+TEST(InterruptionTest, EachEndIsClassifiedByWhatTheSchedulerAskedThenByTheOutcome) {
+  using E = model::AttemptEnd;
+  using O = executor::Outcome;
+  struct Case {
+    O outcome;
+    std::optional<E> stop;
+    E want;
+  };
+  for (const Case& c : std::vector<Case>{
+           {O::kSucceeded, std::nullopt, E::kSucceeded},
+           {O::kSucceeded, E::kPreempted, E::kSucceeded},  // it finished before the stop landed
+           {O::kFailed, E::kPreempted, E::kPreempted},     // its exit under SIGTERM is the preemption's
+           {O::kStopped, E::kTimedOut, E::kTimedOut},
+           {O::kLost, E::kCancelled, E::kCancelled},
+           {O::kFailed, std::nullopt, E::kFailed},
+           {O::kOutOfMemory, std::nullopt, E::kOutOfMemory},
+           {O::kStalled, std::nullopt, E::kStalled},
+           {O::kNotJoined, std::nullopt, E::kNotJoined},
+           {O::kLost, std::nullopt, E::kInfrastructure},
+       }) {
+    EXPECT_EQ(ClassifyEnd(c.outcome, c.stop), c.want) << static_cast<int>(c.outcome);
+  }
+  RetryPolicy policy;
+  policy.infrastructure = 3;
+  model::Job job;
+  EXPECT_EQ(RetriesOf(job, policy).limit, 3);
+  job.labels = {{"mlengine-retries", "0"}, {"mlengine-retry-failures", "true"}};
+  EXPECT_EQ(RetriesOf(job, policy).limit, 0);
+  EXPECT_TRUE(RetriesOf(job, policy).trainer_failures);
 }
 
 }  // namespace

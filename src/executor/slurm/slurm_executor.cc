@@ -84,7 +84,7 @@ void SlurmExecutor::Launch(const model::Job& job, const model::JobDemand& demand
     e = Entry{};
     e.generation = generation = next_generation_++;
     e.job.ref = ref;
-    e.job.dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
+    e.job.dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id, model::CurrentAttempt(job));
     e.job.tasks = TasksOf(PlanComponents(demand, options_.settings));
     e.spec = job;
     e.demand = demand;
@@ -370,7 +370,7 @@ void SlurmExecutor::Cancel(const JobRef& ref, const std::string& reason) {
 std::optional<model::Placement> SlurmExecutor::Recover(const model::Job& job) {
   const JobRef ref{job.project, job.job_id};
   const std::string key = Key(ref);
-  const std::string dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id);
+  const std::string dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id, model::CurrentAttempt(job));
   const EarlierSubmission earlier = FindEarlierSubmission(dir);
   if (earlier.slurm_id == 0 && !earlier.look_up) return std::nullopt;  // never submitted
   const model::JobDemand demand = model::DemandOf(job, options_.resources);

@@ -1,0 +1,50 @@
+// What happens when a job is interrupted, as pure policy: which attempts
+// are run again (retries), and how an ended attempt is classified
+// (model::AttemptEnd). The Scheduler applies them; preemption's choice of
+// victims is the planner's (plan.h, step 4). docs/interruptions.md says it
+// for trainers and operators. Pure functions and plain values.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "absl/status/status.h"
+#include "executor/executor.h"
+#include "model/job.h"
+
+namespace mle::scheduler {
+
+// When a job that cannot be placed may stop others (plan.h, step 4).
+struct PreemptionPolicy {
+  bool enabled = true;        // scheduling.preemption.enabled
+  bool for_share = false;     // scheduling.preemption.fair_share: across projects, by fair share
+  std::set<std::string, std::less<>> exempt_projects;  // their jobs are never preempted
+};
+
+// How often a job's attempt is run again after it ended without succeeding
+// (besides preemptions, which never count): an infrastructure failure
+// (executor::Outcome::kLost) up to `infrastructure` times; a failure of the
+// trainer itself only when the job asks (its label mlengine-retry-failures:
+// "true"), within the same limit. A job's label mlengine-retries (0-10)
+// replaces the limit.
+struct RetryPolicy {
+  int infrastructure = 2;  // scheduling.max_retries
+};
+
+// The job's own retry settings (RetryPolicy): its limit, and whether a
+// failure of the trainer is retried. Labels that do not parse were refused
+// at submission (validate::ValidateLabels); here they read as the default.
+struct JobRetries {
+  int limit = 0;
+  bool trainer_failures = false;
+};
+JobRetries RetriesOf(const model::Job& job, const RetryPolicy& policy);
+
+// Pure: how an attempt that ended with `outcome` is classified, given what
+// the scheduler asked of it (a stop of kind `stop`, if any).
+model::AttemptEnd ClassifyEnd(executor::Outcome outcome, std::optional<model::AttemptEnd> stop);
+
+}  // namespace mle::scheduler
