@@ -9,7 +9,10 @@ Every replica mlengined starts has ``python/`` of mlengine on ``PYTHONPATH``
   file format of ``cloudml-hypertune``;
 * :mod:`mlengine.tpu` -- waiting for the job's TPU (``TPU_CONFIG``), with a
   simulated resolver when no real TPU exists;
-* :mod:`mlengine.cluster` -- the replica's role, from ``TF_CONFIG``.
+* :mod:`mlengine.cluster` -- the replica's role, from ``TF_CONFIG``;
+* :mod:`mlengine.interruption` -- the preemption notice (SIGTERM), the
+  attempt number, and checkpoints that a resumed attempt loads (imported on
+  its own: ``from mlengine import interruption``).
 
 Pure standard library.
 """

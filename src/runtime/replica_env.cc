@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "codec/job_codec.h"
 
 namespace mle::runtime {
@@ -151,6 +152,12 @@ std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const mod
     if (!context.hp_metric_file.empty()) e["CLOUD_ML_HP_METRIC_FILE"] = context.hp_metric_file;
     e["MLENGINE_TASK_NAME"] = l.task_name;
     e["MLENGINE_GCS_ROOT"] = context.gcs_root;
+    // Which run of the job this is (2, 3, ... after a preemption or a
+    // retry), and where a resumed attempt finds what an earlier one saved:
+    // Vertex AI's AIP_CHECKPOINT_DIR, under the job's jobDir
+    // (docs/interruptions.md).
+    e["MLENGINE_ATTEMPT"] = std::to_string(model::CurrentAttempt(job));
+    if (!t.job_dir.empty()) e["AIP_CHECKPOINT_DIR"] = absl::StrCat(absl::StripSuffix(t.job_dir, "/"), "/checkpoints/");
     e["PYTHONUNBUFFERED"] = "1";
     // A container's image has its own Python packages (mlengine's among them).
     if (!context.python_path.empty() && !custom_container) e["PYTHONPATH"] = context.python_path;
