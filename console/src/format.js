@@ -163,3 +163,50 @@ export function formatNumber(v) {
   if (!Number.isFinite(n)) return String(v);
   return String(Number(n.toPrecision(6)));
 }
+
+// How each end of an attempt reads (the API's attempts[].end).
+const ATTEMPT_ENDS = {
+  SUCCEEDED: 'succeeded',
+  FAILED: 'the trainer failed',
+  OUT_OF_MEMORY: 'out of memory',
+  PREEMPTED: 'preempted',
+  INFRASTRUCTURE: 'lost to the infrastructure',
+  TIMED_OUT: 'timed out',
+  CANCELLED: 'cancelled',
+  STALLED: 'stalled',
+  NOT_JOINED: 'its replicas never all connected',
+};
+
+// The rows of a job's attempts (mlengine's `attempts`, each that ended),
+// plus the one running or waiting now when an earlier one ended without
+// ending the job. Empty for a job that ran (or runs) once: the timeline
+// says it all.
+export function attemptRows(job, now = Date.now()) {
+  const ended = Array.isArray(job.attempts) ? job.attempts : [];
+  const more = !isTerminal(job.state) && ended.length > 0;
+  if (ended.length + (more ? 1 : 0) <= 1) return [];
+  const rows = ended.map((a) => ({
+    attempt: a.attempt,
+    end: a.end,
+    what: ATTEMPT_ENDS[a.end] || String(a.end || '').toLowerCase(),
+    message: a.message || '',
+    hosts: (a.hosts || []).join(', '),
+    started: a.startTime || null,
+    ended: a.endTime || null,
+    ran: a.startTime ? formatDuration(durationBetween(a.startTime, a.endTime, now)) : 'never started',
+  }));
+  if (more) {
+    const last = ended[ended.length - 1];
+    rows.push({
+      attempt: (last.attempt || ended.length) + 1,
+      end: '',
+      what: job.state === 'RUNNING' ? 'running' : job.state === 'PREPARING' ? 'starting' : 'queued',
+      message: '',
+      hosts: '',
+      started: null,
+      ended: null,
+      ran: '',
+    });
+  }
+  return rows;
+}

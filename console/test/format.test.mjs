@@ -126,3 +126,36 @@ test('numbers in cells keep 6 significant digits; words stay words', () => {
   assert.equal(formatNumber(''), '');
   assert.equal(formatNumber(undefined), '');
 });
+
+test("a job's attempts: none shown for one run, each that ended and the next one otherwise", async () => {
+  const { attemptRows } = await import('../src/format.js');
+  const once = { state: 'SUCCEEDED', attempts: [{ attempt: 1, end: 'SUCCEEDED', endTime: '2024-05-01T12:00:05Z' }] };
+  assert.deepEqual(attemptRows(once), []);
+  const preempted = {
+    attempt: 1,
+    end: 'PREEMPTED',
+    message: 'Preempted by job urgent (priority 10)',
+    hosts: ['localhost'],
+    startTime: '2024-05-01T12:00:00Z',
+    endTime: '2024-05-01T12:01:30Z',
+  };
+  const rows = attemptRows({ state: 'QUEUED', attempts: [preempted] });
+  assert.deepEqual(
+    rows.map((r) => [r.attempt, r.what, r.message, r.hosts, r.ran]),
+    [
+      [1, 'preempted', 'Preempted by job urgent (priority 10)', 'localhost', '1 min 30 s'],
+      [2, 'queued', '', '', ''],
+    ],
+  );
+  const done = attemptRows({
+    state: 'FAILED',
+    attempts: [preempted, { attempt: 2, end: 'INFRASTRUCTURE', message: 'The node went down.', endTime: '2024-05-01T12:05:00Z' }],
+  });
+  assert.deepEqual(
+    done.map((r) => [r.attempt, r.what, r.ran]),
+    [
+      [1, 'preempted', '1 min 30 s'],
+      [2, 'lost to the infrastructure', 'never started'],
+    ],
+  );
+});

@@ -188,7 +188,9 @@ absl::StatusOr<std::vector<MetricSeries>> JobRuns::Metrics(const std::string& pr
     for (const auto& task : tasks) {
       auto reports = rundir::ReadAllMetricReports(common::ReplicaMetricPath(run_dir, task));
       if (!reports.ok()) return reports.status();
-      for (auto& [tag, points] : *reports) {
+      for (auto& series : *reports) {
+        const std::string& tag = series.first;  // (named: clang 14 captures no structured binding)
+        auto& points = series.second;
         // A later attempt continues its replica's series: what it reports
         // for a step replaces what an earlier attempt did.
         auto same = std::find_if(out.begin(), out.end(), [&](const MetricSeries& m) {

@@ -98,3 +98,28 @@ def test_a_job_of_another_project_is_not_preempted_by_priority(server_factory, t
     assert "preempting" not in other.describe(urgent)["errorMessage"]
     done = cli.wait_state(running, {"SUCCEEDED", "FAILED"}, timeout=60)
     assert done["state"] == "SUCCEEDED" and [a["end"] for a in done["attempts"]] == ["SUCCEEDED"], done
+
+
+def test_an_attempt_lost_with_its_shim_is_retried_and_a_trainer_failure_is_not(cli, names):
+    """mlengine's shim killed (as the host's OOM killer would) loses the
+    attempt to the infrastructure: it runs again as attempt 2 and succeeds.
+    A trainer that exits non-zero fails the job at once."""
+    import signal
+    from conftest import procs_of_job
+    job, failing = names.job("lost"), names.job("failing")
+    assert cli.submit(job, "--scale-tier", "basic", args=["--lines", "1", "--sleep", "4"]).rc == 0
+    cli.wait_log(job, " line ")
+    run_dir = cli.run_dir(job)
+    shims = [pid for pid, cmd, _, _ in procs_of_job(run_dir, job) if cmd and cmd[0].endswith("mlengine-replica")]
+    assert len(shims) == 1, procs_of_job(run_dir, job)
+    os.kill(shims[0], signal.SIGKILL)
+    done = cli.wait_state(job, {"SUCCEEDED", "FAILED"}, timeout=90)
+    assert done["state"] == "SUCCEEDED", cli.explain(job)
+    ends = [(a["attempt"], a["end"]) for a in done["attempts"]]
+    assert ends == [(1, "INFRASTRUCTURE"), (2, "SUCCEEDED")], done
+    assert "was killed before it could record how it ended" in done["attempts"][0]["message"], done
+    assert os.path.isdir(run_dir + "@2"), "attempt 2 ran in a directory of its own"
+
+    assert cli.submit(failing, "--scale-tier", "basic", args=["--fail", "3"]).rc == 0
+    failed = cli.wait_state(failing, {"FAILED", "SUCCEEDED"}, timeout=90)
+    assert failed["state"] == "FAILED" and [a["end"] for a in failed["attempts"]] == ["FAILED"], failed

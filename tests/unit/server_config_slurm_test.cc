@@ -96,5 +96,35 @@ TEST(ServerConfigStalls, Table) {
   });
 }
 
+// `scheduling.preemption` and `scheduling.max_retries`: preemption on,
+// within projects only, and 2 retries by default; refusals name the key.
+TEST(ServerConfigInterruptions, Table) {
+  struct Row {
+    std::string yaml;
+    bool enabled = true;
+    bool for_share = false;
+    std::set<std::string, std::less<>> exempt;
+    int retries = 2;
+    std::string error;  // part of the refusal; "" accepted
+  };
+  const std::vector<Row> rows = {
+      {"", true, false, {}, 2, ""},
+      {"scheduling: {preemption: {enabled: false}}\n", false, false, {}, 2, ""},
+      {"scheduling: {preemption: {fair_share: true, exempt_projects: [prod, ops]}, max_retries: 0}\n", true, true,
+       {"ops", "prod"}, 0, ""},
+      {"scheduling: {max_retries: 11}\n", true, false, {}, 2, "scheduling.max_retries must be from 0 to 10"},
+      {"scheduling: {preempt: true}\n", true, false, {}, 2, "scheduling.preempt: unknown key"},
+      {"scheduling: {preemption: {exempt: [a]}}\n", true, false, {}, 2, "scheduling.preemption.exempt: unknown key"},
+      {"scheduling: {preemption: {exempt_projects: prod}}\n", true, false, {}, 2,
+       "scheduling.preemption.exempt_projects must be a list"},
+  };
+  ParseRows(rows, [](const Row& row, const ServerConfig& config) {
+    EXPECT_EQ(config.preemption.enabled, row.enabled) << row.yaml;
+    EXPECT_EQ(config.preemption.for_share, row.for_share) << row.yaml;
+    EXPECT_EQ(config.preemption.exempt_projects, row.exempt) << row.yaml;
+    EXPECT_EQ(config.retries.infrastructure, row.retries) << row.yaml;
+  });
+}
+
 }  // namespace
 }  // namespace mle::server

@@ -3,7 +3,15 @@
 // replicas, outputs and cancel.
 import { api, enc, isAbort } from '../api.js';
 import { fill, h, presence, scroller, stateBadge, table, text } from '../dom.js';
-import { formatDate, formatDuration, durationBetween, isTerminal, resourcesText, labelsText } from '../format.js';
+import {
+  attemptRows,
+  formatDate,
+  formatDuration,
+  durationBetween,
+  isTerminal,
+  resourcesText,
+  labelsText,
+} from '../format.js';
 import { poll, whileRunning } from '../poll.js';
 import { hashFor, jobHash } from '../router.js';
 import * as logs from './logs.js';
@@ -99,6 +107,8 @@ function overview(root, ctx) {
   const actionError = presence(h('p', { id: 'action-error', class: 'form-error', role: 'alert' }));
   const actions = h('div', { class: 'actions' });
   const timeline = h('ol', { id: 'job-timeline', class: 'timeline' });
+  // Only when the job ran (or runs) more than once: preempted, retried.
+  const attempts = presence(h('div', { id: 'job-attempts' }));
   const yamlPre = h('pre', { id: 'job-yaml', class: 'code', tabindex: '0' });
   const commandPre = h('pre', { id: 'job-command', class: 'code', tabindex: '0' });
   const copyStatus = h('span', { class: 'muted', 'aria-live': 'polite' });
@@ -138,7 +148,7 @@ function overview(root, ctx) {
     h(
       'div',
       { class: 'grid-2' },
-      h('section', { class: 'card' }, h('h2', null, 'Timeline'), timeline, outputs),
+      h('section', { class: 'card' }, h('h2', null, 'Timeline'), timeline, attempts.node, outputs),
       h('section', { class: 'card' }, h('h2', null, 'Replicas'), scroller(replicasTable)),
     ),
     h(
@@ -221,6 +231,7 @@ function overview(root, ctx) {
       error.show(false);
     }
     renderTimeline(timeline, job);
+    renderAttempts(attempts, job);
     renderActions(job);
     const key = JSON.stringify([job.trainingInput, job.labels]);
     if (key !== configShown) {
@@ -329,6 +340,33 @@ function renderTimeline(ol, job) {
     ),
   );
   ol.replaceChildren(...items);
+}
+
+// Each attempt: its number, how it ended and why, where and how long it ran.
+function renderAttempts(box, job) {
+  const rows = attemptRows(job);
+  box.show(rows.length > 0);
+  if (!rows.length) return;
+  const { table: t, tbody } = table({ class: 'data attempts' }, ['Attempt', 'Ended', 'Ran', 'Where']);
+  tbody.replaceChildren(
+    ...rows.map((r) =>
+      h(
+        'tr',
+        { 'data-attempt': String(r.attempt), 'data-end': r.end || 'NONE' },
+        h('td', null, String(r.attempt)),
+        h(
+          'td',
+          null,
+          h('strong', null, r.what),
+          r.message ? h('div', { class: 'muted pre-wrap' }, r.message) : null,
+          r.ended ? h('time', { datetime: r.ended, title: r.ended, class: 'muted' }, formatDate(r.ended)) : null,
+        ),
+        h('td', null, r.ran),
+        h('td', null, r.hosts || '—'),
+      ),
+    ),
+  );
+  fill(box.el, h('h3', null, 'Attempts'), scroller(t));
 }
 
 // A <dialog id="confirm-dialog"> asking yes or no; ask() resolves true/false.
