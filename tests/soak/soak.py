@@ -2,14 +2,21 @@
 """kill -9 soak of mlengined under load, through its real API and processes.
 
 N concurrent clients create JOBS jobs whose trainers record their run in a
-bucket (one file per run, written when the trainer starts; "done" appended
-when it finishes) and run briefly; meanwhile mlengined is killed with SIGKILL
-at KILLS random moments and started again at once on the same port and data
-directory, and every restart must succeed on its first try. At the end:
+bucket (one file per run, named by its attempt and written when the trainer
+starts, with the time; "done" appended when it finishes) and run briefly;
+one job in ten has a higher scheduling.priority, so that jobs are preempted
+and run again as their next attempt. Meanwhile mlengined is killed with
+SIGKILL at KILLS random moments and started again at once on the same port
+and data directory, and every restart must succeed on its first try. At
+the end:
 
   - every acknowledged job exists exactly once        (lost must be 0)
-  - every job ran at most once: at most one run file   (run twice must be 0)
-  - each ended in a true state: SUCCEEDED means its one run finished
+  - no attempt ran twice: at most one run file per attempt, and an attempt
+    ran only after the one before it had ended (its endTime)
+                                                      (run twice must be 0)
+  - each ended in a true state: SUCCEEDED means its last attempt succeeded
+    and that attempt's run finished; every run is one of its attempts
+  - jobs were preempted (preemptions > 0), each queued again, none failed
   - no process of the data directory is left once the server has stopped
 
 Prints: jobs acknowledged, lost, run twice, states, recovery time after each
@@ -46,9 +53,9 @@ import os, sys, time, uuid
 job = os.environ["CLOUD_ML_JOB_ID"]
 root = os.path.join(os.environ["MLENGINE_GCS_ROOT"], "%s", "runs", job)
 os.makedirs(root, exist_ok=True)
-path = os.path.join(root, "%%d-%%s" %% (os.getpid(), uuid.uuid4().hex))
+path = os.path.join(root, "%%s-%%d-%%s" %% (os.environ["MLENGINE_ATTEMPT"], os.getpid(), uuid.uuid4().hex))
 with open(path, "w") as f:
-    f.write("started\n")
+    f.write("started %%.6f\n" %% time.time())
     f.flush()
     os.fsync(f.fileno())
 time.sleep(float(sys.argv[sys.argv.index("--sleep") + 1]) if "--sleep" in sys.argv else 0.5)
@@ -168,10 +175,22 @@ class Server:
             conn.close()
 
 
+def parse_time(rfc3339):
+    """Seconds since the epoch of an RFC 3339 UTC time ("...T04:29:05.874Z")."""
+    import datetime
+    text = rfc3339.rstrip("Z")
+    whole, _, frac = text.partition(".")
+    t = datetime.datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
+    return t.timestamp() + (float("0." + frac) if frac else 0.0)
+
+
 def job_body(job_id):
+    # One in ten jumps the queue, preempting a running job of priority 0.
+    priority = 10 if random.random() < 0.1 else 0
     return {
         "jobId": job_id,
         "trainingInput": {
+            "scheduling": {"priority": priority},
             "scaleTier": "BASIC",
             "packageUris": [f"gs://{BUCKET}/pkg/soak_trainer-0.1.tar.gz"],
             "pythonModule": "soak_trainer.task",
@@ -286,18 +305,34 @@ def main():
     unfinished = sorted(j for j, d in states.items() if d["state"] not in TERMINAL)
     twice, false_states = [], []
     by_state = {}
+    preemptions = 0
     for job_id, desc in states.items():
         by_state[desc["state"]] = by_state.get(desc["state"], 0) + 1
+        attempts = desc.get("attempts", [])
+        preemptions += sum(1 for a in attempts if a.get("end") == "PREEMPTED")
         run_dir = os.path.join(runs_root, job_id)
-        records = sorted(os.listdir(run_dir)) if os.path.isdir(run_dir) else []
-        if len(records) > 1:
-            twice.append(f"{job_id}: {len(records)} runs {records}")
-        finished = False
-        if records:
-            with open(os.path.join(run_dir, records[0])) as f:
-                finished = f.read() == "started\ndone\n"
-        if desc["state"] == "SUCCEEDED" and not finished:
-            false_states.append(f"{job_id}: SUCCEEDED but its run did not finish ({records})")
+        runs = {}  # attempt -> [(started, finished, file)]
+        for name in sorted(os.listdir(run_dir)) if os.path.isdir(run_dir) else []:
+            with open(os.path.join(run_dir, name)) as f:
+                lines = f.read().split("\n")
+            started = float(lines[0].split()[1]) if lines[0].startswith("started ") else None
+            runs.setdefault(int(name.split("-")[0]), []).append((started, "done" in lines, name))
+        for attempt, records in runs.items():
+            if len(records) > 1:
+                twice.append(f"{job_id}: attempt {attempt} ran {len(records)} times {records}")
+            if attempt > len(attempts):
+                false_states.append(f"{job_id}: a run of attempt {attempt}, which the job does not have ({attempts})")
+                continue
+            # Every attempt before it had ended before it started.
+            for before in attempts[:attempt - 1]:
+                ended = before.get("endTime", "")
+                if records[0][0] is not None and ended and parse_time(ended) > records[0][0] + 0.001:
+                    twice.append(f"{job_id}: attempt {attempt} started at {records[0][0]:.3f}, before attempt "
+                                 f"{before['attempt']} ended ({ended})")
+        last = attempts[-1] if attempts else {}
+        finished = bool(runs.get(last.get("attempt"), [(None, False, "")])[0][1])
+        if desc["state"] == "SUCCEEDED" and (last.get("end") != "SUCCEEDED" or not finished):
+            false_states.append(f"{job_id}: SUCCEEDED but its last attempt's run did not finish ({attempts}, {runs})")
         if desc["state"] != "SUCCEEDED":
             false_states.append(f"{job_id}: {desc['state']}: {desc.get('errorMessage', '')[:300]}")
     # No process of the data directory may be left.
@@ -320,12 +355,15 @@ def main():
     print(f"soak: jobs acknowledged: {len(acknowledged)}")
     print(f"soak: lost: {len(lost)}")
     print(f"soak: run twice: {len(twice)}")
+    print(f"soak: preemptions: {preemptions} (each queued again and run as its next attempt)")
     print(f"soak: states: {json.dumps(by_state, sort_keys=True)}; not ended: {len(unfinished)}")
     print(f"soak: first start {first_start * 1000:.0f} ms; recovery after each kill (to listening): "
           + ", ".join(f"{r * 1000:.0f} ms" for r in recoveries))
     print(f"soak: processes left: {len(left)}")
     failures = problems + [f"lost: {j}" for j in lost] + [f"run twice: {t}" for t in twice] + false_states \
         + [f"not ended: {j}" for j in unfinished] + [f"left: {p}" for p in left]
+    if preemptions == 0 and args.jobs >= 200:
+        failures.append("no job was preempted: the soak did not exercise preemption")
     if len(acknowledged) != args.jobs:
         failures.append(f"only {len(acknowledged)} of {args.jobs} creates were acknowledged")
     if failures:
