@@ -605,8 +605,12 @@ void Scheduler::OnEnded(const EndedEvent& e) {
   } else if (a.stop_requested) {
     update = {a.stop_state, a.stop_reason};
     said = a.stop_reason;
-  } else if (retryable && retries.limit > 0) {
-    update.error_message = said = absl::StrCat(e.message, " (attempt ", number, "; no retry left of ", retries.limit, ")");
+  } else if (retryable) {
+    update.error_message = said =
+        retries.limit > 0
+            ? absl::StrCat(e.message, " (attempt ", number, "; no retry left of ", retries.limit, ")")
+            : absl::StrCat(e.message, " Not retried: the job's label mlengine-retries or the operator's "
+                                      "scheduling.max_retries is 0.");
   }
   update.attempt = EndedAttempt(a, end, said);
   recorder_.Record(e.key, update);

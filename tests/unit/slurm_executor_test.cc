@@ -570,8 +570,7 @@ TEST(SlurmExecutorTest, ALostNodeIsNamedWithWhatRanThere) {
   f.slurm.down_node = "tpuhost3";
   f.slurm.Set(101, "NODE_FAIL", "NodeDown", "tpuhost[1-3]");
   EXPECT_EQ(f.Poll(), Reported{"ended a lost: Slurm node tpuhost3 (worker-replica-1) stopped responding, so Slurm "
-                               "ended the job (NODE_FAIL, Slurm job 101). Resubmit it, or set slurm.requeue for "
-                               "Slurm to requeue such jobs."});
+                               "ended the job (NODE_FAIL, Slurm job 101)."});
 }
 
 TEST(SlurmExecutorTest, WithRequeueANodeFailureIsNotTheEnd) {

@@ -331,15 +331,14 @@ TEST(ExplainNodeFailureTest, NamesTheLostNodesAndWhatRanThere) {
   const std::vector<std::string> job_nodes = {"tpuhost1", "tpuhost2", "tpuhost3"};
   EXPECT_EQ(ExplainNodeFailure(7, job_nodes, cluster, placement, "fallback"),
             "Slurm nodes tpuhost2 (worker-replica-0), tpuhost3 (worker-replica-1) stopped responding, so Slurm ended "
-            "the job (NODE_FAIL, Slurm job 7). Resubmit it, or set slurm.requeue for Slurm to requeue such jobs.");
+            "the job (NODE_FAIL, Slurm job 7).");
   EXPECT_EQ(ExplainNodeFailure(7, {"tpuhost3"}, cluster, {}, "fallback"),
-            "Slurm node tpuhost3 stopped responding, so Slurm ended the job (NODE_FAIL, Slurm job 7). Resubmit it, or "
-            "set slurm.requeue for Slurm to requeue such jobs.");
+            "Slurm node tpuhost3 stopped responding, so Slurm ended the job (NODE_FAIL, Slurm job 7).");
   // squeue had already released the lost nodes (the job is COMPLETING): the
   // placement still says they were the job's.
   EXPECT_EQ(ExplainNodeFailure(7, {"tpuhost1"}, cluster, placement, "fallback"),
             "Slurm nodes tpuhost2 (worker-replica-0), tpuhost3 (worker-replica-1) stopped responding, so Slurm ended "
-            "the job (NODE_FAIL, Slurm job 7). Resubmit it, or set slurm.requeue for Slurm to requeue such jobs.");
+            "the job (NODE_FAIL, Slurm job 7).");
   EXPECT_EQ(ExplainNodeFailure(7, {"tpuhost1"}, cluster, {{"master-replica-0", "tpuhost1"}}, "fallback"),
             "fallback");  // tpuhost2-4 are lost, but none of them was its
 }

@@ -261,7 +261,7 @@ std::string ExplainNodeFailure(int64_t slurm_id, const std::vector<std::string>&
   if (lost.empty()) return fallback;
   return absl::StrCat("Slurm node", lost.size() > 1 ? "s " : " ", absl::StrJoin(lost, ", "),
                       " stopped responding, so Slurm ended the job (NODE_FAIL, Slurm job ", slurm_id,
-                      "). Resubmit it, or set slurm.requeue for Slurm to requeue such jobs.");
+                      ").");
 }
 
 absl::Duration RoundGap(absl::Duration min_poll, absl::Duration last_squeue) {
