@@ -21,6 +21,12 @@ echo
 echo "== local execution: job start latency and 200 trivial jobs, against direct python3 -m"
 /usr/bin/python3 bench/job_latency.py "$BUILD"
 echo
+echo "== preemption: a job of higher priority, submission to its first line while a lower one holds the cluster, against Slurm's own preemption (partition_prio, REQUEUE)"
+/usr/bin/python3 bench/preemption.py "$BUILD"
+echo
+echo "== log follow: a line written to a follower's read, 1 and 1,000 followers, against tail -F"
+/usr/bin/python3 bench/log_follow.py "$BUILD"
+echo
 echo "== warm starts: a torch trainer's first line and 20 jobs, forked from the warm interpreter against cold and bare python3 -m (5x and 3x)"
 /usr/bin/python3 bench/warm_start.py "$BUILD"
 echo

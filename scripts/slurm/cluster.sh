@@ -21,7 +21,8 @@
 # started it. Scheduler settings favour fast turnaround over throughput;
 # MLE_SLURMD_TIMEOUT_S (default 10) is how long a silent node has before
 # Slurm declares it down; MLE_SLURM_MIN_JOB_AGE_S (default 600) how long
-# slurmctld keeps a finished job.
+# slurmctld keeps a finished job; MLE_SLURM_PREEMPT=1 adds Slurm's own
+# preemption (a partition `urgent` that preempts `debug`).
 set -euo pipefail
 
 DIR="${MLE_SLURM_DIR:-/tmp/mlengine-slurm}"
@@ -191,7 +192,18 @@ EOF
   for i in 0 1 2 3; do
     echo "NodeName=${NODES[$i]} NodeHostname=$host Port=${ports[$((i + 1))]} CPUs=2 RealMemory=2000 Gres=tpu:8 State=UNKNOWN" >>"$CONF"
   done
-  echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES" >>"$CONF"
+  if [ "${MLE_SLURM_PREEMPT:-0}" = 1 ]; then
+    # Slurm's own preemption (bench/preemption.py's peer): a job of the
+    # partition `urgent` preempts jobs of `debug`, which get SIGTERM, their
+    # GraceTime (MLE_SLURM_GRACE_S, default 10 s as mlengine's
+    # cancel_grace_seconds; Slurm waits it out even when the job has
+    # exited), then SIGKILL, and are requeued.
+    printf '%s\n' "PreemptType=preempt/partition_prio" "PreemptMode=REQUEUE" >>"$CONF"
+    echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES PriorityTier=1 GraceTime=${MLE_SLURM_GRACE_S:-10}" >>"$CONF"
+    echo "PartitionName=urgent Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=10 PreemptMode=OFF" >>"$CONF"
+  else
+    echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES" >>"$CONF"
+  fi
   # gres.conf is read from slurm.conf's directory.
   echo "NodeName=tpuhost[1-4] Name=tpu Count=8" >"$DIR/gres.conf"
 }
