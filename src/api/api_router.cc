@@ -194,10 +194,13 @@ void CancelJob(const Services& s, const Call& call, Responder respond) {
   if (auto v = codec::DiscoverySchema::Embedded().Check(*body, "GoogleCloudMlV1__CancelJobRequest"); !v.empty()) {
     return respond(Fail(common::InvalidArgumentWithViolations("Invalid JSON payload received.", v), pretty));
   }
-  s.jobs.CancelJob(call.Var("project"), call.Var("job"), [respond, pretty](absl::Status st) {
-    if (!st.ok()) return respond(RenderError(st, pretty));
-    respond(Render(json::object(), pretty));
-  });
+  s.jobs.CancelJob(
+      call.Var("project"), call.Var("job"),
+      [respond, pretty](absl::Status st) {
+        if (!st.ok()) return respond(RenderError(st, pretty));
+        respond(Render(json::object(), pretty));
+      },
+      call.caller);
 }
 
 void GetJob(const Services& s, const Call& call, Responder respond) {

@@ -134,7 +134,7 @@ void Scheduler::Submit(const model::Job& job) {
   Enqueue(job);
   Post(PlaceEvent{});
 }
-void Scheduler::Cancel(const JobKey& key) { Post(CancelEvent{key}); }
+void Scheduler::Cancel(const JobKey& key, std::string reason) { Post(CancelEvent{key, std::move(reason)}); }
 void Scheduler::Adopt(const model::Job& job) { Post(AdoptEvent{job}); }
 void Scheduler::Tick() { Post(TickEvent{}); }
 void Scheduler::JobStarted(const executor::JobRef& job) { Post(StartedEvent{KeyOf(job)}); }
@@ -194,7 +194,7 @@ void Scheduler::Handle(const Event& e) {
   if (std::holds_alternative<PlaceEvent>(e)) {
     TryPlace();
   } else if (const auto* c = std::get_if<CancelEvent>(&e)) {
-    Stop(c->key, "Cancelled by a user request.", model::AttemptEnd::kCancelled);
+    Stop(c->key, c->reason, model::AttemptEnd::kCancelled);
   } else if (const auto* a = std::get_if<AdoptEvent>(&e)) {
     OnAdopt(a->job);
   } else if (std::holds_alternative<TickEvent>(e)) {

@@ -153,7 +153,8 @@ class Scheduler final : public executor::ExecutorEvents {
 
   // Events.
   void Submit(const model::Job& job);  // a QUEUED job to place (queued at once: it has a position)
-  void Cancel(const JobKey& key);      // the job is CANCELLING
+  // The job is CANCELLING; `reason` (who asked) is what it will say.
+  void Cancel(const JobKey& key, std::string reason = "Cancelled by a user request.");
   void Adopt(const model::Job& job);   // after a restart: any unfinished job (see above)
   void Tick();                         // time moved: check deadlines
 
@@ -182,7 +183,7 @@ class Scheduler final : public executor::ExecutorEvents {
 
  private:
   struct PlaceEvent {};
-  struct CancelEvent { JobKey key; };
+  struct CancelEvent { JobKey key; std::string reason; };
   struct AdoptEvent { model::Job job; };
   struct TickEvent {};
   struct StartedEvent { JobKey key; };

@@ -392,7 +392,8 @@ void JobService::PatchJob(const std::string& project, const std::string& job_id,
   }
 }
 
-void JobService::CancelJob(const std::string& project, const std::string& job_id, StatusCallback done) {
+void JobService::CancelJob(const std::string& project, const std::string& job_id, StatusCallback done,
+                           const iam::Principal& caller) {
   std::unique_lock lock(mu_);
   auto it = jobs_.find({project, job_id});
   if (it == jobs_.end() || model::IsTrialJob(it->second)) {
@@ -412,14 +413,16 @@ void JobService::CancelJob(const std::string& project, const std::string& job_id
         " and cannot be cancelled; only QUEUED, PREPARING or RUNNING jobs can be.")));
   }
   job.state = JobState::kCancelling;
-  job.error_message = "Cancelled by a user request.";
+  job.error_message = absl::StrCat("Cancelled by a user request (",
+                                   caller.IsOperator() ? "the operator" : caller.Member(), ").");
   ++job.version;
   const Key key{project, job_id};
   const bool tuning = model::IsTuningJob(job);
-  store_.Commit({db::PutJob{job}}, [this, key, tuning, done = std::move(done)](absl::Status s) {
-    if (s.ok()) obs::Log("service").info("cancel requested for {}", JobNameOf(key.project, key.job_id));
+  store_.Commit({db::PutJob{job}}, [this, key, tuning, reason = job.error_message,
+                                    done = std::move(done)](absl::Status s) {
+    if (s.ok()) obs::Log("service").info("cancel requested for {}: {}", JobNameOf(key.project, key.job_id), reason);
     if (s.ok() && tuning && tuning_ != nullptr) tuning_->Cancel(key);
-    if (s.ok() && !tuning && scheduler_ != nullptr) scheduler_->Cancel(key);
+    if (s.ok() && !tuning && scheduler_ != nullptr) scheduler_->Cancel(key, reason);
     done(s);
   });
 }

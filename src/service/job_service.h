@@ -97,7 +97,9 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   absl::StatusOr<ListJobsResult> ListJobs(const std::string& project, const ListJobsRequest& request) const;
   void PatchJob(const std::string& project, const std::string& job_id, PatchJobRequest request,
                 JobCallback done);
-  void CancelJob(const std::string& project, const std::string& job_id, StatusCallback done);
+  // `caller` is named in the job's errorMessage and its last attempt.
+  void CancelJob(const std::string& project, const std::string& job_id, StatusCallback done,
+                 const iam::Principal& caller = iam::Principal::Operator());
 
   // What /metrics reports of the jobs: how many are in each state (every
   // state, 0 included), and per known project how many wait (QUEUED) and

@@ -69,6 +69,9 @@ def test_cancel_kills_the_process_group(cli, names):
     assert desc["state"] == "CANCELLED", f"job never reached CANCELLED (states seen {seen})\n{cli.explain(job)}"
     assert seen == ["CANCELLING", "CANCELLED"], f"states after cancel: {seen}"
     assert "endTime" in desc, desc
+    # Who cancelled it: the CLI's caller is the operator here.
+    assert desc["errorMessage"] == "Cancelled by a user request (the operator).", desc
+    assert [(a["end"], a["message"]) for a in desc["attempts"]] == [("CANCELLED", desc["errorMessage"])], desc
     assert_no_job_processes(cli, job)
 
     again = cli("jobs", "cancel", job)
@@ -89,6 +92,7 @@ def test_max_running_time_cancels(cli, names, tmp_path):
     desc = cli.wait_state(job, {"CANCELLED"}, timeout=60)
     msg = desc.get("errorMessage", "")
     assert "maxRunningTime" in msg, f"errorMessage does not mention maxRunningTime: {msg!r}"
+    assert [a["end"] for a in desc["attempts"]] == ["TIMED_OUT"], desc
     assert desc.get("startTime") == running.get("startTime"), (running, desc)
     assert_no_job_processes(cli, job)
 
