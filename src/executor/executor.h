@@ -53,6 +53,12 @@ class ExecutorEvents {
     (void)job;
     (void)note;
   }
+  // Executors that place jobs themselves (Slurm): where the job's replicas
+  // ran, said before JobEnded, for the record of its attempt.
+  virtual void JobHosts(const JobRef& job, const std::vector<std::string>& hosts) {
+    (void)job;
+    (void)hosts;
+  }
 };
 
 // Where a job's replicas get their credential: a token of the service

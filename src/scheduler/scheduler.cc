@@ -143,6 +143,9 @@ void Scheduler::JobWaiting(const executor::JobRef& job, const std::string& reaso
 }
 void Scheduler::JobPreparing(const executor::JobRef& job) { Post(PreparingEvent{KeyOf(job)}); }
 void Scheduler::JobNote(const executor::JobRef& job, const std::string& note) { Post(NoteEvent{KeyOf(job), note}); }
+void Scheduler::JobHosts(const executor::JobRef& job, const std::vector<std::string>& hosts) {
+  Post(HostsEvent{KeyOf(job), hosts});
+}
 void Scheduler::JobEnded(const executor::JobRef& job, executor::Outcome outcome, const std::string& message) {
   Post(EndedEvent{KeyOf(job), outcome, message});
 }
@@ -235,6 +238,8 @@ void Scheduler::Handle(const Event& e) {
     OnLaunch(*l);
   } else if (const auto* b = std::get_if<BarrierEvent>(&e)) {
     b->reached();
+  } else if (const auto* hosts = std::get_if<HostsEvent>(&e)) {
+    if (auto it = active_.find(hosts->key); it != active_.end()) it->second.hosts = hosts->hosts;
   } else if (const auto* pre = std::get_if<PreemptEvent>(&e)) {
     auto it = active_.find(pre->key);
     if (it == active_.end() || !it->second.launched || it->second.stop_end != model::AttemptEnd::kPreempted) return;
@@ -537,7 +542,7 @@ model::Attempt Scheduler::EndedAttempt(const Active& a, model::AttemptEnd end, c
   attempt.number = model::CurrentAttempt(a.job);
   if (a.running) attempt.start_time = a.running_since;
   attempt.end_time = clock_.Now();
-  std::set<std::string> hosts;
+  std::set<std::string> hosts(a.hosts.begin(), a.hosts.end());
   for (const auto& [task, r] : a.placement.replicas) hosts.insert(r.host);
   for (const auto& h : a.placement.tpu_hosts) hosts.insert(h);
   attempt.hosts.assign(hosts.begin(), hosts.end());

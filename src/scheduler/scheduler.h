@@ -169,6 +169,7 @@ class Scheduler final : public executor::ExecutorEvents {
   void JobPreparing(const executor::JobRef& job) override;
   void JobEnded(const executor::JobRef& job, executor::Outcome outcome, const std::string& message) override;
   void JobNote(const executor::JobRef& job, const std::string& note) override;
+  void JobHosts(const executor::JobRef& job, const std::vector<std::string>& hosts) override;
 
   // Processes every posted event now, on the calling thread (tests).
   void RunPending();
@@ -191,6 +192,7 @@ class Scheduler final : public executor::ExecutorEvents {
   struct PreparingEvent { JobKey key; };
   struct EndedEvent { JobKey key; executor::Outcome outcome; std::string message; };
   struct NoteEvent { JobKey key; std::string note; };
+  struct HostsEvent { JobKey key; std::vector<std::string> hosts; };
   // The job's PREPARING is durable (or could not be made so): launch it now.
   struct LaunchEvent { JobKey key; absl::Status recorded; };
   struct BarrierEvent { std::function<void()> reached; };
@@ -199,7 +201,7 @@ class Scheduler final : public executor::ExecutorEvents {
   struct PreemptEvent { JobKey key; };
   using Event = std::variant<PlaceEvent, CancelEvent, AdoptEvent, TickEvent, StartedEvent, EndedEvent,
                              WaitingEvent, PreparingEvent, LaunchEvent, BarrierEvent, PolicyEvent, NoteEvent,
-                             PreemptEvent>;
+                             PreemptEvent, HostsEvent>;
 
   // The planner's view of a waiting job, and what the scheduler keeps beside it.
   struct Queued : QueuedJob {
@@ -219,6 +221,7 @@ class Scheduler final : public executor::ExecutorEvents {
     bool launched = false;
     absl::Time running_since;
     absl::Duration max_running;
+    std::vector<std::string> hosts;  // where it ran, as an executor that places jobs said (JobHosts)
     bool stop_requested = false;
     std::string stop_reason;
     model::JobState stop_state = model::JobState::kCancelled;

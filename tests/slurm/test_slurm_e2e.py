@@ -530,6 +530,7 @@ def test_lost_host_is_retried_on_another_node(cli, names, slurm_cluster):
         took = time.time() - killed_at
         first = desc["attempts"][0]
         assert first["end"] == "INFRASTRUCTURE", desc
+        assert sorted(first["hosts"]) == sorted(set(placement.values())), (first, placement)
         message = first.get("message", "")
         assert node in message and "worker-replica-1" in message and "stopped responding" in message, (
             f"attempt 1 ended {took:.0f}s after {node} died, but its message does not name the lost node "

@@ -217,8 +217,11 @@ class Events : public ExecutorEvents {
   void JobStarted(const JobRef& j) override { Add("started " + j.job_id); }
   void JobWaiting(const JobRef& j, const std::string& reason) override { Add("waiting " + j.job_id + ": " + reason); }
   void JobPreparing(const JobRef& j) override { Add("preparing " + j.job_id); }
+  void JobHosts(const JobRef& j, const std::vector<std::string>& hosts) override {
+    Add(absl::StrCat("hosts ", j.job_id, ": ", absl::StrJoin(hosts, ",")));
+  }
   void JobEnded(const JobRef& j, Outcome o, const std::string& message) override {
-    static const char* kNames[] = {"succeeded", "failed", "stopped", "lost"};
+    static const char* kNames[] = {"succeeded", "failed", "stopped", "lost", "out of memory", "stalled", "not joined"};
     Add(absl::StrCat("ended ", j.job_id, " ", kNames[static_cast<int>(o)], ": ", message));
   }
   // What was reported since the last Take().
@@ -569,8 +572,10 @@ TEST(SlurmExecutorTest, ALostNodeIsNamedWithWhatRanThere) {
                   .ok());
   f.slurm.down_node = "tpuhost3";
   f.slurm.Set(101, "NODE_FAIL", "NodeDown", "tpuhost[1-3]");
-  EXPECT_EQ(f.Poll(), Reported{"ended a lost: Slurm node tpuhost3 (worker-replica-1) stopped responding, so Slurm "
-                               "ended the job (NODE_FAIL, Slurm job 101)."});
+  EXPECT_EQ(f.Poll(), (Reported{"hosts a: tpuhost1,tpuhost2,tpuhost3",
+                                "ended a lost: Slurm node tpuhost3 (worker-replica-1) stopped responding, so Slurm "
+                                "ended the job (NODE_FAIL, Slurm job 101)."}))
+      << "where it ran (for its attempt's record), then how it ended";
 }
 
 TEST(SlurmExecutorTest, WithRequeueANodeFailureIsNotTheEnd) {

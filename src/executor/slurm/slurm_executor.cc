@@ -634,6 +634,11 @@ void SlurmExecutor::CarryOut(const std::string& key, uint64_t generation, Step s
           obs::Metrics::Default().ReplicaFailures("slurm").Increment();
         }
         EndSandbox(step.next.ref);
+        if (auto placed = rundir::ReadSlurmPlacement(step.next.dir); placed.ok() && !placed->empty()) {
+          std::set<std::string> hosts;
+          for (const auto& [task, node] : *placed) hosts.insert(node);
+          events_->JobHosts(step.next.ref, {hosts.begin(), hosts.end()});
+        }
         events_->JobEnded(step.next.ref, r.outcome, r.message);
         break;
     }
