@@ -293,6 +293,22 @@ absl::Status LocalExecutor::CheckRunnable(const model::Job& job) const {
   return CheckJobRunnable(job, runtimes_, options_.podman != nullptr);
 }
 
+void LocalExecutor::SetStallPolicy(const model::Job& job, RunningJob& run) const {
+  run.stall_after = options_.stall_after;
+  run.stall_fails = options_.stall_fails;
+  if (auto it = job.labels.find(model::kStallAfterLabel); it != job.labels.end()) {
+    int64_t seconds = 0;
+    if (absl::SimpleAtoi(it->second, &seconds) && seconds >= 0) {
+      run.stall_after = absl::Seconds(seconds);
+      run.stall_by_label = true;
+    }
+  }
+  if (auto it = job.labels.find(model::kStallActionLabel); it != job.labels.end()) {
+    run.stall_fails = it->second == "fail";
+    run.stall_by_label = true;
+  }
+}
+
 void LocalExecutor::Launch(const model::Job& job, const model::JobDemand& demand, const model::Placement& placement) {
   const JobRef ref{job.project, job.job_id};
   const std::string key = Key(ref);
@@ -302,6 +318,7 @@ void LocalExecutor::Launch(const model::Job& job, const model::JobDemand& demand
     r = RunningJob{};
     r.ref = ref;
     r.dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id, model::CurrentAttempt(job));
+    SetStallPolicy(job, r);
   }
   preparer_.Post([this, key, job, demand, placement] { PrepareAndStart(key, job, demand, placement); });
 }
@@ -817,17 +834,22 @@ void LocalExecutor::CheckStalls(absl::Time now, std::vector<std::pair<JobRef, st
       notes->push_back({run.ref, ""});
       continue;
     }
-    if (run.stalled || now - run.last_activity < options_.stall_after) continue;
+    if (run.stall_after <= absl::ZeroDuration()) continue;
+    if (run.stalled || now - run.last_activity < run.stall_after) continue;
     run.stalled = true;
     obs::Metrics::Default().Stalls("local").Increment();
     const std::string what = absl::StrCat("its replicas wrote no log line and used no CPU for ",
                                           Span(now - run.last_activity), " (since ",
                                           common::FormatRfc3339(run.last_activity), ")");
-    if (options_.stall_fails) {
-      obs::Log("local").warn("{} stalled: {}; ending it (local.stall_action: fail)", key, what);
+    if (run.stall_fails) {
+      const std::string policy = run.stall_by_label ? "its label mlengine-stall-action: fail"
+                                                    : "local.stall_action: fail";
+      obs::Log("local").warn("{} stalled: {}; ending it ({})", key, what, policy);
       BeginStop(run, Ending::kFailed,
-                absl::StrCat("The job stalled: ", what, ". The operator's policy ends stalled jobs "
-                             "(local.stall_action: fail)."),
+                absl::StrCat("The job stalled: ", what, ". ",
+                             run.stall_by_label ? "The job asks to be ended when stalled"
+                                                : "The operator's policy ends stalled jobs",
+                             " (", policy, ")."),
                 Outcome::kStalled);
       ended->push_back(key);
     } else {
@@ -872,15 +894,9 @@ void LocalExecutor::CheckJoins(absl::Time now, std::vector<std::string>* ended) 
 
 void LocalExecutor::Watch() {
   epoll_event events[64];
-  // The stall and join watches look a few times per limit, at most every 30 s.
-  absl::Duration shortest = absl::InfiniteDuration();
-  for (absl::Duration d : {options_.stall_after, options_.join_timeout}) {
-    if (d > absl::ZeroDuration()) shortest = std::min(shortest, d);
-  }
-  const bool watch_progress = shortest != absl::InfiniteDuration();
-  const absl::Duration progress_every =
-      watch_progress ? std::clamp(shortest / 4, absl::Milliseconds(250), absl::Seconds(30)) : absl::Seconds(30);
-  absl::Time next_progress_check = absl::Now() + progress_every;
+  // The stall and join watches look a few times per limit (the shortest of
+  // the running jobs'), at most every 30 s.
+  absl::Time next_progress_check = absl::Now();
   for (;;) {
     int timeout_ms = 1000;
     std::vector<std::pair<JobRef, std::string>> notes;
@@ -889,9 +905,17 @@ void LocalExecutor::Watch() {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) return;
       const absl::Time now = absl::Now();
+      absl::Duration shortest = options_.join_timeout > absl::ZeroDuration() ? options_.join_timeout
+                                                                             : absl::InfiniteDuration();
+      for (const auto& [key, run] : jobs_) {
+        if (run.stall_after > absl::ZeroDuration()) shortest = std::min(shortest, run.stall_after);
+      }
+      const bool watch_progress = shortest != absl::InfiniteDuration();
       if (watch_progress) {
+        const absl::Duration progress_every = std::clamp(shortest / 4, absl::Milliseconds(250), absl::Seconds(30));
+        next_progress_check = std::min(next_progress_check, now + progress_every);
         if (now >= next_progress_check) {
-          if (options_.stall_after > absl::ZeroDuration()) CheckStalls(now, &notes, &stalled_ended);
+          CheckStalls(now, &notes, &stalled_ended);
           if (options_.join_timeout > absl::ZeroDuration()) CheckJoins(now, &stalled_ended);
           next_progress_check = now + progress_every;
         }

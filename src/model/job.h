@@ -149,6 +149,12 @@ std::optional<AttemptEnd> ParseAttemptEnd(std::string_view name);
 inline constexpr char kRetriesLabel[] = "mlengine-retries";
 inline constexpr char kRetryFailuresLabel[] = "mlengine-retry-failures";
 inline constexpr int kMaxRetries = 10;
+// And the stall watch's, per job (the operator's local.stall_after_seconds
+// and local.stall_action otherwise): mlengine-stall-after "0" (never) or
+// seconds up to a week; mlengine-stall-action "flag" or "fail".
+inline constexpr char kStallAfterLabel[] = "mlengine-stall-after";
+inline constexpr char kStallActionLabel[] = "mlengine-stall-action";
+inline constexpr int64_t kMaxStallAfterSeconds = 7 * 24 * 3600;
 
 // One run of a job from placement to its end. A job runs once unless it is
 // preempted or lost to the infrastructure; then it is queued again and runs

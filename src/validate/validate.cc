@@ -1219,6 +1219,21 @@ std::vector<FieldViolation> ValidateLabels(const std::map<std::string, std::stri
                             it->second, model::kMaxRetries));
     }
   }
+  if (auto it = labels.find(model::kStallAfterLabel); it != labels.end()) {
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(it->second, &n) || n < 0 || n > model::kMaxStallAfterSeconds) {
+      v.Add(Cat(path, ".", model::kStallAfterLabel),
+            absl::StrFormat("\"%s\" is not a number of seconds from 0 (never) to %d (a week): how long the job's "
+                            "replicas may write no log line and use no CPU before it counts as stalled",
+                            it->second, model::kMaxStallAfterSeconds));
+    }
+  }
+  if (auto it = labels.find(model::kStallActionLabel);
+      it != labels.end() && it->second != "flag" && it->second != "fail") {
+    v.Add(Cat(path, ".", model::kStallActionLabel),
+          absl::StrFormat("\"%s\" is neither flag (say so in the job's errorMessage) nor fail (end the job)",
+                          it->second));
+  }
   if (auto it = labels.find(model::kRetryFailuresLabel);
       it != labels.end() && it->second != "true" && it->second != "false") {
     v.Add(Cat(path, ".", model::kRetryFailuresLabel),

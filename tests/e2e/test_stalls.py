@@ -61,3 +61,18 @@ def test_replicas_that_never_connect_fail_the_job_naming_them(server_factory, tm
     assert "(the operator's limit: local.join_timeout_seconds)" in failed["errorMessage"], failed
     done = cli.wait_state(gloo, {"FAILED", "SUCCEEDED"}, timeout=120)
     assert done["state"] == "SUCCEEDED", cli.explain(gloo)
+
+
+def test_a_job_may_set_its_own_stall_limit_and_action(cli, names):
+    """Labels mlengine-stall-after / mlengine-stall-action replace the
+    operator's limit (an hour) and action (flag) for one job."""
+    job = names.job("own")
+    assert cli.submit(job, "--scale-tier", "basic", "--labels=mlengine-stall-after=2,mlengine-stall-action=fail",
+                      args=["--sleep", "600"]).rc == 0
+    desc = cli.wait_state(job, {"FAILED"}, timeout=60)
+    assert desc["errorMessage"].startswith("The job stalled: its replicas wrote no log line and used no CPU for "), desc
+    assert desc["errorMessage"].endswith(
+        "The job asks to be ended when stalled (its label mlengine-stall-action: fail)."), desc
+    assert [a["end"] for a in desc["attempts"]] == ["STALLED"], desc
+    bad = cli.submit(names.job("bad"), "--scale-tier", "basic", "--labels=mlengine-stall-after=1h")
+    assert bad.rc != 0 and "labels.mlengine-stall-after" in bad.out + bad.err, bad
