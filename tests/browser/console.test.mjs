@@ -441,6 +441,37 @@ test('cancel: #cancel-button, confirm, CANCELLED, no process left', async () => 
   await assertClean(o);
 });
 
+test('a job that ran more than once lists its attempts in #job-attempts', async () => {
+  // mlengine's shim killed (as the host's OOM killer would): attempt 1 is
+  // lost to the infrastructure and the job runs again as attempt 2.
+  const job = 'lost_once';
+  await create(P, job, ['--say', 'running until cancelled', '--sleep', '600']);
+  await server.waitState(P, job, 'RUNNING');
+  const runDir = server.runDir(P, job);
+  const shims = await until(() => {
+    const found = procsOfJob(runDir, job).filter((p) => (p.cmdline[0] || '').endsWith('mlengine-replica'));
+    return found.length === 1 ? found : null;
+  }, { what: `the shim of ${job}`, timeout: 15_000, describe: () => describeProcs(procsOfJob(runDir, job)) });
+  process.kill(shims[0].pid, 'SIGKILL');
+  await until(async () => {
+    const j = await server.job(P, job);
+    return j.state === 'RUNNING' && (j.attempts || []).length === 1 ? j : null;
+  }, { what: `${job} running again as attempt 2`, timeout: 60_000, describe: () => server.explain(P, job) });
+  const o = await open();
+  const { page } = o;
+  await page.goto(server.consoleUrl(`#/jobs/${P}/${job}`));
+  await visible(page, '#job-attempts tr[data-attempt="2"]');
+  const first = await textOf(page, '#job-attempts tr[data-attempt="1"]');
+  assert.ok(first.includes('lost to the infrastructure') && first.includes('was killed before it could record how it ended'),
+    first);
+  assert.ok((await textOf(page, '#job-attempts tr[data-attempt="2"]')).includes('running'));
+  await assertClean(o);
+  await server.api('POST', `/v1/projects/${P}/jobs/${job}:cancel`, { body: {} });
+  await server.waitState(P, job, 'CANCELLED');
+  await until(() => procsOfJob(runDir + '@2', job).length === 0, { what: `no process of ${job} left`, timeout: 15_000,
+    describe: () => describeProcs(procsOfJob(runDir + '@2', job)) });
+});
+
 test('a viewer sees no #cancel-button and the API refuses the cancel anyway', async () => {
   const o = await open(viewerToken);
   const { page } = o;
