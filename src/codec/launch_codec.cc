@@ -112,6 +112,7 @@ std::string EncodeLaunchJob(const LaunchJob& job) {
                          {"apiEndpoint", job.api_endpoint}};
   }
   if (!job.trial_of.empty()) doc["trial"] = {{"of", job.trial_of}, {"id", job.trial_id}};
+  if (job.attempt > 1) doc["attempt"] = job.attempt;
   if (job.containers) {
     const LaunchContainers& c = *job.containers;
     doc["containers"] = {{"images", c.images},       {"podman", c.podman},
@@ -141,7 +142,7 @@ std::string EncodeWarmSpec(const WarmSpec& spec) {
 }
 
 absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
-  auto doc = ParseDocument(text, kLaunchJobFormat, {"project", "jobId", "trainingInput", "components", "credential", "containers", "trial", "sandbox"});
+  auto doc = ParseDocument(text, kLaunchJobFormat, {"project", "jobId", "trainingInput", "components", "credential", "containers", "trial", "sandbox", "attempt"});
   if (!doc.ok()) return doc.status();
   LaunchJob out;
   auto project = String(*doc, "project", true);
@@ -156,6 +157,13 @@ absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
     }
     out.trial_of = (*trial)["of"].get<std::string>();
     out.trial_id = (*trial)["id"].get<std::string>();
+  }
+
+  if (auto attempt = doc->find("attempt"); attempt != doc->end()) {
+    if (!attempt->is_number_integer() || attempt->get<int64_t>() < 1 || attempt->get<int64_t>() > 1000000) {
+      return Malformed("has an \"attempt\" that is not a positive number");
+    }
+    out.attempt = attempt->get<int>();
   }
 
   auto ti = doc->find("trainingInput");

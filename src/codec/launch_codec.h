@@ -79,6 +79,8 @@ struct LaunchJob {
   // A trial of a tuning job (model::Job::trial_of, trial_id); empty otherwise.
   std::string trial_of;
   std::string trial_id;
+  // Which attempt of the job this run is (MLENGINE_ATTEMPT; 1 when absent).
+  int attempt = 1;
 };
 
 std::string EncodeLaunchJob(const LaunchJob& job);

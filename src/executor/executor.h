@@ -53,6 +53,13 @@ class ExecutorEvents {
     (void)job;
     (void)note;
   }
+  // Executors that place jobs themselves (Slurm): the job waits in their
+  // queue for resources others hold (true: what preemption may free), or
+  // no longer / for something else (false). Said with JobWaiting.
+  virtual void JobStarved(const JobRef& job, bool starved) {
+    (void)job;
+    (void)starved;
+  }
   // Executors that place jobs themselves (Slurm): where the job's replicas
   // ran, said before JobEnded, for the record of its attempt.
   virtual void JobHosts(const JobRef& job, const std::vector<std::string>& hosts) {

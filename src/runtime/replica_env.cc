@@ -156,7 +156,7 @@ std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const mod
     // retry), and where a resumed attempt finds what an earlier one saved:
     // Vertex AI's AIP_CHECKPOINT_DIR, under the job's jobDir
     // (docs/interruptions.md).
-    e["MLENGINE_ATTEMPT"] = std::to_string(model::CurrentAttempt(job));
+    e["MLENGINE_ATTEMPT"] = std::to_string(context.attempt > 0 ? context.attempt : model::CurrentAttempt(job));
     if (!t.job_dir.empty()) e["AIP_CHECKPOINT_DIR"] = absl::StrCat(absl::StripSuffix(t.job_dir, "/"), "/checkpoints/");
     e["PYTHONUNBUFFERED"] = "1";
     // A container's image has its own Python packages (mlengine's among them).

@@ -38,6 +38,7 @@ struct LaunchContext {
   std::string python_path;                   // mlengine's python/ (prepended to PYTHONPATH)
   std::string zone = "us-central1-a";        // TPU_CONFIG zone
   std::string trial_id;                      // tuning trials only
+  int attempt = 0;                           // MLENGINE_ATTEMPT; 0: the job's (model::CurrentAttempt)
   std::string hp_metric_file;                // CLOUD_ML_HP_METRIC_FILE
   // The job's credential (MLENGINE_SERVICE_ACCOUNT, MLENGINE_ACCESS_TOKEN)
   // and where the API is (MLENGINE_API_ENDPOINT); empty: none given.

@@ -1,5 +1,7 @@
 #include "scheduler/interruption.h"
 
+#include <tuple>
+
 #include "absl/strings/numbers.h"
 
 namespace mle::scheduler {
@@ -13,6 +15,22 @@ JobRetries RetriesOf(const model::Job& job, const RetryPolicy& policy) {
   }
   if (auto it = job.labels.find(model::kRetryFailuresLabel); it != job.labels.end()) r.trainer_failures = it->second == "true";
   return r;
+}
+
+std::optional<size_t> NextVictim(const JobKey& head, int32_t priority, const std::vector<RunningCandidate>& running) {
+  std::optional<size_t> best;
+  for (size_t i = 0; i < running.size(); ++i) {
+    const RunningCandidate& c = running[i];
+    if (c.stopping) return std::nullopt;  // what it frees may be enough: wait
+    if (!c.preemptible || c.key->project != head.project || c.priority >= priority) continue;
+    if (!best) {
+      best = i;
+      continue;
+    }
+    const RunningCandidate& b = running[*best];
+    if (std::tie(c.priority, b.started, *c.key) < std::tie(b.priority, c.started, *b.key)) best = i;
+  }
+  return best;
 }
 
 model::AttemptEnd ClassifyEnd(executor::Outcome outcome, std::optional<model::AttemptEnd> stop) {

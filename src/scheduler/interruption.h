@@ -10,10 +10,13 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "executor/executor.h"
 #include "model/job.h"
+#include "scheduler/job_key.h"
 
 namespace mle::scheduler {
 
@@ -42,6 +45,22 @@ struct JobRetries {
   bool trainer_failures = false;
 };
 JobRetries RetriesOf(const model::Job& job, const RetryPolicy& policy);
+
+// Preemption where the executor places jobs itself (Slurm), which mlengine
+// cannot plan: a job that has waited in the executor's queue for resources
+// (JobStarved) for a while preempts running jobs one at a time, each only
+// once the one before it has gone and the job still waits. The next victim
+// for `head` (of priority `priority`): a job of its project of strictly
+// lower priority, not exempt, the lowest priority first, then the most
+// recently started, then by key; none while any job is being stopped.
+struct RunningCandidate {
+  const JobKey* key = nullptr;
+  int32_t priority = 0;
+  absl::Time started;
+  bool preemptible = false;
+  bool stopping = false;
+};
+std::optional<size_t> NextVictim(const JobKey& head, int32_t priority, const std::vector<RunningCandidate>& running);
 
 // Pure: how an attempt that ended with `outcome` is classified, given what
 // the scheduler asked of it (a stop of kind `stop`, if any).

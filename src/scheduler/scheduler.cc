@@ -45,6 +45,11 @@ std::string ShapeKey(const model::JobDemand& d) {
   return key;
 }
 
+// How long a job waits in the executor's queue for resources before it
+// preempts, and the pause after each victim went: the executor's own
+// scheduler (Slurm's backfill, every second here) first gets its chance.
+constexpr absl::Duration kExecutorPreemptAfter = absl::Seconds(3);
+
 int32_t PriorityOf(const model::Job& job) {
   if (!job.training_input || !job.training_input->scheduling) return 0;
   return job.training_input->scheduling->priority.value_or(0);
@@ -143,6 +148,7 @@ void Scheduler::JobWaiting(const executor::JobRef& job, const std::string& reaso
 }
 void Scheduler::JobPreparing(const executor::JobRef& job) { Post(PreparingEvent{KeyOf(job)}); }
 void Scheduler::JobNote(const executor::JobRef& job, const std::string& note) { Post(NoteEvent{KeyOf(job), note}); }
+void Scheduler::JobStarved(const executor::JobRef& job, bool starved) { Post(StarvedEvent{KeyOf(job), starved}); }
 void Scheduler::JobHosts(const executor::JobRef& job, const std::vector<std::string>& hosts) {
   Post(HostsEvent{KeyOf(job), hosts});
 }
@@ -207,6 +213,7 @@ void Scheduler::Handle(const Event& e) {
     if (it == active_.end() || it->second.running) return;
     it->second.running = true;
     it->second.waiting = false;
+    it->second.starved_since.reset();
     it->second.running_since = clock_.Now();
     SetView(st->key, true, false);
     if (!it->second.stop_requested) {
@@ -232,12 +239,21 @@ void Scheduler::Handle(const Event& e) {
     auto it = active_.find(p->key);
     if (it == active_.end() || it->second.stop_requested) return;
     it->second.waiting = false;
+    it->second.starved_since.reset();
     SetView(p->key, false, false);
     recorder_.Record(p->key, {JobState::kPreparing, "", true});
   } else if (const auto* l = std::get_if<LaunchEvent>(&e)) {
     OnLaunch(*l);
   } else if (const auto* b = std::get_if<BarrierEvent>(&e)) {
     b->reached();
+  } else if (const auto* st = std::get_if<StarvedEvent>(&e)) {
+    auto it = active_.find(st->key);
+    if (it == active_.end() || !it->second.waiting) return;
+    if (!st->starved) {
+      it->second.starved_since.reset();
+    } else if (!it->second.starved_since) {
+      it->second.starved_since = clock_.Now();
+    }
   } else if (const auto* hosts = std::get_if<HostsEvent>(&e)) {
     if (auto it = active_.find(hosts->key); it != active_.end()) it->second.hosts = hosts->hosts;
   } else if (const auto* pre = std::get_if<PreemptEvent>(&e)) {
@@ -302,6 +318,7 @@ void Scheduler::OnAdopt(const model::Job& job) {
     // It was being stopped for a preemption: stop it (again) and queue it
     // again once it stopped.
     held.stop_requested = true;
+    held.preempted = true;
     held.stop_end = model::AttemptEnd::kPreempted;
     held.stop_reason = job.error_message;
     executor_->Cancel({key.project, key.job_id}, held.stop_reason);
@@ -525,6 +542,7 @@ void Scheduler::Preempt(const JobKey& victim, const QueuedJob& head) {
                              ? absl::StrCat("job ", head.key.job_id, " (priority ", head.priority, ")")
                              : "a job of a project below its fair share";
   a.stop_requested = true;
+  a.preempted = true;
   a.stop_end = model::AttemptEnd::kPreempted;
   a.stop_reason = absl::StrCat("Preempted by ", by, ": its replicas are being stopped (SIGTERM, then their grace "
                                "period); the job is then queued again and runs as attempt ",
@@ -574,6 +592,8 @@ void Scheduler::OnEnded(const EndedEvent& e) {
       ClassifyEnd(e.outcome, a.stop_requested ? std::optional<model::AttemptEnd>(a.stop_end) : std::nullopt);
   obs::Metrics::Default().AttemptsEnded(std::string(model::AttemptEndName(end))).Increment();
   const int number = model::CurrentAttempt(a.job);
+  // A victim has gone (whatever it ended as): the next may be chosen soon.
+  if (a.preempted) executor_preempt_quiet_until_ = clock_.Now() + kExecutorPreemptAfter;
   if (end == model::AttemptEnd::kPreempted) {
     obs::Metrics::Default().Requeues("preempted").Increment();
     const std::string when = FormatWhen(clock_.Now(), clock_.Now());
@@ -650,7 +670,40 @@ void Scheduler::OnTick() {
     }
   }
   for (const auto& [key, reason] : overdue) Stop(key, reason, model::AttemptEnd::kTimedOut);
+  if (executor_ != nullptr && executor_->PlacesJobs() && options_.preemption.enabled) PreemptInTheExecutor(now);
   TryPlace();
+}
+
+void Scheduler::PreemptInTheExecutor(absl::Time now) {
+  if (now < executor_preempt_quiet_until_) return;
+  std::vector<const std::pair<const JobKey, Active>*> heads;
+  std::vector<RunningCandidate> running;
+  for (const auto& entry : active_) {
+    const Active& a = entry.second;
+    if (a.waiting && !a.stop_requested && a.starved_since && now - *a.starved_since >= kExecutorPreemptAfter) {
+      heads.push_back(&entry);
+    }
+    if (a.running || a.stop_requested) {
+      running.push_back({&entry.first, PriorityOf(a.job), a.running_since,
+                         !options_.preemption.exempt_projects.contains(entry.first.project), a.stop_requested});
+    }
+  }
+  // The highest priority first, then the oldest.
+  std::sort(heads.begin(), heads.end(), [](const auto* x, const auto* y) {
+    return std::make_tuple(-PriorityOf(x->second.job), x->second.job.sequence) <
+           std::make_tuple(-PriorityOf(y->second.job), y->second.job.sequence);
+  });
+  for (const auto* head : heads) {
+    const int32_t priority = PriorityOf(head->second.job);
+    auto victim = NextVictim(head->first, priority, running);
+    if (!victim) continue;
+    QueuedJob q;
+    q.key = head->first;
+    q.priority = priority;
+    executor_preempt_quiet_until_ = absl::InfiniteFuture();  // until the victim has gone (OnEnded)
+    Preempt(*running[*victim].key, q);
+    return;
+  }
 }
 
 void Scheduler::SetView(const JobKey& key, bool running, bool waiting) {

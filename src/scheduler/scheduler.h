@@ -170,6 +170,7 @@ class Scheduler final : public executor::ExecutorEvents {
   void JobEnded(const executor::JobRef& job, executor::Outcome outcome, const std::string& message) override;
   void JobNote(const executor::JobRef& job, const std::string& note) override;
   void JobHosts(const executor::JobRef& job, const std::vector<std::string>& hosts) override;
+  void JobStarved(const executor::JobRef& job, bool starved) override;
 
   // Processes every posted event now, on the calling thread (tests).
   void RunPending();
@@ -193,6 +194,7 @@ class Scheduler final : public executor::ExecutorEvents {
   struct EndedEvent { JobKey key; executor::Outcome outcome; std::string message; };
   struct NoteEvent { JobKey key; std::string note; };
   struct HostsEvent { JobKey key; std::vector<std::string> hosts; };
+  struct StarvedEvent { JobKey key; bool starved; };
   // The job's PREPARING is durable (or could not be made so): launch it now.
   struct LaunchEvent { JobKey key; absl::Status recorded; };
   struct BarrierEvent { std::function<void()> reached; };
@@ -201,7 +203,7 @@ class Scheduler final : public executor::ExecutorEvents {
   struct PreemptEvent { JobKey key; };
   using Event = std::variant<PlaceEvent, CancelEvent, AdoptEvent, TickEvent, StartedEvent, EndedEvent,
                              WaitingEvent, PreparingEvent, LaunchEvent, BarrierEvent, PolicyEvent, NoteEvent,
-                             PreemptEvent, HostsEvent>;
+                             PreemptEvent, HostsEvent, StarvedEvent>;
 
   // The planner's view of a waiting job, and what the scheduler keeps beside it.
   struct Queued : QueuedJob {
@@ -222,10 +224,14 @@ class Scheduler final : public executor::ExecutorEvents {
     absl::Time running_since;
     absl::Duration max_running;
     std::vector<std::string> hosts;  // where it ran, as an executor that places jobs said (JobHosts)
+    // Waiting in the executor's queue for resources others hold, since
+    // (JobStarved): it may preempt (PreemptInTheExecutor).
+    std::optional<absl::Time> starved_since;
     bool stop_requested = false;
     std::string stop_reason;
     model::JobState stop_state = model::JobState::kCancelled;
     model::AttemptEnd stop_end = model::AttemptEnd::kCancelled;  // kPreempted: queued again once stopped
+    bool preempted = false;  // chosen as a victim (even if a cancel then took over)
     // Handed to an executor that queues jobs itself (PlacesJobs) and not yet
     // given its nodes: maxWaitTime still applies.
     bool waiting = false;
@@ -260,6 +266,8 @@ class Scheduler final : public executor::ExecutorEvents {
   void OnAdopt(const model::Job& job);
   void OnLaunch(const LaunchEvent& e);
   void OnTick();
+  // Preemption where the executor places jobs (interruption.h, NextVictim).
+  void PreemptInTheExecutor(absl::Time now);
 
   common::Clock& clock_;
   StateRecorder& recorder_;
@@ -284,6 +292,9 @@ class Scheduler final : public executor::ExecutorEvents {
   // Queued jobs that preempted others, in the order they did: they take
   // what their victims free before anyone else (PlanInput::claimants).
   std::vector<JobKey> claimants_;
+  // Owned by the event-processing thread: no preemption in an executor that
+  // places jobs before then (one victim at a time, and a pause after it).
+  absl::Time executor_preempt_quiet_until_ = absl::InfinitePast();
   // What Snapshot reports of the active jobs: a copy the event-processing
   // thread keeps up to date (Hold, Release, started, waiting).
   struct PlacedView {

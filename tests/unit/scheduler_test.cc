@@ -686,5 +686,73 @@ TEST(InterruptionTest, EachEndIsClassifiedByWhatTheSchedulerAskedThenByTheOutcom
   EXPECT_TRUE(RetriesOf(job, policy).trainer_failures);
 }
 
+// Where the executor places jobs (Slurm), a job waiting there for resources
+// preempts running jobs of its project of lower priority one at a time.
+TEST_F(SchedulerTest, AJobStarvedInTheExecutorsQueuePreemptsOneLowerPriorityJobAtATime) {
+  executor_.places_jobs = true;
+  Rebuild(Options(1));
+  for (const auto& [id, priority] : std::vector<std::pair<std::string, int>>{{"old", 0}, {"new", 0}, {"same", 5}}) {
+    scheduler_->Submit(Job(id, priority));
+    Settle();
+    scheduler_->JobPreparing({"p", id});
+    scheduler_->JobStarted({"p", id});
+    Settle();
+    clock_.Advance(absl::Minutes(1));
+  }
+  scheduler_->Submit(Job("urgent", 5));
+  Settle();
+  ASSERT_EQ(executor_.launched.back(), "urgent") << "handed over at once";
+  scheduler_->JobWaiting({"p", "urgent"}, "Waiting in the Slurm queue: Resources");
+  scheduler_->JobStarved({"p", "urgent"}, true);
+  Settle();
+  clock_.Advance(absl::Seconds(2));
+  scheduler_->Tick();
+  Settle();
+  EXPECT_TRUE(executor_.cancelled.empty()) << "Slurm gets 3 s to place it first";
+  clock_.Advance(absl::Seconds(1));
+  scheduler_->Tick();
+  Settle();
+  EXPECT_EQ(executor_.cancelled, std::vector<std::string>{"new"}) << "the most recent of priority 0; never same (5)";
+  clock_.Advance(absl::Seconds(10));
+  scheduler_->Tick();
+  Settle();
+  EXPECT_EQ(executor_.cancelled, std::vector<std::string>{"new"}) << "one at a time: new is still stopping";
+
+  scheduler_->JobEnded({"p", "new"}, executor::Outcome::kStopped, "");
+  Settle();
+  EXPECT_EQ(State("new"), JobState::kQueued);
+  EXPECT_EQ((recorder_.attempts[{"p", "new"}].back().end), model::AttemptEnd::kPreempted);
+  EXPECT_EQ(executor_.attempts_launched.back(), "new#2") << "handed over again as attempt 2";
+  scheduler_->Tick();
+  Settle();
+  EXPECT_EQ(executor_.cancelled.size(), 1u) << "a pause after a victim went";
+  clock_.Advance(absl::Seconds(3));
+  scheduler_->Tick();
+  Settle();
+  EXPECT_EQ(executor_.cancelled, (std::vector<std::string>{"new", "old"})) << "still starved: the next one";
+  scheduler_->JobEnded({"p", "old"}, executor::Outcome::kStopped, "");
+  scheduler_->JobPreparing({"p", "urgent"});
+  Settle();
+  clock_.Advance(absl::Seconds(10));
+  scheduler_->Tick();
+  Settle();
+  EXPECT_EQ(executor_.cancelled.size(), 2u) << "placed: it preempts no more";
+  EXPECT_EQ(recorder_.refused, 0);
+}
+
+TEST(InterruptionTest, TheNextVictimInAnExecutorThatPlacesJobs) {
+  const JobKey head{"p", "head"}, a{"p", "a"}, b{"p", "b"}, other{"q", "o"};
+  const absl::Time t0 = absl::UnixEpoch();
+  auto cand = [&](const JobKey& k, int32_t prio, int minutes, bool preemptible = true, bool stopping = false) {
+    return RunningCandidate{&k, prio, t0 + absl::Minutes(minutes), preemptible, stopping};
+  };
+  EXPECT_EQ(NextVictim(head, 5, {cand(a, 0, 1), cand(b, 0, 2)}), 1u) << "the most recently started";
+  EXPECT_EQ(NextVictim(head, 5, {cand(a, 1, 1), cand(b, 2, 2)}), 0u) << "the lowest priority first";
+  EXPECT_EQ(NextVictim(head, 5, {cand(a, 5, 1), cand(other, 0, 2)}), std::nullopt) << "equal priority; another project";
+  EXPECT_EQ(NextVictim(head, 5, {cand(a, 0, 1, false)}), std::nullopt) << "exempt";
+  EXPECT_EQ(NextVictim(head, 5, {cand(a, 0, 1), cand(other, 0, 2, true, true)}), std::nullopt)
+      << "a job is being stopped: wait for it";
+}
+
 }  // namespace
 }  // namespace mle::scheduler

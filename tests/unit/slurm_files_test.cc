@@ -87,6 +87,13 @@ TEST_F(SlurmFilesTest, LaunchJobRoundTrips) {
   // The file says what it is.
   EXPECT_THAT(*ReadFile(LaunchJobPath(dir_)), HasSubstr("\"format\": \"mlengine.launch/v1\""));
   EXPECT_EQ(out->access_token, "");  // no credential given: none written
+  EXPECT_EQ(out->attempt, 1);
+
+  in.attempt = 3;  // run again after a preemption or a retried failure
+  ASSERT_TRUE(WriteLaunchJob(dir_, in).ok());
+  out = ReadLaunchJob(dir_);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->attempt, 3);
 
   in.service_account = "trainer@proj.iam.mlengine.local";
   in.access_token = "mle1.token";
@@ -156,6 +163,8 @@ TEST_F(SlurmFilesTest, LaunchJobRefusesOtherFormatsAndMalformedDocuments) {
        absl::StatusCode::kDataLoss, "has no tasks in component 0"},
       {"a task that is not a string", changed([](auto& d) { d["components"][0]["tasks"][1] = 7; }),
        absl::StatusCode::kDataLoss, "has a \"tasks\" entry that is not a string: 7 in component 0"},
+      {"an attempt that is not a positive number", changed([](auto& d) { d["attempt"] = 0; }),
+       absl::StatusCode::kDataLoss, "has an \"attempt\" that is not a positive number"},
       {"a component's unknown field", changed([](auto& d) { d["components"][0]["gres"] = "tpu:8"; }),
        absl::StatusCode::kDataLoss, "has an unknown field \"gres\" in component 0"},
   };

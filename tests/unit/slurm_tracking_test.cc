@@ -16,6 +16,7 @@ void PrintTo(const Report& r, std::ostream* os) {
   *os << kKinds[static_cast<int>(r.kind)];
   if (r.kind == Report::Kind::kEnded) *os << "[outcome " << static_cast<int>(r.outcome) << "]";
   if (!r.message.empty()) *os << ": \"" << r.message << "\"";
+  if (r.for_resources) *os << " (for resources)";
 }
 
 namespace {
@@ -51,7 +52,11 @@ FilesSeen Files(std::optional<rundir::RunOutcome> outcome = std::nullopt, std::s
 }
 const std::set<std::string> kAllStarted(kTasks.begin(), kTasks.end());
 
-Report Waiting(std::string why) { return {Kind::kWaiting, std::move(why), Outcome::kFailed}; }
+// Waiting for `why`; starved when Slurm's reason is Resources (what preemption may free).
+Report Waiting(std::string why) {
+  const bool resources = why.find("Waiting in the Slurm queue: Resources") != std::string::npos;
+  return {Kind::kWaiting, std::move(why), Outcome::kFailed, resources};
+}
 Report Preparing() { return {Kind::kPreparing, "", Outcome::kFailed}; }
 Report Started() { return {Kind::kStarted, "", Outcome::kFailed}; }
 Report Ended(Outcome o, std::string message) { return {Kind::kEnded, std::move(message), o}; }

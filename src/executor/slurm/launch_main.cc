@@ -99,6 +99,7 @@ struct Loaded {
   std::string service_account, access_token, api_endpoint;  // the replicas' credential, if given
   std::optional<codec::LaunchContainers> containers;        // a custom container job
   std::optional<codec::LaunchSandbox> sandbox;              // the replicas' sandbox (none: unsandboxed)
+  int attempt = 1;                                          // MLENGINE_ATTEMPT
 };
 
 // This node's side of the job's sandbox (docs/security.md): mlengined chose
@@ -137,6 +138,7 @@ absl::StatusOr<Loaded> Load(const Flags& f) {
   l.job.job_id = launch->job_id;
   l.job.trial_of = launch->trial_of;
   l.job.trial_id = launch->trial_id;
+  l.attempt = launch->attempt;
   l.job.training_input = std::move(launch->training_input);
   l.demand = model::DemandOf(l.job, model::ResourceTable::Defaults());
   l.components = FromLaunchComponents(launch->components);
@@ -383,6 +385,7 @@ int RunBatch(const Flags& f, const Loaded& l) {
   ctx.gcs_root = f.gcs_root;
   ctx.python_path = f.python_path;
   ctx.trial_id = l.job.trial_id;
+  ctx.attempt = l.attempt;
   ctx.service_account = l.service_account;
   ctx.access_token = l.access_token;
   ctx.api_endpoint = l.api_endpoint;

@@ -206,6 +206,7 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
   launch.project = job.project;
   launch.job_id = job.job_id;
   launch.trial_of = job.trial_of;
+  launch.attempt = model::CurrentAttempt(job);
   launch.trial_id = job.trial_id;
   launch.training_input = job.training_input.value_or(model::TrainingInput{});
   launch.components = ToLaunchComponents(components);
@@ -621,6 +622,7 @@ void SlurmExecutor::CarryOut(const std::string& key, uint64_t generation, Step s
     switch (r.kind) {
       case Report::Kind::kWaiting:
         events_->JobWaiting(step.next.ref, r.message);
+        events_->JobStarved(step.next.ref, r.for_resources);
         break;
       case Report::Kind::kPreparing:
         events_->JobPreparing(step.next.ref);

@@ -118,7 +118,8 @@ void Follow(const SlurmView& slurm, const FilesSeen& files, const TrackingOption
   if (t.cancel_requested) return;
   switch (next) {
     case TrackPhase::kWaiting:
-      step->reports.push_back({Report::Kind::kWaiting, m.message, Outcome::kFailed});
+      step->reports.push_back(
+          {Report::Kind::kWaiting, m.message, Outcome::kFailed, slurm.job.state_reason == "Resources"});
       break;
     case TrackPhase::kPreparing:
       Say(step, Report::Kind::kPreparing);

@@ -137,6 +137,7 @@ struct Report {
   Kind kind = Kind::kWaiting;
   std::string message;                // kWaiting: why; kEnded: the job's errorMessage
   Outcome outcome = Outcome::kFailed;  // kEnded
+  bool for_resources = false;          // kWaiting: Slurm's reason is Resources (what preemption may free)
   bool operator==(const Report&) const = default;
 };
 
