@@ -113,6 +113,7 @@ std::string EncodeLaunchJob(const LaunchJob& job) {
   }
   if (!job.trial_of.empty()) doc["trial"] = {{"of", job.trial_of}, {"id", job.trial_id}};
   if (job.attempt > 1) doc["attempt"] = job.attempt;
+  if (job.progress_every_ms > 0) doc["progressEveryMs"] = job.progress_every_ms;
   if (job.containers) {
     const LaunchContainers& c = *job.containers;
     doc["containers"] = {{"images", c.images},       {"podman", c.podman},
@@ -142,7 +143,7 @@ std::string EncodeWarmSpec(const WarmSpec& spec) {
 }
 
 absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
-  auto doc = ParseDocument(text, kLaunchJobFormat, {"project", "jobId", "trainingInput", "components", "credential", "containers", "trial", "sandbox", "attempt"});
+  auto doc = ParseDocument(text, kLaunchJobFormat, {"project", "jobId", "trainingInput", "components", "credential", "containers", "trial", "sandbox", "attempt", "progressEveryMs"});
   if (!doc.ok()) return doc.status();
   LaunchJob out;
   auto project = String(*doc, "project", true);
@@ -164,6 +165,12 @@ absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
       return Malformed("has an \"attempt\" that is not a positive number");
     }
     out.attempt = attempt->get<int>();
+  }
+  if (auto every = doc->find("progressEveryMs"); every != doc->end()) {
+    if (!every->is_number_integer() || every->get<int64_t>() < 100 || every->get<int64_t>() > 3600000) {
+      return Malformed("has a \"progressEveryMs\" that is not from 100 to 3600000");
+    }
+    out.progress_every_ms = every->get<int>();
   }
 
   auto ti = doc->find("trainingInput");

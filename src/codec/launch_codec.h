@@ -81,6 +81,9 @@ struct LaunchJob {
   std::string trial_id;
   // Which attempt of the job this run is (MLENGINE_ATTEMPT; 1 when absent).
   int attempt = 1;
+  // How often each replica's shim records its CPU time for the stall watch
+  // (mlengine-replica --progress); 0: not watched.
+  int progress_every_ms = 0;
 };
 
 std::string EncodeLaunchJob(const LaunchJob& job);

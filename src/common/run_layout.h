@@ -3,6 +3,7 @@
 //   RUNS/<project>/<job_id>/replicas            task name, pid, host, GPUs (one line each)
 //   RUNS/<project>/<job_id>/<task_name>/log     timestamped lines (see mlengine-replica)
 //   RUNS/<project>/<job_id>/<task_name>/exit    "exit N" | "signal N" once it ended
+//   RUNS/<project>/<job_id>/<task_name>/progress "cpu_ticks T" (Slurm, when stalls are watched)
 //   RUNS/<project>/<job_id>/<task_name>/work/   the replica's working directory
 //   RUNS/<project>/<job_id>/<task_name>/hypertune/output.metrics
 //                                               its hyperparameter metric reports
@@ -33,6 +34,11 @@ inline std::string ReplicaMetricPath(const std::string& job_dir, const std::stri
 }
 inline std::string ReplicaExitPath(const std::string& job_dir, const std::string& task) {
   return ReplicaDir(job_dir, task) + "/exit";
+}
+// "cpu_ticks T": the replica's CPU time, as its shim last recorded it
+// (mlengine-replica --progress; the Slurm executor's stall watch).
+inline std::string ReplicaProgressPath(const std::string& job_dir, const std::string& task) {
+  return ReplicaDir(job_dir, task) + "/progress";
 }
 
 }  // namespace mle::common

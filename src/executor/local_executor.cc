@@ -253,12 +253,6 @@ bool TreeConnectedOn(pid_t root, const std::set<int>& ports,
   return false;
 }
 
-// "45 s", "31 min", "2.5 h".
-std::string Span(absl::Duration d) {
-  if (d < absl::Minutes(2)) return absl::StrCat(absl::ToInt64Seconds(d), " s");
-  if (d < absl::Hours(2)) return absl::StrCat(absl::ToInt64Minutes(d), " min");
-  return absl::StrFormat("%.1f h", absl::ToDoubleHours(d));
-}
 
 }  // namespace
 
@@ -293,22 +287,6 @@ absl::Status LocalExecutor::CheckRunnable(const model::Job& job) const {
   return CheckJobRunnable(job, runtimes_, options_.podman != nullptr);
 }
 
-void LocalExecutor::SetStallPolicy(const model::Job& job, RunningJob& run) const {
-  run.stall_after = options_.stall_after;
-  run.stall_fails = options_.stall_fails;
-  if (auto it = job.labels.find(model::kStallAfterLabel); it != job.labels.end()) {
-    int64_t seconds = 0;
-    if (absl::SimpleAtoi(it->second, &seconds) && seconds >= 0) {
-      run.stall_after = absl::Seconds(seconds);
-      run.stall_by_label = true;
-    }
-  }
-  if (auto it = job.labels.find(model::kStallActionLabel); it != job.labels.end()) {
-    run.stall_fails = it->second == "fail";
-    run.stall_by_label = true;
-  }
-}
-
 void LocalExecutor::Launch(const model::Job& job, const model::JobDemand& demand, const model::Placement& placement) {
   const JobRef ref{job.project, job.job_id};
   const std::string key = Key(ref);
@@ -318,7 +296,7 @@ void LocalExecutor::Launch(const model::Job& job, const model::JobDemand& demand
     r = RunningJob{};
     r.ref = ref;
     r.dir = common::JobRunDir(options_.runs_dir, job.project, job.job_id, model::CurrentAttempt(job));
-    SetStallPolicy(job, r);
+    r.stall_policy = StallPolicyOf(job, options_.stall_after, options_.stall_fails);
   }
   preparer_.Post([this, key, job, demand, placement] { PrepareAndStart(key, job, demand, placement); });
 }
@@ -825,31 +803,14 @@ void LocalExecutor::CheckStalls(absl::Time now, std::vector<std::pair<JobRef, st
         newest = std::max(newest, absl::TimeFromTimespec(st.st_mtim));
       }
     }
-    const bool moved = run.cpu_ticks >= 0 && (ticks != run.cpu_ticks || newest != run.log_mtime);
-    if (run.cpu_ticks < 0 || moved) run.last_activity = now;
-    run.cpu_ticks = ticks;
-    run.log_mtime = newest;
-    if (moved && run.stalled) {
-      run.stalled = false;
-      notes->push_back({run.ref, ""});
-      continue;
-    }
-    if (run.stall_after <= absl::ZeroDuration()) continue;
-    if (run.stalled || now - run.last_activity < run.stall_after) continue;
-    run.stalled = true;
+    const StallChange change = Observe(run.stall, ticks, newest, now, run.stall_policy.after);
+    if (change == StallChange::kMovingAgain) notes->push_back({run.ref, ""});
+    if (change != StallChange::kStalled) continue;
     obs::Metrics::Default().Stalls("local").Increment();
-    const std::string what = absl::StrCat("its replicas wrote no log line and used no CPU for ",
-                                          Span(now - run.last_activity), " (since ",
-                                          common::FormatRfc3339(run.last_activity), ")");
-    if (run.stall_fails) {
-      const std::string policy = run.stall_by_label ? "its label mlengine-stall-action: fail"
-                                                    : "local.stall_action: fail";
-      obs::Log("local").warn("{} stalled: {}; ending it ({})", key, what, policy);
-      BeginStop(run, Ending::kFailed,
-                absl::StrCat("The job stalled: ", what, ". ",
-                             run.stall_by_label ? "The job asks to be ended when stalled"
-                                                : "The operator's policy ends stalled jobs",
-                             " (", policy, ")."),
+    const std::string what = DescribeStall(run.stall, now);
+    if (run.stall_policy.fails) {
+      obs::Log("local").warn("{} stalled: {}; ending it", key, what);
+      BeginStop(run, Ending::kFailed, StallFailure(run.stall, now, run.stall_policy, "local.stall_action"),
                 Outcome::kStalled);
       ended->push_back(key);
     } else {
@@ -883,7 +844,7 @@ void LocalExecutor::CheckJoins(absl::Time now, std::vector<std::string>* ended) 
     for (int p : run.ports) ports.push_back(std::to_string(p));
     const std::string message = absl::StrCat(
         "The replica", missing.size() > 1 ? "s " : " ", absl::StrJoin(missing, ", "),
-        " did not connect to the job's other replicas within ", Span(options_.join_timeout),
+        " did not connect to the job's other replicas within ", FormatSpan(options_.join_timeout),
         " of their start (no TCP connection on the job's ports ", absl::StrJoin(ports, ", "),
         "): a rendezvous that never completed (the operator's limit: local.join_timeout_seconds).");
     obs::Log("local").warn("{}: {}", key, message);
@@ -908,11 +869,11 @@ void LocalExecutor::Watch() {
       absl::Duration shortest = options_.join_timeout > absl::ZeroDuration() ? options_.join_timeout
                                                                              : absl::InfiniteDuration();
       for (const auto& [key, run] : jobs_) {
-        if (run.stall_after > absl::ZeroDuration()) shortest = std::min(shortest, run.stall_after);
+        if (run.stall_policy.after > absl::ZeroDuration()) shortest = std::min(shortest, run.stall_policy.after);
       }
       const bool watch_progress = shortest != absl::InfiniteDuration();
       if (watch_progress) {
-        const absl::Duration progress_every = std::clamp(shortest / 4, absl::Milliseconds(250), absl::Seconds(30));
+        const absl::Duration progress_every = StallLookEvery(shortest);
         next_progress_check = std::min(next_progress_check, now + progress_every);
         if (now >= next_progress_check) {
           CheckStalls(now, &notes, &stalled_ended);

@@ -27,6 +27,7 @@
 #include "executor/executor.h"
 #include "executor/sandboxing.h"
 #include "executor/shim_forks.h"
+#include "executor/stall_watch.h"
 #include "executor/warm_interpreters.h"
 #include "runtime/package_cache.h"
 #include "rundir/replica_files.h"
@@ -115,21 +116,15 @@ class LocalExecutor final : public Executor {
     bool containers = false;  // its replicas run in containers
     bool force_killed = false;  // a shim had to be SIGKILLed (it could not remove its container)
     uid_t uid = 0;              // sandboxed: the identity its replicas run as
-    // Stall watch: when its replicas last wrote or used CPU, as seen.
-    absl::Time last_activity = absl::InfinitePast();
-    int64_t cpu_ticks = -1;     // its replicas' processes' CPU (clock ticks), last seen
-    absl::Time log_mtime;       // its newest log write, last seen
-    bool stalled = false;       // told (JobNote)
-    absl::Duration stall_after;  // its limit (the operator's, or its label's); 0: not watched
-    bool stall_fails = false;    // end it when stalled, rather than only say so
-    bool stall_by_label = false; // the two above are the job's own (its labels)
+    // Stall watch (stall_watch.h): what was seen of its replicas, and its
+    // limit and action (the operator's, or its labels').
+    StallWatch stall;
+    StallPolicy stall_policy;
     absl::Time started_at = absl::InfiniteFuture();  // every replica running since
     bool joined = false;        // its replicas have all connected (join_timeout)
   };
 
   void PrepareAndStart(const std::string& key, model::Job job, model::JobDemand demand, model::Placement placement);
-  // The stall watch's limit and action for `job`: its labels', or the operator's.
-  void SetStallPolicy(const model::Job& job, RunningJob& run) const;
   void Watch();
   // The stall watch's round (mu_ held): notes to send, jobs it ended.
   void CheckStalls(absl::Time now, std::vector<std::pair<JobRef, std::string>>* notes,

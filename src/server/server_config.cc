@@ -243,6 +243,20 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
       }
       c.max_poll_seconds = slurm["max_poll_seconds"].as<int>(c.max_poll_seconds);
       c.submit_concurrency = slurm["submit_concurrency"].as<int>(c.submit_concurrency);
+      c.stall_after_seconds = slurm["stall_after_seconds"].as<int64_t>(c.stall_after_seconds);
+      if (c.stall_after_seconds < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            origin, ": slurm.stall_after_seconds must be 0 (never) or a number of seconds, e.g. 3600"));
+      }
+      if (auto action = slurm["stall_action"]) {
+        const std::string a = action.as<std::string>();
+        if (a != "flag" && a != "fail") {
+          return absl::InvalidArgumentError(absl::StrCat(
+              origin, ": slurm.stall_action must be \"flag\" (say so in the job's errorMessage) or \"fail\" "
+                      "(end the job FAILED), not \"", a, "\""));
+        }
+        c.stall_fails = a == "fail";
+      }
       if (c.submit_concurrency < 1 || c.submit_concurrency > 64) {
         return absl::InvalidArgumentError(absl::StrCat(origin, ": slurm.submit_concurrency is ", c.submit_concurrency,
                                                        "; it must be 1 to 64 (sbatch calls at once)"));

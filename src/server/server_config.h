@@ -35,6 +35,11 @@ struct SlurmConfig {
   model::ResourceTable machines;  // machine type -> CPUs (x1000), memory
   int max_poll_seconds = 5;
   int submit_concurrency = 4;  // sbatch calls at once
+  // The stall watch (docs/interruptions.md), as local.stall_after_seconds
+  // and local.stall_action are for local jobs: each replica's shim on its
+  // node records its CPU time; mlengined reads it with the logs.
+  int64_t stall_after_seconds = 3600;
+  bool stall_fails = false;
 };
 
 struct ServerConfig {

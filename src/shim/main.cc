@@ -2,7 +2,8 @@
 // status on disk, so a replica outlives a restart of mlengined.
 //
 //   mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS]
-//                    [--container NAME --podman PODMAN] -- PROGRAM ARGS...
+//                    [--container NAME --podman PODMAN]
+//                    [--progress FILE --progress-every-ms N] -- PROGRAM ARGS...
 //
 // It starts a new session, becomes a child subreaper (PR_SET_CHILD_SUBREAPER:
 // whatever PROGRAM starts stays its descendant even after a double fork or a
@@ -50,6 +51,12 @@
 // with status 126 and the reason in its log; PROGRAM never runs outside it. The shim itself
 // stays outside, as root: it must be able to end everything the replica
 // starts.
+//
+// Progress (--progress FILE --progress-every-ms N: the stall watch of an
+// executor that cannot see the replica's processes, Slurm's): every N ms
+// the CPU time of every process of the replica (clock ticks: user and
+// system, with their reaped children's) goes to FILE as "cpu_ticks T\n",
+// replaced atomically; its log's modification time says the rest.
 //
 // Forked, not executed (mlengine-replica --fork-server, shim/fork_server.h):
 // mlengined starts one fork server and asks it for each local replica's
@@ -210,6 +217,49 @@ std::vector<pid_t> Descendants(pid_t root = 0) {
   return out;
 }
 
+// The CPU time of `root` (0: the shim) and every process below it, in clock
+// ticks: user, system, and what their reaped children used.
+int64_t TreeCpuTicks(pid_t root = 0) {
+  std::vector<pid_t> pids = Descendants(root);
+  pids.push_back(root > 0 ? root : getpid());
+  int64_t total = 0;
+  for (pid_t pid : pids) {
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[1024];
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) continue;
+    buf[n] = '\0';
+    const char* paren = strrchr(buf, ')');
+    if (paren == nullptr) continue;
+    // After the command: state ppid pgrp session tty tpgid flags minflt
+    // cminflt majflt cmajflt utime stime cutime cstime.
+    long long f[15] = {};
+    char state = 0;
+    if (sscanf(paren + 1, " %c %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld", &state, &f[0],
+               &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9], &f[10], &f[11], &f[12], &f[13]) == 15) {
+      total += f[10] + f[11] + f[12] + f[13];
+    }
+  }
+  return total;
+}
+
+// "cpu_ticks T" to `path`, replaced atomically (best effort: a missed
+// sample only delays the watch).
+void WriteProgress(const std::string& path, int64_t ticks) {
+  const std::string tmp = path + ".tmp";
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  char text[64];
+  const int len = snprintf(text, sizeof(text), "cpu_ticks %lld\n", static_cast<long long>(ticks));
+  const bool ok = write(fd, text, static_cast<size_t>(len)) == len;
+  close(fd);
+  if (ok) rename(tmp.c_str(), path.c_str());
+}
+
 // `root` 0: everything below the shim; otherwise `root` (a replica forked
 // by the warm interpreter, not our child) and everything below it.
 void SignalDescendants(int sig, pid_t root = 0) {
@@ -274,7 +324,8 @@ bool WriteExitFile(const std::string& exit_path, const std::string& text) {
 int Usage() {
   fprintf(stderr,
           "usage: mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS] "
-          "[--container NAME --podman PODMAN] [--sandbox FILE|-] -- PROGRAM [ARGS...]\n"
+          "[--container NAME --podman PODMAN] [--sandbox FILE|-] [--progress FILE --progress-every-ms N] "
+          "-- PROGRAM [ARGS...]\n"
           "       mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS] --warm SOCKET --spec FILE "
           "[--note TEXT] [--sandbox FILE] -- PROGRAM [ARGS...]   (forked by the warm interpreter; PROGRAM if it "
           "cannot)\n"
@@ -462,8 +513,9 @@ int ForkFromZygote(const std::string& socket_path, const std::string& spec_path,
 namespace mle::shim {
 
 int RunShim(int argc, char** argv) {
-  std::string log_path, exit_path, cwd, container, podman, warm_socket, spec_path, note, sandbox_path;
+  std::string log_path, exit_path, cwd, container, podman, warm_socket, spec_path, note, sandbox_path, progress_path;
   long grace_seconds = 10;
+  long progress_every_ms = 0;
   int i = 1;
   for (; i < argc; ++i) {
     std::string a = argv[i];
@@ -478,6 +530,12 @@ int RunShim(int argc, char** argv) {
     else if (a == "--spec") spec_path = argv[++i];
     else if (a == "--note") note = argv[++i];
     else if (a == "--sandbox") sandbox_path = argv[++i];
+    else if (a == "--progress") progress_path = argv[++i];
+    else if (a == "--progress-every-ms") {
+      char* end = nullptr;
+      progress_every_ms = strtol(argv[++i], &end, 10);
+      if (*end != '\0' || progress_every_ms < 100) return Usage();
+    }
     else if (a == "--grace") {
       char* end = nullptr;
       grace_seconds = strtol(argv[++i], &end, 10);
@@ -492,6 +550,7 @@ int RunShim(int argc, char** argv) {
     return Usage();
   }
   if (!sandbox_path.empty() && !container.empty()) return Usage();  // podman runs as root; the container is confined
+  if (progress_path.empty() != (progress_every_ms == 0)) return Usage();
   std::vector<char*> program(argv + i, argv + argc);
   program.push_back(nullptr);
   // Read while we are root and before anything starts; a spec that cannot
@@ -595,6 +654,7 @@ int RunShim(int argc, char** argv) {
   int child_fd = zygote < 0 ? static_cast<int>(syscall(SYS_pidfd_open, c.child, 0)) : -1;
 
   Stream streams[2] = {{out[0], 'O', {}}, {err[0], 'E', {}}};
+  int64_t next_progress = progress_every_ms > 0 ? NowMs() : -1;  // when to sample the replica's CPU next
   int64_t kill_at = -1;     // after a stop request: when the grace period ends
   int64_t output_deadline = -1;  // after PROGRAM ended: how long to wait for its last output
   std::string zygote_answer;
@@ -659,6 +719,10 @@ int RunShim(int argc, char** argv) {
     }
     ReapEnded(c);
     const int64_t now = NowMs();
+    if (next_progress >= 0 && now >= next_progress && !c.exited) {
+      WriteProgress(progress_path, TreeCpuTicks(zygote >= 0 ? c.child : 0));
+      next_progress = now + progress_every_ms;
+    }
     if (kill_at >= 0 && now >= kill_at && !c.exited) {
       SignalDescendants(SIGKILL, zygote >= 0 ? c.child : 0);
       kill_at = now + 1000;  // and again, for stragglers

@@ -65,3 +65,20 @@ def test_a_job_waiting_in_slurm_preempts_a_lower_priority_one_which_resumes(whol
     assert f"attempt 2: resumed from step {step}" in lines, lines
     assert f"result {uninterrupted(steps)}" in lines, "the same result as an uninterrupted run"
     assert os.path.isdir(cli.run_dir(low) + "@2"), "attempt 2 ran in a directory of its own"
+
+
+def test_a_silent_job_is_flagged_and_with_fail_ended(cli, names):
+    """The stall watch under Slurm: each replica's shim on its node records
+    its CPU time; with the job's labels (a 3 s limit, fail) a trainer that
+    sleeps without a word ends STALLED, saying why."""
+    job = names.job("silent")
+    assert cli.submit(job, "--scale-tier", "basic", "--labels=mlengine-stall-after=3,mlengine-stall-action=fail",
+                      args=["--sleep", "600"]).rc == 0
+    desc = cli.wait_state(job, {"FAILED", "SUCCEEDED"}, timeout=120)
+    assert desc["state"] == "FAILED", cli.explain(job)
+    assert desc["errorMessage"].startswith("The job stalled: its replicas wrote no log line and used no CPU for "), desc
+    assert desc["errorMessage"].endswith(
+        "The job asks to be ended when stalled (its label mlengine-stall-action: fail)."), desc
+    assert [a["end"] for a in desc["attempts"]] == ["STALLED"], desc
+    progress = os.path.join(cli.run_dir(job), "master-replica-0", "progress")
+    assert open(progress).read().startswith("cpu_ticks "), "the shim recorded the replica's CPU time"

@@ -217,6 +217,7 @@ class Events : public ExecutorEvents {
   void JobStarted(const JobRef& j) override { Add("started " + j.job_id); }
   void JobWaiting(const JobRef& j, const std::string& reason) override { Add("waiting " + j.job_id + ": " + reason); }
   void JobPreparing(const JobRef& j) override { Add("preparing " + j.job_id); }
+  void JobNote(const JobRef& j, const std::string& note) override { Add("note " + j.job_id + ": " + note); }
   void JobHosts(const JobRef& j, const std::vector<std::string>& hosts) override {
     Add(absl::StrCat("hosts ", j.job_id, ": ", absl::StrJoin(hosts, ",")));
   }
@@ -277,6 +278,8 @@ struct Fixture {
     o.requeue_wait = absl::Seconds(20);
     o.background_threads = threads;
     o.submit_concurrency = submit_concurrency;
+    o.stall_after = stall_after;
+    o.stall_fails = stall_fails;
     auto e = SlurmExecutor::Create(o, runtimes, *cache, slurm, clock);
     ASSERT_TRUE(e.ok()) << e.status();
     executor = *std::move(e);
@@ -295,6 +298,10 @@ struct Fixture {
     fs::create_directories(RunDir(id) + "/master-replica-0");
     std::ofstream(common::ReplicaLogPath(RunDir(id), "master-replica-0")) << "";
   }
+  // What the replica's shim records of its CPU time (mlengine-replica --progress).
+  void WriteProgress(const std::string& id, int64_t ticks) {
+    std::ofstream(common::ReplicaProgressPath(RunDir(id), "master-replica-0")) << "cpu_ticks " << ticks << "\n";
+  }
   void WriteOutcome(const std::string& id, rundir::RunOutcome outcome) {
     ASSERT_TRUE(rundir::WriteRunOutcome(RunDir(id), outcome).ok());
   }
@@ -303,6 +310,8 @@ struct Fixture {
   bool threads = false;  // the executor's own submission and polling threads
   int submit_concurrency = 4;
   bool requeue = false;
+  absl::Duration stall_after = absl::ZeroDuration();
+  bool stall_fails = false;
   AccountMode accounts = AccountMode::kNone;
   fs::path root;
   runtime::RuntimeCatalog runtimes;
@@ -710,6 +719,48 @@ TEST(SlurmExecutorTest, WithoutPerProjectAccountsNoSacctmgr) {
   f.Launch(BasicJob("a"));
   EXPECT_THAT(f.slurm.scripts[101], Not(HasSubstr("--account")));
   EXPECT_EQ(f.slurm.Calls("sacctmgr"), 0);
+}
+
+// The stall watch under Slurm: what each replica's shim records of its CPU
+// time, and its log, read after each poll.
+TEST(SlurmExecutorTest, ASilentRunningJobIsFlaggedTakenBackAndWithFailEnded) {
+  for (bool fails : {false, true}) {
+    Fixture f;
+    f.stall_after = absl::Seconds(10);
+    f.stall_fails = fails;
+    f.Start();
+    f.Launch(BasicJob("a"));
+    f.events.Take();
+    auto launch = rundir::ReadLaunchJob(f.RunDir("a"));
+    ASSERT_TRUE(launch.ok()) << launch.status();
+    EXPECT_EQ(launch->progress_every_ms, 2500) << "the shims record a few times per limit";
+    f.slurm.Set(101, "RUNNING", "None", "tpuhost2");
+    f.StartReplicaLogs("a");
+    f.WriteProgress("a", 5);
+    EXPECT_EQ(f.Poll(), (Reported{"preparing a", "started a"}));
+    f.clock.Advance(absl::Seconds(6));
+    EXPECT_EQ(f.Poll(), Reported{});
+    f.clock.Advance(absl::Seconds(5));
+    if (!fails) {
+      const Reported stalled = f.Poll();
+      ASSERT_EQ(stalled.size(), 1u);
+      EXPECT_EQ(stalled[0].rfind("note a: Stalled: its replicas wrote no log line and used no CPU for 11 s (since ", 0),
+                0u)
+          << stalled[0];
+      f.WriteProgress("a", 6);  // it used CPU again
+      f.clock.Advance(absl::Seconds(3));
+      EXPECT_EQ(f.Poll(), Reported{"note a: "});
+      continue;
+    }
+    EXPECT_EQ(f.Poll(), Reported{}) << "the stop goes out with the next round";
+    const Reported ended = f.Poll();
+    ASSERT_EQ(ended.size(), 1u) << ::testing::PrintToString(ended);
+    EXPECT_EQ(ended[0].rfind("ended a stalled: The job stalled: its replicas wrote no log line and used no CPU for 11 s (", 0),
+              0u)
+        << ended[0];
+    EXPECT_NE(ended[0].find("(slurm.stall_action: fail)."), std::string::npos) << ended[0];
+    EXPECT_EQ(f.slurm.Calls("scancel"), 1);
+  }
 }
 
 }  // namespace

@@ -89,11 +89,15 @@ TEST_F(SlurmFilesTest, LaunchJobRoundTrips) {
   EXPECT_EQ(out->access_token, "");  // no credential given: none written
   EXPECT_EQ(out->attempt, 1);
 
+  EXPECT_EQ(out->progress_every_ms, 0);
+
   in.attempt = 3;  // run again after a preemption or a retried failure
+  in.progress_every_ms = 2500;  // the stall watch's shims record CPU time
   ASSERT_TRUE(WriteLaunchJob(dir_, in).ok());
   out = ReadLaunchJob(dir_);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->attempt, 3);
+  EXPECT_EQ(out->progress_every_ms, 2500);
 
   in.service_account = "trainer@proj.iam.mlengine.local";
   in.access_token = "mle1.token";
@@ -165,6 +169,8 @@ TEST_F(SlurmFilesTest, LaunchJobRefusesOtherFormatsAndMalformedDocuments) {
        absl::StatusCode::kDataLoss, "has a \"tasks\" entry that is not a string: 7 in component 0"},
       {"an attempt that is not a positive number", changed([](auto& d) { d["attempt"] = 0; }),
        absl::StatusCode::kDataLoss, "has an \"attempt\" that is not a positive number"},
+      {"a progress interval out of range", changed([](auto& d) { d["progressEveryMs"] = 5; }),
+       absl::StatusCode::kDataLoss, "has a \"progressEveryMs\" that is not from 100 to 3600000"},
       {"a component's unknown field", changed([](auto& d) { d["components"][0]["gres"] = "tpu:8"; }),
        absl::StatusCode::kDataLoss, "has an unknown field \"gres\" in component 0"},
   };

@@ -100,6 +100,7 @@ struct Loaded {
   std::optional<codec::LaunchContainers> containers;        // a custom container job
   std::optional<codec::LaunchSandbox> sandbox;              // the replicas' sandbox (none: unsandboxed)
   int attempt = 1;                                          // MLENGINE_ATTEMPT
+  int progress_every_ms = 0;                                // the shims' --progress-every-ms (0: none)
 };
 
 // This node's side of the job's sandbox (docs/security.md): mlengined chose
@@ -139,6 +140,7 @@ absl::StatusOr<Loaded> Load(const Flags& f) {
   l.job.trial_of = launch->trial_of;
   l.job.trial_id = launch->trial_id;
   l.attempt = launch->attempt;
+  l.progress_every_ms = launch->progress_every_ms;
   l.job.training_input = std::move(launch->training_input);
   l.demand = model::DemandOf(l.job, model::ResourceTable::Defaults());
   l.components = FromLaunchComponents(launch->components);
@@ -215,6 +217,13 @@ int RunTask(const Flags& f, const Loaded& l) {
 
   std::vector<std::string> argv = {f.shim, "--log", common::ReplicaLogPath(f.run_dir, task), "--exit",
                                    common::ReplicaExitPath(f.run_dir, task), "--cwd", rdir + "/work"};
+  // mlengined cannot see this node's processes: the shim records the
+  // replica's CPU time for the stall watch (a container's processes are
+  // podman's, not the shim's: not watched).
+  if (l.progress_every_ms > 0 && launch->image.empty()) {
+    argv.insert(argv.end(), {"--progress", common::ReplicaProgressPath(f.run_dir, task), "--progress-every-ms",
+                             std::to_string(l.progress_every_ms)});
+  }
   if (!launch->image.empty()) {
     // A custom container: this node pulls the pinned image from the
     // registry, and the shim runs it with podman (stopping and removing it

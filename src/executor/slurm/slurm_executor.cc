@@ -1,8 +1,13 @@
 #include "executor/slurm/slurm_executor.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -88,6 +93,7 @@ void SlurmExecutor::Launch(const model::Job& job, const model::JobDemand& demand
     e.job.tasks = TasksOf(PlanComponents(demand, options_.settings));
     e.spec = job;
     e.demand = demand;
+    e.stall_policy = StallPolicyOf(job, options_.stall_after, options_.stall_fails);
   }
   if (common::SerialWorker* submitter = SubmitterFor(key)) {
     submitter->Post([this, key, generation, job, demand] { Submit(key, generation, job, demand); });
@@ -207,6 +213,9 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
   launch.job_id = job.job_id;
   launch.trial_of = job.trial_of;
   launch.attempt = model::CurrentAttempt(job);
+  if (const StallPolicy p = StallPolicyOf(job, options_.stall_after, options_.stall_fails); p.after > absl::ZeroDuration()) {
+    launch.progress_every_ms = static_cast<int>(absl::ToInt64Milliseconds(StallLookEvery(p.after)));
+  }
   launch.trial_id = job.trial_id;
   launch.training_input = job.training_input.value_or(model::TrainingInput{});
   launch.components = ToLaunchComponents(components);
@@ -364,6 +373,7 @@ void SlurmExecutor::Cancel(const JobRef& ref, const std::string& reason) {
   if (it == jobs_.end()) return;
   it->second.job.cancel_requested = true;
   it->second.job.cancel_reason = reason;
+  it->second.job.cancel_outcome = Outcome::kStopped;
   poll_soon_ = true;
   poll_cv_.notify_all();
 }
@@ -394,6 +404,7 @@ std::optional<model::Placement> SlurmExecutor::Recover(const model::Job& job) {
     e.generation = generation = next_generation_++;
     e.spec = job;
     e.demand = demand;
+    e.stall_policy = StallPolicyOf(job, options_.stall_after, options_.stall_fails);
     TrackedJob& t = e.job;
     t.ref = ref;
     t.dir = dir;
@@ -701,6 +712,74 @@ void SlurmExecutor::PollOnce() {
                              view.job.state_reason);
     }
     CarryOut(key, generation, NextStep(t, view, LookAtFiles(key, t), clock_.Now(), tracking));
+  }
+  LookForStalls();
+}
+
+void SlurmExecutor::LookForStalls() {
+  struct Look {
+    std::string key;
+    uint64_t generation;
+    JobRef ref;
+    std::string dir;
+    std::vector<std::string> tasks;
+  };
+  std::vector<Look> looks;
+  const absl::Time now = clock_.Now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [key, e] : jobs_) {
+      const absl::Duration after = e.stall_policy.after;
+      if (after <= absl::ZeroDuration() || e.job.phase != TrackPhase::kRunning || e.job.cancel_requested) continue;
+      if (now < e.next_stall_look) continue;
+      e.next_stall_look = now + StallLookEvery(after);
+      looks.push_back({key, e.generation, e.job.ref, e.job.dir, e.job.tasks});
+    }
+  }
+  for (const Look& look : looks) {
+    // What each replica's shim last recorded, and its log's last write.
+    int64_t ticks = 0;
+    absl::Time newest = absl::InfinitePast();
+    for (const std::string& task : look.tasks) {
+      const std::string text = ReadFileOrEmpty(common::ReplicaProgressPath(look.dir, task));
+      int64_t t = 0;
+      if (absl::StartsWith(text, "cpu_ticks ") &&
+          absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::string_view(text).substr(10)), &t)) {
+        ticks += t;
+      }
+      struct stat st;
+      if (::stat(common::ReplicaLogPath(look.dir, task).c_str(), &st) == 0) {
+        newest = std::max(newest, absl::TimeFromTimespec(st.st_mtim));
+      }
+    }
+    std::string note;
+    bool tell = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = jobs_.find(look.key);
+      if (it == jobs_.end() || it->second.generation != look.generation || it->second.job.cancel_requested) continue;
+      Entry& e = it->second;
+      const StallChange change = Observe(e.stall, ticks, newest, now, e.stall_policy.after);
+      if (change == StallChange::kMovingAgain) {
+        tell = true;
+      } else if (change == StallChange::kStalled) {
+        obs::Metrics::Default().Stalls("slurm").Increment();
+        const std::string what = DescribeStall(e.stall, now);
+        if (e.stall_policy.fails) {
+          obs::Log("slurm").warn("{} stalled: {}; ending it", look.key, what);
+          e.job.cancel_requested = true;
+          e.job.cancel_reason = StallFailure(e.stall, now, e.stall_policy, "slurm.stall_action");
+          e.job.cancel_outcome = Outcome::kStalled;
+          poll_soon_ = true;
+          poll_cv_.notify_all();
+        } else {
+          obs::Log("slurm").warn("{} stalled: {}", look.key, what);
+          note = absl::StrCat("Stalled: ", what, ".");
+          tell = true;
+        }
+      }
+    }
+    if (tell && events_ != nullptr) events_->JobNote(look.ref, note);
   }
 }
 

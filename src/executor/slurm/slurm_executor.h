@@ -58,6 +58,7 @@
 #include "executor/sandboxing.h"
 #include "executor/slurm/slurm_commands.h"
 #include "executor/slurm/slurm_plan.h"
+#include "executor/stall_watch.h"
 #include "executor/slurm/slurm_tracking.h"
 #include "model/demand.h"
 #include "model/resources.h"
@@ -94,6 +95,13 @@ struct SlurmExecutorOptions {
   // How long a NODE_FAIL/PREEMPTED job of a requeueing cluster may take to
   // be PENDING again before mlengine calls it ended.
   absl::Duration requeue_wait = absl::Seconds(20);
+  // The stall watch (stall_watch.h; `slurm.stall_after_seconds`,
+  // `slurm.stall_action`): a running job whose replicas wrote no log line
+  // and used no CPU (as their shims record it) for `stall_after` is flagged,
+  // or ended with `stall_fails`. 0: not watched (a job's labels may still
+  // ask for it).
+  absl::Duration stall_after = absl::ZeroDuration();
+  bool stall_fails = false;
   // How many submissions (package environment, launch files, sbatch) run
   // at once, each job's always on the same thread (its submissions stay in
   // order). sbatch waits on slurmctld and munge for tens of milliseconds
@@ -127,6 +135,9 @@ class SlurmExecutor final : public Executor, public scheduler::QuotaMirror {
   void Cancel(const JobRef& job, const std::string& reason) override;
   std::optional<model::Placement> Recover(const model::Job& job) override;
 
+  // The stall watch's round (the poller's, after each poll): each running
+  // job due a look, its replicas' progress files and logs read.
+  void LookForStalls();
   // One round, now, on the calling thread: the cancels due in one scancel,
   // one squeue, and every tracked job's next step carried out (reports
   // included). The poller thread calls it; with background_threads off, tests
@@ -151,6 +162,9 @@ class SlurmExecutor final : public Executor, public scheduler::QuotaMirror {
     std::string files_problem;  // last problem reading its run files (logged once)
     model::Job spec;            // what to submit if it turns out never to have been
     model::JobDemand demand;
+    StallPolicy stall_policy;   // its limit and action (the operator's, or its labels')
+    StallWatch stall;           // what the last look saw of its replicas
+    absl::Time next_stall_look = absl::InfinitePast();
   };
 
   // An earlier submission of a job, as its run directory tells: its Slurm id

@@ -46,7 +46,7 @@ void EndFromSlurm(const SlurmView& slurm, const FilesSeen& files, Step* step) {
   if (t.cancel_requested) {
     // A master that finished before the cancel landed still succeeded.
     if (files.outcome && files.outcome->succeeded) return EndAsTheLauncherSaid(step, *files.outcome);
-    return End(step, Outcome::kStopped, t.cancel_reason);
+    return End(step, t.cancel_outcome, t.cancel_reason);
   }
   if (files.outcome) return EndAsTheLauncherSaid(step, *files.outcome);
   if (sj.state == "COMPLETED" && t.phase == TrackPhase::kRunning) return End(step, Outcome::kSucceeded, "");
@@ -76,7 +76,7 @@ void EndUnobserved(const FilesSeen& files, Step* step) {
   CatchUp(files, step);
   const TrackedJob& t = step->next;
   if (files.outcome) return EndAsTheLauncherSaid(step, *files.outcome);
-  if (t.cancel_requested) return End(step, Outcome::kStopped, t.cancel_reason);
+  if (t.cancel_requested) return End(step, t.cancel_outcome, t.cancel_reason);
   End(step, Outcome::kLost,
       absl::StrCat("Slurm no longer knows its job ", t.slurm_id, " and the job left no outcome; see ",
                    rundir::SlurmOutputPath(t.dir, t.slurm_id)));
@@ -142,13 +142,13 @@ void NotFoundByName(const FilesSeen& files, Step* step) {
     // It ran and Slurm has forgotten it since (MinJobAge): never again.
     CatchUp(files, step);
     if (files.outcome) return EndAsTheLauncherSaid(step, *files.outcome);
-    if (t.cancel_requested) return End(step, Outcome::kStopped, t.cancel_reason);
+    if (t.cancel_requested) return End(step, t.cancel_outcome, t.cancel_reason);
     return End(step, Outcome::kLost,
                absl::StrCat("Slurm no longer knows the job ", SlurmJobName(t.ref.project, t.ref.job_id),
                             ", which ran while mlengined was down and left no outcome; see the launcher's output in ",
                             t.dir));
   }
-  if (t.cancel_requested) return End(step, Outcome::kStopped, t.cancel_reason);
+  if (t.cancel_requested) return End(step, t.cancel_outcome, t.cancel_reason);
   if (!t.submit_error.empty()) return End(step, Outcome::kFailed, t.submit_error);  // sbatch failed after all
   t.phase = TrackPhase::kSubmitting;
   step->submit = true;  // sbatch never accepted it

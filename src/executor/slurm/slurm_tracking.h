@@ -82,6 +82,7 @@ struct TrackedJob {
   // Owned by Cancel and the round's scancel, not by NextStep:
   bool cancel_requested = false;
   std::string cancel_reason;
+  Outcome cancel_outcome = Outcome::kStopped;  // kStalled: the executor's stall watch ended it
   bool scancel_sent = false;
   // Owned by NextStep:
   int missing_polls = 0;            // rounds in a row that did not list it
