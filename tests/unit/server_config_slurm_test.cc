@@ -126,5 +126,25 @@ TEST(ServerConfigInterruptions, Table) {
   });
 }
 
+// `slurm.stall_after_seconds` / `slurm.stall_action`: the same as local's.
+TEST(ServerConfigSlurmStalls, Table) {
+  struct Row {
+    std::string yaml;
+    int64_t after = 0;
+    bool fails = false;
+    std::string error;  // part of the refusal; "" accepted
+  };
+  const std::vector<Row> rows = {
+      {"slurm: {}\n", 3600, false, ""},
+      {"slurm: {stall_after_seconds: 60, stall_action: fail}\n", 60, true, ""},
+      {"slurm: {stall_after_seconds: -1}\n", 0, false, "slurm.stall_after_seconds must be 0 (never)"},
+      {"slurm: {stall_action: kill}\n", 0, false, "slurm.stall_action must be \"flag\""},
+  };
+  ParseRows(rows, [](const Row& row, const ServerConfig& config) {
+    EXPECT_EQ(config.slurm.stall_after_seconds, row.after) << row.yaml;
+    EXPECT_EQ(config.slurm.stall_fails, row.fails) << row.yaml;
+  });
+}
+
 }  // namespace
 }  // namespace mle::server
