@@ -114,6 +114,7 @@ std::string EncodeLaunchJob(const LaunchJob& job) {
   if (!job.trial_of.empty()) doc["trial"] = {{"of", job.trial_of}, {"id", job.trial_id}};
   if (job.attempt > 1) doc["attempt"] = job.attempt;
   if (job.progress_every_ms > 0) doc["progressEveryMs"] = job.progress_every_ms;
+  if (job.watch_joins) doc["watchJoins"] = true;
   if (job.containers) {
     const LaunchContainers& c = *job.containers;
     doc["containers"] = {{"images", c.images},       {"podman", c.podman},
@@ -143,7 +144,7 @@ std::string EncodeWarmSpec(const WarmSpec& spec) {
 }
 
 absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
-  auto doc = ParseDocument(text, kLaunchJobFormat, {"project", "jobId", "trainingInput", "components", "credential", "containers", "trial", "sandbox", "attempt", "progressEveryMs"});
+  auto doc = ParseDocument(text, kLaunchJobFormat, {"project", "jobId", "trainingInput", "components", "credential", "containers", "trial", "sandbox", "attempt", "progressEveryMs", "watchJoins"});
   if (!doc.ok()) return doc.status();
   LaunchJob out;
   auto project = String(*doc, "project", true);
@@ -171,6 +172,10 @@ absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
       return Malformed("has a \"progressEveryMs\" that is not from 100 to 3600000");
     }
     out.progress_every_ms = every->get<int>();
+  }
+  if (auto joins = doc->find("watchJoins"); joins != doc->end()) {
+    if (!joins->is_boolean()) return Malformed("has a \"watchJoins\" that is not true or false");
+    out.watch_joins = joins->get<bool>();
   }
 
   auto ti = doc->find("trainingInput");

@@ -84,6 +84,9 @@ struct LaunchJob {
   // How often each replica's shim records its CPU time for the stall watch
   // (mlengine-replica --progress); 0: not watched.
   int progress_every_ms = 0;
+  // The shims also record whether their replica connected to the job's
+  // others (mlengine-replica --join-ports: the join deadline).
+  bool watch_joins = false;
 };
 
 std::string EncodeLaunchJob(const LaunchJob& job);

@@ -438,6 +438,7 @@ absl::Status Server::Parts::Build() {
     so.max_poll = absl::Seconds(std::max(1, config.slurm.max_poll_seconds));
     so.stall_after = absl::Seconds(config.slurm.stall_after_seconds);
     so.stall_fails = config.slurm.stall_fails;
+    so.join_timeout = absl::Seconds(config.slurm.join_timeout_seconds);
     so.submit_concurrency = config.slurm.submit_concurrency;
     auto created = executor::slurm::SlurmExecutor::Create(so, config.runtimes, *packages, *slurm_runner, clock);
     if (!created.ok()) return created.status();

@@ -244,6 +244,11 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
       c.max_poll_seconds = slurm["max_poll_seconds"].as<int>(c.max_poll_seconds);
       c.submit_concurrency = slurm["submit_concurrency"].as<int>(c.submit_concurrency);
       c.stall_after_seconds = slurm["stall_after_seconds"].as<int64_t>(c.stall_after_seconds);
+      c.join_timeout_seconds = slurm["join_timeout_seconds"].as<int64_t>(c.join_timeout_seconds);
+      if (c.join_timeout_seconds < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            origin, ": slurm.join_timeout_seconds must be 0 (never) or a number of seconds, e.g. 600"));
+      }
       if (c.stall_after_seconds < 0) {
         return absl::InvalidArgumentError(absl::StrCat(
             origin, ": slurm.stall_after_seconds must be 0 (never) or a number of seconds, e.g. 3600"));

@@ -40,6 +40,7 @@ struct SlurmConfig {
   // node records its CPU time; mlengined reads it with the logs.
   int64_t stall_after_seconds = 3600;
   bool stall_fails = false;
+  int64_t join_timeout_seconds = 0;  // the join deadline, as local.join_timeout_seconds (0: off)
 };
 
 struct ServerConfig {

@@ -3,7 +3,8 @@
 //
 //   mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS]
 //                    [--container NAME --podman PODMAN]
-//                    [--progress FILE --progress-every-ms N] -- PROGRAM ARGS...
+//                    [--progress FILE --progress-every-ms N [--join-ports P,...]]
+//                    -- PROGRAM ARGS...
 //
 // It starts a new session, becomes a child subreaper (PR_SET_CHILD_SUBREAPER:
 // whatever PROGRAM starts stays its descendant even after a double fork or a
@@ -56,7 +57,10 @@
 // executor that cannot see the replica's processes, Slurm's): every N ms
 // the CPU time of every process of the replica (clock ticks: user and
 // system, with their reaped children's) goes to FILE as "cpu_ticks T\n",
-// replaced atomically; its log's modification time says the rest.
+// replaced atomically; its log's modification time says the rest. With
+// --join-ports, a line "joined 1" follows once a process of the replica
+// has held an established TCP connection on one of those ports (the job's
+// rendezvous: the join deadline), "joined 0" until then.
 //
 // Forked, not executed (mlengine-replica --fork-server, shim/fork_server.h):
 // mlengined starts one fork server and asks it for each local replica's
@@ -84,6 +88,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -247,14 +252,71 @@ int64_t TreeCpuTicks(pid_t root = 0) {
   return total;
 }
 
-// "cpu_ticks T" to `path`, replaced atomically (best effort: a missed
-// sample only delays the watch).
-void WriteProgress(const std::string& path, int64_t ticks) {
+// Whether a process of `root`'s tree (0: the shim's) holds an established
+// TCP connection on one of `ports` (local or remote end), from /proc.
+bool TreeConnectedOn(pid_t root, const std::vector<int>& ports) {
+  std::set<unsigned long> sockets;  // inodes of established connections on those ports
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    FILE* f = fopen(table, "re");
+    if (f == nullptr) continue;
+    char line[512];
+    bool header = true;
+    while (fgets(line, sizeof(line), f) != nullptr) {
+      if (header) {
+        header = false;
+        continue;
+      }
+      // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+      unsigned local = 0, remote = 0, state = 0;
+      unsigned long inode = 0;
+      if (sscanf(line, " %*d: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%x %x %*s %*s %*s %*d %*d %lu", &local, &remote, &state,
+                 &inode) != 4) {
+        continue;
+      }
+      if (state != 1 || inode == 0) continue;  // 01: ESTABLISHED
+      for (int p : ports) {
+        if (static_cast<unsigned>(p) == local || static_cast<unsigned>(p) == remote) sockets.insert(inode);
+      }
+    }
+    fclose(f);
+  }
+  if (sockets.empty()) return false;
+  std::vector<pid_t> pids = Descendants(root);
+  pids.push_back(root > 0 ? root : getpid());
+  for (pid_t pid : pids) {
+    char dir[64];
+    snprintf(dir, sizeof(dir), "/proc/%d/fd", static_cast<int>(pid));
+    DIR* d = opendir(dir);
+    if (d == nullptr) continue;
+    bool found = false;
+    while (dirent* e = readdir(d)) {
+      char path[384], target[64];
+      snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+      const ssize_t n = readlink(path, target, sizeof(target) - 1);
+      if (n <= 0) continue;
+      target[n] = '\0';
+      unsigned long inode = 0;
+      if (sscanf(target, "socket:[%lu]", &inode) == 1 && sockets.count(inode)) {
+        found = true;
+        break;
+      }
+    }
+    closedir(d);
+    if (found) return true;
+  }
+  return false;
+}
+
+// "cpu_ticks T" (and "joined J" when `joined` is 0 or 1) to `path`, replaced
+// atomically (best effort: a missed sample only delays the watch).
+void WriteProgress(const std::string& path, int64_t ticks, int joined) {
   const std::string tmp = path + ".tmp";
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return;
-  char text[64];
-  const int len = snprintf(text, sizeof(text), "cpu_ticks %lld\n", static_cast<long long>(ticks));
+  char text[96];
+  const int len = joined < 0 ? snprintf(text, sizeof(text), "cpu_ticks %lld\n", static_cast<long long>(ticks))
+                             : snprintf(text, sizeof(text), "cpu_ticks %lld\njoined %d\n",
+                                        static_cast<long long>(ticks), joined);
   const bool ok = write(fd, text, static_cast<size_t>(len)) == len;
   close(fd);
   if (ok) rename(tmp.c_str(), path.c_str());
@@ -324,7 +386,8 @@ bool WriteExitFile(const std::string& exit_path, const std::string& text) {
 int Usage() {
   fprintf(stderr,
           "usage: mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS] "
-          "[--container NAME --podman PODMAN] [--sandbox FILE|-] [--progress FILE --progress-every-ms N] "
+          "[--container NAME --podman PODMAN] [--sandbox FILE|-] [--progress FILE --progress-every-ms N "
+          "[--join-ports P,...]] "
           "-- PROGRAM [ARGS...]\n"
           "       mlengine-replica --log FILE --exit FILE --cwd DIR [--grace SECONDS] --warm SOCKET --spec FILE "
           "[--note TEXT] [--sandbox FILE] -- PROGRAM [ARGS...]   (forked by the warm interpreter; PROGRAM if it "
@@ -516,6 +579,7 @@ int RunShim(int argc, char** argv) {
   std::string log_path, exit_path, cwd, container, podman, warm_socket, spec_path, note, sandbox_path, progress_path;
   long grace_seconds = 10;
   long progress_every_ms = 0;
+  std::vector<int> join_ports;
   int i = 1;
   for (; i < argc; ++i) {
     std::string a = argv[i];
@@ -531,6 +595,16 @@ int RunShim(int argc, char** argv) {
     else if (a == "--note") note = argv[++i];
     else if (a == "--sandbox") sandbox_path = argv[++i];
     else if (a == "--progress") progress_path = argv[++i];
+    else if (a == "--join-ports") {
+      for (char* p = argv[++i]; *p != '\0';) {
+        char* end = nullptr;
+        const long port = strtol(p, &end, 10);
+        if (end == p || port <= 0 || port > 65535) return Usage();
+        join_ports.push_back(static_cast<int>(port));
+        p = *end == ',' ? end + 1 : end;
+        if (*end != ',' && *end != '\0') return Usage();
+      }
+    }
     else if (a == "--progress-every-ms") {
       char* end = nullptr;
       progress_every_ms = strtol(argv[++i], &end, 10);
@@ -551,6 +625,7 @@ int RunShim(int argc, char** argv) {
   }
   if (!sandbox_path.empty() && !container.empty()) return Usage();  // podman runs as root; the container is confined
   if (progress_path.empty() != (progress_every_ms == 0)) return Usage();
+  if (!join_ports.empty() && progress_path.empty()) return Usage();
   std::vector<char*> program(argv + i, argv + argc);
   program.push_back(nullptr);
   // Read while we are root and before anything starts; a spec that cannot
@@ -655,6 +730,7 @@ int RunShim(int argc, char** argv) {
 
   Stream streams[2] = {{out[0], 'O', {}}, {err[0], 'E', {}}};
   int64_t next_progress = progress_every_ms > 0 ? NowMs() : -1;  // when to sample the replica's CPU next
+  int joined = join_ports.empty() ? -1 : 0;  // with --join-ports: whether it connected (sticky)
   int64_t kill_at = -1;     // after a stop request: when the grace period ends
   int64_t output_deadline = -1;  // after PROGRAM ended: how long to wait for its last output
   std::string zygote_answer;
@@ -720,7 +796,9 @@ int RunShim(int argc, char** argv) {
     ReapEnded(c);
     const int64_t now = NowMs();
     if (next_progress >= 0 && now >= next_progress && !c.exited) {
-      WriteProgress(progress_path, TreeCpuTicks(zygote >= 0 ? c.child : 0));
+      const pid_t root = zygote >= 0 ? c.child : 0;
+      if (joined == 0 && TreeConnectedOn(root, join_ports)) joined = 1;
+      WriteProgress(progress_path, TreeCpuTicks(root), joined);
       next_progress = now + progress_every_ms;
     }
     if (kill_at >= 0 && now >= kill_at && !c.exited) {

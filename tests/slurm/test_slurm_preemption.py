@@ -82,3 +82,22 @@ def test_a_silent_job_is_flagged_and_with_fail_ended(cli, names):
     assert [a["end"] for a in desc["attempts"]] == ["STALLED"], desc
     progress = os.path.join(cli.run_dir(job), "master-replica-0", "progress")
     assert open(progress).read().startswith("cpu_ticks "), "the shim recorded the replica's CPU time"
+
+
+def test_replicas_that_never_connect_fail_the_job_naming_them(slurm_server_factory, tmp_path, names):
+    """slurm.join_timeout_seconds: each replica's shim, on its node, records
+    whether its replica connected on the job's ports; two replicas that
+    never talk fail the job within the deadline, named."""
+    text = SLURM_CONFIG.read_text()
+    assert "join_timeout_seconds: 0" in text
+    server = slurm_server_factory(text.replace("join_timeout_seconds: 0", "join_timeout_seconds: 6"))
+    cli = e2e.make_cli(server, tmp_path, names)
+    job = names.job("alone")
+    assert cli.submit(job, "--scale-tier=custom", "--master-machine-type=n1-standard-4",
+                      "--worker-machine-type=n1-standard-4", "--worker-count=1", args=["--sleep", "120"]).rc == 0
+    desc = cli.wait_state(job, {"FAILED", "SUCCEEDED"}, timeout=120)
+    assert desc["state"] == "FAILED", cli.explain(job)
+    assert desc["errorMessage"].startswith(
+        "The replicas master-replica-0, worker-replica-0 did not connect to the job's other replicas within 6 s"), desc
+    assert "(the operator's limit: slurm.join_timeout_seconds)" in desc["errorMessage"], desc
+    assert [a["end"] for a in desc["attempts"]] == ["NOT_JOINED"], desc

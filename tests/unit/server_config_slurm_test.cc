@@ -139,6 +139,7 @@ TEST(ServerConfigSlurmStalls, Table) {
       {"slurm: {stall_after_seconds: 60, stall_action: fail}\n", 60, true, ""},
       {"slurm: {stall_after_seconds: -1}\n", 0, false, "slurm.stall_after_seconds must be 0 (never)"},
       {"slurm: {stall_action: kill}\n", 0, false, "slurm.stall_action must be \"flag\""},
+      {"slurm: {join_timeout_seconds: -3}\n", 0, false, "slurm.join_timeout_seconds must be 0 (never)"},
   };
   ParseRows(rows, [](const Row& row, const ServerConfig& config) {
     EXPECT_EQ(config.slurm.stall_after_seconds, row.after) << row.yaml;

@@ -280,6 +280,7 @@ struct Fixture {
     o.submit_concurrency = submit_concurrency;
     o.stall_after = stall_after;
     o.stall_fails = stall_fails;
+    o.join_timeout = join_timeout;
     auto e = SlurmExecutor::Create(o, runtimes, *cache, slurm, clock);
     ASSERT_TRUE(e.ok()) << e.status();
     executor = *std::move(e);
@@ -312,6 +313,7 @@ struct Fixture {
   bool requeue = false;
   absl::Duration stall_after = absl::ZeroDuration();
   bool stall_fails = false;
+  absl::Duration join_timeout = absl::ZeroDuration();
   AccountMode accounts = AccountMode::kNone;
   fs::path root;
   runtime::RuntimeCatalog runtimes;
@@ -761,6 +763,41 @@ TEST(SlurmExecutorTest, ASilentRunningJobIsFlaggedTakenBackAndWithFailEnded) {
     EXPECT_NE(ended[0].find("(slurm.stall_action: fail)."), std::string::npos) << ended[0];
     EXPECT_EQ(f.slurm.Calls("scancel"), 1);
   }
+}
+
+TEST(SlurmExecutorTest, ReplicasThatNeverConnectFailTheJobNamingThem) {
+  Fixture f;
+  f.join_timeout = absl::Seconds(8);
+  f.Start();
+  model::Job job = BasicJob("a");
+  job.training_input->scale_tier = "CUSTOM";
+  job.training_input->master_type = job.training_input->worker_type = "n1-standard-4";
+  job.training_input->worker_count = 1;
+  f.Launch(job);
+  f.events.Take();
+  auto launch = rundir::ReadLaunchJob(f.RunDir("a"));
+  ASSERT_TRUE(launch.ok()) << launch.status();
+  EXPECT_TRUE(launch->watch_joins);
+  EXPECT_EQ(launch->progress_every_ms, 2000);
+  f.slurm.Set(101, "RUNNING", "None", "tpuhost[1-2]");
+  for (const char* task : {"master-replica-0", "worker-replica-0"}) {
+    fs::create_directories(f.RunDir("a") + "/" + task);
+    std::ofstream(common::ReplicaLogPath(f.RunDir("a"), task)) << "";
+  }
+  auto progress = [&](const char* task, int joined) {
+    std::ofstream(common::ReplicaProgressPath(f.RunDir("a"), task)) << "cpu_ticks 1\njoined " << joined << "\n";
+  };
+  progress("master-replica-0", 1);
+  progress("worker-replica-0", 0);
+  EXPECT_EQ(f.Poll(), (Reported{"preparing a", "started a"}));
+  f.clock.Advance(absl::Seconds(7));
+  EXPECT_EQ(f.Poll(), Reported{});
+  f.clock.Advance(absl::Seconds(2));
+  EXPECT_EQ(f.Poll(), Reported{}) << "the stop goes out with the next round";
+  EXPECT_EQ(f.Poll(), Reported{"ended a not joined: The replica worker-replica-0 did not connect to the job's other "
+                               "replicas within 8 s of their start (no TCP connection on the job's ports, as their "
+                               "shims saw it on their nodes): a rendezvous that never completed (the operator's "
+                               "limit: slurm.join_timeout_seconds)."});
 }
 
 }  // namespace

@@ -23,10 +23,12 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -101,7 +103,34 @@ struct Loaded {
   std::optional<codec::LaunchSandbox> sandbox;              // the replicas' sandbox (none: unsandboxed)
   int attempt = 1;                                          // MLENGINE_ATTEMPT
   int progress_every_ms = 0;                                // the shims' --progress-every-ms (0: none)
+  bool watch_joins = false;                                 // the shims' --join-ports
 };
+
+// The ports of the job's rendezvous as the replica's environment names them
+// (MASTER_PORT, every address of TF_CONFIG's cluster): where its replicas
+// connect to one another.
+std::vector<int> RendezvousPorts(const std::map<std::string, std::string>& env) {
+  std::set<int> ports;
+  auto add = [&ports](absl::string_view text) {
+    int p = 0;
+    if (absl::SimpleAtoi(text, &p) && p > 0 && p < 65536) ports.insert(p);
+  };
+  if (auto it = env.find("MASTER_PORT"); it != env.end()) add(it->second);
+  if (auto it = env.find("TF_CONFIG"); it != env.end()) {
+    const auto tf = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+    if (tf.is_object() && tf.contains("cluster") && tf["cluster"].is_object()) {
+      for (const auto& [role, addresses] : tf["cluster"].items()) {
+        if (!addresses.is_array()) continue;
+        for (const auto& a : addresses) {
+          if (!a.is_string()) continue;
+          const std::string address = a.get<std::string>();
+          if (const size_t colon = address.rfind(':'); colon != std::string::npos) add(address.substr(colon + 1));
+        }
+      }
+    }
+  }
+  return {ports.begin(), ports.end()};
+}
 
 // This node's side of the job's sandbox (docs/security.md): mlengined chose
 // the identity and the buckets; the cgroups and the view are made here.
@@ -141,6 +170,7 @@ absl::StatusOr<Loaded> Load(const Flags& f) {
   l.job.trial_id = launch->trial_id;
   l.attempt = launch->attempt;
   l.progress_every_ms = launch->progress_every_ms;
+  l.watch_joins = launch->watch_joins;
   l.job.training_input = std::move(launch->training_input);
   l.demand = model::DemandOf(l.job, model::ResourceTable::Defaults());
   l.components = FromLaunchComponents(launch->components);
@@ -223,6 +253,11 @@ int RunTask(const Flags& f, const Loaded& l) {
   if (l.progress_every_ms > 0 && launch->image.empty()) {
     argv.insert(argv.end(), {"--progress", common::ReplicaProgressPath(f.run_dir, task), "--progress-every-ms",
                              std::to_string(l.progress_every_ms)});
+    if (const std::vector<int> ports = RendezvousPorts(env); l.watch_joins && !ports.empty()) {
+      std::vector<std::string> text;
+      for (int p : ports) text.push_back(std::to_string(p));
+      argv.insert(argv.end(), {"--join-ports", absl::StrJoin(text, ",")});
+    }
   }
   if (!launch->image.empty()) {
     // A custom container: this node pulls the pinned image from the

@@ -94,6 +94,7 @@ void SlurmExecutor::Launch(const model::Job& job, const model::JobDemand& demand
     e.spec = job;
     e.demand = demand;
     e.stall_policy = StallPolicyOf(job, options_.stall_after, options_.stall_fails);
+    e.watch_joins = WatchesJoins(job, demand);
   }
   if (common::SerialWorker* submitter = SubmitterFor(key)) {
     submitter->Post([this, key, generation, job, demand] { Submit(key, generation, job, demand); });
@@ -213,8 +214,11 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
   launch.job_id = job.job_id;
   launch.trial_of = job.trial_of;
   launch.attempt = model::CurrentAttempt(job);
-  if (const StallPolicy p = StallPolicyOf(job, options_.stall_after, options_.stall_fails); p.after > absl::ZeroDuration()) {
-    launch.progress_every_ms = static_cast<int>(absl::ToInt64Milliseconds(StallLookEvery(p.after)));
+  if (const absl::Duration every = WatchEvery(StallPolicyOf(job, options_.stall_after, options_.stall_fails),
+                                              WatchesJoins(job, demand) ? options_.join_timeout : absl::ZeroDuration());
+      every > absl::ZeroDuration()) {
+    launch.progress_every_ms = static_cast<int>(absl::ToInt64Milliseconds(every));
+    launch.watch_joins = WatchesJoins(job, demand);
   }
   launch.trial_id = job.trial_id;
   launch.training_input = job.training_input.value_or(model::TrainingInput{});
@@ -405,6 +409,7 @@ std::optional<model::Placement> SlurmExecutor::Recover(const model::Job& job) {
     e.spec = job;
     e.demand = demand;
     e.stall_policy = StallPolicyOf(job, options_.stall_after, options_.stall_fails);
+    e.watch_joins = WatchesJoins(job, demand);
     TrackedJob& t = e.job;
     t.ref = ref;
     t.dir = dir;
@@ -716,6 +721,18 @@ void SlurmExecutor::PollOnce() {
   LookForStalls();
 }
 
+absl::Duration SlurmExecutor::WatchEvery(const StallPolicy& stall, absl::Duration join) {
+  absl::Duration shortest = absl::InfiniteDuration();
+  if (stall.after > absl::ZeroDuration()) shortest = stall.after;
+  if (join > absl::ZeroDuration()) shortest = std::min(shortest, join);
+  return shortest == absl::InfiniteDuration() ? absl::ZeroDuration() : StallLookEvery(shortest);
+}
+
+bool SlurmExecutor::WatchesJoins(const model::Job& job, const model::JobDemand& demand) const {
+  const bool containers = job.training_input && model::UsesCustomContainer(*job.training_input);
+  return options_.join_timeout > absl::ZeroDuration() && demand.replicas.size() > 1 && !containers;
+}
+
 void SlurmExecutor::LookForStalls() {
   struct Look {
     std::string key;
@@ -729,10 +746,12 @@ void SlurmExecutor::LookForStalls() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [key, e] : jobs_) {
-      const absl::Duration after = e.stall_policy.after;
-      if (after <= absl::ZeroDuration() || e.job.phase != TrackPhase::kRunning || e.job.cancel_requested) continue;
+      const absl::Duration join = e.watch_joins && !e.joined ? options_.join_timeout : absl::ZeroDuration();
+      const absl::Duration every = WatchEvery(e.stall_policy, join);
+      if (every <= absl::ZeroDuration() || e.job.phase != TrackPhase::kRunning || e.job.cancel_requested) continue;
+      if (e.running_since == absl::InfinitePast()) e.running_since = now;
       if (now < e.next_stall_look) continue;
-      e.next_stall_look = now + StallLookEvery(after);
+      e.next_stall_look = now + every;
       looks.push_back({key, e.generation, e.job.ref, e.job.dir, e.job.tasks});
     }
   }
@@ -740,13 +759,17 @@ void SlurmExecutor::LookForStalls() {
     // What each replica's shim last recorded, and its log's last write.
     int64_t ticks = 0;
     absl::Time newest = absl::InfinitePast();
+    std::vector<std::string> not_joined;
     for (const std::string& task : look.tasks) {
       const std::string text = ReadFileOrEmpty(common::ReplicaProgressPath(look.dir, task));
       int64_t t = 0;
       if (absl::StartsWith(text, "cpu_ticks ") &&
-          absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::string_view(text).substr(10)), &t)) {
+          absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::string_view(text).substr(10, text.find('\n') - 10)), &t)) {
         ticks += t;
       }
+      // No record yet, or "joined 0"; a shim given no ports to watch (a TPU
+      // host's worker) writes no "joined" line and is not waited for.
+      if (text.empty() || text.find("\njoined 0\n") != std::string::npos) not_joined.push_back(task);
       struct stat st;
       if (::stat(common::ReplicaLogPath(look.dir, task).c_str(), &st) == 0) {
         newest = std::max(newest, absl::TimeFromTimespec(st.st_mtim));
@@ -759,6 +782,24 @@ void SlurmExecutor::LookForStalls() {
       auto it = jobs_.find(look.key);
       if (it == jobs_.end() || it->second.generation != look.generation || it->second.job.cancel_requested) continue;
       Entry& e = it->second;
+      if (e.watch_joins && !e.joined) {
+        if (not_joined.empty()) {
+          e.joined = true;
+        } else if (now - e.running_since >= options_.join_timeout) {
+          const std::string message = absl::StrCat(
+              "The replica", not_joined.size() > 1 ? "s " : " ", absl::StrJoin(not_joined, ", "),
+              " did not connect to the job's other replicas within ", FormatSpan(options_.join_timeout),
+              " of their start (no TCP connection on the job's ports, as their shims saw it on their nodes): a "
+              "rendezvous that never completed (the operator's limit: slurm.join_timeout_seconds).");
+          obs::Log("slurm").warn("{}: {}", look.key, message);
+          e.job.cancel_requested = true;
+          e.job.cancel_reason = message;
+          e.job.cancel_outcome = Outcome::kNotJoined;
+          poll_soon_ = true;
+          poll_cv_.notify_all();
+          continue;
+        }
+      }
       const StallChange change = Observe(e.stall, ticks, newest, now, e.stall_policy.after);
       if (change == StallChange::kMovingAgain) {
         tell = true;

@@ -102,6 +102,11 @@ struct SlurmExecutorOptions {
   // ask for it).
   absl::Duration stall_after = absl::ZeroDuration();
   bool stall_fails = false;
+  // The join deadline (`slurm.join_timeout_seconds`): a job of several
+  // replicas that have not all connected to one another (a TCP connection on
+  // the job's ports, as their shims see it on their nodes) this long after
+  // it began running fails, naming who did not. 0: not watched.
+  absl::Duration join_timeout = absl::ZeroDuration();
   // How many submissions (package environment, launch files, sbatch) run
   // at once, each job's always on the same thread (its submissions stay in
   // order). sbatch waits on slurmctld and munge for tens of milliseconds
@@ -138,6 +143,11 @@ class SlurmExecutor final : public Executor, public scheduler::QuotaMirror {
   // The stall watch's round (the poller's, after each poll): each running
   // job due a look, its replicas' progress files and logs read.
   void LookForStalls();
+  // How often the shims record and the watch looks (0: neither watches).
+  static absl::Duration WatchEvery(const StallPolicy& stall, absl::Duration join);
+  // Whether the join deadline applies to `job` (several replicas, not in
+  // containers, whose processes are podman's) under these options.
+  bool WatchesJoins(const model::Job& job, const model::JobDemand& demand) const;
   // One round, now, on the calling thread: the cancels due in one scancel,
   // one squeue, and every tracked job's next step carried out (reports
   // included). The poller thread calls it; with background_threads off, tests
@@ -165,6 +175,9 @@ class SlurmExecutor final : public Executor, public scheduler::QuotaMirror {
     StallPolicy stall_policy;   // its limit and action (the operator's, or its labels')
     StallWatch stall;           // what the last look saw of its replicas
     absl::Time next_stall_look = absl::InfinitePast();
+    absl::Time running_since = absl::InfinitePast();  // first seen running by the watch
+    bool watch_joins = false;   // the join deadline applies (WatchesJoins)
+    bool joined = false;        // every replica connected (join_timeout)
   };
 
   // An earlier submission of a job, as its run directory tells: its Slurm id
