@@ -194,6 +194,9 @@ std::vector<pid_t> ProcessTree(pid_t root) {
 
 // The CPU (clock ticks: user and system, its own and its reaped
 // children's) of `root` and of every process below it.
+// The CPU time of the replica below its shim `root`: every process of the
+// tree, with what their reaped children used; of the shim itself only its
+// reaped children's (its own wake-ups are not the replica's work).
 int64_t TreeCpuTicks(pid_t root) {
   int64_t total = 0;
   for (pid_t pid : ProcessTree(root)) {
@@ -202,7 +205,7 @@ int64_t TreeCpuTicks(pid_t root) {
     if (close == std::string::npos || close + 2 >= stat.size()) continue;
     // After the command: state (3), ... utime (14), stime, cutime, cstime (17).
     const std::vector<absl::string_view> fields = absl::StrSplit(absl::string_view(stat).substr(close + 2), ' ');
-    for (size_t i = 11; i <= 14 && i < fields.size(); ++i) {
+    for (size_t i = pid == root ? 13 : 11; i <= 14 && i < fields.size(); ++i) {
       int64_t v = 0;
       if (absl::SimpleAtoi(fields[i], &v)) total += v;
     }

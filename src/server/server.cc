@@ -483,6 +483,7 @@ absl::Status Server::Parts::Build() {
   service::ClusterOptions cluster_options;
   cluster_options.executor = options.executor;
   cluster_options.runs_dir = runs.string();
+  cluster_options.attempt_of = [jobs = jobs.get()](const scheduler::JobKey& key) { return jobs->AttemptOf(key); };
   if (slurm_executor) {
     for (const auto& node : slurm_executor->nodes()) {
       cluster_options.hosts.push_back({executor::slurm::HostOfNode(node, config.slurm.settings), node.state});

@@ -87,8 +87,9 @@ ClusterView ClusterService::View(const ClusterAccess& access) const {
   // Slurm places the jobs: where each task runs is in its run's placement,
   // written by the launcher once the allocation started.
   for (const auto& placed : snapshot.jobs) {
-    auto node_of_task = rundir::ReadSlurmPlacement(common::JobRunDir(options_.runs_dir, placed.key.project,
-                                                                      placed.key.job_id));
+    const int attempt = options_.attempt_of ? options_.attempt_of(placed.key) : 1;
+    auto node_of_task = rundir::ReadSlurmPlacement(
+        common::JobRunDir(options_.runs_dir, placed.key.project, placed.key.job_id, attempt));
     if (!node_of_task.ok()) continue;  // not started yet (or unreadable): nothing placed to show
     scheduler::SchedulerSnapshot::PlacedJob job{placed.key, {}, placed.running};
     for (const auto& [task, node] : *node_of_task) job.placement.replicas[task].host = node;

@@ -80,8 +80,10 @@ struct ClusterOptions {
   // The hosts of an executor that places jobs itself (Slurm's nodes); empty:
   // the scheduler's inventory, "up".
   std::vector<ClusterHost> hosts;
-  // Where runs live, to read RUN/placement when the executor places jobs.
+  // Where runs live, to read RUN/placement when the executor places jobs,
+  // and which attempt's run a job runs now (JobService::AttemptOf; unset: 1).
   std::string runs_dir;
+  std::function<int(const scheduler::JobKey&)> attempt_of;
 };
 
 class ClusterService {

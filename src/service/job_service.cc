@@ -488,8 +488,10 @@ void JobService::Record(const Key& key, const scheduler::JobUpdate& update, Done
   const std::optional<Job> trial = model::IsTrialJob(job) ? std::optional<Job>(job) : std::nullopt;
   lock.unlock();  // IamService may look projects up (mu_) while it holds its own lock
   if (trial && tuning_ != nullptr) tuning_->TrialChanged(*trial);
-  // The replicas' credential dies with the job.
-  if (model::IsTerminal(update.state) && iam_ != nullptr) {
+  // The replicas' credential dies with the job, and with an attempt that is
+  // queued again (the next attempt is given a token of its own).
+  const bool requeued = update.state == JobState::kQueued && update.attempt.has_value();
+  if ((model::IsTerminal(update.state) || requeued) && iam_ != nullptr) {
     iam_->RevokeTokens(iam::JobTokenPurpose(key.project, key.job_id),
                        [name = JobNameOf(key.project, key.job_id)](absl::Status s) {
                          if (!s.ok()) obs::Log("service").error("could not revoke the token of {}: {}", name, s.ToString());

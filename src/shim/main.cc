@@ -222,13 +222,16 @@ std::vector<pid_t> Descendants(pid_t root = 0) {
   return out;
 }
 
-// The CPU time of `root` (0: the shim) and every process below it, in clock
-// ticks: user, system, and what their reaped children used.
+// The CPU time of the replica, in clock ticks: every process below `root`
+// (0: the shim) and `root` itself, user and system time and what their
+// reaped children used; of the shim only what its reaped children used (its
+// own work, this count included, is not the replica's).
 int64_t TreeCpuTicks(pid_t root = 0) {
   std::vector<pid_t> pids = Descendants(root);
   pids.push_back(root > 0 ? root : getpid());
   int64_t total = 0;
   for (pid_t pid : pids) {
+    const bool shim = root <= 0 && pid == getpid();
     char path[64];
     snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -246,7 +249,7 @@ int64_t TreeCpuTicks(pid_t root = 0) {
     char state = 0;
     if (sscanf(paren + 1, " %c %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld", &state, &f[0],
                &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9], &f[10], &f[11], &f[12], &f[13]) == 15) {
-      total += f[10] + f[11] + f[12] + f[13];
+      total += (shim ? 0 : f[10] + f[11]) + f[12] + f[13];
     }
   }
   return total;
