@@ -134,14 +134,15 @@ def ts(text):
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-def wait_first_line(server, job_id, timeout=120):
+def wait_first_line(server, job_id, timeout=120, text="first line", after=0.0):
+    """The log timestamp of the first line `text` of `job_id` (written after `after`)."""
     deadline = time.time() + timeout
     token = ""
     while time.time() < deadline:
         page = server.call("GET", f"/v1/projects/bench/jobs/{job_id}/logs?waitSeconds=5&prettyPrint=false"
                                   f"&pageToken={urllib.parse.quote(token)}")
         for e in page.get("entries", []):
-            if e["message"] == "first line":
+            if e["message"] == text and ts(e["timestamp"]) >= after:
                 return ts(e["timestamp"])
         token = page.get("nextPageToken", token)
         if page.get("jobEnded"):

@@ -66,16 +66,7 @@ def job_body(job_id, package, priority, hold):
 
 def wait_line(server, job_id, text, after=0.0, timeout=120):
     """The log timestamp of the first line `text` of `job_id` written after `after`."""
-    deadline = time.time() + timeout
-    token = ""
-    while time.time() < deadline:
-        page = server.call("GET", f"/v1/projects/bench/jobs/{job_id}/logs?waitSeconds=5&prettyPrint=false"
-                                  f"&pageToken={urllib.parse.quote(token)}")
-        for e in page.get("entries", []):
-            if e["message"] == text and jl.ts(e["timestamp"]) >= after:
-                return jl.ts(e["timestamp"])
-        token = page.get("nextPageToken", token)
-    raise RuntimeError(f"timeout waiting for {text!r} of {job_id}")
+    return jl.wait_first_line(server, job_id, timeout=timeout, text=text, after=after)
 
 
 def mlengine_samples(build, samples):

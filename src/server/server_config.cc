@@ -84,6 +84,32 @@ absl::StatusOr<scheduler::QuotaSpec> ParseQuotaSpec(const YAML::Node& node) {
   return spec;
 }
 
+// The stall watch and the join deadline of an executor's section
+// (`local:` or `slurm:`): stall_after_seconds, stall_action, join_timeout_seconds.
+absl::Status ParseWatches(const YAML::Node& section, const std::string& name, const std::string& origin,
+                          int64_t* stall_after, bool* stall_fails, int64_t* join_timeout) {
+  *stall_after = section["stall_after_seconds"].as<int64_t>(*stall_after);
+  *join_timeout = section["join_timeout_seconds"].as<int64_t>(*join_timeout);
+  if (*join_timeout < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin, ": ", name, ".join_timeout_seconds must be 0 (never) or a number of seconds, e.g. 600"));
+  }
+  if (*stall_after < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin, ": ", name, ".stall_after_seconds must be 0 (never) or a number of seconds, e.g. 3600"));
+  }
+  if (auto action = section["stall_action"]) {
+    const std::string a = action.as<std::string>();
+    if (a != "flag" && a != "fail") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          origin, ": ", name, ".stall_action must be \"flag\" (say so in the job's errorMessage) or \"fail\" "
+          "(end the job FAILED), not \"", a, "\""));
+    }
+    *stall_fails = a == "fail";
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const std::string& origin) {
@@ -101,24 +127,10 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
         return absl::InvalidArgumentError(
             absl::StrCat(origin, ": local.replica_cpu_milli must be positive and local.replica_memory_mib not negative"));
       }
-      config.stall_after_seconds = local["stall_after_seconds"].as<int64_t>(config.stall_after_seconds);
-      config.join_timeout_seconds = local["join_timeout_seconds"].as<int64_t>(config.join_timeout_seconds);
-      if (config.join_timeout_seconds < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            origin, ": local.join_timeout_seconds must be 0 (never) or a number of seconds, e.g. 600"));
-      }
-      if (config.stall_after_seconds < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            origin, ": local.stall_after_seconds must be 0 (never) or a number of seconds, e.g. 3600"));
-      }
-      if (auto action = local["stall_action"]) {
-        const std::string a = action.as<std::string>();
-        if (a != "flag" && a != "fail") {
-          return absl::InvalidArgumentError(absl::StrCat(
-              origin, ": local.stall_action must be \"flag\" (say so in the job's errorMessage) or \"fail\" "
-                      "(end the job FAILED), not \"", a, "\""));
-        }
-        config.stall_fails = a == "fail";
+      if (auto st = ParseWatches(local, "local", origin, &config.stall_after_seconds, &config.stall_fails,
+                                 &config.join_timeout_seconds);
+          !st.ok()) {
+        return st;
       }
     }
     if (auto sandbox = root["sandbox"]) {
@@ -243,24 +255,10 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
       }
       c.max_poll_seconds = slurm["max_poll_seconds"].as<int>(c.max_poll_seconds);
       c.submit_concurrency = slurm["submit_concurrency"].as<int>(c.submit_concurrency);
-      c.stall_after_seconds = slurm["stall_after_seconds"].as<int64_t>(c.stall_after_seconds);
-      c.join_timeout_seconds = slurm["join_timeout_seconds"].as<int64_t>(c.join_timeout_seconds);
-      if (c.join_timeout_seconds < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            origin, ": slurm.join_timeout_seconds must be 0 (never) or a number of seconds, e.g. 600"));
-      }
-      if (c.stall_after_seconds < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            origin, ": slurm.stall_after_seconds must be 0 (never) or a number of seconds, e.g. 3600"));
-      }
-      if (auto action = slurm["stall_action"]) {
-        const std::string a = action.as<std::string>();
-        if (a != "flag" && a != "fail") {
-          return absl::InvalidArgumentError(absl::StrCat(
-              origin, ": slurm.stall_action must be \"flag\" (say so in the job's errorMessage) or \"fail\" "
-                      "(end the job FAILED), not \"", a, "\""));
-        }
-        c.stall_fails = a == "fail";
+      if (auto st = ParseWatches(slurm, "slurm", origin, &c.stall_after_seconds, &c.stall_fails,
+                                 &c.join_timeout_seconds);
+          !st.ok()) {
+        return st;
       }
       if (c.submit_concurrency < 1 || c.submit_concurrency > 64) {
         return absl::InvalidArgumentError(absl::StrCat(origin, ": slurm.submit_concurrency is ", c.submit_concurrency,

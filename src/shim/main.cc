@@ -180,6 +180,21 @@ void Flush(Stream& s) {
   s.open = false;
 }
 
+// /proc/PID/stat past the command ("state ppid ..."; the command may hold
+// spaces and parentheses), in `buf`; null when it cannot be read.
+const char* ReadStatFields(long pid, char* buf, size_t size) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  ssize_t n = read(fd, buf, size - 1);
+  close(fd);
+  if (n <= 0) return nullptr;
+  buf[n] = '\0';
+  const char* paren = strrchr(buf, ')');
+  return paren == nullptr ? nullptr : paren + 1;
+}
+
 // Every process below this one: children, their children, and orphans that
 // were re-parented to us (we are their subreaper). Read from /proc.
 std::vector<pid_t> Descendants(pid_t root = 0) {
@@ -189,21 +204,12 @@ std::vector<pid_t> Descendants(pid_t root = 0) {
       char* end = nullptr;
       long pid = strtol(e->d_name, &end, 10);
       if (*end != '\0' || pid <= 0) continue;
-      char path[64];
-      snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-      int fd = open(path, O_RDONLY | O_CLOEXEC);
-      if (fd < 0) continue;
       char buf[512];
-      ssize_t n = read(fd, buf, sizeof(buf) - 1);
-      close(fd);
-      if (n <= 0) continue;
-      buf[n] = '\0';
-      // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-      const char* paren = strrchr(buf, ')');
+      const char* paren = ReadStatFields(pid, buf, sizeof(buf));
       if (paren == nullptr) continue;
       char state = 0;
       long ppid = 0;
-      if (sscanf(paren + 1, " %c %ld", &state, &ppid) != 2) continue;
+      if (sscanf(paren, " %c %ld", &state, &ppid) != 2) continue;
       children.emplace(static_cast<pid_t>(ppid), static_cast<pid_t>(pid));
     }
     closedir(proc);
@@ -232,22 +238,14 @@ int64_t TreeCpuTicks(pid_t root = 0) {
   int64_t total = 0;
   for (pid_t pid : pids) {
     const bool shim = root <= 0 && pid == getpid();
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
     char buf[1024];
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0) continue;
-    buf[n] = '\0';
-    const char* paren = strrchr(buf, ')');
+    const char* paren = ReadStatFields(pid, buf, sizeof(buf));
     if (paren == nullptr) continue;
     // After the command: state ppid pgrp session tty tpgid flags minflt
     // cminflt majflt cmajflt utime stime cutime cstime.
     long long f[15] = {};
     char state = 0;
-    if (sscanf(paren + 1, " %c %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld", &state, &f[0],
+    if (sscanf(paren, " %c %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld", &state, &f[0],
                &f[1], &f[2], &f[3], &f[4], &f[5], &f[6], &f[7], &f[8], &f[9], &f[10], &f[11], &f[12], &f[13]) == 15) {
       total += (shim ? 0 : f[10] + f[11]) + f[12] + f[13];
     }

@@ -185,7 +185,7 @@ class Server {
         studies_(store_, clock_, mle::validate::Config::Defaults().regions,
                  mle::validate::Config::Defaults().tpu_regions),
         runs_(service_, (Root() / "runs").string()),
-        cluster_(scheduler_, {"none", {}, (Root() / "runs").string()}),
+        cluster_(scheduler_, {"none", {}, (Root() / "runs").string(), nullptr}),
         api_(service_, logs_, iam_, quotas_, studies_, runs_, cluster_),
         metrics_(service_, iam_, mle::api::MetricsAccess::kLoopback),
         console_((Root() / "console").string()) {
