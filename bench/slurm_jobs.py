@@ -157,9 +157,8 @@ class Mlengine:
         server.conn = None
         self.server = server
         name = "pkgs/trivial_trainer-1.0.0.tar.gz"
-        jl.TRAINER = TRAINER
         server.call("POST", "/upload/storage/v1/b/bench-bucket/o?uploadType=media&name="
-                    + urllib.parse.quote(name, safe=""), raw=jl.sdist("1.0.0"))
+                    + urllib.parse.quote(name, safe=""), raw=jl.sdist("1.0.0", task=TRAINER))
         self.pkg = f"gs://bench-bucket/{name}"
         # One job first: builds the package's environment (cold), not measured.
         server.call("POST", "/v1/projects/bench/jobs", jl.job_body("warmup", self.pkg))
