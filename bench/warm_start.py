@@ -56,7 +56,7 @@ class Side:
             time.sleep(0.05)
         name = "pkgs/1.0.0/trivial_trainer-1.0.0.tar.gz"
         self.server.call("POST", "/upload/storage/v1/b/bench-bucket/o?uploadType=media&name=" +
-                         name.replace("/", "%2F"), raw=jl.sdist("1.0.0"))
+                         name.replace("/", "%2F"), raw=jl.sdist("1.0.0", task=TRAINER))
         self.pkg = "gs://bench-bucket/" + name
         self.create("setup", False)  # the package's environment is built once
         jl.wait_done(self.server, "setup")
@@ -110,7 +110,6 @@ def main():
     ap.add_argument("--jobs", type=int, default=20)
     args = ap.parse_args()
     build = os.path.abspath(args.build)
-    jl.TRAINER = TRAINER  # the package job_latency builds runs this trainer
     with tempfile.TemporaryDirectory() as tmp:
         direct = os.path.join(tmp, "direct")
         os.makedirs(os.path.join(direct, "trivial_trainer"))
