@@ -806,19 +806,15 @@ void LocalExecutor::CheckStalls(absl::Time now, std::vector<std::pair<JobRef, st
         newest = std::max(newest, absl::TimeFromTimespec(st.st_mtim));
       }
     }
-    const StallChange change = Observe(run.stall, ticks, newest, now, run.stall_policy.after);
-    if (change == StallChange::kMovingAgain) notes->push_back({run.ref, ""});
-    if (change != StallChange::kStalled) continue;
-    obs::Metrics::Default().Stalls("local").Increment();
-    const std::string what = DescribeStall(run.stall, now);
-    if (run.stall_policy.fails) {
-      obs::Log("local").warn("{} stalled: {}; ending it", key, what);
-      BeginStop(run, Ending::kFailed, StallFailure(run.stall, now, run.stall_policy, "local.stall_action"),
-                Outcome::kStalled);
+    StallVerdict verdict = JudgeStall(run.stall, ticks, newest, now, run.stall_policy, "local.stall_action");
+    if (verdict.stalled) {
+      obs::Metrics::Default().Stalls("local").Increment();
+      obs::Log("local").warn("{}: {}", key, verdict.text);
+    }
+    if (verdict.kind == StallVerdict::Kind::kNote) notes->push_back({run.ref, std::move(verdict.text)});
+    if (verdict.kind == StallVerdict::Kind::kFail) {
+      BeginStop(run, Ending::kFailed, std::move(verdict.text), Outcome::kStalled);
       ended->push_back(key);
-    } else {
-      obs::Log("local").warn("{} stalled: {}", key, what);
-      notes->push_back({run.ref, absl::StrCat("Stalled: ", what, ".")});
     }
   }
 }
@@ -845,11 +841,9 @@ void LocalExecutor::CheckJoins(absl::Time now, std::vector<std::string>* ended) 
     if (now - run.started_at < options_.join_timeout) continue;
     std::vector<std::string> ports;
     for (int p : run.ports) ports.push_back(std::to_string(p));
-    const std::string message = absl::StrCat(
-        "The replica", missing.size() > 1 ? "s " : " ", absl::StrJoin(missing, ", "),
-        " did not connect to the job's other replicas within ", FormatSpan(options_.join_timeout),
-        " of their start (no TCP connection on the job's ports ", absl::StrJoin(ports, ", "),
-        "): a rendezvous that never completed (the operator's limit: local.join_timeout_seconds).");
+    const std::string message = NotJoinedFailure(missing, options_.join_timeout,
+                                                 absl::StrCat("the job's ports ", absl::StrJoin(ports, ", ")),
+                                                 "local.join_timeout_seconds");
     obs::Log("local").warn("{}: {}", key, message);
     BeginStop(run, Ending::kFailed, message, Outcome::kNotJoined);
     ended->push_back(key);
@@ -869,14 +863,14 @@ void LocalExecutor::Watch() {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) return;
       const absl::Time now = absl::Now();
-      absl::Duration shortest = options_.join_timeout > absl::ZeroDuration() ? options_.join_timeout
-                                                                             : absl::InfiniteDuration();
+      absl::Duration progress_every = WatchEvery({}, options_.join_timeout);
       for (const auto& [key, run] : jobs_) {
-        if (run.stall_policy.after > absl::ZeroDuration()) shortest = std::min(shortest, run.stall_policy.after);
+        const absl::Duration every = WatchEvery(run.stall_policy, options_.join_timeout);
+        if (every > absl::ZeroDuration()) {
+          progress_every = progress_every > absl::ZeroDuration() ? std::min(progress_every, every) : every;
+        }
       }
-      const bool watch_progress = shortest != absl::InfiniteDuration();
-      if (watch_progress) {
-        const absl::Duration progress_every = StallLookEvery(shortest);
+      if (progress_every > absl::ZeroDuration()) {
         next_progress_check = std::min(next_progress_check, now + progress_every);
         if (now >= next_progress_check) {
           CheckStalls(now, &notes, &stalled_ended);

@@ -3,8 +3,11 @@
 #include <algorithm>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/time_format.h"
 
 namespace mle::executor {
@@ -55,6 +58,45 @@ std::string StallFailure(const StallWatch& w, absl::Time now, const StallPolicy&
                       policy.by_label ? "The job asks to be ended when stalled (its label mlengine-stall-action: fail)."
                                       : absl::StrCat("The operator's policy ends stalled jobs (", operator_key,
                                                      ": fail)."));
+}
+
+StallVerdict JudgeStall(StallWatch& w, int64_t cpu_ticks, absl::Time newest_log, absl::Time now,
+                        const StallPolicy& policy, const std::string& operator_key) {
+  switch (Observe(w, cpu_ticks, newest_log, now, policy.after)) {
+    case StallChange::kNone:
+      return {};
+    case StallChange::kMovingAgain:
+      return {StallVerdict::Kind::kNote, "", false};
+    case StallChange::kStalled:
+      if (policy.fails) return {StallVerdict::Kind::kFail, StallFailure(w, now, policy, operator_key), true};
+      return {StallVerdict::Kind::kNote, absl::StrCat("Stalled: ", DescribeStall(w, now), "."), true};
+  }
+  return {};
+}
+
+ReplicaProgress ParseReplicaProgress(std::string_view text) {
+  ReplicaProgress p;
+  for (absl::string_view line : absl::StrSplit(absl::string_view(text.data(), text.size()), '\n')) {
+    int64_t n = 0;
+    if (absl::ConsumePrefix(&line, "cpu_ticks ") && absl::SimpleAtoi(line, &n)) p.cpu_ticks = n;
+    if (absl::ConsumePrefix(&line, "joined ") && absl::SimpleAtoi(line, &n)) p.joined = n != 0;
+  }
+  return p;
+}
+
+absl::Duration WatchEvery(const StallPolicy& stall, absl::Duration join) {
+  absl::Duration shortest = absl::InfiniteDuration();
+  if (stall.after > absl::ZeroDuration()) shortest = stall.after;
+  if (join > absl::ZeroDuration()) shortest = std::min(shortest, join);
+  return shortest == absl::InfiniteDuration() ? absl::ZeroDuration() : StallLookEvery(shortest);
+}
+
+std::string NotJoinedFailure(const std::vector<std::string>& missing, absl::Duration timeout, const std::string& seen,
+                             const std::string& operator_key) {
+  return absl::StrCat("The replica", missing.size() > 1 ? "s " : " ", absl::StrJoin(missing, ", "),
+                      " did not connect to the job's other replicas within ", FormatSpan(timeout),
+                      " of their start (no TCP connection on ", seen,
+                      "): a rendezvous that never completed (the operator's limit: ", operator_key, ").");
 }
 
 absl::Duration StallLookEvery(absl::Duration shortest) {

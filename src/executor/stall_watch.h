@@ -8,7 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "model/job.h"
@@ -36,6 +39,36 @@ std::string DescribeStall(const StallWatch& watch, absl::Time now);
 // The job's errorMessage when the policy ends it.
 std::string StallFailure(const StallWatch& watch, absl::Time now, const StallPolicy& policy,
                          const std::string& operator_key);
+
+// What one look means for the job (Observe, then the policy): nothing, a
+// note for its errorMessage ("Stalled: ..."; "" takes it back), or its end
+// with this message.
+struct StallVerdict {
+  enum class Kind { kNone, kNote, kFail } kind = Kind::kNone;
+  std::string text;
+  bool stalled = false;  // it became stalled at this look (for the metric)
+};
+StallVerdict JudgeStall(StallWatch& watch, int64_t cpu_ticks, absl::Time newest_log, absl::Time now,
+                        const StallPolicy& policy, const std::string& operator_key);
+
+// What a replica's shim records (mlengine-replica --progress): its CPU time,
+// and with --join-ports whether it connected (absent: not watched).
+struct ReplicaProgress {
+  std::optional<int64_t> cpu_ticks;
+  std::optional<bool> joined;
+};
+ReplicaProgress ParseReplicaProgress(std::string_view text);
+
+// How often the shims record and the watch looks for a job with `stall`
+// and a join deadline `join` (0: none): a few times per the shorter limit;
+// 0 when neither applies.
+absl::Duration WatchEvery(const StallPolicy& stall, absl::Duration join);
+
+// The errorMessage of a job whose replicas `missing` had not connected within
+// `timeout`: `seen` says how that was seen ("the job's ports 5000, 5001"),
+// `operator_key` which setting it was.
+std::string NotJoinedFailure(const std::vector<std::string>& missing, absl::Duration timeout, const std::string& seen,
+                             const std::string& operator_key);
 
 // "45 s", "31 min", "2.5 h".
 std::string FormatSpan(absl::Duration d);

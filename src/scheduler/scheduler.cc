@@ -6,9 +6,7 @@
 
 #include <set>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/status.h"
 #include "common/time_format.h"
 #include "obs/log.h"
 #include "obs/metrics.h"
@@ -258,7 +256,9 @@ void Scheduler::Handle(const Event& e) {
     if (auto it = active_.find(hosts->key); it != active_.end()) it->second.hosts = hosts->hosts;
   } else if (const auto* pre = std::get_if<PreemptEvent>(&e)) {
     auto it = active_.find(pre->key);
-    if (it == active_.end() || !it->second.launched || it->second.stop_end != model::AttemptEnd::kPreempted) return;
+    // Whatever the stop is now (a cancel may have taken the preemption over
+    // while its note was being written), it goes out once that is durable.
+    if (it == active_.end() || !it->second.launched || !it->second.preempted) return;
     executor_->Cancel({pre->key.project, pre->key.job_id}, it->second.stop_reason);
   } else if (const auto* policy = std::get_if<PolicyEvent>(&e)) {
     if (policy->quotas) quotas_ = policy->quotas;
@@ -317,10 +317,10 @@ void Scheduler::OnAdopt(const model::Job& job) {
   } else if (!job.preempted_by.empty()) {
     // It was being stopped for a preemption: stop it (again) and queue it
     // again once it stopped.
-    held.stop_requested = true;
-    held.preempted = true;
-    held.stop_end = model::AttemptEnd::kPreempted;
-    held.stop_reason = job.error_message;
+    const size_t slash = job.preempted_by.find('/');
+    MarkPreempted(held, job.preempted_by.substr(0, slash) == key.project
+                            ? absl::StrCat("job ", job.preempted_by.substr(slash + 1))
+                            : "a job of a project below its fair share");
     executor_->Cancel({key.project, key.job_id}, held.stop_reason);
   }
 }
@@ -534,19 +534,23 @@ void Scheduler::Stop(const JobKey& key, const std::string& reason, model::Attemp
   if (a.launched && !preempting) executor_->Cancel({key.project, key.job_id}, reason);
 }
 
+void Scheduler::MarkPreempted(Active& a, const std::string& by) {
+  a.stop_requested = true;
+  a.preempted = true;
+  a.stop_end = model::AttemptEnd::kPreempted;
+  a.preempted_by = absl::StrCat("Preempted by ", by);
+  a.stop_reason = absl::StrCat(a.preempted_by, ": its replicas are being stopped (SIGTERM, then their grace period); "
+                               "the job is then queued again and runs as attempt ",
+                               model::CurrentAttempt(a.job) + 1, ".");
+}
+
 void Scheduler::Preempt(const JobKey& victim, const QueuedJob& head) {
   auto it = active_.find(victim);
   if (it == active_.end() || it->second.stop_requested) return;
   Active& a = it->second;
-  const std::string by = head.key.project == victim.project
-                             ? absl::StrCat("job ", head.key.job_id, " (priority ", head.priority, ")")
-                             : "a job of a project below its fair share";
-  a.stop_requested = true;
-  a.preempted = true;
-  a.stop_end = model::AttemptEnd::kPreempted;
-  a.stop_reason = absl::StrCat("Preempted by ", by, ": its replicas are being stopped (SIGTERM, then their grace "
-                               "period); the job is then queued again and runs as attempt ",
-                               model::CurrentAttempt(a.job) + 1, ".");
+  MarkPreempted(a, head.key.project == victim.project
+                       ? absl::StrCat("job ", head.key.job_id, " (priority ", head.priority, ")")
+                       : "a job of a project below its fair share");
   obs::Log("scheduler").info("preempting {}/{} (priority {}) for {}/{} (priority {})", victim.project, victim.job_id,
                              PriorityOf(a.job), head.key.project, head.key.job_id, head.priority);
   JobUpdate note{a.running ? JobState::kRunning : JobState::kPreparing, a.stop_reason, true};
@@ -597,7 +601,7 @@ void Scheduler::OnEnded(const EndedEvent& e) {
   if (end == model::AttemptEnd::kPreempted) {
     obs::Metrics::Default().Requeues("preempted").Increment();
     const std::string when = FormatWhen(clock_.Now(), clock_.Now());
-    model::Attempt attempt = EndedAttempt(a, end, a.stop_reason.substr(0, a.stop_reason.find(':')));
+    model::Attempt attempt = EndedAttempt(a, end, a.preempted_by);
     Requeue(e.key, std::move(a), std::move(attempt),
             absl::StrCat("Attempt ", number, " was preempted at ", when, " (", e.key.job_id,
                          " is queued again; attempt ", number + 1, " starts from the beginning of its program and "

@@ -232,6 +232,7 @@ class Scheduler final : public executor::ExecutorEvents {
     model::JobState stop_state = model::JobState::kCancelled;
     model::AttemptEnd stop_end = model::AttemptEnd::kCancelled;  // kPreempted: queued again once stopped
     bool preempted = false;  // chosen as a victim (even if a cancel then took over)
+    std::string preempted_by;  // "Preempted by job b (priority 5)": its attempt's message
     // Handed to an executor that queues jobs itself (PlacesJobs) and not yet
     // given its nodes: maxWaitTime still applies.
     bool waiting = false;
@@ -256,6 +257,8 @@ class Scheduler final : public executor::ExecutorEvents {
   void TryPlace();
   void Stop(const JobKey& key, const std::string& reason,
             model::AttemptEnd end = model::AttemptEnd::kCancelled);
+  // Marks `a` as being stopped for a preemption by `by` ("job b (priority 5)").
+  void MarkPreempted(Active& a, const std::string& by);
   // Stops `victim` for `head` (a plan's preemption); it is queued again.
   void Preempt(const JobKey& victim, const QueuedJob& head);
   // The attempt of `a` that ended now, as `end` says.

@@ -1209,38 +1209,32 @@ std::vector<FieldViolation> ValidateLabels(const std::map<std::string, std::stri
                                    value, key, kMaxLabelValueLength));
     }
   }
-  // mlengine's own settings (model/job.h).
-  if (auto it = labels.find(model::kRetriesLabel); it != labels.end()) {
-    int n = 0;
-    if (!absl::SimpleAtoi(it->second, &n) || n < 0 || n > model::kMaxRetries) {
-      v.Add(Cat(path, ".", model::kRetriesLabel),
-            absl::StrFormat("\"%s\" is not a number of retries from 0 to %d (how often an attempt lost to the "
-                            "infrastructure is run again)",
-                            it->second, model::kMaxRetries));
-    }
-  }
-  if (auto it = labels.find(model::kStallAfterLabel); it != labels.end()) {
+  // mlengine's own settings (model/job.h): a number in a range, or one of two words.
+  auto number = [&](const char* key, int64_t max, const std::string& what) {
+    auto it = labels.find(key);
     int64_t n = 0;
-    if (!absl::SimpleAtoi(it->second, &n) || n < 0 || n > model::kMaxStallAfterSeconds) {
-      v.Add(Cat(path, ".", model::kStallAfterLabel),
-            absl::StrFormat("\"%s\" is not a number of seconds from 0 (never) to %d (a week): how long the job's "
-                            "replicas may write no log line and use no CPU before it counts as stalled",
-                            it->second, model::kMaxStallAfterSeconds));
+    if (it != labels.end() && (!absl::SimpleAtoi(it->second, &n) || n < 0 || n > max)) {
+      v.Add(Cat(path, ".", key), absl::StrFormat("\"%s\" is not %s", it->second, what));
     }
-  }
-  if (auto it = labels.find(model::kStallActionLabel);
-      it != labels.end() && it->second != "flag" && it->second != "fail") {
-    v.Add(Cat(path, ".", model::kStallActionLabel),
-          absl::StrFormat("\"%s\" is neither flag (say so in the job's errorMessage) nor fail (end the job)",
-                          it->second));
-  }
-  if (auto it = labels.find(model::kRetryFailuresLabel);
-      it != labels.end() && it->second != "true" && it->second != "false") {
-    v.Add(Cat(path, ".", model::kRetryFailuresLabel),
-          absl::StrFormat("\"%s\" is neither true nor false (whether a failure of the trainer itself is retried "
-                          "too)",
-                          it->second));
-  }
+  };
+  auto either = [&](const char* key, const char* a, const char* b, const std::string& what) {
+    auto it = labels.find(key);
+    if (it != labels.end() && it->second != a && it->second != b) {
+      v.Add(Cat(path, ".", key), absl::StrFormat("\"%s\" is neither %s", it->second, what));
+    }
+  };
+  number(model::kRetriesLabel, model::kMaxRetries,
+         absl::StrFormat("a number of retries from 0 to %d (how often an attempt lost to the infrastructure is run "
+                         "again)",
+                         model::kMaxRetries));
+  number(model::kStallAfterLabel, model::kMaxStallAfterSeconds,
+         absl::StrFormat("a number of seconds from 0 (never) to %d (a week): how long the job's replicas may write "
+                         "no log line and use no CPU before it counts as stalled",
+                         model::kMaxStallAfterSeconds));
+  either(model::kStallActionLabel, "flag", "fail",
+         "flag (say so in the job's errorMessage) nor fail (end the job)");
+  either(model::kRetryFailuresLabel, "true", "false",
+         "true nor false (whether a failure of the trainer itself is retried too)");
   return v.Take();
 }
 

@@ -602,6 +602,24 @@ TEST_F(SchedulerTest, ACancelWhileBeingPreemptedEndsTheJobCancelled) {
   EXPECT_EQ(recorder_.refused, 0);
 }
 
+TEST_F(SchedulerTest, ACancelBeforeThePreemptionIsDurableStillStopsTheJob) {
+  scheduler_->Submit(Job("low", 0));
+  Settle();
+  scheduler_->JobStarted({"p", "low"});
+  Settle();
+  scheduler_->Submit(Job("urgent", 5));
+  scheduler_->RunPending();  // the preemption's note is written, not yet durable
+  scheduler_->Cancel({"p", "low"});
+  scheduler_->RunPending();
+  EXPECT_TRUE(executor_.cancelled.empty());
+  Settle();
+  EXPECT_EQ(executor_.cancelled, std::vector<std::string>{"low"}) << "the stop goes out once the note is durable";
+  scheduler_->JobEnded({"p", "low"}, executor::Outcome::kStopped, "");
+  Settle();
+  EXPECT_EQ(State("low"), JobState::kCancelled);
+  EXPECT_EQ(recorder_.refused, 0);
+}
+
 TEST_F(SchedulerTest, AJobBeingPreemptedWhenMlenginedRestartedIsStoppedAndQueuedAgain) {
   executor_.runs["low"] = model::Placement{{{"master-replica-0", {"localhost", {}}}}, {}, false};
   model::Job low = Job("low", 0, "", JobState::kRunning);

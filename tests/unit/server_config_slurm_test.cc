@@ -71,29 +71,39 @@ TEST(ServerConfigRegions, Table) {
   });
 }
 
-// `local.stall_after_seconds` / `local.stall_action`: an hour and a flag by
-// default; 0 turns the watch off; anything else is refused saying what is.
+// `local.` and `slurm.` stall_after_seconds / stall_action /
+// join_timeout_seconds: an hour, a flag and off by default; 0 turns the
+// stall watch off; anything else is refused saying which key.
 TEST(ServerConfigStalls, Table) {
   struct Row {
-    std::string yaml;
+    std::string yaml;  // "S" stands for the section
     int64_t after = 0;
     bool fails = false;
-    std::string error;  // part of the refusal; "" accepted
+    std::string error;  // part of the refusal ("S." for the section); "" accepted
   };
   const std::vector<Row> rows = {
       {"", 3600, false, ""},
-      {"local: {stall_after_seconds: 0}\n", 0, false, ""},
-      {"local: {stall_after_seconds: 600, stall_action: fail}\n", 600, true, ""},
-      {"local: {stall_action: flag}\n", 3600, false, ""},
-      {"local: {stall_after_seconds: -1}\n", 0, false, "local.stall_after_seconds must be 0 (never)"},
-      {"local: {stall_action: kill}\n", 0, false, "local.stall_action must be \"flag\""},
-      {"local: {join_timeout_seconds: -5}\n", 0, false, "local.join_timeout_seconds must be 0 (never)"},
+      {"S: {stall_after_seconds: 0}\n", 0, false, ""},
+      {"S: {stall_after_seconds: 600, stall_action: fail}\n", 600, true, ""},
+      {"S: {stall_action: flag}\n", 3600, false, ""},
+      {"S: {stall_after_seconds: -1}\n", 0, false, "S.stall_after_seconds must be 0 (never)"},
+      {"S: {stall_action: kill}\n", 0, false, "S.stall_action must be \"flag\""},
+      {"S: {join_timeout_seconds: -5}\n", 0, false, "S.join_timeout_seconds must be 0 (never)"},
   };
-  ParseRows(rows, [](const Row& row, const ServerConfig& config) {
-    EXPECT_EQ(config.stall_after_seconds, row.after) << row.yaml;
-    EXPECT_EQ(config.stall_fails, row.fails) << row.yaml;
-    EXPECT_EQ(config.join_timeout_seconds, 0) << "off unless asked for: " << row.yaml;
-  });
+  for (const std::string section : {"local", "slurm"}) {
+    std::vector<Row> in_section = rows;
+    for (Row& row : in_section) {
+      if (row.yaml.starts_with("S:")) row.yaml.replace(0, 1, section);
+      if (row.error.starts_with("S.")) row.error.replace(0, 1, section);
+    }
+    ParseRows(in_section, [&section](const Row& row, const ServerConfig& config) {
+      const bool local = section == "local";
+      EXPECT_EQ(local ? config.stall_after_seconds : config.slurm.stall_after_seconds, row.after) << row.yaml;
+      EXPECT_EQ(local ? config.stall_fails : config.slurm.stall_fails, row.fails) << row.yaml;
+      EXPECT_EQ(local ? config.join_timeout_seconds : config.slurm.join_timeout_seconds, 0)
+          << "off unless asked for: " << row.yaml;
+    });
+  }
 }
 
 // `scheduling.preemption` and `scheduling.max_retries`: preemption on,
@@ -123,27 +133,6 @@ TEST(ServerConfigInterruptions, Table) {
     EXPECT_EQ(config.preemption.for_share, row.for_share) << row.yaml;
     EXPECT_EQ(config.preemption.exempt_projects, row.exempt) << row.yaml;
     EXPECT_EQ(config.retries.infrastructure, row.retries) << row.yaml;
-  });
-}
-
-// `slurm.stall_after_seconds` / `slurm.stall_action`: the same as local's.
-TEST(ServerConfigSlurmStalls, Table) {
-  struct Row {
-    std::string yaml;
-    int64_t after = 0;
-    bool fails = false;
-    std::string error;  // part of the refusal; "" accepted
-  };
-  const std::vector<Row> rows = {
-      {"slurm: {}\n", 3600, false, ""},
-      {"slurm: {stall_after_seconds: 60, stall_action: fail}\n", 60, true, ""},
-      {"slurm: {stall_after_seconds: -1}\n", 0, false, "slurm.stall_after_seconds must be 0 (never)"},
-      {"slurm: {stall_action: kill}\n", 0, false, "slurm.stall_action must be \"flag\""},
-      {"slurm: {join_timeout_seconds: -3}\n", 0, false, "slurm.join_timeout_seconds must be 0 (never)"},
-  };
-  ParseRows(rows, [](const Row& row, const ServerConfig& config) {
-    EXPECT_EQ(config.slurm.stall_after_seconds, row.after) << row.yaml;
-    EXPECT_EQ(config.slurm.stall_fails, row.fails) << row.yaml;
   });
 }
 

@@ -66,5 +66,43 @@ TEST(StallWatchTest, TheJobsLabelsReplaceTheOperatorsPolicyAndSaySo) {
   EXPECT_EQ(StallLookEvery(absl::Milliseconds(100)), absl::Milliseconds(250));
 }
 
+TEST(StallWatchTest, AVerdictSaysTheStallOrEndsTheJobAsThePolicySays) {
+  for (bool fails : {false, true}) {
+    StallWatch w;
+    const StallPolicy policy{absl::Seconds(10), fails, false};
+    EXPECT_EQ(JudgeStall(w, 1, t0, t0, policy, "x.stall_action").kind, StallVerdict::Kind::kNone);
+    const StallVerdict stalled = JudgeStall(w, 1, t0, t0 + absl::Seconds(10), policy, "x.stall_action");
+    EXPECT_TRUE(stalled.stalled);
+    EXPECT_EQ(stalled.kind, fails ? StallVerdict::Kind::kFail : StallVerdict::Kind::kNote);
+    EXPECT_EQ(stalled.text.rfind(fails ? "The job stalled: " : "Stalled: its replicas wrote no log line", 0), 0u)
+        << stalled.text;
+    const StallVerdict moving = JudgeStall(w, 2, t0, t0 + absl::Seconds(11), policy, "x.stall_action");
+    EXPECT_EQ(moving.kind, StallVerdict::Kind::kNote);
+    EXPECT_EQ(moving.text, "") << "taken back";
+    EXPECT_FALSE(moving.stalled);
+  }
+}
+
+TEST(StallWatchTest, WhatAShimRecordsAndHowOftenItIsLookedAt) {
+  ReplicaProgress p = ParseReplicaProgress("cpu_ticks 37\njoined 1\n");
+  EXPECT_EQ(p.cpu_ticks, 37);
+  EXPECT_EQ(p.joined, true);
+  p = ParseReplicaProgress("cpu_ticks 5\n");
+  EXPECT_EQ(p.cpu_ticks, 5);
+  EXPECT_FALSE(p.joined.has_value()) << "no ports watched";
+  EXPECT_EQ(ParseReplicaProgress("cpu_ticks 5\njoined 0\n").joined, false);
+  EXPECT_FALSE(ParseReplicaProgress("").cpu_ticks.has_value());
+
+  EXPECT_EQ(WatchEvery({absl::Hours(1), false, false}, absl::ZeroDuration()), absl::Seconds(30));
+  EXPECT_EQ(WatchEvery({absl::Hours(1), false, false}, absl::Seconds(8)), absl::Seconds(2));
+  EXPECT_EQ(WatchEvery({absl::ZeroDuration(), false, false}, absl::ZeroDuration()), absl::ZeroDuration());
+
+  EXPECT_EQ(NotJoinedFailure({"master-replica-0", "worker-replica-0"}, absl::Seconds(8), "the job's ports 5000",
+                             "local.join_timeout_seconds"),
+            "The replicas master-replica-0, worker-replica-0 did not connect to the job's other replicas within 8 s "
+            "of their start (no TCP connection on the job's ports 5000): a rendezvous that never completed (the "
+            "operator's limit: local.join_timeout_seconds).");
+}
+
 }  // namespace
 }  // namespace mle::executor

@@ -6,8 +6,6 @@
 #include <filesystem>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -721,13 +719,6 @@ void SlurmExecutor::PollOnce() {
   LookForStalls();
 }
 
-absl::Duration SlurmExecutor::WatchEvery(const StallPolicy& stall, absl::Duration join) {
-  absl::Duration shortest = absl::InfiniteDuration();
-  if (stall.after > absl::ZeroDuration()) shortest = stall.after;
-  if (join > absl::ZeroDuration()) shortest = std::min(shortest, join);
-  return shortest == absl::InfiniteDuration() ? absl::ZeroDuration() : StallLookEvery(shortest);
-}
-
 bool SlurmExecutor::WatchesJoins(const model::Job& job, const model::JobDemand& demand) const {
   const bool containers = job.training_input && model::UsesCustomContainer(*job.training_input);
   return options_.join_timeout > absl::ZeroDuration() && demand.replicas.size() > 1 && !containers;
@@ -761,66 +752,50 @@ void SlurmExecutor::LookForStalls() {
     absl::Time newest = absl::InfinitePast();
     std::vector<std::string> not_joined;
     for (const std::string& task : look.tasks) {
-      const std::string text = ReadFileOrEmpty(common::ReplicaProgressPath(look.dir, task));
-      int64_t t = 0;
-      if (absl::StartsWith(text, "cpu_ticks ") &&
-          absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::string_view(text).substr(10, text.find('\n') - 10)), &t)) {
-        ticks += t;
-      }
+      const ReplicaProgress progress =
+          ParseReplicaProgress(ReadFileOrEmpty(common::ReplicaProgressPath(look.dir, task)));
+      ticks += progress.cpu_ticks.value_or(0);
       // No record yet, or "joined 0"; a shim given no ports to watch (a TPU
       // host's worker) writes no "joined" line and is not waited for.
-      if (text.empty() || text.find("\njoined 0\n") != std::string::npos) not_joined.push_back(task);
+      if (!progress.cpu_ticks || progress.joined == false) not_joined.push_back(task);
       struct stat st;
       if (::stat(common::ReplicaLogPath(look.dir, task).c_str(), &st) == 0) {
         newest = std::max(newest, absl::TimeFromTimespec(st.st_mtim));
       }
     }
-    std::string note;
-    bool tell = false;
+    StallVerdict verdict;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = jobs_.find(look.key);
       if (it == jobs_.end() || it->second.generation != look.generation || it->second.job.cancel_requested) continue;
       Entry& e = it->second;
+      // Ends the job (the next round's scancel) as `outcome`, saying `message`.
+      auto end = [&](std::string message, Outcome outcome) {
+        obs::Log("slurm").warn("{}: {}", look.key, message);
+        e.job.cancel_requested = true;
+        e.job.cancel_reason = std::move(message);
+        e.job.cancel_outcome = outcome;
+        poll_soon_ = true;
+        poll_cv_.notify_all();
+      };
       if (e.watch_joins && !e.joined) {
         if (not_joined.empty()) {
           e.joined = true;
         } else if (now - e.running_since >= options_.join_timeout) {
-          const std::string message = absl::StrCat(
-              "The replica", not_joined.size() > 1 ? "s " : " ", absl::StrJoin(not_joined, ", "),
-              " did not connect to the job's other replicas within ", FormatSpan(options_.join_timeout),
-              " of their start (no TCP connection on the job's ports, as their shims saw it on their nodes): a "
-              "rendezvous that never completed (the operator's limit: slurm.join_timeout_seconds).");
-          obs::Log("slurm").warn("{}: {}", look.key, message);
-          e.job.cancel_requested = true;
-          e.job.cancel_reason = message;
-          e.job.cancel_outcome = Outcome::kNotJoined;
-          poll_soon_ = true;
-          poll_cv_.notify_all();
+          end(NotJoinedFailure(not_joined, options_.join_timeout,
+                               "the job's ports, as their shims saw it on their nodes", "slurm.join_timeout_seconds"),
+              Outcome::kNotJoined);
           continue;
         }
       }
-      const StallChange change = Observe(e.stall, ticks, newest, now, e.stall_policy.after);
-      if (change == StallChange::kMovingAgain) {
-        tell = true;
-      } else if (change == StallChange::kStalled) {
-        obs::Metrics::Default().Stalls("slurm").Increment();
-        const std::string what = DescribeStall(e.stall, now);
-        if (e.stall_policy.fails) {
-          obs::Log("slurm").warn("{} stalled: {}; ending it", look.key, what);
-          e.job.cancel_requested = true;
-          e.job.cancel_reason = StallFailure(e.stall, now, e.stall_policy, "slurm.stall_action");
-          e.job.cancel_outcome = Outcome::kStalled;
-          poll_soon_ = true;
-          poll_cv_.notify_all();
-        } else {
-          obs::Log("slurm").warn("{} stalled: {}", look.key, what);
-          note = absl::StrCat("Stalled: ", what, ".");
-          tell = true;
-        }
-      }
+      verdict = JudgeStall(e.stall, ticks, newest, now, e.stall_policy, "slurm.stall_action");
+      if (verdict.stalled) obs::Metrics::Default().Stalls("slurm").Increment();
+      if (verdict.kind == StallVerdict::Kind::kFail) end(std::move(verdict.text), Outcome::kStalled);
     }
-    if (tell && events_ != nullptr) events_->JobNote(look.ref, note);
+    if (verdict.kind == StallVerdict::Kind::kNote && events_ != nullptr) {
+      if (verdict.stalled) obs::Log("slurm").warn("{}: {}", look.key, verdict.text);
+      events_->JobNote(look.ref, verdict.text);
+    }
   }
 }
 

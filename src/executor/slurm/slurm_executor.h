@@ -143,8 +143,6 @@ class SlurmExecutor final : public Executor, public scheduler::QuotaMirror {
   // The stall watch's round (the poller's, after each poll): each running
   // job due a look, its replicas' progress files and logs read.
   void LookForStalls();
-  // How often the shims record and the watch looks (0: neither watches).
-  static absl::Duration WatchEvery(const StallPolicy& stall, absl::Duration join);
   // Whether the join deadline applies to `job` (several replicas, not in
   // containers, whose processes are podman's) under these options.
   bool WatchesJoins(const model::Job& job, const model::JobDemand& demand) const;
