@@ -1,5 +1,6 @@
 // fetch() with the signed-in user's token. Every error becomes an ApiError
 // carrying the API's own message and HTTP status; a 401 signs the user out.
+import { createParser } from 'eventsource-parser';
 
 const TOKEN_KEY = 'mlengine.token';
 
@@ -88,6 +89,43 @@ export async function api(path, opts = {}) {
   const res = await send(path, opts);
   const t = await res.text();
   return t ? JSON.parse(t) : {};
+}
+
+// Follows a streamed response (alt=sse): each server-sent event's type
+// ('' for a plain one) and JSON data to `onEvent`, until the server ends the
+// body (resolves) or `opts.signal` aborts. An event named "error" carries
+// Google's error body: it is thrown as an ApiError.
+export async function apiStream(path, onEvent, opts = {}) {
+  const res = await send(path, opts);
+  let failure = null;
+  const parser = createParser({
+    onEvent(event) {
+      if (failure) return;
+      let data;
+      try {
+        data = JSON.parse(event.data);
+      } catch {
+        failure = new ApiError('The server sent an event that is not JSON.', res.status);
+        return;
+      }
+      if (event.event === 'error') {
+        const e = (data && data.error) || {};
+        failure = new ApiError(e.message || 'The stream ended with an error.', e.code || 500, e.status || '');
+        return;
+      }
+      onEvent(event.event || '', data);
+    },
+  });
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    parser.feed(value);
+    if (failure) {
+      reader.cancel().catch(() => {});
+      throw failure;
+    }
+  }
 }
 
 // The bytes of a call as a Blob (downloads).

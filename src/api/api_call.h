@@ -57,8 +57,10 @@ struct Services {
 
 using HandlerFn = void (*)(const Services&, const Call&, Responder);
 
-// Unknown query parameters are refused, never ignored.
-absl::Status CheckQuery(const Call& call, std::initializer_list<absl::string_view> method_params);
+// Unknown query parameters are refused, never ignored; so is an `alt`
+// other than json, or than one of `alts` where a method serves others.
+absl::Status CheckQuery(const Call& call, std::initializer_list<absl::string_view> method_params,
+                        std::initializer_list<absl::string_view> alts = {"json"});
 
 HttpResponse Render(const nlohmann::json& value, bool pretty, int status = 200);
 HttpResponse Fail(const absl::Status& s, bool pretty);

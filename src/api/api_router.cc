@@ -50,7 +50,8 @@ absl::StatusOr<Call> ParseCall(const HttpRequest& req) {
 
 }  // namespace
 
-absl::Status CheckQuery(const Call& call, std::initializer_list<absl::string_view> method_params) {
+absl::Status CheckQuery(const Call& call, std::initializer_list<absl::string_view> method_params,
+                        std::initializer_list<absl::string_view> alts) {
   std::vector<common::FieldViolation> violations;
   for (const auto& [k, v] : call.query) {
     bool known = std::find(std::begin(kStandardParams), std::end(kStandardParams), k) != std::end(kStandardParams) ||
@@ -60,7 +61,10 @@ absl::Status CheckQuery(const Call& call, std::initializer_list<absl::string_vie
     }
   }
   const std::string alt = call.Param("alt");
-  if (!alt.empty() && alt != "json") violations.push_back({"alt", "only alt=json is supported"});
+  if (!alt.empty() && std::find(alts.begin(), alts.end(), alt) == alts.end()) {
+    violations.push_back({"alt", alts.size() == 1 ? std::string("only alt=json is supported")
+                                                  : absl::StrCat("must be one of: ", absl::StrJoin(alts, ", "))});
+  }
   const std::string xgafv = call.Param("$.xgafv");
   if (!xgafv.empty() && xgafv != "1" && xgafv != "2") violations.push_back({"$.xgafv", "must be 1 or 2"});
   const std::string pretty = call.Param("prettyPrint");
@@ -149,11 +153,55 @@ void ListJobs(const Services& s, const Call& call, Responder respond) {
   respond(Render(codec::EncodeListJobsResponse(result->jobs, result->next_page_token), pretty));
 }
 
+// A page of a job's log as the logs endpoint answers it.
+json LogPageJson(const service::LogResult& r) {
+  json entries = json::array();
+  for (const auto& e : r.page.entries) {
+    json entry = {{"timestamp", e.timestamp},
+                  {"taskName", e.task_name},
+                  {"stream", e.is_stderr ? "stderr" : "stdout"},
+                  {"severity", e.is_stderr ? "ERROR" : "INFO"},
+                  {"message", e.message}};
+    if (!e.trial_id.empty()) entry["trialId"] = e.trial_id;
+    entries.push_back(std::move(entry));
+  }
+  json out = {{"entries", std::move(entries)}, {"nextPageToken", r.page.next_page_token}};
+  if (r.job_ended) out["jobEnded"] = true;
+  return out;
+}
+
+// One server-sent event: "data: JSON" (on one line) and a blank line;
+// `event` names it where it is not a page.
+std::string SseEvent(const json& data, const std::string& event = "") {
+  std::string out = event.empty() ? "" : absl::StrCat("event: ", event, "\n");
+  absl::StrAppend(&out, "data: ", data.dump(-1, ' ', false, json::error_handler_t::replace), "\n\n");
+  return out;
+}
+
+// A follower of a job's log over a streamed response (alt=sse): each page
+// one event, encoded once for every follower at the same place.
+class SseLogFollower : public service::LogFollower {
+ public:
+  explicit SseLogFollower(std::shared_ptr<BodyStream> stream) : stream_(std::move(stream)) {}
+  bool Ready() const override { return stream_->idle(); }
+  bool Gone() const override { return stream_->closed(); }
+  void Send(std::shared_ptr<const service::SharedPage> page) override {
+    stream_->Write(page->Encoded("sse", [](const service::LogResult& r) { return SseEvent(LogPageJson(r)); }));
+  }
+  void End(absl::Status status) override {
+    if (!status.ok()) stream_->Write(std::make_shared<const std::string>(SseEvent(codec::EncodeError(status), "error")));
+    stream_->End();
+  }
+
+ private:
+  const std::shared_ptr<BodyStream> stream_;
+};
+
 // mlengine's log endpoint (stock gcloud reads Cloud Logging instead); see
-// docs/runtime-contract.md.
+// docs/runtime-contract.md. alt=sse follows the log in one streamed response.
 void ReadLogs(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
-  if (auto st = CheckQuery(call, {"pageToken", "taskName", "trialId", "waitSeconds"}); !st.ok()) {
+  if (auto st = CheckQuery(call, {"pageToken", "taskName", "trialId", "waitSeconds"}, {"json", "sse"}); !st.ok()) {
     return respond(Fail(st, pretty));
   }
   service::LogRequest request;
@@ -167,22 +215,20 @@ void ReadLogs(const Services& s, const Call& call, Responder respond) {
     }
     request.wait = absl::Seconds(seconds);
   }
+  if (call.Param("alt") == "sse") {
+    auto stream = std::make_shared<BodyStream>();
+    auto st = s.logs.Follow(call.Var("project"), call.Var("job"), std::move(request),
+                            std::make_shared<SseLogFollower>(stream));
+    if (!st.ok()) return respond(Fail(st, pretty));
+    HttpResponse response;
+    response.content_type = "text/event-stream; charset=UTF-8";
+    response.stream = std::move(stream);
+    return respond(std::move(response));
+  }
   s.logs.Read(call.Var("project"), call.Var("job"), std::move(request),
               [respond, pretty](absl::StatusOr<service::LogResult> r) {
                 if (!r.ok()) return respond(RenderError(r.status(), pretty));
-                json entries = json::array();
-                for (const auto& e : r->page.entries) {
-                  json entry = {{"timestamp", e.timestamp},
-                                {"taskName", e.task_name},
-                                {"stream", e.is_stderr ? "stderr" : "stdout"},
-                                {"severity", e.is_stderr ? "ERROR" : "INFO"},
-                                {"message", e.message}};
-                  if (!e.trial_id.empty()) entry["trialId"] = e.trial_id;
-                  entries.push_back(std::move(entry));
-                }
-                json out = {{"entries", entries}, {"nextPageToken", r->page.next_page_token}};
-                if (r->job_ended) out["jobEnded"] = true;
-                respond(Render(out, pretty));
+                respond(Render(LogPageJson(*r), pretty));
               });
 }
 

@@ -5,10 +5,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <array>
+#include <cstdio>
+#include <deque>
+#include <optional>
 #include <vector>
 #include <limits>
 #include <string_view>
@@ -189,6 +196,115 @@ class UploadChecksummer : public std::enable_shared_from_this<UploadChecksummer>
 };
 
 constexpr std::string_view kRequestIdHeader = "X-Request-Id";
+// What a client may send (a pipelined request) while a stream is open to it.
+constexpr size_t kMaxBytesDuringStream = 1 << 20;
+
+}  // namespace
+
+// A streamed body's pieces go out as chunks (RFC 9112 7.1): "SIZE\r\n",
+// the bytes, "\r\n".
+struct ChunkFrame {
+  char head[20];
+  size_t head_size;
+  explicit ChunkFrame(size_t size) {
+    head_size = static_cast<size_t>(std::snprintf(head, sizeof(head), "%zx\r\n", size));
+  }
+  std::array<asio::const_buffer, 3> Buffers(const std::string& bytes) const {
+    return {asio::const_buffer(head, head_size), asio::const_buffer(bytes.data(), bytes.size()),
+            asio::const_buffer("\r\n", 2)};
+  }
+};
+
+struct BodyStream::Impl {
+  struct Piece {
+    std::shared_ptr<const std::string> bytes;
+    size_t sent = 0;  // of its chunk, already sent
+  };
+  std::mutex mu;
+  std::deque<Piece> queue;
+  bool sending = false;  // the session is sending (or about to send) a piece
+  bool ended = false;
+  bool closed = false;
+  // The connection's socket, while a writer may send to it directly (the
+  // session clears it, under mu, before it closes the socket).
+  int fd = -1;
+  // Set by the session that sends the stream: has it send what is queued.
+  std::function<void()> wake;
+
+  // Takes the session's turn to send, if it is attached and idle; call the
+  // result (outside the lock).
+  std::function<void()> TakeTurn() {
+    if (!wake || sending) return nullptr;
+    sending = true;
+    return wake;
+  }
+  // With mu held, nothing queued or being sent: sends what the socket takes
+  // of `piece`'s chunk now, from the writer's thread (no hop to the
+  // session's, the common case of a client that keeps up).
+  void SendNow(Piece& piece) {
+    const ChunkFrame frame(piece.bytes->size());
+    const auto buffers = frame.Buffers(*piece.bytes);
+    iovec iov[3];
+    for (size_t i = 0; i < 3; ++i) {
+      iov[i].iov_base = const_cast<void*>(buffers[i].data());
+      iov[i].iov_len = buffers[i].size();
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 3;
+    const ssize_t n = ::sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) piece.sent = static_cast<size_t>(n);  // an error: the session's write meets it too
+  }
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu);
+    closed = true;
+    fd = -1;
+    queue.clear();
+    wake = nullptr;
+  }
+};
+
+BodyStream::BodyStream() : impl_(std::make_shared<Impl>()) {}
+
+bool BodyStream::Write(std::shared_ptr<const std::string> bytes) {
+  std::function<void()> wake;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->closed || impl_->ended) return false;
+    Impl::Piece piece{std::move(bytes), 0};
+    if (impl_->fd >= 0 && !impl_->sending && impl_->queue.empty()) {
+      impl_->SendNow(piece);
+      if (piece.sent == ChunkFrame(piece.bytes->size()).head_size + piece.bytes->size() + 2) return true;
+    }
+    impl_->queue.push_back(std::move(piece));
+    wake = impl_->TakeTurn();
+  }
+  if (wake) wake();
+  return true;
+}
+
+void BodyStream::End() {
+  std::function<void()> wake;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->closed || impl_->ended) return;
+    impl_->ended = true;
+    wake = impl_->TakeTurn();
+  }
+  if (wake) wake();
+}
+
+bool BodyStream::idle() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->queue.empty() && !impl_->sending;
+}
+
+bool BodyStream::closed() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->closed;
+}
+
+namespace {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
@@ -209,7 +325,10 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
-  ~Session() { RemoveUpload(); }
+  ~Session() {
+    RemoveUpload();
+    if (body_stream_) body_stream_->Close();
+  }
 
   void Run() {
     asio::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::Read, shared_from_this()));
@@ -583,6 +702,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void Write(HttpResponse response) {
     RemoveUpload();  // the handler has answered: it is done with the file
     Answered(response.status, response.route);
+    if (response.stream) return WriteStream(std::move(response));
     if (response.body_fd || !response.file_path.empty()) return WriteFile(std::move(response));
     if (head_request_) return WriteHeadersOnly(response, response.body.size());
     auto res = std::make_shared<http::response<http::string_body>>(
@@ -646,6 +766,117 @@ class Session : public std::enable_shared_from_this<Session> {
                         self->stream_.expires_never();  // SendFileSome keeps its own idle timer
                         self->SendFileSome(fd, offset, length);
                       });
+  }
+
+  // ---- a streamed body (BodyStream) ----
+
+  void WriteStream(HttpResponse response) {
+    std::shared_ptr<BodyStream::Impl> stream(response.stream, &response.stream->impl());
+    auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(response.status), 11);
+    SetCommonHeaders(*res, &response);
+    res->set(http::field::content_type, response.content_type);
+    res->set(http::field::cache_control, "no-cache");
+    res->chunked(true);
+    if (head_request_) {
+      stream->Close();  // no body will be sent
+      return WriteHeadersOnly(response, 0);
+    }
+    auto serializer = std::make_shared<http::response_serializer<http::empty_body>>(*res);
+    stream_.expires_after(kIdleTimeout);
+    http::async_write_header(
+        stream_, *serializer,
+        [self = shared_from_this(), res, serializer, stream = std::move(stream)](beast::error_code ec, std::size_t) {
+          if (ec) {
+            stream->Close();
+            return self->Close();
+          }
+          self->stream_.expires_never();  // open for as long as the handler writes; each piece has its timeout
+          self->body_stream_ = stream;
+          ++self->stream_generation_;
+          self->WatchPeer(self->stream_generation_);
+          std::function<void()> turn;
+          {
+            std::lock_guard<std::mutex> lock(stream->mu);
+            stream->wake = [weak = std::weak_ptr<Session>(self)] {
+              if (auto s = weak.lock()) asio::post(s->stream_.get_executor(), [s] { s->SendPiece(); });
+            };
+            stream->fd = self->stream_.socket().native_handle();
+            if (!stream->queue.empty() || stream->ended) turn = stream->TakeTurn();
+          }
+          if (turn) self->SendPiece();
+        });
+  }
+
+  // On the strand, holding the stream's turn: sends the next piece, or the
+  // last chunk once it has ended, or gives the turn back.
+  void SendPiece() {
+    auto stream = body_stream_;
+    if (!stream) return;
+    std::optional<BodyStream::Impl::Piece> piece;
+    {
+      std::lock_guard<std::mutex> lock(stream->mu);
+      if (stream->closed) return;
+      if (!stream->queue.empty()) {
+        piece = std::move(stream->queue.front());
+        stream->queue.pop_front();
+      } else if (!stream->ended) {
+        stream->sending = false;
+        return;
+      }
+    }
+    stream_.expires_after(kIdleTimeout);
+    if (!piece) {  // ended
+      return asio::async_write(stream_, http::make_chunk_last(),
+                               [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                                 self->EndStream();
+                                 if (ec) return self->Close();
+                                 if (!self->keep_alive_) return self->Finish();
+                                 self->Read();
+                               });
+    }
+    auto frame = std::make_shared<ChunkFrame>(piece->bytes->size());
+    beast::buffers_suffix<std::array<asio::const_buffer, 3>> rest(frame->Buffers(*piece->bytes));
+    rest.consume(piece->sent);
+    asio::async_write(stream_, rest,
+                      [self = shared_from_this(), bytes = piece->bytes, frame](beast::error_code ec, std::size_t) {
+                        if (ec) {
+                          self->EndStream();
+                          return self->Abort();
+                        }
+                        self->stream_.expires_never();
+                        self->SendPiece();
+                      });
+  }
+
+  // The stream is over (sent in full, or the client went): writes to it are dropped.
+  void EndStream() {
+    if (body_stream_) body_stream_->Close();
+    body_stream_.reset();
+    ++stream_generation_;
+  }
+
+  // While a stream is open, watches the connection for the client going
+  // away (its end of the connection closed) without reading what it may
+  // send meanwhile (a pipelined request, kept for after the stream).
+  void WatchPeer(uint64_t generation) {
+    stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this(), generation](
+                                                            beast::error_code ec) {
+      if (generation != self->stream_generation_) return;  // that stream is over
+      if (ec) {
+        self->EndStream();
+        return self->Abort();
+      }
+      // Readable: the client's end, or bytes it sent.
+      auto buf = self->buffer_.prepare(64 * 1024);
+      const ssize_t n = ::recv(self->stream_.socket().native_handle(), buf.data(), buf.size(), MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ||
+          self->buffer_.size() > kMaxBytesDuringStream) {
+        self->EndStream();
+        return self->Abort();
+      }
+      if (n > 0) self->buffer_.commit(static_cast<size_t>(n));
+      self->WatchPeer(generation);
+    });
   }
 
   // Sends `left` bytes of `fd` from `offset`, as fast as the socket takes
@@ -758,6 +989,10 @@ class Session : public std::enable_shared_from_this<Session> {
   bool waiting_for_buffer_ = false;
   asio::any_io_executor checksum_pool_;
   std::string path_token_;  // the current request's (never logged)
+  // The streamed body being sent, if any, and a count of the streams this
+  // connection has sent (what a watch of an earlier one checks).
+  std::shared_ptr<BodyStream::Impl> body_stream_;
+  uint64_t stream_generation_ = 0;
 };
 
 }  // namespace

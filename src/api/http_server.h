@@ -26,6 +26,10 @@
 // peer; successful reads at debug, the rest at info, server errors at warn)
 // and observed in obs::Metrics::Default()'s request latency.
 //
+// A response may also be a stream (HttpResponse::stream): its body is sent
+// in pieces as the handler has them (chunked transfer coding), for
+// server-sent events.
+//
 // Thread-safe. Owns its io threads; Stop() closes the listener and joins them.
 #pragma once
 
@@ -33,6 +37,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -73,6 +78,30 @@ struct HttpRequest {
   std::string Header(std::string_view name) const;
 };
 
+// The body of a streamed response, written by the handler in pieces from
+// any thread, before or after it answers with it. The server sends each
+// piece as one chunk, in order, as soon as the connection takes it; after
+// End, the last chunk, and then it reads the connection's next request.
+// When the client goes away (or the server stops) the stream is closed:
+// what is written is dropped. Thread-safe.
+class BodyStream {
+ public:
+  BodyStream();
+  // Queues `bytes`; false (dropped) once the stream is closed or ended.
+  bool Write(std::shared_ptr<const std::string> bytes);
+  void End();
+  // Everything written so far has been sent: a writer that waits for this
+  // before its next piece never queues more than one for a slow client.
+  bool idle() const;
+  bool closed() const;
+
+  struct Impl;  // the server's side
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json; charset=UTF-8";
@@ -87,6 +116,9 @@ struct HttpResponse {
   // the end).
   uint64_t body_offset = 0;
   int64_t body_length = -1;
+  // A body sent as the handler writes it, instead of `body` (see
+  // BodyStream); `content_type` is its type, e.g. "text/event-stream".
+  std::shared_ptr<BodyStream> stream;
   // More headers to send (Location, Range, x-goog-hash, ...).
   std::vector<std::pair<std::string, std::string>> headers;
   // The route that answered (e.g. "ml.projects.jobs.get"), for the access

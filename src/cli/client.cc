@@ -9,9 +9,12 @@
 #include <filesystem>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/gcs_path.h"
+#include "cli/sse.h"
 #include "common/status.h"
 
 namespace mle::cli {
@@ -153,6 +156,7 @@ struct Client::Exchange {
   bool download_progress = false;
   // Results.
   long http_status = 0;
+  std::string content_type;  // of the response, lowercase
   std::string response;  // whole body (error bodies always land here)
   bool sink_failed = false;
 };
@@ -244,6 +248,11 @@ absl::Status Client::Perform(Exchange& ex) {
     if (line.rfind("HTTP/", 0) == 0) {
       auto sp = line.find(' ');
       if (sp != std::string::npos) ex->http_status = std::strtol(line.c_str() + sp + 1, nullptr, 10);
+      ex->content_type.clear();
+    }
+    const std::string lower = absl::AsciiStrToLower(line);
+    if (absl::StartsWith(lower, "content-type:")) {
+      ex->content_type = std::string(absl::StripAsciiWhitespace(lower.substr(13)));
     }
     return size * n;
   });
@@ -351,6 +360,50 @@ absl::StatusOr<json> Client::ReadLogs(const std::string& job_id, const std::stri
   if (!trial_id.empty()) q.emplace_back("trialId", trial_id);
   if (wait_seconds > 0) q.emplace_back("waitSeconds", std::to_string(wait_seconds));
   return Call("GET", JobPath(job_id) + "/logs", q, std::nullopt, wait_seconds + 60);
+}
+
+absl::Status Client::FollowLogs(const std::string& job_id, const std::string& page_token, const std::string& task_name,
+                                const std::string& trial_id,
+                                const std::function<bool(const std::string&, const json&)>& on_event) {
+  Query q{{"alt", "sse"}};
+  if (!page_token.empty()) q.emplace_back("pageToken", page_token);
+  if (!task_name.empty()) q.emplace_back("taskName", task_name);
+  if (!trial_id.empty()) q.emplace_back("trialId", trial_id);
+  Exchange ex;
+  ex.method = "GET";
+  ex.url = Url(JobPath(job_id) + "/logs", q);
+  ex.timeout_s = 0;  // as long as the job runs (the server sends a heartbeat while it is quiet)
+  bool stopped = false;
+  bool not_a_stream = false;
+  std::string bad_event;
+  SseParser parser([&](const std::string& type, const std::string& data) {
+    auto event = json::parse(data, nullptr, false);
+    if (event.is_discarded() || !event.is_object()) {
+      bad_event = data.substr(0, 200);
+      return false;
+    }
+    if (!on_event(type, event)) {
+      stopped = true;
+      return false;
+    }
+    return true;
+  });
+  ex.sink = [&](const char* bytes, size_t n) {
+    if (!absl::StartsWith(ex.content_type, "text/event-stream")) {
+      not_a_stream = true;
+      return false;
+    }
+    return parser.Feed(std::string_view(bytes, n));
+  };
+  absl::Status st = Perform(ex);
+  if (not_a_stream || (st.ok() && !absl::StartsWith(ex.content_type, "text/event-stream"))) {
+    return absl::UnimplementedError("mlengined answered alt=sse with something other than an event stream");
+  }
+  if (!bad_event.empty()) {
+    return absl::DataLossError(absl::StrCat("mlengined sent an event that is not a JSON object: ", bad_event));
+  }
+  if (stopped) return absl::OkStatus();
+  return st;
 }
 
 absl::StatusOr<json> Client::UploadFile(const std::string& bucket, const std::string& object,

@@ -67,6 +67,15 @@ class Client {
                                           const std::string& task_name, int wait_seconds,
                                           const std::string& trial_id = "");
 
+  // GET .../logs?alt=sse: follows the log in one streamed response, passing
+  // each server-sent event's type ("" for a page) and data to `on_event`
+  // until the server ends the stream or `on_event` returns false.
+  // UNIMPLEMENTED where the server answers with something else (it does
+  // not stream).
+  absl::Status FollowLogs(const std::string& job_id, const std::string& page_token, const std::string& task_name,
+                          const std::string& trial_id,
+                          const std::function<bool(const std::string&, const nlohmann::json&)>& on_event);
+
   // Storage.
   absl::StatusOr<nlohmann::json> UploadFile(const std::string& bucket, const std::string& object,
                                             const std::string& local_path, Progress progress);

@@ -517,7 +517,8 @@ void AddStreamLogs(CLI::App* jobs, Context& ctx) {
   c->add_option("--trial", state->options.trial_id, "A hyperparameter tuning job's: only this trial's lines, e.g. 3")
       ->type_name(ValueName("--trial"));
   c->add_option("--polling-interval", state->options.polling_interval_s,
-                "Longest wait in seconds for new lines per request to the server (1-30)")
+                "Accepted for gcloud's scripts; used only with a server that cannot stream logs: the longest\n"
+                "wait in seconds for new lines per request (1-30). Lines are otherwise printed as they are written")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600).description(""))
       ->type_name(ValueName("--polling-interval"));

@@ -1,6 +1,6 @@
 // `jobs stream-logs`: follows a job's log through mlengined's logs API
-// (GET /v1/projects/{p}/jobs/{j}/logs, long-polled with waitSeconds) and
-// prints one "TIMESTAMP TASK_NAME MESSAGE" line per entry (stdout and stderr
+// (GET /v1/projects/{p}/jobs/{j}/logs?alt=sse, one streamed response; the
+// long poll with waitSeconds where a server does not stream) and prints one "TIMESTAMP TASK_NAME MESSAGE" line per entry (stdout and stderr
 // lines of the replicas alike) until the server says jobEnded.
 // Not thread-safe (uses the Client).
 #pragma once
@@ -18,7 +18,7 @@ namespace mle::cli {
 struct StreamLogsOptions {
   std::string task_name;      // only this replica, e.g. worker-replica-0
   std::string trial_id;       // a tuning job's: only this trial
-  int polling_interval_s = 10;  // longest wait for new lines per request (server caps at 30)
+  int polling_interval_s = 10;  // long poll only: longest wait per request (server caps at 30)
   bool since_now = false;     // skip the lines already written
 };
 

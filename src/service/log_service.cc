@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <future>
 #include <map>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -20,15 +22,17 @@ constexpr size_t kPageEntries = 1000;
 constexpr absl::Duration kMaxWait = absl::Seconds(30);
 // Every waiting request is read again this often, watched or not.
 constexpr auto kTick = std::chrono::milliseconds(100);
+// A follower that is behind is looked at again this soon.
+constexpr auto kCatchUp = std::chrono::milliseconds(5);
+// From this many pages to send at once, two threads send them.
+constexpr size_t kSplitSends = 64;
 
-// Requests at the same place read the same page.
-using ReadKey = std::tuple<std::string, std::string, std::string, std::string, std::string>;
-ReadKey KeyOf(const std::string& project, const std::string& job_id, const LogRequest& r) {
-  return {project, job_id, r.page_token, r.task_name, r.trial_id};
-}
+// Requests at the same place read the same page (the key points into them).
+using ReadKey = std::tuple<std::string_view, std::string_view, std::string_view, std::string_view, std::string_view>;
 }  // namespace
 
-LogService::LogService(const JobService& jobs, logs::LogReader reader) : jobs_(jobs), reader_(std::move(reader)) {
+LogService::LogService(const JobService& jobs, logs::LogReader reader)
+    : jobs_(jobs), reader_(std::move(reader)), sender_(1, common::WorkerPool::OnStop::kDrain) {
   watch_ = std::make_unique<logs::DirWatch>(
       [this](const std::string& dir, const std::string& name, bool made_dir) { OnDirChange(dir, name, made_dir); });
   poller_ = std::thread([this] { Poll(); });
@@ -45,8 +49,23 @@ LogService::~LogService() {
   poller_.join();
   for (auto& w : left) {
     for (const auto& dir : w.dirs) watch_->Remove(dir);
-    w.done(absl::UnavailableError("mlengined is shutting down"));
+    if (w.follower) {
+      w.follower->End(absl::UnavailableError("mlengined is shutting down"));
+    } else {
+      w.done(absl::UnavailableError("mlengined is shutting down"));
+    }
   }
+}
+
+std::shared_ptr<const std::string> SharedPage::Encoded(
+    const std::string& format, const std::function<std::string(const LogResult&)>& encode) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [f, bytes] : encoded_) {
+    if (f == format) return bytes;
+  }
+  auto bytes = std::make_shared<const std::string>(encode(result_));
+  encoded_.emplace_back(format, bytes);
+  return bytes;
 }
 
 absl::StatusOr<LogResult> LogService::ReadOnce(const std::string& project, const std::string& job_id,
@@ -130,7 +149,103 @@ void LogService::Read(const std::string& project, const std::string& job_id, Log
     written_.insert(dirs.front());
     cv_.notify_one();
   }
-  waiters_.push_back({project, job_id, std::move(request), deadline, std::move(done), std::move(dirs)});
+  Waiter w;
+  w.project = project;
+  w.job_id = job_id;
+  w.request = std::move(request);
+  w.deadline = deadline;
+  w.done = std::move(done);
+  w.dirs = std::move(dirs);
+  waiters_.push_back(std::move(w));
+}
+
+absl::Status LogService::Follow(const std::string& project, const std::string& job_id, LogRequest request,
+                                std::shared_ptr<LogFollower> follower) {
+  uint64_t changes_before = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    changes_before = changes_;
+  }
+  std::vector<logs::LogSource> sources;
+  auto result = ReadOnce(project, job_id, request, &sources);
+  if (!result.ok()) return result.status();
+  const absl::Time now = absl::Now();
+  Waiter w;
+  w.project = project;
+  w.job_id = job_id;
+  w.request = std::move(request);
+  w.deadline = now + kMaxFollow;
+  w.follower = std::move(follower);
+  // The first page now (even empty: the reader learns where it is).
+  std::vector<Outgoing> out;
+  const bool stays = Deliver(w, result, [&] { return std::make_shared<const SharedPage>(*result); }, now, out);
+  Send(out);
+  if (!stays) return absl::OkStatus();
+  w.dirs = WatchDirs(project, sources);
+  std::lock_guard<std::mutex> lock(mu_);
+  // A line written since the first read (or more than its first page held)
+  // is read by the poller at once.
+  if (changes_ != changes_before && !w.dirs.empty()) written_.insert(w.dirs.front());
+  if (w.behind) followers_behind_ = true;
+  waiters_.push_back(std::move(w));
+  cv_.notify_one();
+  return absl::OkStatus();
+}
+
+bool LogService::Deliver(Waiter& w, const absl::StatusOr<LogResult>& result,
+                         const std::function<std::shared_ptr<const SharedPage>()>& shared, absl::Time now,
+                         std::vector<Outgoing>& out) {
+  if (w.follower->Gone()) return false;
+  if (!result.ok()) {
+    out.push_back({w.follower, nullptr, result.status()});
+    return false;
+  }
+  const bool news = !result->page.entries.empty() || result->job_ended;
+  if (news || !w.sent || now - w.last_sent >= kHeartbeat) {
+    if (!w.follower->Ready()) {
+      w.behind = true;  // it is sent this when it has taken its last page
+      return true;
+    }
+    w.sent = true;
+    w.last_sent = now;
+    w.request.page_token = result->page.next_page_token;
+    w.behind = !result->page.at_end;
+    if (result->job_ended) {
+      out.push_back({w.follower, shared(), absl::OkStatus()});
+      return false;
+    }
+    out.push_back({w.follower, shared(), std::nullopt});
+  }
+  if (now >= w.deadline) {
+    out.push_back({w.follower, nullptr, absl::OkStatus()});
+    return false;
+  }
+  return true;
+}
+
+void LogService::Send(std::vector<Outgoing>& out) {
+  auto send = [&out](size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      Outgoing& o = out[i];
+      if (o.page) o.follower->Send(std::move(o.page));
+      if (o.end) o.follower->End(*o.end);
+    }
+  };
+  // Each page is a write to a socket, most of its cost the kernel's: a
+  // thousand followers are served by two threads at once.
+  const size_t half = out.size() >= kSplitSends ? out.size() / 2 : 0;
+  std::promise<void> helped;
+  std::future<void> helper_done = helped.get_future();
+  if (half == 0 || !sender_.Post([&] {
+        send(0, half);
+        helped.set_value();
+      })) {
+    send(0, half);
+    helped.set_value();
+  }
+  send(half, out.size());
+  helper_done.wait();
+  out.clear();
 }
 
 void LogService::OnDirChange(const std::string& dir, const std::string& name, bool made_dir) {
@@ -153,53 +268,93 @@ void LogService::Poll() {
   std::unique_lock<std::mutex> lock(mu_);
   auto next_tick = std::chrono::steady_clock::now() + kTick;
   for (;;) {
-    cv_.wait_until(lock, next_tick, [&] { return stopping_ || !written_.empty(); });
+    const auto wake_at =
+        followers_behind_ ? std::min(next_tick, std::chrono::steady_clock::now() + kCatchUp) : next_tick;
+    cv_.wait_until(lock, wake_at, [&] { return stopping_ || !written_.empty(); });
     if (stopping_) return;
     const bool tick = std::chrono::steady_clock::now() >= next_tick;
     if (tick) next_tick = std::chrono::steady_clock::now() + kTick;
     std::set<std::string> written;
     written.swap(written_);
+    followers_behind_ = false;
     if (waiters_.empty()) continue;
     // On a tick every request is read again; on a write, those that watch
-    // where it was written.
+    // where it was written; and followers that are behind.
     std::list<Waiter> batch;
     for (auto it = waiters_.begin(); it != waiters_.end();) {
       auto next = std::next(it);
-      const bool touched = tick || std::any_of(it->dirs.begin(), it->dirs.end(),
-                                               [&](const std::string& d) { return written.count(d) > 0; });
+      const bool touched = tick || it->behind || std::any_of(it->dirs.begin(), it->dirs.end(), [&](const std::string& d) {
+                             return written.count(d) > 0;
+                           });
       if (touched) batch.splice(batch.end(), waiters_, it);
       it = next;
     }
     if (batch.empty()) continue;
     lock.unlock();
-    std::list<Waiter> keep;
     struct Read {
       absl::StatusOr<LogResult> result;
       std::vector<logs::LogSource> sources;
+      std::shared_ptr<const SharedPage> shared;  // made for the first follower
     };
+    // Each place read once: first every read (nothing changes the requests
+    // the keys point into meanwhile), then every answer.
     std::map<ReadKey, Read> read;
-    const absl::Time now = absl::Now();
+    std::vector<Read*> read_of;
+    read_of.reserve(batch.size());
     for (auto& w : batch) {
-      const ReadKey key = KeyOf(w.project, w.job_id, w.request);
+      if (w.follower && !w.follower->Gone() && !w.follower->Ready()) {
+        read_of.push_back(nullptr);  // still taking its last page: looked at again soon
+        continue;
+      }
+      const ReadKey key{w.project, w.job_id, w.request.page_token, w.request.task_name, w.request.trial_id};
       auto found = read.find(key);
       if (found == read.end()) {
         Read once;
         once.result = ReadOnce(w.project, w.job_id, w.request, &once.sources);
         found = read.emplace(key, std::move(once)).first;
       }
-      const absl::StatusOr<LogResult>& result = found->second.result;
-      if (!result.ok() || !result->page.entries.empty() || result->job_ended || now >= w.deadline) {
-        for (const auto& dir : w.dirs) watch_->Remove(dir);
+      read_of.push_back(&found->second);
+    }
+    std::vector<Outgoing> out;  // the followers' pages, sent once all are read
+    const absl::Time now = absl::Now();
+    bool behind = false;
+    size_t i = 0;
+    for (auto it = batch.begin(); it != batch.end(); ++i) {
+      Waiter& w = *it;
+      Read* r = read_of[i];
+      if (r == nullptr) {
+        w.behind = true;
+        behind = true;
+        ++it;
+        continue;
+      }
+      const absl::StatusOr<LogResult>& result = r->result;
+      bool stays = false;
+      if (w.follower) {
+        stays = Deliver(w, result, [r] {
+          if (!r->shared) r->shared = std::make_shared<const SharedPage>(*r->result);
+          return r->shared;
+        }, now, out);
+      } else if (!result.ok() || !result->page.entries.empty() || result->job_ended || now >= w.deadline) {
         w.done(result);
       } else {
-        // A job whose run directory did not exist yet when its follower
-        // began to wait: watched from the first tick that finds it.
-        if (w.dirs.empty()) w.dirs = WatchDirs(w.project, found->second.sources);
-        keep.push_back(std::move(w));
+        stays = true;
       }
+      if (!stays) {
+        for (const auto& dir : w.dirs) watch_->Remove(dir);
+        it = batch.erase(it);
+        continue;
+      }
+      // A job whose run directory did not exist yet when its follower
+      // began to wait: watched from the first tick that finds it.
+      if (w.dirs.empty() && result.ok()) w.dirs = WatchDirs(w.project, r->sources);
+      behind = behind || w.behind;
+      ++it;
     }
+    Send(out);
     lock.lock();
-    waiters_.splice(waiters_.end(), keep);
+    followers_behind_ = followers_behind_ || behind;
+    waiters_.splice(waiters_.end(), batch);
   }
 }
 

@@ -282,6 +282,10 @@ test('logs follow a running job; filter, first error and download', async () => 
     describe: async () => `counts seen: ${counts}\n${await server.explain(P, job)}` });
   fs.writeFileSync(hold, 'go\n');
   await visible(page, '#log-ended', { timeout: 30_000 });
+  // Followed in one streamed response, not page by page.
+  const logCalls = o.seen.requests.filter((u) => u.includes(`/jobs/${job}/logs`));
+  assert.ok(logCalls.length >= 1 && logCalls.every((u) => u.includes('alt=sse')), logCalls.join('\n'));
+  assert.ok(logCalls.length <= 2, `one stream (two at most, where the first ended early), not a poll:\n${logCalls.join('\n')}`);
   const entries = await server.logs(P, job);
   await waitText(page, '#log-count', (t) => t.includes(`${entries.length} line`), `all ${entries.length} lines counted`);
   assert.ok(counts.some((n) => n > 0 && n < entries.length), `lines appeared progressively (counts seen: ${counts})`);

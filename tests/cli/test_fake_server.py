@@ -1,6 +1,6 @@
 """The CLI's HTTP conversations, checked against a small fake of mlengined
-written here (so the logs long-poll protocol, paging and uploads are pinned
-down exactly, whatever the real server's progress)."""
+written here (so the logs protocols (the stream and the long poll), paging
+and uploads are pinned down exactly, whatever the real server's progress)."""
 
 import hashlib
 import json
@@ -19,6 +19,8 @@ class Fake:
         self.requests = []  # (method, path, query dict, headers, body bytes)
         self.logs = []      # entries
         self.page = 2
+        self.streams = True  # False: refuse alt=sse, as an mlengined before streamed logs did
+        self.stream_error = None  # an error event sent after the first page
         self.job_state = "SUCCEEDED"
         self.error_message = ""
         self.jobs = {}
@@ -52,12 +54,36 @@ def make_handler(fake):
                 token = q.get("pageToken", "")
                 start = len(fake.logs) if token == "end" else int(token or 0)
                 entries = [e for e in fake.logs if not q.get("taskName") or e["taskName"] == q["taskName"]]
-                chunk = entries[start:start + fake.page]
-                nxt = start + len(chunk)
-                out = {"entries": chunk, "nextPageToken": str(nxt)}
-                if nxt >= len(entries):
-                    out["jobEnded"] = True
-                return self.reply(200, out)
+
+                def page(start):
+                    chunk = entries[start:start + fake.page]
+                    nxt = start + len(chunk)
+                    out = {"entries": chunk, "nextPageToken": str(nxt)}
+                    if nxt >= len(entries):
+                        out["jobEnded"] = True
+                    return out
+
+                if q.get("alt") == "sse":
+                    if not fake.streams:
+                        return self.reply(400, {"error": {
+                            "code": 400, "status": "INVALID_ARGUMENT", "message": "Invalid query parameters.",
+                            "details": [{"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": [
+                                {"field": "alt", "description": "only alt=json is supported"}]}]}})
+                    # Every page, one event each (with a heartbeat comment
+                    # between), and the end of the body once the job has ended.
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream; charset=UTF-8")
+                    self.end_headers()
+                    while True:
+                        out = page(start)
+                        self.wfile.write(b": heartbeat\r\n\r\n" + b"data: " + json.dumps(out).encode() + b"\n\n")
+                        start = int(out["nextPageToken"])
+                        if fake.stream_error:
+                            self.wfile.write(b"event: error\ndata: " + json.dumps(fake.stream_error).encode() + b"\n\n")
+                            return
+                        if out.get("jobEnded"):
+                            return
+                return self.reply(200, page(start))
             m = re.fullmatch(r"/v1/projects/([^/]+)/jobs", path)
             if m and method == "POST":
                 job = json.loads(body)
@@ -144,9 +170,37 @@ def test_stream_logs_pages_until_job_ended(fake):
         "2024-01-01T00:00:03Z master-replica-0 line 3",
         "2024-01-01T00:00:04Z master-replica-0 line 4",
     ]
+    # One streamed response, every page an event.
     reqs = logs_requests(fake)
-    assert [q.get("pageToken", "") for _, _, q, _, _ in reqs] == ["", "2", "4"]
-    assert all(q["waitSeconds"] == "7" for _, _, q, _, _ in reqs)
+    assert [(q.get("alt"), q.get("pageToken", "")) for _, _, q, _, _ in reqs] == [("sse", "")]
+    assert all(p == "/v1/projects/proj/jobs/my_job/logs" for _, p, _, _, _ in reqs)
+    assert all(h.get("Authorization") == "Bearer secret-token" for _, _, _, h, _ in reqs)
+
+
+def test_stream_logs_ends_with_the_error_a_stream_ends_with(fake):
+    fake.logs = [entry(0), entry(1), entry(2)]
+    fake.stream_error = {"error": {"code": 403, "status": "PERMISSION_DENIED",
+                                   "message": "Permission 'ml.jobs.get' denied on the job."}}
+    r = run_mlengine(["jobs", "stream-logs", "my_job"], fake.env, timeout=30)
+    assert r.rc == 1, r
+    assert r.out.splitlines() == ["2024-01-01T00:00:00Z master-replica-0 line 0",
+                                  "2024-01-01T00:00:01Z master-replica-0 line 1"], r
+    assert "PERMISSION_DENIED" in r.err and "ml.jobs.get" in r.err, r
+
+
+def test_stream_logs_long_polls_a_server_that_does_not_stream(fake):
+    """An mlengined from before streamed logs refuses alt=sse: the CLI falls
+    back to the long poll, from the start, with --polling-interval."""
+    fake.streams = False
+    fake.logs = [entry(0), entry(1, stream="stderr"), entry(2, "worker-replica-0"), entry(3), entry(4)]
+    r = run_mlengine(["jobs", "stream-logs", "my_job", "--polling-interval", "7"], fake.env, timeout=30)
+    assert r.rc == 0, r
+    assert len(r.out.splitlines()) == 5, r
+    reqs = logs_requests(fake)
+    assert reqs[0][2].get("alt") == "sse"
+    polls = reqs[1:]
+    assert [q.get("pageToken", "") for _, _, q, _, _ in polls] == ["", "2", "4"]
+    assert all(q["waitSeconds"] == "7" and "alt" not in q for _, _, q, _, _ in polls)
     assert all(p == "/v1/projects/proj/jobs/my_job/logs" for _, p, _, _, _ in reqs)
     assert all(h.get("Authorization") == "Bearer secret-token" for _, _, _, h, _ in reqs)
 
@@ -161,6 +215,11 @@ def test_stream_logs_task_name_and_since_now(fake):
     r = run_mlengine(["jobs", "stream-logs", "j", "--since-now"], fake.env, timeout=30)
     assert r.rc == 0 and r.out == "", r
     assert logs_requests(fake)[0][2]["pageToken"] == "end"
+    fake.requests.clear()
+    fake.streams = False
+    r = run_mlengine(["jobs", "stream-logs", "j", "--since-now"], fake.env, timeout=30)
+    assert r.rc == 0 and r.out == "", r
+    assert [q["pageToken"] for _, _, q, _, _ in logs_requests(fake)] == ["end", "end"]
 
 
 @pytest.mark.parametrize("state,rc", [("SUCCEEDED", 0), ("FAILED", 1), ("CANCELLED", 1)])

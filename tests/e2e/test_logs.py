@@ -84,6 +84,71 @@ def test_a_follower_gets_a_line_as_it_is_written_not_at_the_next_tick(cli, names
     assert cli.wait_state(job, {"SUCCEEDED"})["state"] == "SUCCEEDED"
 
 
+def test_a_streamed_follow_gets_each_line_as_it_is_written_and_ends_with_the_job(cli, names):
+    """alt=sse: one response, a page per event as the replica writes (the
+    median delay from the replica's timestamp far below a tick), the lines
+    of every page in order with none twice, and the end of the body once the
+    job has ended, its last event saying so."""
+    import http.client
+    import json
+    import time
+    import urllib.parse
+    from datetime import datetime
+
+    job = names.job("stream")
+    gate = f"gs://{cli.bucket}/{job}/gate"
+    assert cli.submit(job, "--scale-tier", "basic", args=["--wait-for", gate]).rc == 0
+    cli.wait_state(job, {"RUNNING"})
+    u = urllib.parse.urlparse(cli.server.endpoint)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    conn.request("GET", f"/v1/projects/{cli.project}/jobs/{job}/logs?alt=sse",
+                 headers={"Authorization": f"Bearer {cli.server.token}"})
+    resp = conn.getresponse()
+    assert resp.status == 200, resp.read()
+    assert resp.getheader("Content-Type").startswith("text/event-stream")
+    assert resp.getheader("Transfer-Encoding") == "chunked"
+    events, delays, opened, token = [], [], False, ""
+    buf = b""
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        piece = resp.read1(65536)
+        if not piece:
+            break  # the body has ended
+        now = time.time()
+        buf += piece
+        while b"\n\n" in buf:
+            raw, buf = buf.split(b"\n\n", 1)
+            assert raw.startswith(b"data: "), raw
+            page = json.loads(raw[6:])
+            events.append(page)
+            token = page["nextPageToken"] or token
+            for e in page["entries"] if len(events) > 1 else []:  # the first: what was written before
+                if "waiting for" in e["message"]:
+                    written = datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00")).timestamp()
+                    delays.append(now - written)
+        if len(delays) >= 12 and not opened:
+            cli.open_gate(gate)
+            opened = True
+    conn.close()
+    assert opened and len(delays) >= 12, (len(delays), events[-3:])
+    assert events[-1].get("jobEnded") is True, events[-1]
+    assert not any(e.get("jobEnded") for e in events[:-1])
+    # Every line once, in order: the stream's lines are the log's.
+    streamed = [(e["timestamp"], e["taskName"], e["message"]) for p in events for e in p["entries"]]
+    logged = [(e["timestamp"], e["taskName"], e["message"]) for e in cli.server.logs(cli.project, job)]
+    assert streamed == logged
+    delays.sort()
+    assert delays[len(delays) // 2] < 0.025, f"median {delays[len(delays) // 2] * 1000:.1f} ms: {delays}"
+    assert cli.wait_state(job, {"SUCCEEDED"})["state"] == "SUCCEEDED"
+
+
+def test_a_streamed_follow_of_what_cannot_be_followed_is_an_error_not_a_stream(cli, names):
+    status, text = cli.server.request("GET", f"/v1/projects/{cli.project}/jobs/no_such_job/logs?alt=sse")
+    assert status == 404 and '"NOT_FOUND"' in text, text
+    status, text = cli.server.request("GET", f"/v1/projects/{cli.project}/jobs/no_such_job/logs?alt=xml")
+    assert status == 400 and "alt" in text and "sse" in text, text
+
+
 def test_the_server_raises_its_open_file_limit_for_a_thousand_followers(tmp_path):
     """Each follower holds a connection: started under a soft limit of 1,024
     (a service's default), mlengined raises it to the hard limit, at most

@@ -1,12 +1,12 @@
-// A job's log: every replica followed with the long poll (waitSeconds=25)
-// until the job ended, in a virtualised list.
-import { api, isAbort, saveBlob, withQuery } from '../api.js';
+// A job's log: every replica followed in one streamed response (alt=sse:
+// each line as it is written) until the job ended, in a virtualised list.
+// The job's header is refreshed beside it.
+import { apiStream, isAbort, saveBlob, withQuery } from '../api.js';
 import { h, presence, text } from '../dom.js';
 import { taskTag } from '../format.js';
 import { LogStore, VirtualList } from '../loglist.js';
 import { poll } from '../poll.js';
 
-const WAIT_SECONDS = 25;
 const JOB_REFRESH_MS = 5000;
 
 export function mount(root, ctx) {
@@ -104,32 +104,44 @@ export function mount(root, ctx) {
   });
 
   let pageToken = '';
-  let lastJobFetch = 0;
+  let jobEnded = false;
+  // The stream; again from the last page where the server ends one before
+  // the job has ended (it does after a while, to check access again).
   poll(
     async (ps) => {
-      // The header's state first and then now and then, between long polls.
-      if (Date.now() - lastJobFetch > JOB_REFRESH_MS) {
-        lastJobFetch = Date.now();
-        await ctx.fetchJob(ps);
-      }
-      const res = await api(
-        withQuery(`${ctx.path}/logs`, { pageToken, waitSeconds: WAIT_SECONDS }),
+      await apiStream(
+        withQuery(`${ctx.path}/logs`, { alt: 'sse', pageToken }),
+        (type, page) => {
+          if (type) return; // a kind of event this console does not know
+          ctx.clearError();
+          const entries = page.entries || [];
+          if (entries.length) list.push(entries);
+          if (page.nextPageToken) pageToken = page.nextPageToken;
+          if (page.jobEnded) jobEnded = true;
+        },
         { signal: ps },
       );
-      ctx.clearError();
-      const entries = res.entries || [];
-      if (entries.length) list.push(entries);
-      if (res.nextPageToken) pageToken = res.nextPageToken;
-      if (res.jobEnded) {
-        ended.show(true);
-        await ctx.fetchJob(ps).catch((e) => {
-          if (isAbort(e)) throw e;
-        });
-        return false;
-      }
-      return true;
+      if (!jobEnded) return true;
+      ended.show(true);
+      await ctx.fetchJob(ps).catch((e) => {
+        if (isAbort(e)) throw e;
+      });
+      return false;
     },
     0,
+    signal,
+    (e) => {
+      ctx.setError(e);
+    },
+  );
+  // The header's state, now and then, while the log is followed.
+  poll(
+    async (ps) => {
+      if (jobEnded) return false;
+      await ctx.fetchJob(ps);
+      return !jobEnded;
+    },
+    JOB_REFRESH_MS,
     signal,
     (e) => {
       ctx.setError(e);
