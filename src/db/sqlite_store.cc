@@ -222,11 +222,19 @@ class SqliteStore final : public Store {
     explicit Writes(sqlite3* db)
         : begin(db, "BEGIN IMMEDIATE"),
           commit(db, "COMMIT"),
-          put_job(db, "INSERT OR REPLACE INTO jobs(project, job_id, sequence, state, body) VALUES (?,?,?,?,?)"),
+          // An update in place (not OR REPLACE, which deletes the row and
+          // inserts it anew under another rowid: the table's pages at both
+          // places and both indexes written again); a job's sequence never
+          // changes, so no index is touched.
+          put_job(db,
+                  "INSERT INTO jobs(project, job_id, sequence, state, body) VALUES (?,?,?,?,?) "
+                  "ON CONFLICT(project, job_id) DO UPDATE SET state = excluded.state, body = excluded.body"),
           put_project(db,
                       "INSERT OR REPLACE INTO projects(id, number, service_account, tpu_service_account, "
                       "create_time_us) VALUES (?,?,?,?,?)"),
-          put_record(db, "INSERT OR REPLACE INTO records(kind, key, body) VALUES (?,?,?)"),
+          put_record(db,
+                     "INSERT INTO records(kind, key, body) VALUES (?,?,?) "
+                     "ON CONFLICT(kind, key) DO UPDATE SET body = excluded.body"),
           delete_record(db, "DELETE FROM records WHERE kind = ? AND key = ?"),
           append_audit(db,
                        "INSERT INTO audit_log(time_us, project, principal, method, resource, outcome, request_id) "
@@ -413,9 +421,14 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& opti
     return absl::UnavailableError(absl::StrCat("cannot open database ", options.path, ": ", msg));
   }
   sqlite3_busy_timeout(db, 5000);
+  // The database is mlengined's alone (one connection, in one process): it
+  // holds the file's lock from its first write until it closes, so no
+  // transaction takes and gives back POSIX locks, and WAL's index lives in
+  // its memory rather than a shared -shm file. Another program (sqlite3)
+  // reads it while mlengined is stopped.
   const std::string pragmas = absl::StrCat(
-      "PRAGMA journal_mode=WAL; PRAGMA synchronous=", options.synchronous_full ? "FULL" : "NORMAL",
-      "; PRAGMA foreign_keys=ON;");
+      "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL; PRAGMA synchronous=",
+      options.synchronous_full ? "FULL" : "NORMAL", "; PRAGMA foreign_keys=ON;");
   if (sqlite3_exec(db, pragmas.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
     std::string msg = sqlite3_errmsg(db);
     sqlite3_close(db);
