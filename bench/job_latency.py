@@ -56,10 +56,10 @@ def sdist(version, name="trivial_trainer", task=TRAINER):
 
 
 class Server:
-    def __init__(self, build, data, config):
+    def __init__(self, build, data, config, extra_args=(), env=None):
         self.proc = subprocess.Popen(
             [os.path.join(build, "src/server/mlengined"), "--listen", "127.0.0.1:0", "--data-dir", data,
-             "--config", config], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+             "--config", config, *extra_args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         line = self.proc.stdout.readline().decode()
         self.url = line.split()[-1]
         self.token = open(os.path.join(data, "admin.token")).read().strip()

@@ -18,11 +18,17 @@ floor: the same number of bytes written to 1,000 bare loopback connections
 by two threads, with no server, HTTP or log at all (`log_followers
 --floor`): no server can deliver sooner than that.
 
-Usage: bench/log_follow.py BUILD_DIR [--lines 100] [--followers 1,1000]
+With `--executor slurm` the job runs through `mlengined --executor slurm`
+on the Slurm test cluster (scripts/slurm/cluster.sh, started here in its
+own directory): the replica's log is written by a shim on a node, into the
+run directory the nodes share with the server.
+
+Usage: bench/log_follow.py BUILD_DIR [--lines 100] [--followers 1,1000] [--executor local|slurm]
 """
 import argparse
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -78,6 +84,7 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--lines", type=int, default=100)
     ap.add_argument("--followers", default="1,1000")
+    ap.add_argument("--executor", choices=["local", "slurm"], default="local")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -89,7 +96,20 @@ def main():
         config = os.path.join(tmp, "mlengined.yaml")
         with open(config, "w") as f:
             f.write("runtimes:\n  - {name: pytorch-1.13-cpu, python: /usr/bin/python3, python_version: '3.11'}\n")
-        server = jl.Server(build, data, config)
+        cluster_env = None
+        if args.executor == "slurm":
+            if shutil.which("sbatch") is None or os.geteuid() != 0:
+                sys.exit("--executor slurm needs Slurm (apt-get install slurm-wlm munge) and root")
+            root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            cluster_env = {k: v for k, v in os.environ.items() if not k.startswith("MLENGINE")}
+            cluster_env["MLE_SLURM_DIR"] = os.path.join(tmp, "cluster")
+            out = subprocess.run([os.path.join(root, "scripts", "slurm", "cluster.sh"), "start"], env=cluster_env,
+                                 capture_output=True, text=True, check=True)
+            cluster_env["SLURM_CONF"] = out.stdout.strip().split("=", 1)[1]
+            server = jl.Server(build, data, os.path.join(root, "config", "mlengined-slurm.yaml"),
+                               extra_args=["--executor", "slurm"], env=cluster_env)
+        else:
+            server = jl.Server(build, data, config)
         try:
             name = "pkgs/follow_trainer-1.0.tar.gz"
             server.call("POST", "/upload/storage/v1/b/bench-bucket/o?uploadType=media&name="
@@ -131,8 +151,11 @@ def main():
                 rows.append((n, mode, got, peer))
         finally:
             server.stop()
+            if cluster_env is not None:
+                subprocess.run([os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts",
+                                             "slurm", "cluster.sh"), "stop"], env=cluster_env, capture_output=True)
 
-    print(f"log follow latency, {args.lines} lines; ms from the replica's print")
+    print(f"log follow latency, {args.executor} executor, {args.lines} lines; ms from the replica's print")
     print(f"{'followers':>9} {'how':>9} {'lines got':>10} {'p50':>7} {'p99':>7}   {'tail -F p50':>11} {'p99':>7}"
           f"   {'p99 vs tail':>11}")
     ok = True

@@ -225,6 +225,9 @@ struct BodyStream::Impl {
   bool sending = false;  // the session is sending (or about to send) a piece
   bool ended = false;
   bool closed = false;
+  // Each piece a chunk (HTTP/1.1); else (an HTTP/1.0 client) the bytes as
+  // they are, the body ending when the connection does.
+  bool chunked = true;
   // The connection's socket, while a writer may send to it directly (the
   // session clears it, under mu, before it closes the socket).
   int fd = -1;
@@ -250,8 +253,8 @@ struct BodyStream::Impl {
       iov[i].iov_len = buffers[i].size();
     }
     msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = 3;
+    msg.msg_iov = chunked ? iov : iov + 1;
+    msg.msg_iovlen = chunked ? 3 : 1;
     const ssize_t n = ::sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n > 0) piece.sent = static_cast<size_t>(n);  // an error: the session's write meets it too
   }
@@ -274,7 +277,9 @@ bool BodyStream::Write(std::shared_ptr<const std::string> bytes) {
     Impl::Piece piece{std::move(bytes), 0};
     if (impl_->fd >= 0 && !impl_->sending && impl_->queue.empty()) {
       impl_->SendNow(piece);
-      if (piece.sent == ChunkFrame(piece.bytes->size()).head_size + piece.bytes->size() + 2) return true;
+      const size_t whole =
+          impl_->chunked ? ChunkFrame(piece.bytes->size()).head_size + piece.bytes->size() + 2 : piece.bytes->size();
+      if (piece.sent == whole) return true;
     }
     impl_->queue.push_back(std::move(piece));
     wake = impl_->TakeTurn();
@@ -378,6 +383,7 @@ class Session : public std::enable_shared_from_this<Session> {
     obs::ScopedRequestId scope(request_id_);
     keep_alive_ = head.keep_alive();
     head_request_ = head.method() == http::verb::head;
+    http11_ = head.version() >= 11;
     const auto target = head.target();
     upload_ = !options_.upload_dir.empty() &&
               absl::StartsWith(absl::string_view(target.data(), target.size()), kUploadPrefix);
@@ -776,7 +782,14 @@ class Session : public std::enable_shared_from_this<Session> {
     SetCommonHeaders(*res, &response);
     res->set(http::field::content_type, response.content_type);
     res->set(http::field::cache_control, "no-cache");
-    res->chunked(true);
+    if (http11_) {
+      res->chunked(true);
+    } else {
+      keep_alive_ = false;
+      res->keep_alive(false);
+      std::lock_guard<std::mutex> lock(stream->mu);
+      stream->chunked = false;
+    }
     if (head_request_) {
       stream->Close();  // no body will be sent
       return WriteHeadersOnly(response, 0);
@@ -813,9 +826,11 @@ class Session : public std::enable_shared_from_this<Session> {
     auto stream = body_stream_;
     if (!stream) return;
     std::optional<BodyStream::Impl::Piece> piece;
+    bool chunked = true;
     {
       std::lock_guard<std::mutex> lock(stream->mu);
       if (stream->closed) return;
+      chunked = stream->chunked;
       if (!stream->queue.empty()) {
         piece = std::move(stream->queue.front());
         stream->queue.pop_front();
@@ -825,6 +840,10 @@ class Session : public std::enable_shared_from_this<Session> {
       }
     }
     stream_.expires_after(kIdleTimeout);
+    if (!piece && !chunked) {  // ended: an HTTP/1.0 body ends with the connection
+      EndStream();
+      return Finish();
+    }
     if (!piece) {  // ended
       return asio::async_write(stream_, http::make_chunk_last(),
                                [self = shared_from_this()](beast::error_code ec, std::size_t) {
@@ -835,7 +854,9 @@ class Session : public std::enable_shared_from_this<Session> {
                                });
     }
     auto frame = std::make_shared<ChunkFrame>(piece->bytes->size());
-    beast::buffers_suffix<std::array<asio::const_buffer, 3>> rest(frame->Buffers(*piece->bytes));
+    auto buffers = frame->Buffers(*piece->bytes);
+    if (!chunked) buffers = {asio::const_buffer(), buffers[1], asio::const_buffer()};
+    beast::buffers_suffix<std::array<asio::const_buffer, 3>> rest(buffers);
     rest.consume(piece->sent);
     asio::async_write(stream_, rest,
                       [self = shared_from_this(), bytes = piece->bytes, frame](beast::error_code ec, std::size_t) {
@@ -973,6 +994,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool answered_ = false;  // logged and observed
   bool keep_alive_ = true;
   bool head_request_ = false;
+  bool http11_ = true;  // the request's version: an HTTP/1.0 client gets no chunked body
   bool body_read_ = false;  // the current request's body was read in full
   uint64_t drained_ = 0;
   bool upload_ = false;

@@ -63,8 +63,8 @@ struct Client {
   beast::flat_buffer buffer;
 
   explicit Client(uint16_t port) { socket.connect({asio::ip::make_address("127.0.0.1"), port}); }
-  void Send(http::verb verb, const std::string& target) {
-    http::request<http::empty_body> req(verb, target, 11);
+  void Send(http::verb verb, const std::string& target, int version = 11) {
+    http::request<http::empty_body> req(verb, target, version);
     req.set(http::field::host, "localhost");
     http::write(socket, req);
   }
@@ -126,6 +126,21 @@ TEST(BodyStreamTest, AClientThatGoesAwayClosesTheStream) {
   }
   EXPECT_TRUE(stream->closed());
   EXPECT_FALSE(stream->Write(std::make_shared<const std::string>("nobody")));
+}
+
+TEST(BodyStreamTest, AnHttp10ClientGetsThePiecesUnchunkedUntilTheConnectionEnds) {
+  StreamServer server;
+  Client client(server.port());
+  client.Send(http::verb::get, "/stream", 10);
+  auto stream = server.NextStream();
+  EXPECT_TRUE(stream->Write(std::make_shared<const std::string>(" second")));
+  stream->End();
+  http::response<http::string_body> res;
+  http::read(client.socket, client.buffer, res);  // to the end of the connection
+  EXPECT_EQ(res.result_int(), 200);
+  EXPECT_FALSE(res.chunked());
+  EXPECT_FALSE(res.keep_alive());
+  EXPECT_EQ(res.body(), "first second");
 }
 
 TEST(BodyStreamTest, HeadGetsTheHeadersAndNoBody) {
