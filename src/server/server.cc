@@ -194,6 +194,7 @@ struct Server::Parts {
     if (stopped) return;
     stopped = true;
     if (http) http->Stop();
+    if (jobs) jobs->StopAdmission();  // before the scheduler it hands jobs to
     if (storage) storage->Stop();  // finish queued storage work while the io_context still exists
     if (tuning) tuning->Stop();
     if (scheduler) scheduler->Stop();

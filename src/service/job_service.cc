@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "obs/log.h"
 #include "obs/metrics.h"
+#include "obs/request_id.h"
 #include "service/job_filter.h"
 #include "service/study_service.h"
 #include "service/tuning_coordinator.h"
@@ -201,12 +202,27 @@ void JobService::CreateJob(const std::string& project, Job job, JobCallback done
     if (auto s = scheduler_->Admit(job); !s.ok()) return done(s);
   }
   if (auto s = CheckAccess(project, job, caller); !s.ok()) return done(s);
-  // Its images exist and are pinned before the job is accepted.
-  if (images_ != nullptr && job.training_input) {
-    auto pinned = images_->Resolve(*job.training_input);
-    if (!pinned.ok()) return done(std::move(pinned).status());
-    job.resolved_images = *std::move(pinned);
+  // Its images exist and are pinned before the job is accepted: on an
+  // admission thread (a registry may take its time to answer).
+  if (images_ != nullptr && job.training_input && !containers::JobImages(*job.training_input).empty()) {
+    auto done_here = std::make_shared<JobCallback>(std::move(done));
+    const bool posted = admission_.Post(obs::BindRequestId(
+        [this, project, job = std::move(job), done_here, with_job = std::move(with_job), validate_only]() mutable {
+          auto pinned = images_->Resolve(*job.training_input);
+          if (!pinned.ok()) return (*done_here)(std::move(pinned).status());
+          job.resolved_images = *std::move(pinned);
+          Accept(project, std::move(job), std::move(*done_here), std::move(with_job), validate_only);
+        }));
+    if (!posted) (*done_here)(absl::UnavailableError("mlengined is shutting down; the job was not created"));
+    return;
   }
+  Accept(project, std::move(job), std::move(done), std::move(with_job), validate_only);
+}
+
+void JobService::StopAdmission() { admission_.Stop(); }
+
+void JobService::Accept(const std::string& project, Job job, JobCallback done, std::vector<db::Mutation> with_job,
+                        bool validate_only) {
   const bool tuning = model::IsTuningJob(job);
   if (tuning && studies_ != nullptr && studies_->HasUserStudy(project, job.job_id)) {
     return done(absl::AlreadyExistsError(absl::StrCat(

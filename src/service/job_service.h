@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/clock.h"
+#include "common/worker_pool.h"
 #include "db/store.h"
 #include "iam/iam_service.h"
 #include "containers/resolver.h"
@@ -78,6 +79,10 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   // Loads projects and jobs from the store and hands unfinished jobs back to
   // the scheduler. Call once, before serving.
   absl::Status Recover();
+  // Ends admission before what it hands jobs to stops (after the HTTP
+  // server, which answers nothing more): a create being admitted finishes;
+  // one not yet begun is dropped.
+  void StopAdmission();
 
   // projects.getConfig. Registers the project on first use (durably).
   void GetConfig(const std::string& project, std::function<void(absl::StatusOr<model::Project>)> done);
@@ -88,7 +93,8 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   // `with_job`: more writes made durable in the job's own transaction (the
   // call's audit line), written only if the job is. `validate_only`: every
   // check, then the job as it would be created (no state, no time), nothing
-  // stored.
+  // stored. A job whose images must be pinned (a registry asked) is admitted
+  // on an admission thread, never the caller's: `done` is called there.
   void CreateJob(const std::string& project, model::Job job, JobCallback done,
                  std::vector<common::FieldViolation> wire_violations = {},
                  const iam::Principal& caller = iam::Principal::Operator(),
@@ -148,6 +154,10 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
 
   model::Project NewProject(const std::string& id) const;
   void AddProject(const model::Project& p);  // mu_ held (exclusive)
+  // CreateJob once its images are pinned: the rest of its checks and the
+  // durable write.
+  void Accept(const std::string& project, model::Job job, JobCallback done, std::vector<db::Mutation> with_job,
+              bool validate_only);
   // The job's TPU service account set up, and actAs on its serviceAccount.
   absl::Status CheckAccess(const std::string& project, const model::Job& job, const iam::Principal& caller) const;
   // resumePreviousJobId names a finished tuning job of the same parameters
@@ -177,6 +187,10 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   // Jobs whose create is being made durable: reserved ids.
   std::map<Key, int64_t> pending_creates_;
   int64_t next_sequence_ = 1;
+  // Admission that waits on another server (an image registry's answer, up
+  // to its timeout): a slow registry holds up the creates that need it, not
+  // the HTTP threads every other call is served on. Last: stopped first.
+  common::WorkerPool admission_{4, common::WorkerPool::OnStop::kDiscard};
 };
 
 }  // namespace mle::service

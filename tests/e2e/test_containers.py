@@ -340,3 +340,91 @@ def test_a_container_killed_at_its_memory_limit_says_so(registry, tmp_path_facto
         problems = server.finish()
     assert not problems, problems
     assert images.containers_under(server.data_dir) == [], "containers left behind"
+
+
+def test_a_registry_that_does_not_answer_holds_up_only_the_jobs_that_need_it(tmp_path_factory, names):
+    """Pinning a container job's image asks the registry (up to 10 s). A
+    registry that holds every answer: more creates that need it than the
+    server has HTTP threads are in admission at once, and jobs.get and
+    jobs.list keep answering at once all the while; once the registry
+    answers, each create is answered with what it said."""
+    import http.client
+    import threading
+    import time
+    import urllib.parse
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    release = threading.Event()
+    asked = []
+
+    class Slow(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def answer(self, body=b'{"errors":[{"code":"MANIFEST_UNKNOWN"}]}', status=404):
+            asked.append(self.path)
+            release.wait(30)
+            if self.path.startswith("/v2/_catalog"):
+                status, body = 200, b'{"repositories":[]}'
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        do_GET = do_HEAD = answer
+
+    registry = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=registry.serve_forever, daemon=True).start()
+    host = f"127.0.0.1:{registry.server_address[1]}"
+    server = Server(tmp_path_factory.mktemp("slow-registry"), config_yaml() + f"containers:\n  registry: {host}\n")
+    try:
+        project = names.project
+        u = urllib.parse.urlparse(server.endpoint)
+
+        def call(method, path, body=None):
+            conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+            headers = {"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"}
+            conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+            r = conn.getresponse()
+            out = (r.status, json.loads(r.read() or b"{}"))
+            conn.close()
+            return out
+
+        creates = {}
+
+        def create(i):
+            job = {"jobId": f"slow_{i}", "trainingInput": {"scaleTier": "BASIC", "region": REGION,
+                                                           "masterConfig": {"imageUri": f"{host}/team/slow:{i}"}}}
+            creates[i] = call("POST", f"/v1/projects/{project}/jobs", job)
+
+        threads = [threading.Thread(target=create, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        deadline = time.time() + 20
+        while len(asked) < 4 and time.time() < deadline:
+            time.sleep(0.01)
+        assert len(asked) >= 4, f"the creates did not reach the registry: {asked}"
+        # Every create waits on the registry now; the API answers anyway.
+        slowest = 0.0
+        for _ in range(10):
+            t0 = time.time()
+            status, _ = call("GET", f"/v1/projects/{project}/jobs")
+            assert status == 200
+            status, _ = call("GET", f"/v1/projects/{project}/jobs/no_such_job")
+            assert status == 404
+            slowest = max(slowest, time.time() - t0)
+        assert slowest < 1.0, f"a get and a list took {slowest:.2f} s while the registry held its answers"
+        assert not creates, f"a create was answered before the registry did: {creates}"
+        release.set()
+        for t in threads:
+            t.join(60)
+        assert sorted(creates) == [0, 1, 2, 3], creates
+        for status, body in creates.values():
+            assert status == 400 and "was not found in the image registry" in body["error"]["message"], body
+    finally:
+        release.set()
+        problems = server.finish()
+        registry.shutdown()
+    assert not problems, problems
