@@ -391,13 +391,27 @@ class Session : public std::enable_shared_from_this<Session> {
     if (auto length = header_parser_->content_length(); length && *length > limit_) return WriteTooLarge();
     const bool expects_continue = head.version() >= 11 && beast::iequals(head[http::field::expect], "100-continue");
 
+    if (upload_ && options_.upload_check) {
+      // The head is judged first (perhaps on another thread: a refusal is
+      // recorded before it is answered); the body waits meanwhile.
+      return options_.upload_check(
+          HeadOf(head), [self = shared_from_this(), expects_continue](std::optional<HttpResponse> refusal) mutable {
+            asio::post(self->stream_.get_executor(), [self, expects_continue, refusal = std::move(refusal)]() mutable {
+              obs::ScopedRequestId scope(self->request_id_);
+              if (refusal) {
+                self->keep_alive_ = false;  // the body stays unread
+                return self->Write(std::move(*refusal));
+              }
+              self->ReadAfterHeader(expects_continue);
+            });
+          });
+    }
+    ReadAfterHeader(expects_continue);
+  }
+
+  // The body, once the head is accepted: into a file (an upload) or memory.
+  void ReadAfterHeader(bool expects_continue) {
     if (upload_) {
-      if (options_.upload_check) {
-        if (auto refusal = options_.upload_check(HeadOf(head))) {
-          keep_alive_ = false;  // the body stays unread
-          return Write(std::move(*refusal));
-        }
-      }
       if (auto s = StartUpload(); !s.empty()) return WriteError(500, "INTERNAL", s);
       upload_parser_.emplace(std::move(*header_parser_));
       upload_parser_->body_limit(limit_);

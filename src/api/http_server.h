@@ -131,9 +131,11 @@ std::shared_ptr<const int> OwnBodyFd(int fd);
 
 using Responder = std::function<void(HttpResponse)>;
 using Handler = std::function<void(HttpRequest, Responder)>;
-// Sees the head of an upload (body empty) before its body is read; a response
-// refuses it at once (e.g. 401), and the body is never read.
-using UploadCheck = std::function<std::optional<HttpResponse>(const HttpRequest&)>;
+// Sees the head of an upload (body empty) before its body is read, and
+// answers through its callback (from any thread, now or later): a response
+// refuses it (e.g. 401), and the body is never read; nullopt reads it.
+using UploadCheck =
+    std::function<void(const HttpRequest&, std::function<void(std::optional<HttpResponse>)>)>;
 
 struct HttpServerOptions {
   std::string address = "127.0.0.1";

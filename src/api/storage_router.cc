@@ -1252,9 +1252,10 @@ bool StorageRouter::Serves(absl::string_view target) {
   return absl::StartsWith(target, "/storage/") || absl::StartsWith(target, "/upload/");
 }
 
-std::optional<HttpResponse> StorageRouter::CheckUpload(const HttpRequest& head) const {
+void StorageRouter::CheckUpload(const HttpRequest& head,
+                                std::function<void(std::optional<HttpResponse>)> done) const {
   auto call = ParseStorageCall(head);
-  if (!call.ok()) return StorageError(call.status(), true);
+  if (!call.ok()) return done(StorageError(call.status(), true));
   auto found = Routes().Find(call->method, call->path);
   const bool upload = found.route != nullptr && found.route->handler.upload;
   auto refuse = [&](const absl::Status& s) {
@@ -1263,15 +1264,23 @@ std::optional<HttpResponse> StorageRouter::CheckUpload(const HttpRequest& head) 
     return refusal;
   };
   auto authorization = EffectiveAuthorization(head);
-  if (!authorization.ok()) return refuse(authorization.status());
+  if (!authorization.ok()) return done(refuse(authorization.status()));
   auto caller = gate_.Authenticate(*authorization, call->Param("access_token"));
-  if (!caller.ok()) return refuse(caller.status());
-  if (!upload) return refuse(NoRoute(head));
+  if (!caller.ok()) return done(refuse(caller.status()));
+  if (!upload) return done(refuse(NoRoute(head)));
   call->caller = *std::move(caller);
   call->vars = std::move(found.vars);
-  if (auto s = CheckUploadCall(*call); !s.ok()) return refuse(s);
-  if (auto s = CheckAccess(gate_, found.route->handler, *call); !s.ok()) return refuse(s);
-  return std::nullopt;
+  absl::Status checked = CheckUploadCall(*call);
+  if (checked.ok()) checked = CheckAccess(gate_, found.route->handler, *call);
+  if (checked.ok()) return done(std::nullopt);
+  // A write refused: in the audit log first, as Handle records one.
+  Responder respond = [done](HttpResponse r) { done(std::move(r)); };
+  if (found.route->handler.audited) {
+    respond = RecordInAuditLog(iam_, AuditRecordOf(iam_, found.route->name, found.route->handler, *call,
+                                                   head.request_id),
+                               std::move(respond));
+  }
+  respond(refuse(checked));
 }
 
 void StorageRouter::Handle(HttpRequest request, Responder respond) const {

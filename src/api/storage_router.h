@@ -55,8 +55,11 @@ class StorageRouter {
   void Stop();
 
   // For HttpServerOptions::upload_check: refuses an upload from its head
-  // alone (credentials, route, parameters, names) before its body is read.
-  std::optional<HttpResponse> CheckUpload(const HttpRequest& head) const;
+  // alone (credentials, route, parameters, names) before its body is read,
+  // through `done` (nullopt: read the body). A refusal of a known caller is
+  // recorded in the audit log before `done` is called, as every refused
+  // write is (Handle); `done` may be called on another thread.
+  void CheckUpload(const HttpRequest& head, std::function<void(std::optional<HttpResponse>)> done) const;
 
   using Workers = common::WorkerPool;  // drains what is queued when stopped
 

@@ -306,7 +306,10 @@ absl::Status Server::Parts::Build() {
   // The storage router needs IamService, which needs the store, opened
   // only once the port is ours: the check finds the router when uploads come.
   http_options.upload_dir = bucket_store->upload_dir();
-  http_options.upload_check = [this](const api::HttpRequest& head) { return storage->CheckUpload(head); };
+  http_options.upload_check = [this](const api::HttpRequest& head,
+                                     std::function<void(std::optional<api::HttpResponse>)> done) {
+    storage->CheckUpload(head, std::move(done));
+  };
   auto bound = api::HttpServer::Bind(http_options);
   if (!bound.ok()) return bound.status();
   http = *std::move(bound);

@@ -31,6 +31,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -228,7 +229,12 @@ class Server {
     }
   }
 
-  std::optional<HttpResponse> CheckUpload(const HttpRequest& head) const { return storage_->CheckUpload(head); }
+  // The upload check's answer, waited for (a refusal is audited first).
+  std::optional<HttpResponse> CheckUpload(const HttpRequest& head) const {
+    std::promise<std::optional<HttpResponse>> answer;
+    storage_->CheckUpload(head, [&answer](std::optional<HttpResponse> r) { answer.set_value(std::move(r)); });
+    return answer.get_future().get();
+  }
   std::string UploadDir() const { return buckets_->upload_dir(); }
   void Stop() { storage_->Stop(); }
 

@@ -265,6 +265,25 @@ def test_audit_log_records_changes_for_owners(fresh_server):
     assert server.request("GET", "/mlengine/v1/projects/audit-p/auditLog", token=erin).status == 403
 
 
+def test_a_refused_upload_is_in_the_audit_log(fresh_server):
+    """An upload is judged from its head, before its body is read; a refused
+    one is still a refused write, recorded before it is answered, as every
+    other refused write is."""
+    server = fresh_server
+    vera = new_user(server, "vera@example.com")
+    grant(server, "audit-u", "user:vera@example.com", "roles/viewer")
+    assert server.call("POST", "/storage/v1/b?project=audit-u", {"name": "audit-u-bucket"})[0] == 200
+    r = server.request("POST", "/upload/storage/v1/b/audit-u-bucket/o?uploadType=media&name=notes.txt",
+                       body=b"not hers to write", token=vera)
+    assert r.status == 403, r
+    status, log = server.call("GET", "/mlengine/v1/projects/audit-u/auditLog")
+    assert status == 200, log
+    refused = [e for e in log["entries"] if e["principal"] == "user:vera@example.com"]
+    assert [(e["method"], e["outcome"]) for e in refused] == [("storage.objects.insert", "PERMISSION_DENIED")], refused
+    assert refused[0]["resource"].endswith("buckets/audit-u-bucket/objects/notes.txt"), refused
+    assert server.request("GET", "/storage/v1/b/audit-u-bucket/o/notes.txt").status == 404  # nothing written
+
+
 def test_policies_tokens_and_accounts_survive_kill_9(launcher):
     data = launcher.new_data_dir()
     s1 = launcher.start(data)
