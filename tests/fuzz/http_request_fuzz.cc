@@ -229,11 +229,18 @@ class Server {
     }
   }
 
-  // The upload check's answer, waited for (a refusal is audited first).
-  std::optional<HttpResponse> CheckUpload(const HttpRequest& head) const {
-    std::promise<std::optional<HttpResponse>> answer;
-    storage_->CheckUpload(head, [&answer](std::optional<HttpResponse> r) { answer.set_value(std::move(r)); });
-    return answer.get_future().get();
+  // The upload check's answer, waited for: a refusal is audited first, so
+  // the commits are made durable meanwhile, as Serve does.
+  std::optional<HttpResponse> CheckUpload(const HttpRequest& head) {
+    auto answer = std::make_shared<std::promise<std::optional<HttpResponse>>>();
+    auto got = answer->get_future();
+    storage_->CheckUpload(head, [answer](std::optional<HttpResponse> r) { answer->set_value(std::move(r)); });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (got.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+      store_.Drain();
+      if (std::chrono::steady_clock::now() > deadline) Fail("the upload check did not answer within 5 s");
+    }
+    return got.get();
   }
   std::string UploadDir() const { return buckets_->upload_dir(); }
   void Stop() { storage_->Stop(); }

@@ -14,24 +14,12 @@
 #include "rundir/replica_files.h"
 #include "service/job_service.h"
 #include "service/log_service.h"
+#include "service_fixture.h"
 
 namespace mle::service {
 namespace {
 
 namespace fs = std::filesystem;
-
-model::Job ValidJob(const std::string& id) {
-  model::Job j;
-  j.job_id = id;
-  model::TrainingInput t;
-  t.scale_tier = "BASIC";
-  t.package_uris = {"gs://b/trainer-0.0.0.tar.gz"};
-  t.python_module = "trainer.task";
-  t.region = "us-central1";
-  t.runtime_version = "2.11";
-  j.training_input = t;
-  return j;
-}
 
 // A follower that records what it is sent; Ready() as the test sets it.
 class RecordingFollower : public LogFollower {
@@ -93,9 +81,7 @@ size_t CountMessages(const std::vector<std::shared_ptr<const SharedPage>>& pages
 class LogFollowTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("mle_log_follow_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    dir_ = mle::testing::FreshTestDirectory("mle_log_follow_test");
     fs::create_directories(dir_ / "runs");
     store_ = *db::OpenSqliteStore({(dir_ / "mlengine.db").string(), true});
     jobs_ = std::make_unique<JobService>(*store_, clock_, validate::Config::Defaults());
@@ -103,7 +89,7 @@ class LogFollowTest : public ::testing::Test {
     jobs_->AttachScheduler(scheduler_.get());
     ASSERT_TRUE(jobs_->Recover().ok());
     std::promise<absl::StatusOr<model::Job>> created;
-    jobs_->CreateJob("proj", ValidJob("a"), [&](absl::StatusOr<model::Job> r) { created.set_value(std::move(r)); });
+    jobs_->CreateJob("proj", mle::testing::BasicPackageJob("a"), [&](absl::StatusOr<model::Job> r) { created.set_value(std::move(r)); });
     ASSERT_TRUE(created.get_future().get().ok());
     log_ = common::JobRunDir((dir_ / "runs").string(), "proj", "a", 1) + "/master-replica-0/log";
     fs::create_directories(fs::path(log_).parent_path());

@@ -9,6 +9,7 @@
 #include <future>
 
 #include "codec/job_codec.h"
+#include "service_fixture.h"
 
 namespace mle::service {
 namespace {
@@ -17,26 +18,15 @@ namespace fs = std::filesystem;
 using model::JobState;
 
 model::Job ValidJob(const std::string& id, int32_t priority = 0, std::string max_wait = "") {
-  model::Job j;
-  j.job_id = id;
-  model::TrainingInput t;
-  t.scale_tier = "BASIC";
-  t.package_uris = {"gs://b/trainer-0.0.0.tar.gz"};
-  t.python_module = "trainer.task";
-  t.region = "us-central1";
-  t.runtime_version = "2.11";
-  t.scheduling = model::Scheduling{"", std::move(max_wait), priority};
-  j.training_input = t;
+  model::Job j = mle::testing::BasicPackageJob(id);
+  j.training_input->scheduling = model::Scheduling{"", std::move(max_wait), priority};
   return j;
 }
 
 class ServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("mle_service_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = mle::testing::FreshTestDirectory("mle_service_test");
     Open();
   }
   void TearDown() override {

@@ -17,6 +17,7 @@
 #include "service/job_service.h"
 #include "service/job_studies.h"
 #include "service/tuning_coordinator.h"
+#include "service_fixture.h"
 
 namespace mle::service {
 namespace {
@@ -210,16 +211,8 @@ class CoordinatorTest : public ::testing::Test {
     }
   }
   model::Job TuningJob(const std::string& id, HyperparameterSpec h) {
-    model::Job j;
-    j.job_id = id;
-    model::TrainingInput t;
-    t.scale_tier = "BASIC";
-    t.package_uris = {"gs://b/trainer-0.0.0.tar.gz"};
-    t.python_module = "trainer.task";
-    t.region = "us-central1";
-    t.runtime_version = "2.11";
-    t.hyperparameters = std::move(h);
-    j.training_input = t;
+    model::Job j = mle::testing::BasicPackageJob(id);
+    j.training_input->hyperparameters = std::move(h);
     return j;
   }
   absl::StatusOr<model::Job> Create(model::Job job) {
