@@ -14,7 +14,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "codec/job_codec.h"
 #include "db/store.h"
 #include "obs/log.h"
 #include "obs/metrics.h"
@@ -127,13 +126,17 @@ class SqliteStore final : public Store {
       if (rc != SQLITE_DONE) return Error("read projects");
     }
     {
-      Statement st(db_, "SELECT body FROM jobs ORDER BY sequence");
+      Statement st(db_, "SELECT project, job_id, sequence, state, body FROM jobs ORDER BY sequence");
       if (!st.ok()) return Error("prepare jobs query");
       int rc;
       while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
-        auto job = codec::ParseStoredJob(Text(st.get(), 0));
-        if (!job.ok()) return job.status();
-        snap.jobs.push_back(*std::move(job));
+        StoredJob job;
+        job.project = Text(st.get(), 0);
+        job.job_id = Text(st.get(), 1);
+        job.sequence = sqlite3_column_int64(st.get(), 2);
+        job.state = Text(st.get(), 3);
+        job.body = Text(st.get(), 4);
+        snap.jobs.push_back(std::move(job));
       }
       if (rc != SQLITE_DONE) return Error("read jobs");
     }
@@ -291,14 +294,13 @@ class SqliteStore final : public Store {
     sqlite3_stmt* put_job = w.put_job.get();
     sqlite3_stmt* put_project = w.put_project.get();
     if (const auto* pj = std::get_if<PutJob>(&m)) {
-      const std::string body = codec::SerializeJobForStorage(pj->job);
-      const std::string state(model::JobStateName(pj->job.state));
+      const StoredJob& job = pj->job;
       sqlite3_reset(put_job);
-      sqlite3_bind_text(put_job, 1, pj->job.project.c_str(), -1, SQLITE_TRANSIENT);
-      sqlite3_bind_text(put_job, 2, pj->job.job_id.c_str(), -1, SQLITE_TRANSIENT);
-      sqlite3_bind_int64(put_job, 3, pj->job.sequence);
-      sqlite3_bind_text(put_job, 4, state.c_str(), -1, SQLITE_TRANSIENT);
-      sqlite3_bind_text(put_job, 5, body.c_str(), static_cast<int>(body.size()), SQLITE_TRANSIENT);
+      sqlite3_bind_text(put_job, 1, job.project.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(put_job, 2, job.job_id.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_int64(put_job, 3, job.sequence);
+      sqlite3_bind_text(put_job, 4, job.state.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(put_job, 5, job.body.c_str(), static_cast<int>(job.body.size()), SQLITE_TRANSIENT);
       if (sqlite3_step(put_job) != SQLITE_DONE) return Error("write job");
       return absl::OkStatus();
     }

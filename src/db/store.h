@@ -1,5 +1,6 @@
-// Durable state of mlengined: projects, jobs, identity records (opaque
-// bodies the iam module encodes) and the audit log. The service keeps the
+// Durable state of mlengined: projects, jobs (opaque bodies the service
+// encodes), identity records (opaque bodies the iam module encodes) and the
+// audit log. The service keeps the
 // working copy in memory and writes through this interface before it answers;
 // at start it loads everything back. Implementations: SqliteStore (embedded,
 // one file in WAL mode); PostgreSQL later, same interface.
@@ -17,14 +18,23 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "model/job.h"
 #include "model/project.h"
 
 namespace mle::db {
 
+// A job as the store keeps it: what it is found and ordered by, in columns,
+// and the rest as the service's encoding, which the store never reads.
+struct StoredJob {
+  std::string project;
+  std::string job_id;
+  int64_t sequence = 0;  // creation order; never changes
+  std::string state;     // for a person reading the database
+  std::string body;
+};
+
 // Insert or replace, keyed by (project, job_id) / project id.
 struct PutJob {
-  model::Job job;
+  StoredJob job;
 };
 struct PutProject {
   model::Project project;
@@ -63,7 +73,7 @@ using Mutation = std::variant<PutJob, PutProject, PutRecord, DeleteRecord, Appen
 
 struct Snapshot {
   std::vector<model::Project> projects;
-  std::vector<model::Job> jobs;  // in creation order
+  std::vector<StoredJob> jobs;  // in creation order
 };
 
 // A page of a project's audit log, newest first.

@@ -25,6 +25,13 @@ namespace {
 using model::Job;
 using model::JobState;
 
+// A job as the store keeps it: its keys in columns, itself in the service's
+// stored encoding (codec::SerializeJobForStorage).
+db::PutJob Stored(const Job& job) {
+  return db::PutJob{{job.project, job.job_id, job.sequence, std::string(model::JobStateName(job.state)),
+                     codec::SerializeJobForStorage(job)}};
+}
+
 constexpr int32_t kDefaultPageSize = 20;
 constexpr int32_t kMaxPageSize = 100;
 
@@ -82,7 +89,13 @@ absl::Status JobService::Recover() {
   {
     std::unique_lock lock(mu_);
     for (auto& p : snapshot->projects) AddProject(p);
-    for (auto& j : snapshot->jobs) {
+    for (const db::StoredJob& stored : snapshot->jobs) {
+      auto parsed = codec::ParseStoredJob(stored.body);
+      if (!parsed.ok()) {
+        return absl::DataLossError(absl::StrCat("the stored job ", stored.project, "/", stored.job_id,
+                                                " cannot be read: ", parsed.status().message()));
+      }
+      Job j = *std::move(parsed);
       next_sequence_ = std::max(next_sequence_, j.sequence + 1);
       by_sequence_[j.project][j.sequence] = j.job_id;
       if (!model::IsTerminal(j.state)) unfinished.push_back(j);
@@ -267,7 +280,7 @@ void JobService::Accept(const std::string& project, Job job, JobCallback done, s
     job.version = 1;
     pending_creates_[key] = job.sequence;
   }
-  writes.push_back(db::PutJob{job});
+  writes.push_back(Stored(job));
   for (auto& w : with_job) writes.push_back(std::move(w));
   store_.Commit(std::move(writes), [this, key, job, done = std::move(done)](absl::Status s) {
     {
@@ -401,7 +414,7 @@ void JobService::PatchJob(const std::string& project, const std::string& job_id,
     ++it->second.version;
     updated = it->second;
     // Enqueued under the lock so the store sees changes in memory order.
-    store_.Commit({db::PutJob{updated}}, [this, updated, done = std::move(done)](absl::Status s) {
+    store_.Commit({Stored(updated)}, [this, updated, done = std::move(done)](absl::Status s) {
       if (!s.ok()) return done(s);
       done(Present(updated));
     });
@@ -434,7 +447,7 @@ void JobService::CancelJob(const std::string& project, const std::string& job_id
   ++job.version;
   const Key key{project, job_id};
   const bool tuning = model::IsTuningJob(job);
-  store_.Commit({db::PutJob{job}}, [this, key, tuning, reason = job.error_message,
+  store_.Commit({Stored(job)}, [this, key, tuning, reason = job.error_message,
                                     done = std::move(done)](absl::Status s) {
     if (s.ok()) obs::Log("service").info("cancel requested for {}: {}", JobNameOf(key.project, key.job_id), reason);
     if (s.ok() && tuning && tuning_ != nullptr) tuning_->Cancel(key);
@@ -494,7 +507,7 @@ void JobService::Record(const Key& key, const scheduler::JobUpdate& update, Done
   // A job's end is flushed whatever the caller says (clients were told).
   const db::Sync sync = update.flush || model::IsTerminal(update.state) ? db::Sync::kDurable : db::Sync::kLazy;
   store_.Commit(
-      {db::PutJob{job}},
+      {Stored(job)},
       [name = JobNameOf(key.project, key.job_id), state = std::string(model::JobStateName(update.state)),
        done = std::move(done)](absl::Status s) {
         if (!s.ok()) obs::Log("service").error("could not record {} -> {}: {}", name, state, s.ToString());
@@ -580,7 +593,7 @@ void JobService::StartTrials(const Key& key, std::vector<Job> trials, model::Tra
     Job& parent = it->second;
     parent.training_output = std::move(output);
     ++parent.version;
-    writes.push_back(db::PutJob{parent});
+    writes.push_back(Stored(parent));
     const absl::Time now = clock_.Now();
     for (auto& t : trials) {
       t.sequence = next_sequence_++;
@@ -588,7 +601,7 @@ void JobService::StartTrials(const Key& key, std::vector<Job> trials, model::Tra
       t.create_time = now;
       t.version = 1;
       pending_creates_[{key.project, t.job_id}] = t.sequence;
-      writes.emplace_back(std::in_place_type<db::PutJob>, db::PutJob{t});
+      writes.push_back(Stored(t));
     }
     // Enqueued under the lock so the store sees changes in memory order.
     store_.Commit(std::move(writes), [this, key, trials = std::move(trials), done = std::move(done)](absl::Status s) {
@@ -619,7 +632,7 @@ void JobService::SetTrainingOutput(const Key& key, model::TrainingOutput output)
   if (it == jobs_.end()) return;
   it->second.training_output = std::move(output);
   ++it->second.version;
-  store_.Commit({db::PutJob{it->second}}, [name = JobNameOf(key.project, key.job_id)](absl::Status s) {
+  store_.Commit({Stored(it->second)}, [name = JobNameOf(key.project, key.job_id)](absl::Status s) {
     if (!s.ok()) obs::Log("service").error("could not record the trials of {}: {}", name, s.ToString());
   });
 }
@@ -633,7 +646,7 @@ void JobService::StopTrial(const Key& trial, const std::string& reason) {
   job.error_message = reason;
   ++job.version;
   const Job copy = job;
-  store_.Commit({db::PutJob{job}}, [this, trial](absl::Status s) {
+  store_.Commit({Stored(job)}, [this, trial](absl::Status s) {
     if (!s.ok()) {
       obs::Log("service").error("could not record the stop of {}: {}", JobNameOf(trial.project, trial.job_id),
                                 s.ToString());

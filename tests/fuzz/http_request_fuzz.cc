@@ -31,6 +31,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <algorithm>
 #include <future>
 #include <mutex>
 #include <optional>
@@ -88,6 +89,7 @@ class MemoryStore final : public mle::db::Store {
     mle::db::Snapshot s;
     for (const auto& [id, p] : projects_) s.projects.push_back(p);
     for (const auto& [key, j] : jobs_) s.jobs.push_back(j);
+    std::sort(s.jobs.begin(), s.jobs.end(), [](const auto& a, const auto& b) { return a.sequence < b.sequence; });
     return s;
   }
   absl::StatusOr<std::vector<mle::db::Record>> LoadRecords(const std::string&) override { return std::vector<mle::db::Record>{}; }
@@ -125,7 +127,7 @@ class MemoryStore final : public mle::db::Store {
   std::mutex mu_;
   std::vector<Pending> pending_;
   std::map<std::string, mle::model::Project> projects_;
-  std::map<std::string, mle::model::Job> jobs_;
+  std::map<std::string, mle::db::StoredJob> jobs_;
 };
 
 // One request's response, answered from any thread, exactly once.

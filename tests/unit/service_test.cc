@@ -184,7 +184,8 @@ TEST_F(ServiceTest, RecordRefusesIllegalMovesAndReportsDurability) {
   auto stored = store_->Load();
   ASSERT_TRUE(stored.ok());
   ASSERT_EQ(stored->jobs.size(), 1u);
-  EXPECT_EQ(stored->jobs[0].state, JobState::kPreparing);
+  EXPECT_EQ(stored->jobs[0].state, "PREPARING");
+  EXPECT_EQ(codec::ParseStoredJob(stored->jobs[0].body)->state, JobState::kPreparing);
   std::promise<absl::Status> p;
   service_->Record({"proj", "nope"}, {JobState::kRunning, ""}, [&](absl::Status s) { p.set_value(s); });
   EXPECT_EQ(p.get_future().get().code(), absl::StatusCode::kNotFound);
