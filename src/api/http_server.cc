@@ -201,17 +201,20 @@ constexpr size_t kMaxBytesDuringStream = 1 << 20;
 
 }  // namespace
 
-// A streamed body's pieces go out as chunks (RFC 9112 7.1): "SIZE\r\n",
-// the bytes, "\r\n".
-struct ChunkFrame {
+// How a streamed body's piece goes out: as a chunk (RFC 9112 7.1: "SIZE\r\n",
+// the bytes, "\r\n"), or, to an HTTP/1.0 client, as the bytes alone.
+struct PieceFrame {
   char head[20];
-  size_t head_size;
-  explicit ChunkFrame(size_t size) {
+  size_t head_size = 0;
+  size_t tail_size = 0;
+  PieceFrame(size_t size, bool chunked) {
+    if (!chunked) return;
     head_size = static_cast<size_t>(std::snprintf(head, sizeof(head), "%zx\r\n", size));
+    tail_size = 2;
   }
   std::array<asio::const_buffer, 3> Buffers(const std::string& bytes) const {
     return {asio::const_buffer(head, head_size), asio::const_buffer(bytes.data(), bytes.size()),
-            asio::const_buffer("\r\n", 2)};
+            asio::const_buffer("\r\n", tail_size)};
   }
 };
 
@@ -244,8 +247,9 @@ struct BodyStream::Impl {
   // With mu held, nothing queued or being sent: sends what the socket takes
   // of `piece`'s chunk now, from the writer's thread (no hop to the
   // session's, the common case of a client that keeps up).
-  void SendNow(Piece& piece) {
-    const ChunkFrame frame(piece.bytes->size());
+  // Whether it went whole.
+  bool SendNow(Piece& piece) {
+    const PieceFrame frame(piece.bytes->size(), chunked);
     const auto buffers = frame.Buffers(*piece.bytes);
     iovec iov[3];
     for (size_t i = 0; i < 3; ++i) {
@@ -253,10 +257,11 @@ struct BodyStream::Impl {
       iov[i].iov_len = buffers[i].size();
     }
     msghdr msg{};
-    msg.msg_iov = chunked ? iov : iov + 1;
-    msg.msg_iovlen = chunked ? 3 : 1;
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 3;
     const ssize_t n = ::sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n > 0) piece.sent = static_cast<size_t>(n);  // an error: the session's write meets it too
+    return piece.sent == asio::buffer_size(buffers);
   }
   void Close() {
     std::lock_guard<std::mutex> lock(mu);
@@ -275,12 +280,7 @@ bool BodyStream::Write(std::shared_ptr<const std::string> bytes) {
     std::lock_guard<std::mutex> lock(impl_->mu);
     if (impl_->closed || impl_->ended) return false;
     Impl::Piece piece{std::move(bytes), 0};
-    if (impl_->fd >= 0 && !impl_->sending && impl_->queue.empty()) {
-      impl_->SendNow(piece);
-      const size_t whole =
-          impl_->chunked ? ChunkFrame(piece.bytes->size()).head_size + piece.bytes->size() + 2 : piece.bytes->size();
-      if (piece.sent == whole) return true;
-    }
+    if (impl_->fd >= 0 && !impl_->sending && impl_->queue.empty() && impl_->SendNow(piece)) return true;
     impl_->queue.push_back(std::move(piece));
     wake = impl_->TakeTurn();
   }
@@ -792,6 +792,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void WriteStream(HttpResponse response) {
     std::shared_ptr<BodyStream::Impl> stream(response.stream, &response.stream->impl());
+    if (head_request_) {
+      stream->Close();  // no body will be sent
+      return WriteHeadersOnly(response, 0);
+    }
     auto res = std::make_shared<http::response<http::empty_body>>(static_cast<http::status>(response.status), 11);
     SetCommonHeaders(*res, &response);
     res->set(http::field::content_type, response.content_type);
@@ -803,10 +807,6 @@ class Session : public std::enable_shared_from_this<Session> {
       res->keep_alive(false);
       std::lock_guard<std::mutex> lock(stream->mu);
       stream->chunked = false;
-    }
-    if (head_request_) {
-      stream->Close();  // no body will be sent
-      return WriteHeadersOnly(response, 0);
     }
     auto serializer = std::make_shared<http::response_serializer<http::empty_body>>(*res);
     stream_.expires_after(kIdleTimeout);
@@ -867,10 +867,8 @@ class Session : public std::enable_shared_from_this<Session> {
                                  self->Read();
                                });
     }
-    auto frame = std::make_shared<ChunkFrame>(piece->bytes->size());
-    auto buffers = frame->Buffers(*piece->bytes);
-    if (!chunked) buffers = {asio::const_buffer(), buffers[1], asio::const_buffer()};
-    beast::buffers_suffix<std::array<asio::const_buffer, 3>> rest(buffers);
+    auto frame = std::make_shared<PieceFrame>(piece->bytes->size(), chunked);
+    beast::buffers_suffix<std::array<asio::const_buffer, 3>> rest(frame->Buffers(*piece->bytes));
     rest.consume(piece->sent);
     asio::async_write(stream_, rest,
                       [self = shared_from_this(), bytes = piece->bytes, frame](beast::error_code ec, std::size_t) {

@@ -294,7 +294,7 @@ class SqliteStore final : public Store {
     sqlite3_stmt* put_job = w.put_job.get();
     sqlite3_stmt* put_project = w.put_project.get();
     if (const auto* pj = std::get_if<PutJob>(&m)) {
-      const StoredJob& job = pj->job;
+      const StoredJob job = pj->Row();
       sqlite3_reset(put_job);
       sqlite3_bind_text(put_job, 1, job.project.c_str(), -1, SQLITE_TRANSIENT);
       sqlite3_bind_text(put_job, 2, job.job_id.c_str(), -1, SQLITE_TRANSIENT);

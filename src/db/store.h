@@ -32,9 +32,20 @@ struct StoredJob {
   std::string body;
 };
 
-// Insert or replace, keyed by (project, job_id) / project id.
+// Insert or replace, keyed by (project, job_id) / project id. The body is
+// `encode()` when it is set: the writer calls it as it writes, off the
+// caller's thread (which may hold its own locks while it commits);
+// otherwise `job.body`.
 struct PutJob {
   StoredJob job;
+  std::function<std::string()> encode = nullptr;
+
+  // The row as written.
+  StoredJob Row() const {
+    StoredJob row = job;
+    if (encode) row.body = encode();
+    return row;
+  }
 };
 struct PutProject {
   model::Project project;

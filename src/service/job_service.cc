@@ -26,10 +26,11 @@ using model::Job;
 using model::JobState;
 
 // A job as the store keeps it: its keys in columns, itself in the service's
-// stored encoding (codec::SerializeJobForStorage).
+// stored encoding (codec::SerializeJobForStorage), made by the store's
+// writer: callers commit holding mu_, and encoding is the costly part.
 db::PutJob Stored(const Job& job) {
-  return db::PutJob{{job.project, job.job_id, job.sequence, std::string(model::JobStateName(job.state)),
-                     codec::SerializeJobForStorage(job)}};
+  return db::PutJob{{job.project, job.job_id, job.sequence, std::string(model::JobStateName(job.state)), ""},
+                    [job] { return codec::SerializeJobForStorage(job); }};
 }
 
 constexpr int32_t kDefaultPageSize = 20;

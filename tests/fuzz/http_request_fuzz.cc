@@ -110,7 +110,7 @@ class MemoryStore final : public mle::db::Store {
       batch.swap(pending_);
       for (auto& p : batch) {
         for (auto& m : p.mutations) {
-          if (auto* j = std::get_if<mle::db::PutJob>(&m)) jobs_[j->job.project + "/" + j->job.job_id] = j->job;
+          if (auto* j = std::get_if<mle::db::PutJob>(&m)) jobs_[j->job.project + "/" + j->job.job_id] = j->Row();
           if (auto* pr = std::get_if<mle::db::PutProject>(&m)) projects_[pr->project.id] = pr->project;
         }
       }
