@@ -34,6 +34,7 @@ struct Call {
   bool pretty = true;
   iam::Principal caller;
   bool authenticated = false;  // caller is who the token says
+  std::string authorization;   // the Authorization header it came with (to authenticate it again)
   iam::Resource resource;      // what the path names (its project canonical: an id, not a number)
   std::shared_ptr<PendingAudit> audit;  // an audited route's line; null otherwise
 

@@ -180,12 +180,24 @@ std::string SseEvent(const json& data, const std::string& event = "") {
 
 // A follower of a job's log over a streamed response (alt=sse): each page
 // one event, encoded once for every follower at the same place.
+// Its caller's access is checked again before a page when the last check
+// is kRecheck old: a token revoked, or a role taken away, ends the stream
+// with that error at the next page (a quiet stream gets one every
+// LogService::kHeartbeat).
 class SseLogFollower : public service::LogFollower {
  public:
-  explicit SseLogFollower(std::shared_ptr<BodyStream> stream) : stream_(std::move(stream)) {}
+  using Check = std::function<absl::Status()>;
+  static constexpr absl::Duration kRecheck = absl::Seconds(5);
+  SseLogFollower(std::shared_ptr<BodyStream> stream, Check still_allowed)
+      : stream_(std::move(stream)), still_allowed_(std::move(still_allowed)), checked_(absl::Now()) {}
   bool Ready() const override { return stream_->idle(); }
   bool Gone() const override { return stream_->closed(); }
+  // Called for one follower at a time (LogService), so checked_ needs no lock.
   void Send(std::shared_ptr<const service::SharedPage> page) override {
+    if (const absl::Time now = absl::Now(); now - checked_ >= kRecheck) {
+      checked_ = now;
+      if (absl::Status st = still_allowed_(); !st.ok()) return End(st);
+    }
     stream_->Write(page->Encoded("sse", [](const service::LogResult& r) { return SseEvent(LogPageJson(r)); }));
   }
   void End(absl::Status status) override {
@@ -195,6 +207,8 @@ class SseLogFollower : public service::LogFollower {
 
  private:
   const std::shared_ptr<BodyStream> stream_;
+  const Check still_allowed_;
+  absl::Time checked_;
 };
 
 // mlengine's log endpoint (stock gcloud reads Cloud Logging instead); see
@@ -217,8 +231,17 @@ void ReadLogs(const Services& s, const Call& call, Responder respond) {
   }
   if (call.Param("alt") == "sse") {
     auto stream = std::make_shared<BodyStream>();
+    // The caller as the route's check saw it, checked again as the stream
+    // goes on (IamService outlives the followers; the router does not).
+    SseLogFollower::Check still_allowed = [&iam = s.iam, authorization = call.authorization,
+                                           access_token = call.Param("access_token"), resource = call.resource] {
+      const AccessGate gate(iam);
+      auto who = gate.Authenticate(authorization, access_token);
+      if (!who.ok()) return who.status();
+      return gate.Check(*who, iam::perm::kJobsGet, resource);
+    };
     auto st = s.logs.Follow(call.Var("project"), call.Var("job"), std::move(request),
-                            std::make_shared<SseLogFollower>(stream));
+                            std::make_shared<SseLogFollower>(stream, std::move(still_allowed)));
     if (!st.ok()) return respond(Fail(st, pretty));
     HttpResponse response;
     response.content_type = "text/event-stream; charset=UTF-8";
@@ -525,6 +548,7 @@ void ApiRouter::Handle(HttpRequest request, Responder respond) const {
   }
   call->caller = *std::move(caller);
   call->authenticated = true;
+  call->authorization = request.authorization;
 
   // Every route is under {v1,v1beta1,mlengine/v1}/projects/{project}, or
   // mlengine/v1/users: a malformed project id is named as such, whatever

@@ -142,6 +142,58 @@ def test_a_streamed_follow_gets_each_line_as_it_is_written_and_ends_with_the_job
     assert cli.wait_state(job, {"SUCCEEDED"})["state"] == "SUCCEEDED"
 
 
+def test_a_streamed_follow_ends_soon_after_its_callers_role_is_taken_away(cli, names):
+    """A stream is not a standing grant: the follower's access is checked
+    again as pages go out (every 5 s at most), so once its role is removed
+    the stream ends with PERMISSION_DENIED within seconds, not at the
+    server's 10-minute limit."""
+    import http.client
+    import json
+    import time
+    import urllib.parse
+
+    email = f"follower{names.suffix}@example.com"
+    cli.ok("admin", "users", "create", email)
+    token = cli.ok("admin", "users", "create-token", email, "--lifetime=3600s").out.strip()
+    cli.ok("projects", "add-iam-policy-binding", f"--member=user:{email}", "--role=roles/ml.viewer")
+    job = names.job("revoked")
+    gate = f"gs://{cli.bucket}/{job}/gate"
+    assert cli.submit(job, "--scale-tier", "basic", args=["--wait-for", gate]).rc == 0
+    cli.wait_state(job, {"RUNNING"})
+    u = urllib.parse.urlparse(cli.server.endpoint)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    conn.request("GET", f"/v1/projects/{cli.project}/jobs/{job}/logs?alt=sse",
+                 headers={"Authorization": f"Bearer {token}"})
+    resp = conn.getresponse()
+    assert resp.status == 200, resp.read()
+    buf, events, revoked_at, error_at = b"", [], None, None
+    deadline = time.time() + 60
+    try:
+        while time.time() < deadline and error_at is None:
+            piece = resp.read1(65536)
+            if not piece:
+                break
+            buf += piece
+            while b"\n\n" in buf and error_at is None:
+                raw, buf = buf.split(b"\n\n", 1)
+                events.append(raw)
+                if raw.startswith(b"event: error"):
+                    error_at = time.time()
+            if revoked_at is None and len(events) >= 3:
+                cli.ok("projects", "remove-iam-policy-binding", f"--member=user:{email}", "--role=roles/ml.viewer")
+                revoked_at = time.time()
+        rest = resp.read()  # the body ends after the error
+    finally:
+        conn.close()
+        cli.open_gate(gate)
+    assert revoked_at is not None and error_at is not None, events[-3:]
+    assert error_at - revoked_at < 10, f"the stream went on {error_at - revoked_at:.1f} s after the role was removed"
+    error = json.loads(events[-1].split(b"data: ", 1)[1])
+    assert error["error"]["status"] == "PERMISSION_DENIED", error
+    assert rest == b"", rest
+    assert cli.wait_state(job, {"SUCCEEDED"})["state"] == "SUCCEEDED"
+
+
 def test_a_streamed_follow_of_what_cannot_be_followed_is_an_error_not_a_stream(cli, names):
     status, text = cli.server.request("GET", f"/v1/projects/{cli.project}/jobs/no_such_job/logs?alt=sse")
     assert status == 404 and '"NOT_FOUND"' in text, text
