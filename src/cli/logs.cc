@@ -40,6 +40,14 @@ bool TakePage(const json& page, std::string& token, std::FILE* out, size_t* prin
   return page.value("jobEnded", false);
 }
 
+// A request that printed nothing takes at least half a second, whatever
+// the server does: never a tight loop of requests.
+void PauseIfIdle(size_t printed, std::chrono::steady_clock::time_point started) {
+  if (printed > 0) return;
+  const auto pause = std::chrono::milliseconds(500) - (std::chrono::steady_clock::now() - started);
+  if (pause > std::chrono::milliseconds(0)) std::this_thread::sleep_for(pause);
+}
+
 // An mlengined older than streamed logs refuses alt=sse (or another server
 // ignores it).
 bool RefusesStreams(const absl::Status& st) {
@@ -76,10 +84,7 @@ absl::Status StreamLogs(Client& client, const std::string& job_id, const StreamL
     if (!error.ok()) return error;
     if (RefusesStreams(st)) break;
     if (!st.ok()) return st;
-    // A stream that ended at once with nothing: do not spin.
-    if (printed == 0 && std::chrono::steady_clock::now() - started < std::chrono::milliseconds(500)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    }
+    PauseIfIdle(printed, started);  // a stream that ended at once with nothing
   }
   // The long poll.
   const int wait = std::clamp(options.polling_interval_s, 1, 30);
@@ -89,12 +94,7 @@ absl::Status StreamLogs(Client& client, const std::string& job_id, const StreamL
     if (!reply.ok()) return reply.status();
     size_t printed = 0;
     if (TakePage(*reply, token, out, &printed)) return absl::OkStatus();
-    // A server that does not wait (or an empty reply): do not spin.
-    if (printed == 0) {
-      const auto elapsed = std::chrono::steady_clock::now() - started;
-      const auto pause = std::chrono::milliseconds(500) - elapsed;
-      if (pause > std::chrono::milliseconds(0)) std::this_thread::sleep_for(pause);
-    }
+    PauseIfIdle(printed, started);  // a server that does not wait, or an empty reply
   }
 }
 

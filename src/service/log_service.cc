@@ -233,18 +233,17 @@ void LogService::Send(std::vector<Outgoing>& out) {
   };
   // Each page is a write to a socket, most of its cost the kernel's: a
   // thousand followers are served by two threads at once.
-  const size_t half = out.size() >= kSplitSends ? out.size() / 2 : 0;
+  const size_t half = out.size() / 2;
   std::promise<void> helped;
-  std::future<void> helper_done = helped.get_future();
-  if (half == 0 || !sender_.Post([&] {
+  if (out.size() >= kSplitSends && sender_.Post([&] {
         send(0, half);
         helped.set_value();
       })) {
-    send(0, half);
-    helped.set_value();
+    send(half, out.size());
+    helped.get_future().wait();
+  } else {
+    send(0, out.size());
   }
-  send(half, out.size());
-  helper_done.wait();
   out.clear();
 }
 
