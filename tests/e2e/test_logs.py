@@ -84,27 +84,36 @@ def test_a_follower_gets_a_line_as_it_is_written_not_at_the_next_tick(cli, names
     assert cli.wait_state(job, {"SUCCEEDED"})["state"] == "SUCCEEDED"
 
 
-def test_a_streamed_follow_gets_each_line_as_it_is_written_and_ends_with_the_job(cli, names):
-    """alt=sse: one response, a page per event as the replica writes (the
-    median delay from the replica's timestamp far below a tick), the lines
-    of every page in order with none twice, and the end of the body once the
-    job has ended, its last event saying so."""
+def running_job_and_its_log_stream(cli, names, tag, token):
+    """A job that prints a line every 0.5 s until its gate opens, RUNNING,
+    and a streamed follow of its log (alt=sse) with `token`: (job, gate,
+    connection, response), the response's headers read and 200."""
     import http.client
-    import json
-    import time
     import urllib.parse
-    from datetime import datetime
 
-    job = names.job("stream")
+    job = names.job(tag)
     gate = f"gs://{cli.bucket}/{job}/gate"
     assert cli.submit(job, "--scale-tier", "basic", args=["--wait-for", gate]).rc == 0
     cli.wait_state(job, {"RUNNING"})
     u = urllib.parse.urlparse(cli.server.endpoint)
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
     conn.request("GET", f"/v1/projects/{cli.project}/jobs/{job}/logs?alt=sse",
-                 headers={"Authorization": f"Bearer {cli.server.token}"})
+                 headers={"Authorization": f"Bearer {token}"})
     resp = conn.getresponse()
     assert resp.status == 200, resp.read()
+    return job, gate, conn, resp
+
+
+def test_a_streamed_follow_gets_each_line_as_it_is_written_and_ends_with_the_job(cli, names):
+    """alt=sse: one response, a page per event as the replica writes (the
+    median delay from the replica's timestamp far below a tick), the lines
+    of every page in order with none twice, and the end of the body once the
+    job has ended, its last event saying so."""
+    import json
+    import time
+    from datetime import datetime
+
+    job, gate, conn, resp = running_job_and_its_log_stream(cli, names, "stream", cli.server.token)
     assert resp.getheader("Content-Type").startswith("text/event-stream")
     assert resp.getheader("Transfer-Encoding") == "chunked"
     events, delays, opened, token = [], [], False, ""
@@ -147,25 +156,14 @@ def test_a_streamed_follow_ends_soon_after_its_callers_role_is_taken_away(cli, n
     again as pages go out (every 5 s at most), so once its role is removed
     the stream ends with PERMISSION_DENIED within seconds, not at the
     server's 10-minute limit."""
-    import http.client
     import json
     import time
-    import urllib.parse
 
     email = f"follower{names.suffix}@example.com"
     cli.ok("admin", "users", "create", email)
     token = cli.ok("admin", "users", "create-token", email, "--lifetime=3600s").out.strip()
     cli.ok("projects", "add-iam-policy-binding", f"--member=user:{email}", "--role=roles/ml.viewer")
-    job = names.job("revoked")
-    gate = f"gs://{cli.bucket}/{job}/gate"
-    assert cli.submit(job, "--scale-tier", "basic", args=["--wait-for", gate]).rc == 0
-    cli.wait_state(job, {"RUNNING"})
-    u = urllib.parse.urlparse(cli.server.endpoint)
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
-    conn.request("GET", f"/v1/projects/{cli.project}/jobs/{job}/logs?alt=sse",
-                 headers={"Authorization": f"Bearer {token}"})
-    resp = conn.getresponse()
-    assert resp.status == 200, resp.read()
+    job, gate, conn, resp = running_job_and_its_log_stream(cli, names, "revoked", token)
     buf, events, revoked_at, error_at = b"", [], None, None
     deadline = time.time() + 60
     try:
