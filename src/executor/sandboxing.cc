@@ -106,7 +106,9 @@ absl::StatusOr<std::string> Sandboxing::PrepareReplica(const JobSandbox& job, co
   limits.cpu_milli = demand.cpu_milli;
   limits.memory_mib = demand.memory_mib;
   limits.pids = runtime_.settings.pids_limit;
-  auto dirs = runtime_.cgroups->Create(ReplicaCgroup(project, job_id, task), limits);
+  const std::string group = ReplicaCgroup(project, job_id, task);
+  auto dirs = runtime_.replica_groups != nullptr ? runtime_.replica_groups->Acquire(group, limits)
+                                                 : runtime_.cgroups->Create(group, limits);
   if (!dirs.ok()) {
     return absl::FailedPreconditionError(absl::StrCat("cannot limit the replica ", task, ": ", dirs.status().message()));
   }
@@ -150,7 +152,10 @@ void Sandboxing::EndJob(const std::string& project, const std::string& job_id, u
   const std::string owner = JobCgroup(project, job_id);
   const bool owns = uid != 0 && runtime_.identities->Owns(uid, owner);
   for (const std::string& task : tasks) {
-    if (auto s = runtime_.cgroups->Remove(ReplicaCgroup(project, job_id, task)); !s.ok()) {
+    const std::string group = ReplicaCgroup(project, job_id, task);
+    const absl::Status s = runtime_.replica_groups != nullptr ? runtime_.replica_groups->Release(group)
+                                                              : runtime_.cgroups->Remove(group);
+    if (!s.ok()) {
       obs::Log("local").error("cannot remove the cgroup of {}/{}: {}", project, job_id, std::string(s.message()));
     }
   }

@@ -28,6 +28,7 @@
 #include "model/job.h"
 #include "model/resources.h"
 #include "runtime/package_cache.h"
+#include "sandbox/cgroup_pool.h"
 #include "sandbox/cgroups.h"
 #include "sandbox/host.h"
 #include "sandbox/plan.h"
@@ -39,6 +40,7 @@ struct SandboxRuntime {
   sandbox::SandboxSettings settings;
   sandbox::HostLayout layout;
   const sandbox::Cgroups* cgroups = nullptr;
+  sandbox::CgroupPool* replica_groups = nullptr;  // replicas' groups, used again (null: made and removed each time)
   sandbox::IdentityPool* identities = nullptr;
   const BucketAccessPolicy* buckets = nullptr;  // null: no bucket is visible
   std::string sandbox_lib;   // libmlengine-sandbox.so, for the warm interpreter

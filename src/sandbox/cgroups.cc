@@ -645,7 +645,42 @@ absl::StatusOr<CgroupUsage> Cgroups::Usage(const std::string& name) const {
   if (!(text = rundir::ReadFile(pids_file)).ok()) return text.status();
   if (!(value = KeyedValue(*text, "max", pids_file)).ok()) return value.status();
   usage.pids_denied = *value;
+
+  const std::string current_file = pids + "/pids.current";
+  if (!(text = rundir::ReadFile(current_file)).ok()) return text.status();
+  if (!(value = SingleValue(*text, current_file)).ok()) return value.status();
+  usage.tasks = *value;
   return usage;
+}
+
+absl::Status Cgroups::Rename(const std::string& from, const std::string& to) const {
+  if (absl::Status s = CheckName(from); !s.ok()) return s;
+  if (absl::Status s = CheckName(to); !s.ok()) return s;
+  if (fs::path(from).parent_path() != fs::path(to).parent_path()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot rename cgroup ", from, " to ", to, ": not the same parent"));
+  }
+  if (version_ != CgroupVersion::kV1) {
+    return absl::UnimplementedError(absl::StrCat("cannot rename cgroup ", from, ": cgroup v2 renames no group"));
+  }
+  for (const std::string& base : Bases()) {
+    const std::string old_dir = absl::StrCat(base, "/", from);
+    const std::string new_dir = absl::StrCat(base, "/", to);
+    if (::rename(old_dir.c_str(), new_dir.c_str()) == 0) continue;
+    const int err = errno;
+    if (err == ENOENT && IsDirectory(new_dir)) continue;  // renamed before
+    return Errno(err, "rename", absl::StrCat(old_dir, " to ", new_dir));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Cgroups::ResetPeak(const std::string& name) const {
+  if (absl::Status s = CheckName(name); !s.ok()) return s;
+  const std::string memory = absl::StrCat(MemoryBase(), "/", name);
+  if (version_ == CgroupVersion::kV1) return WriteFile(memory + "/memory.max_usage_in_bytes", "0");
+  const std::string peak = memory + "/memory.peak";
+  // Kernels before 6.12 show memory.peak but take no write to it.
+  if (Exists(peak)) WriteFile(peak, "reset").IgnoreError();
+  return absl::OkStatus();
 }
 
 std::vector<pid_t> Cgroups::Processes(const std::string& name) const {

@@ -52,6 +52,7 @@ struct CgroupUsage {
                                   // that do not count them
   int64_t memory_peak_bytes = 0;  // v1 memory.max_usage_in_bytes; v2 memory.peak when present, else 0
   int64_t pids_denied = 0;        // forks refused at the pids limit (v1 and v2: "max N" in pids.events)
+  int64_t tasks = 0;              // processes and threads in the group and its subgroups now (pids.current)
 };
 
 // favordynmods: the kernel's cgroup option that makes moving a process into
@@ -146,6 +147,19 @@ class Cgroups {
   // memory.events includes its descendants'). NOT_FOUND when the group does
   // not exist; INTERNAL naming the file when one does not parse.
   absl::StatusOr<CgroupUsage> Usage(const std::string& name) const;
+
+  // Renames the group `from` to `to` in every controller: the same group
+  // (its limits, counters and charges), a new name. cgroup v1 only, and in
+  // the same parent (the kernel renames a group nowhere else): UNIMPLEMENTED
+  // on v2, INVALID_ARGUMENT for names with different parents. A controller
+  // already renamed (an earlier call cut short) is skipped. Errors name the
+  // directory and errno text (EEXIST: `to` exists).
+  absl::Status Rename(const std::string& from, const std::string& to) const;
+
+  // Starts the group's memory peak again from its current use (v1: "0" into
+  // memory.max_usage_in_bytes; v2: "reset" into memory.peak where the
+  // kernel takes it, else nothing).
+  absl::Status ResetPeak(const std::string& name) const;
 
   // Pids of every process in the group and its descendants (cgroup.procs of
   // each dir, deduplicated, recursive into subgroups), ascending. Empty for a

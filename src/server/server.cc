@@ -31,6 +31,7 @@
 #include "executor/slurm/slurm_executor.h"
 #include "iam/iam_service.h"
 #include "obs/log.h"
+#include "sandbox/cgroup_pool.h"
 #include "sandbox/cgroups.h"
 #include "sandbox/host.h"
 #include "absl/strings/str_join.h"
@@ -131,6 +132,7 @@ struct Server::Parts {
   // The sandbox (null when the operator turned it off): before the
   // executors and the warm interpreters that use it.
   std::unique_ptr<sandbox::Cgroups> cgroups;
+  std::unique_ptr<sandbox::CgroupPool> cgroup_pool;
   std::unique_ptr<sandbox::IdentityPool> identities;
   std::unique_ptr<service::JobBucketAccess> bucket_access;
   std::unique_ptr<executor::SandboxRuntime> sandbox_runtime;
@@ -185,6 +187,8 @@ struct Server::Parts {
     sandbox_runtime.reset();
     bucket_access.reset();
     identities.reset();
+    if (cgroup_pool) cgroup_pool->RemoveSpares();
+    cgroup_pool.reset();
     cgroups.reset();
     store.reset();  // drains the writer: every acknowledged write is on disk
     if (lock_fd >= 0) ::close(lock_fd);
@@ -251,6 +255,11 @@ absl::Status Server::Parts::BuildSandbox(const fs::path& data_dir, const fs::pat
   sandbox_runtime->settings = config.sandbox;
   sandbox_runtime->layout = std::move(layout);
   sandbox_runtime->cgroups = cgroups.get();
+  cgroup_pool = std::make_unique<sandbox::CgroupPool>(*cgroups);
+  if (const size_t left = cgroup_pool->RemoveSpares(); left > 0) {
+    obs::Log("server").info("sandbox: removed {} spare replica cgroups an earlier mlengined left", left);
+  }
+  sandbox_runtime->replica_groups = cgroup_pool.get();
   sandbox_runtime->identities = identities.get();
   sandbox_runtime->buckets = bucket_access.get();
   sandbox_runtime->sandbox_lib = lib.string();

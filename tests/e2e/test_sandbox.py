@@ -6,7 +6,9 @@ mlengined or a warm interpreter; become root; write the system; mount.
 Each attempt must fail, cold and warm-forked, and nothing outside the job
 may change. Then the limits: a memory hog ends FAILED naming its limit
 while a neighbour finishes, a spinner with 8 processes counted as one CPU
-gets about one, a fork bomb stops at the pids limit."""
+gets about one, a fork bomb stops at the pids limit. A replica's cgroup
+that ended clean serves the next replica of its project; none is left
+once mlengined stops."""
 
 import json
 import os
@@ -128,6 +130,56 @@ def test_a_fork_bomb_stops_at_the_pids_limit(scli, names):
     n, err = line.split()[1:]
     assert int(n) < PIDS_LIMIT and err == "EAGAIN", line
     assert cgroups_of(job) == []
+
+
+def spares_of(project):
+    """(path, inode) of the spare groups in `project`'s group of every
+    hierarchy (`mlengine/PROJECT/.spare-N`, src/sandbox/cgroup_pool.h)."""
+    found = []
+    for controller in os.listdir("/sys/fs/cgroup"):
+        for top, dirs, _ in os.walk(os.path.join("/sys/fs/cgroup", controller)):
+            if top.endswith(f"/mlengine/{project}"):
+                found += [(os.path.join(top, d), os.stat(os.path.join(top, d)).st_ino)
+                          for d in dirs if d.startswith(".spare-")]
+    return found
+
+
+def cgroup_v1():
+    return os.path.isdir("/sys/fs/cgroup/memory") and os.path.isdir("/sys/fs/cgroup/pids")
+
+
+def test_a_clean_replicas_group_serves_the_next_replica_and_none_outlives_the_server(tmp_path_factory, names):
+    # A server of its own: every spare it holds is this test's.
+    server = Server(tmp_path_factory.mktemp("pool-server"), sandbox_config())
+    try:
+        cli = make_cli(server, tmp_path_factory.mktemp("pool-cli"), names)
+        first = names.job("first")
+        assert cli.submit(first, args=["--lines", "1"]).rc == 0
+        assert ended(cli, first)["state"] == "SUCCEEDED", cli.explain(first)
+        assert cgroups_of(first) == []
+        spares = spares_of(cli.project)
+        if cgroup_v1():
+            assert len(spares) == 3, spares  # cpu, memory and pids, renamed
+            second = names.job("second")
+            assert cli.submit(second, args=["--sleep", "5"]).rc == 0
+            cli.wait_state(second, {"RUNNING"})
+            groups = cgroups_of(second)
+            assert groups and {os.stat(g).st_ino for g in groups} == {ino for _, ino in spares}, (groups, spares)
+            assert spares_of(cli.project) == []
+            assert ended(cli, second)["state"] == "SUCCEEDED", cli.explain(second)
+            assert len(spares_of(cli.project)) == 3
+            # A replica the kernel refused forks took that group, which then
+            # goes: its counters would tell the next replica's story.
+            bomb = names.job("bomb")
+            assert cli.submit(bomb, package=HOSTILE_PKG, args=["--fork-bomb"]).rc == 0
+            assert ended(cli, bomb)["state"] == "SUCCEEDED", cli.explain(bomb)
+            assert spares_of(cli.project) == [] and cgroups_of(bomb) == []
+        else:
+            assert spares == []  # cgroup v2 renames no group: each is made and removed
+    finally:
+        problems = server.finish()
+    assert not problems, "\n".join(problems)
+    assert spares_of(cli.project) == []
 
 
 def test_a_package_build_runs_sandboxed_too(sserver, scli, names):

@@ -634,31 +634,31 @@ TEST(CgroupsFake, UsageParsesCounters) {
        CgroupVersion::kV2,
        {{"memory/memory.events", "low 0\nhigh 0\nmax 812\noom 3\noom_kill 2\noom_group_kill 0\n"},
         {"memory/memory.peak", "67108864\n"},
-        {"pids/pids.events", "max 7\n"}},
+        {"pids/pids.events", "max 7\n"}, {"pids/pids.current", "0\n"}},
        absl::StatusCode::kOk,
        {2, 67108864, 7},
        ""},
       {"v2 before memory.peak (kernels < 5.19): peak 0",
        CgroupVersion::kV2,
-       {{"memory/memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n"}, {"pids/pids.events", "max 0\n"}},
+       {{"memory/memory.events", "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n"}, {"pids/pids.events", "max 0\n"}, {"pids/pids.current", "0\n"}},
        absl::StatusCode::kOk,
        {0, 0, 0},
        ""},
       {"v2 before oom_kill was counted (kernels < 4.13)",
        CgroupVersion::kV2,
-       {{"memory/memory.events", "low 0\nhigh 0\nmax 4\noom 1\n"}, {"pids/pids.events", "max 1\n"}},
+       {{"memory/memory.events", "low 0\nhigh 0\nmax 4\noom 1\n"}, {"pids/pids.events", "max 1\n"}, {"pids/pids.current", "0\n"}},
        absl::StatusCode::kOk,
        {0, 0, 1},
        ""},
       {"v2 oom_group_kill is not oom_kill",
        CgroupVersion::kV2,
-       {{"memory/memory.events", "oom_group_kill 5\noom_kill 1\n"}, {"pids/pids.events", "max 0\n"}},
+       {{"memory/memory.events", "oom_group_kill 5\noom_kill 1\n"}, {"pids/pids.events", "max 0\n"}, {"pids/pids.current", "0\n"}},
        absl::StatusCode::kOk,
        {1, 0, 0},
        ""},
       {"v2 garbled memory.events",
        CgroupVersion::kV2,
-       {{"memory/memory.events", "oom_kill many\n"}, {"pids/pids.events", "max 0\n"}},
+       {{"memory/memory.events", "oom_kill many\n"}, {"pids/pids.events", "max 0\n"}, {"pids/pids.current", "0\n"}},
        absl::StatusCode::kInternal,
        {},
        "memory.events: \"oom_kill many\""},
@@ -672,15 +672,32 @@ TEST(CgroupsFake, UsageParsesCounters) {
        CgroupVersion::kV1,
        {{"memory/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n"},
         {"memory/memory.max_usage_in_bytes", "67108864\n"},
-        {"pids/pids.events", "max 49\n"}},
+        {"pids/pids.events", "max 49\n"}, {"pids/pids.current", "0\n"}},
        absl::StatusCode::kOk,
        {1, 67108864, 49},
        ""},
+      {"v1 a group with tasks in it",
+       CgroupVersion::kV1,
+       {{"memory/memory.oom_control", "oom_kill 0\n"},
+        {"memory/memory.max_usage_in_bytes", "4096\n"},
+        {"pids/pids.events", "max 0\n"},
+        {"pids/pids.current", "3\n"}},
+       absl::StatusCode::kOk,
+       {0, 4096, 0, 3},
+       ""},
+      {"v1 pids.current missing",
+       CgroupVersion::kV1,
+       {{"memory/memory.oom_control", "oom_kill 0\n"},
+        {"memory/memory.max_usage_in_bytes", "4096\n"},
+        {"pids/pids.events", "max 0\n"}},
+       absl::StatusCode::kNotFound,
+       {},
+       "pids.current"},
       {"v1 garbled max_usage_in_bytes",
        CgroupVersion::kV1,
        {{"memory/memory.oom_control", "oom_kill 0\n"},
         {"memory/memory.max_usage_in_bytes", "lots\n"},
-        {"pids/pids.events", "max 0\n"}},
+        {"pids/pids.events", "max 0\n"}, {"pids/pids.current", "0\n"}},
        absl::StatusCode::kInternal,
        {},
        "memory.max_usage_in_bytes: \"lots\""},
@@ -702,6 +719,7 @@ TEST(CgroupsFake, UsageParsesCounters) {
     EXPECT_EQ(usage->oom_kills, row.want.oom_kills);
     EXPECT_EQ(usage->memory_peak_bytes, row.want.memory_peak_bytes);
     EXPECT_EQ(usage->pids_denied, row.want.pids_denied);
+    EXPECT_EQ(usage->tasks, row.want.tasks);
   }
 }
 
@@ -742,6 +760,54 @@ TEST(CgroupsFake, ListFindsTheLeaves) {
 TEST(CgroupsFake, RemoveOfAMissingGroupIsOk) {
   FakeHost host(CgroupVersion::kV2);
   EXPECT_TRUE(host.cgroups->Remove("p/j").ok());
+}
+
+TEST(CgroupsFake, RenameMovesTheGroupInEveryControllerWithinItsParent) {
+  FakeHost host(CgroupVersion::kV1);
+  ASSERT_TRUE(host.cgroups->Create("p/j.master-0", {500, 64, 16}).ok());
+  ASSERT_TRUE(host.cgroups->Rename("p/j.master-0", "p/.spare-0").ok());
+  for (const char* controller : {"cpu", "memory", "pids"}) {
+    EXPECT_FALSE(fs::exists(host.Dir("p/j.master-0", controller))) << controller;
+    EXPECT_TRUE(fs::is_directory(host.Dir("p/.spare-0", controller))) << controller;
+  }
+  EXPECT_EQ(ReadText(host.Dir("p/.spare-0", "pids") + "/pids.max"), "16");  // the same group, its limits
+  // Cut short after the cpu controller: the call again finishes it.
+  fs::rename(host.Dir("p/.spare-0", "cpu"), host.Dir("p/k.worker-1", "cpu"));
+  ASSERT_TRUE(host.cgroups->Rename("p/.spare-0", "p/k.worker-1").ok());
+  for (const char* controller : {"cpu", "memory", "pids"}) {
+    EXPECT_TRUE(fs::is_directory(host.Dir("p/k.worker-1", controller))) << controller;
+  }
+
+  absl::Status moved = host.cgroups->Rename("p/k.worker-1", "q/k.worker-1");
+  EXPECT_EQ(moved.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(moved.message()), HasSubstr("not the same parent"));
+  absl::Status missing = host.cgroups->Rename("p/nobody", "p/other");
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(missing.message()), HasSubstr(host.Dir("p/nobody", "cpu")));
+  EXPECT_EQ(host.cgroups->Rename("p/k.worker-1", "p/..").code(), absl::StatusCode::kInvalidArgument);
+
+  FakeHost v2(CgroupVersion::kV2);
+  ASSERT_TRUE(v2.cgroups->Prepare().ok());
+  ASSERT_TRUE(v2.cgroups->Create("p/j.master-0", {}).ok());
+  EXPECT_EQ(v2.cgroups->Rename("p/j.master-0", "p/.spare-0").code(), absl::StatusCode::kUnimplemented);
+  EXPECT_TRUE(fs::is_directory(v2.Dir("p/j.master-0", "memory")));
+}
+
+TEST(CgroupsFake, ResetPeakWritesTheKernelsReset) {
+  FakeHost v1(CgroupVersion::kV1);
+  ASSERT_TRUE(v1.cgroups->Create("p/g", {}).ok());
+  WriteText(v1.Dir("p/g", "memory") + "/memory.max_usage_in_bytes", "67108864");
+  ASSERT_TRUE(v1.cgroups->ResetPeak("p/g").ok());
+  EXPECT_EQ(ReadText(v1.Dir("p/g", "memory") + "/memory.max_usage_in_bytes"), "0");
+
+  FakeHost v2(CgroupVersion::kV2);
+  ASSERT_TRUE(v2.cgroups->Prepare().ok());
+  ASSERT_TRUE(v2.cgroups->Create("p/g", {}).ok());
+  ASSERT_TRUE(v2.cgroups->ResetPeak("p/g").ok());  // no memory.peak: nothing to do
+  EXPECT_FALSE(fs::exists(v2.Dir("p/g", "memory") + "/memory.peak"));
+  WriteText(v2.Dir("p/g", "memory") + "/memory.peak", "4096");
+  ASSERT_TRUE(v2.cgroups->ResetPeak("p/g").ok());
+  EXPECT_EQ(ReadText(v2.Dir("p/g", "memory") + "/memory.peak"), "reset");
 }
 
 // ---- The kernel: cgroup v1 as on this host (root only) ---------------------
