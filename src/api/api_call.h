@@ -130,4 +130,13 @@ void GetOperation(const Services&, const Call&, Responder);  // ...locations.ope
 void CancelOperation(const Services&, const Call&, Responder);
 }  // namespace study_routes
 
+// Vertex AI's aiplatform v1 custom jobs (vertex_routes.cc), named by their
+// discovery method ids (aiplatform.projects.locations.customJobs...).
+namespace vertex_routes {
+void CreateCustomJob(const Services&, const Call&, Responder);
+void ListCustomJobs(const Services&, const Call&, Responder);
+void GetCustomJob(const Services&, const Call&, Responder);
+void CancelCustomJob(const Services&, const Call&, Responder);
+}  // namespace vertex_routes
+
 }  // namespace mle::api

@@ -255,9 +255,20 @@ void ReadLogs(const Services& s, const Call& call, Responder respond) {
               });
 }
 
+// A job of Vertex AI's API is not one of ml v1's: NOT_FOUND, as for no job.
+absl::Status MlJobOnly(const Services& s, const Call& call) {
+  auto job = s.jobs.GetJob(call.Var("project"), call.Var("job"));
+  if (job.ok() && model::IsVertexJob(*job)) {
+    return absl::NotFoundError(
+        absl::StrCat("Job projects/", call.Var("project"), "/jobs/", call.Var("job"), " not found."));
+  }
+  return absl::OkStatus();
+}
+
 void CancelJob(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  if (auto st = MlJobOnly(s, call); !st.ok()) return respond(Fail(st, pretty));
   auto body = ParseJsonBody(call.body, true);
   if (!body.ok()) return respond(Fail(body.status(), pretty));
   if (auto v = codec::DiscoverySchema::Embedded().Check(*body, "GoogleCloudMlV1__CancelJobRequest"); !v.empty()) {
@@ -277,12 +288,14 @@ void GetJob(const Services& s, const Call& call, Responder respond) {
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
   auto job = s.jobs.GetJob(call.Var("project"), call.Var("job"));
   if (!job.ok()) return respond(Fail(job.status(), pretty));
+  if (auto st = MlJobOnly(s, call); !st.ok()) return respond(Fail(st, pretty));
   respond(Render(codec::EncodeJob(*job), pretty));
 }
 
 void PatchJob(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {"updateMask"}); !st.ok()) return respond(Fail(st, pretty));
+  if (auto st = MlJobOnly(s, call); !st.ok()) return respond(Fail(st, pretty));
   auto body = ParseJsonBody(call.body, false);
   if (!body.ok()) return respond(Fail(body.status(), pretty));
   auto job = codec::DecodeJobRequest(*body);
@@ -355,6 +368,19 @@ const RouteTable<Route>& Routes() {
            {&study_routes::ListLocations, Access::kPermission, perm::kLocationsList}},
           {"GET", "v1/projects/{project}/locations/{location}", "ml.projects.locations.get",
            {&study_routes::GetLocation, Access::kPermission, perm::kLocationsGet}},
+          // Vertex AI (aiplatform v1): custom jobs
+          {"POST", "v1/projects/{project}/locations/{location}/customJobs",
+           "aiplatform.projects.locations.customJobs.create",
+           {&vertex_routes::CreateCustomJob, Access::kPermission, perm::kCustomJobsCreate, kAudited}},
+          {"GET", "v1/projects/{project}/locations/{location}/customJobs",
+           "aiplatform.projects.locations.customJobs.list",
+           {&vertex_routes::ListCustomJobs, Access::kPermission, perm::kCustomJobsList}},
+          {"POST", "v1/projects/{project}/locations/{location}/customJobs/{job}:cancel",
+           "aiplatform.projects.locations.customJobs.cancel",
+           {&vertex_routes::CancelCustomJob, Access::kPermission, perm::kCustomJobsCancel, kAudited}},
+          {"GET", "v1/projects/{project}/locations/{location}/customJobs/{job}",
+           "aiplatform.projects.locations.customJobs.get",
+           {&vertex_routes::GetCustomJob, Access::kPermission, perm::kCustomJobsGet}},
           {"GET", "v1/projects/{project}/locations/{location}/operations/{operation}",
            "ml.projects.locations.operations.get",
            {&study_routes::GetOperation, Access::kPermission, perm::kOperationsGet}},

@@ -43,6 +43,11 @@ const DiscoverySchema& DiscoverySchema::Embedded() {
   return *schema;
 }
 
+const DiscoverySchema& DiscoverySchema::Aiplatform() {
+  static const DiscoverySchema* schema = new DiscoverySchema(json::parse(kAiplatformDiscoveryDocument));
+  return *schema;
+}
+
 DiscoverySchema::DiscoverySchema(const json& document) : schemas_(document.at("schemas")) {}
 
 bool DiscoverySchema::HasSchema(absl::string_view name) const {

@@ -18,11 +18,14 @@
 namespace mle::codec {
 
 extern const absl::string_view kDiscoveryDocument;
+extern const absl::string_view kAiplatformDiscoveryDocument;  // api/aiplatform.v1.json
 
 class DiscoverySchema {
  public:
   // The schema compiled into this binary.
   static const DiscoverySchema& Embedded();
+  // Vertex AI's aiplatform v1 schemas (the part mlengine serves).
+  static const DiscoverySchema& Aiplatform();
   explicit DiscoverySchema(const nlohmann::json& document);
 
   // Checks `value` against schema `schema_name` (e.g. "GoogleCloudMlV1__Job").

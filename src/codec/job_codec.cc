@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "codec/discovery.h"
 #include "codec/json_fields.h"
+#include "codec/vertex_codec.h"
 #include "common/status.h"
 #include "common/time_format.h"
 
@@ -428,6 +429,7 @@ std::string SerializeJobForStorage(const Job& job) {
   if (!job.resolved_images.empty()) o["_resolvedImages"] = job.resolved_images;
   if (!job.trial_of.empty()) o["_trial"] = {{"of", job.trial_of}, {"id", job.trial_id}};
   if (!job.preempted_by.empty()) o["_preemptedBy"] = job.preempted_by;
+  if (job.vertex) o["_vertex"] = EncodeVertexForStorage(*job.vertex);
   return o.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -454,6 +456,7 @@ absl::StatusOr<Job> ParseStoredJob(absl::string_view text) {
     job.trial_id = Str(*trial, "id");
   }
   job.preempted_by = Str(o, "_preemptedBy");
+  if (const json* vertex = Obj(o, "_vertex")) job.vertex = DecodeVertexFromStorage(*vertex);
   job.job_id = Str(o, "jobId");
   if (const json* t = Obj(o, "trainingInput")) job.training_input = DecodeTrainingInput(*t);
   job.labels = StringMap(o, "labels");

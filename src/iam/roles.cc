@@ -22,17 +22,20 @@ const std::vector<std::string> kStudiesWrite = {kStudiesCreate, kStudiesDelete, 
 const std::vector<std::string> kMlRead =
     Union({{kJobsGet, kJobsList, kJobsGetIamPolicy, kProjectsGetConfig, kProjectsGet}, kStudiesRead});
 const std::vector<std::string> kMlWrite = Union({{kJobsCreate, kJobsCancel, kJobsUpdate}, kStudiesWrite});
+const std::vector<std::string> kVertexRead = {kCustomJobsGet, kCustomJobsList, kProjectsGet};
+const std::vector<std::string> kVertexWrite = {kCustomJobsCreate, kCustomJobsCancel, kCustomJobsDelete};
 const std::vector<std::string> kStorageObjectsRead = {kObjectsGet, kObjectsList};
 const std::vector<std::string> kStorageObjectsWrite = {kObjectsCreate, kObjectsDelete, kObjectsUpdate};
 const std::vector<std::string> kStorageBuckets = {kBucketsCreate, kBucketsDelete, kBucketsGet, kBucketsList};
 
 const std::vector<std::string> kViewer = Union({kMlRead,
+                                                kVertexRead,
                                                 kStorageObjectsRead,
                                                 {kBucketsGet, kBucketsList, kProjectsGetIamPolicy,
                                                  kServiceAccountsGet, kServiceAccountsList,
                                                  kServiceAccountsGetIamPolicy}});
 const std::vector<std::string> kEditor =
-    Union({kViewer, kMlWrite, kStorageObjectsWrite, kStorageBuckets,
+    Union({kViewer, kMlWrite, kVertexWrite, kStorageObjectsWrite, kStorageBuckets,
            {kServiceAccountsCreate, kServiceAccountsDelete, kServiceAccountsActAs, kServicesEnable}});
 const std::vector<std::string> kOwner =
     Union({kEditor,
@@ -51,6 +54,9 @@ std::vector<Role> BuildRoles() {
       {"roles/ml.admin", "AI Platform Admin", Union({kMlRead, kMlWrite, {kJobsSetIamPolicy}}), {kProject, kJob}},
       {"roles/ml.developer", "AI Platform Developer", Union({kMlRead, kMlWrite}), {kProject, kJob}},
       {"roles/ml.viewer", "AI Platform Viewer", kMlRead, {kProject, kJob}},
+      {"roles/aiplatform.admin", "Vertex AI Administrator", Union({kVertexRead, kVertexWrite}), {kProject, kJob}},
+      {"roles/aiplatform.user", "Vertex AI User", Union({kVertexRead, kVertexWrite}), {kProject, kJob}},
+      {"roles/aiplatform.viewer", "Vertex AI Viewer", kVertexRead, {kProject, kJob}},
       // What the project's TPU service account needs to act for it.
       {kServiceAgentRole, "Cloud ML Service Agent",
        Union({{kJobsGet, kJobsList, kProjectsGetConfig, kProjectsGet, kBucketsGet}, kStorageObjectsRead,

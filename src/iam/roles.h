@@ -40,6 +40,13 @@ inline constexpr char kLocationsList[] = "ml.locations.list";
 inline constexpr char kOperationsGet[] = "ml.operations.get";
 inline constexpr char kOperationsCancel[] = "ml.operations.cancel";
 
+// Vertex AI's (aiplatform v1): its custom jobs.
+inline constexpr char kCustomJobsCreate[] = "aiplatform.customJobs.create";
+inline constexpr char kCustomJobsGet[] = "aiplatform.customJobs.get";
+inline constexpr char kCustomJobsList[] = "aiplatform.customJobs.list";
+inline constexpr char kCustomJobsCancel[] = "aiplatform.customJobs.cancel";
+inline constexpr char kCustomJobsDelete[] = "aiplatform.customJobs.delete";
+
 inline constexpr char kProjectsGet[] = "resourcemanager.projects.get";
 inline constexpr char kProjectsGetIamPolicy[] = "resourcemanager.projects.getIamPolicy";
 inline constexpr char kProjectsSetIamPolicy[] = "resourcemanager.projects.setIamPolicy";

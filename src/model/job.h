@@ -20,6 +20,7 @@
 
 #include "absl/time/time.h"
 #include "model/job_state.h"
+#include "model/vertex.h"
 
 namespace mle::model {
 
@@ -207,7 +208,14 @@ struct Job {
   // job it is stopped for ("PROJECT/JOB"); a restart of mlengined then
   // still queues it again once it stopped. Cleared when it is queued or ends.
   std::string preempted_by;
+  // A job created through Vertex AI's API (aiplatform v1 customJobs): its
+  // spec as given (model/vertex.h); training_input is made from it. Its
+  // job_id is the numeric id the server gave it. Each API shows only its
+  // own jobs; the queue, quotas and the cluster count both.
+  std::optional<VertexJob> vertex;
 };
+
+inline bool IsVertexJob(const Job& job) { return job.vertex.has_value(); }
 
 // The id of the job that runs trial `trial_id` of tuning job `parent`.
 inline std::string TrialJobId(const std::string& parent, const std::string& trial_id) {

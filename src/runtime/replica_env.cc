@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "codec/job_codec.h"
+#include "codec/vertex_codec.h"
 
 namespace mle::runtime {
 namespace {
@@ -101,9 +102,23 @@ std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const mod
                                                 const model::Placement& placement, const LaunchContext& context) {
   const model::TrainingInput empty;
   const model::TrainingInput& t = job.training_input ? *job.training_input : empty;
-  const std::string primary = UsesChief(t) ? "chief" : "master";
+  // A Vertex AI job (model/vertex.h) gets Vertex's contract: TF_CONFIG
+  // calls the first pool "chief", CLUSTER_SPEC names the pools
+  // workerpool0..3, AIP_MODEL_DIR and its siblings lie under the base
+  // output directory, and no --job-dir is passed.
+  const bool vertex = model::IsVertexJob(job);
+  const std::string primary = vertex || UsesChief(t) ? "chief" : "master";
   const bool custom_container = model::UsesCustomContainer(t);
-  const json job_json = codec::EncodeJob(job).value("trainingInput", json::object());
+  const json job_json = vertex ? codec::EncodeCustomJob(job).value("jobSpec", json::object())
+                               : codec::EncodeJob(job).value("trainingInput", json::object());
+  // CLUSTER_SPEC's name of a role: ml v1's own, or Vertex's pool.
+  auto spec_role = [vertex](const std::string& role) -> std::string {
+    if (!vertex) return role;
+    return role == "master" ? model::WorkerPoolName(0)
+           : role == "worker" ? model::WorkerPoolName(1)
+           : role == "ps"     ? model::WorkerPoolName(2)
+                              : model::WorkerPoolName(3);
+  };
 
   // The cluster, as every replica sees it.
   json tf_cluster = json::object(), spec_cluster = json::object();
@@ -113,7 +128,7 @@ std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const mod
     if (r.role == "worker") ++workers;
     const std::string tf_role = r.role == "master" ? primary : r.role;
     if (r.role != "evaluator") tf_cluster[tf_role].push_back(addr);
-    spec_cluster[r.role].push_back(addr);
+    spec_cluster[spec_role(r.role)].push_back(addr);
   }
   const std::string master_task = "master-replica-0";
   auto master_host = context.hosts.find(master_task);
@@ -133,7 +148,7 @@ std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const mod
       l.argv = {context.python, "-m", t.python_module};
     }
     l.argv.insert(l.argv.end(), t.args.begin(), t.args.end());
-    if (!t.job_dir.empty()) {
+    if (!t.job_dir.empty() && !vertex) {
       l.argv.push_back("--job-dir");
       l.argv.push_back(t.job_dir);
     }
@@ -141,7 +156,7 @@ std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const mod
     json task = {{"type", r.role == "master" ? primary : r.role}, {"index", r.index}};
     if (!context.trial_id.empty()) task["trial"] = context.trial_id;
     json tf_config = {{"cluster", tf_cluster}, {"task", task}, {"job", job_json}, {"environment", "cloud"}};
-    json spec_task = {{"type", r.role}, {"index", r.index}};
+    json spec_task = {{"type", spec_role(r.role)}, {"index", r.index}};
     if (!context.trial_id.empty()) spec_task["trial"] = context.trial_id;
     json cluster_spec = {{"cluster", spec_cluster}, {"task", spec_task}, {"job", job_json}, {"environment", "cloud"}};
     auto& e = l.env;
@@ -157,7 +172,25 @@ std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const mod
     // Vertex AI's AIP_CHECKPOINT_DIR, under the job's jobDir
     // (docs/interruptions.md).
     e["MLENGINE_ATTEMPT"] = std::to_string(context.attempt > 0 ? context.attempt : model::CurrentAttempt(job));
-    if (!t.job_dir.empty()) e["AIP_CHECKPOINT_DIR"] = absl::StrCat(absl::StripSuffix(t.job_dir, "/"), "/checkpoints/");
+    if (!t.job_dir.empty()) {
+      const std::string base(absl::StripSuffix(t.job_dir, "/"));
+      e["AIP_CHECKPOINT_DIR"] = absl::StrCat(base, "/checkpoints/");
+      if (vertex) {
+        // A trial's under its own number, as Vertex's tuning does.
+        const std::string dir = context.trial_id.empty() ? base : absl::StrCat(base, "/", context.trial_id);
+        e["AIP_MODEL_DIR"] = absl::StrCat(dir, "/model/");
+        e["AIP_CHECKPOINT_DIR"] = absl::StrCat(dir, "/checkpoints/");
+        e["AIP_TENSORBOARD_LOG_DIR"] = absl::StrCat(dir, "/logs/");
+      }
+    }
+    if (vertex) {
+      // What the pool's spec sets for its replicas (containerSpec.env or
+      // pythonPackageSpec.env), over mlengine's own.
+      const size_t pool = r.role == "master" ? 0 : r.role == "worker" ? 1 : r.role == "ps" ? 2 : 3;
+      if (pool < job.vertex->pools.size()) {
+        for (const auto& var : job.vertex->pools[pool].env) e[var.name] = var.value;
+      }
+    }
     e["PYTHONUNBUFFERED"] = "1";
     // A container's image has its own Python packages (mlengine's among them).
     if (!context.python_path.empty() && !custom_container) e["PYTHONPATH"] = context.python_path;

@@ -192,6 +192,14 @@ void JobService::CreateJob(const std::string& project, Job job, JobCallback done
                            std::vector<common::FieldViolation> wire_violations, const iam::Principal& caller,
                            std::vector<db::Mutation> with_job, bool validate_only) {
   job.project = project;
+  if (job.vertex && job.training_input) {
+    // A Vertex package runs with the runtime its executor image stands for.
+    for (const auto& pool : job.vertex->pools) {
+      if (!pool.has_python_package || pool.executor_image_uri.empty()) continue;
+      job.training_input->runtime_version = validate::RuntimeForExecutorImage(validation_, pool.executor_image_uri);
+      break;
+    }
+  }
   auto violations = std::move(wire_violations);
   // A semantic complaint about a value the codec already refused (or dropped)
   // would only repeat it: keep the wire one.
@@ -347,6 +355,8 @@ absl::StatusOr<ListJobsResult> JobService::ListJobs(const std::string& project,
   for (; it != index.end(); ++it) {
     const Job& job = jobs_.at({project, it->second});
     if (model::IsTrialJob(job) || !filter->Matches(job)) continue;
+    if (request.vertex_location.has_value() != model::IsVertexJob(job)) continue;
+    if (request.vertex_location && job.vertex->location != *request.vertex_location) continue;
     if (static_cast<int32_t>(result.jobs.size()) == page_size) {
       result.next_page_token = MakePageToken(result.jobs.back().sequence, request.filter);
       break;

@@ -37,6 +37,9 @@ struct ListJobsRequest {
   std::string filter;
   int32_t page_size = 0;  // 0 = default (20); capped at 100
   std::string page_token;
+  // Which API lists: unset, ml v1 (its jobs alone); set, Vertex AI's
+  // customJobs of that location.
+  std::optional<std::string> vertex_location;
 };
 
 struct ListJobsResult {

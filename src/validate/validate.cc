@@ -1169,8 +1169,125 @@ Config Config::Defaults() {
   return config;
 }
 
+// A Vertex AI job's own rules (model/vertex.h): what its spec must say
+// beyond what its trainingInput is checked for, with Vertex's field paths.
+void CheckVertexJob(const model::VertexJob& vx, const Config& config, Violations& v) {
+  if (vx.display_name.empty()) {
+    v.Add("displayName", "displayName is required: a name for people, up to 128 characters");
+  } else if (vx.display_name.size() > 128) {
+    v.Add("displayName", absl::StrFormat("displayName must be at most 128 characters (got %d)",
+                                         vx.display_name.size()));
+  }
+  for (const std::string& field : vx.unserved) {
+    v.Add(field, "mlengine does not serve this field (docs/vertex.md lists what is served); leave it unset");
+  }
+  if (vx.enable_web_access) {
+    v.Add("jobSpec.enableWebAccess",
+          "interactive shells into replicas cannot be served by mlengine; use the job's logs "
+          "(mlengine ai custom-jobs stream-logs) instead");
+  }
+  if (vx.enable_dashboard_access) {
+    v.Add("jobSpec.enableDashboardAccess", "dashboards of replicas cannot be served by mlengine; leave it unset");
+  }
+  if (vx.pools.empty()) {
+    v.Add("jobSpec.workerPoolSpecs", "workerPoolSpecs is required: at least the first pool, the chief");
+    return;
+  }
+  if (vx.pools.size() > 4) {
+    v.Add("jobSpec.workerPoolSpecs",
+          absl::StrFormat("at most 4 worker pools (chief, workers, parameter servers, evaluators); got %d",
+                          vx.pools.size()));
+  }
+  const model::VertexWorkerPool* package = nullptr;  // the first pool with a package spec
+  for (size_t i = 0; i < vx.pools.size() && i < 4; ++i) {
+    const model::VertexWorkerPool& pool = vx.pools[i];
+    const std::string path = absl::StrFormat("jobSpec.workerPoolSpecs[%d]", i);
+    if (pool.Empty()) {
+      if (i == 0) v.Add(path, "the first worker pool (the chief) is required");
+      continue;
+    }
+    if (pool.machine_type.empty()) {
+      v.Add(path + ".machineSpec.machineType", "machineType is required for every worker pool that is not empty");
+    }
+    if (i == 0 && pool.replica_count != 1) {
+      v.Add(path + ".replicaCount", absl::StrFormat("the first worker pool (the chief) has exactly 1 replica; got %d",
+                                                    pool.replica_count));
+    } else if (pool.replica_count < 1) {
+      v.Add(path + ".replicaCount", absl::StrFormat("replicaCount must be at least 1; got %d", pool.replica_count));
+    }
+    if (pool.has_container == pool.has_python_package) {
+      v.Add(path, "give exactly one of containerSpec and pythonPackageSpec");
+      continue;
+    }
+    if (pool.has_container && pool.image_uri.empty()) {
+      v.Add(path + ".containerSpec.imageUri", "imageUri is required: the container image the pool runs");
+    }
+    if (!pool.has_python_package) continue;
+    const std::string spec = path + ".pythonPackageSpec";
+    if (pool.executor_image_uri.empty()) {
+      v.Add(spec + ".executorImageUri", "executorImageUri is required: the prebuilt training image to run in");
+    } else if (RuntimeForExecutorImage(config, pool.executor_image_uri).empty()) {
+      std::vector<std::string> known;
+      for (const auto& [pattern, runtime] : config.executor_images) known.push_back(Cat(pattern, " (", runtime, ")"));
+      v.Add(spec + ".executorImageUri",
+            absl::StrFormat("%s is not a training image this cluster runs packages in; it runs Vertex AI's prebuilt "
+                            "training images (us-docker.pkg.dev/vertex-ai/training/...)%s",
+                            pool.executor_image_uri, known.empty() ? "" : " and " + Join(known, ", ")));
+    }
+    if (pool.package_uris.empty()) v.Add(spec + ".packageUris", "packageUris is required: the package to install");
+    if (pool.python_module.empty()) v.Add(spec + ".pythonModule", "pythonModule is required: the module to run");
+    if (package == nullptr) {
+      package = &pool;
+    } else if (pool.package_uris != package->package_uris || pool.python_module != package->python_module ||
+               pool.args != package->args || pool.executor_image_uri != package->executor_image_uri) {
+      v.Add(spec, "mlengine runs one package, module, executor image and args for every worker pool; give every "
+                  "pool the same pythonPackageSpec (use CLUSTER_SPEC's task type to tell them apart)");
+    }
+  }
+}
+
+std::string RuntimeForExecutorImage(const Config& config, const std::string& executor_image) {
+  for (const auto& [pattern, runtime] : config.executor_images) {
+    const bool match = !pattern.empty() && pattern.back() == '*'
+                           ? std::string_view(executor_image).starts_with(std::string_view(pattern).substr(0, pattern.size() - 1))
+                           : executor_image == pattern;
+    if (match) return runtime;
+  }
+  // LOCATION-docker.pkg.dev/vertex-ai/training/IMAGE[:TAG]
+  const size_t host_end = executor_image.find('/');
+  const std::string_view host = std::string_view(executor_image).substr(0, host_end);
+  const bool prebuilt = host_end != std::string::npos && host.ends_with("-docker.pkg.dev") &&
+                        std::string_view(executor_image).substr(host_end).starts_with("/vertex-ai/training/");
+  if (!prebuilt) return "";
+  for (const auto& r : config.runtime_versions) {
+    if (config.installed_runtimes.empty() || Contains(config.installed_runtimes, r.name)) return r.name;
+  }
+  return "";
+}
+
 std::vector<FieldViolation> ValidateJob(const model::Job& job, const Config& config) {
   Violations v;
+  if (job.vertex) {
+    // Its id is the server's; its spec is checked as Vertex does, and its
+    // trainingInput's violations carry the spec's paths.
+    CheckVertexJob(*job.vertex, config, v);
+    v.Append(ValidateLabels(job.labels, "labels"));
+    std::vector<FieldViolation> out = v.Take();
+    if (job.training_input) {
+      Violations ml;
+      CheckTrainingInput(*job.training_input, config, ml);
+      for (auto& each : ml.Take()) {
+        // One complaint a field: the spec's own rule said it already.
+        each.field = model::VertexFieldOf(each.field);
+        const bool said = std::any_of(out.begin(), out.end(), [&](const FieldViolation& o) {
+          return o.field == each.field || each.field.starts_with(o.field + ".") ||
+                 each.field.starts_with(o.field + "[");
+        });
+        if (!said) out.push_back(std::move(each));
+      }
+    }
+    return out;
+  }
   CheckJobId(job.job_id, v);
   v.Append(ValidateLabels(job.labels, "labels"));
   if (job.has_prediction_input) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -36,8 +37,19 @@ struct Config {
   // had. Empty: all of runtime_versions.
   std::vector<std::string> installed_runtimes;
   std::vector<model::RuntimeVersion> runtime_versions;
+  // Vertex AI jobs (model/vertex.h): which runtime runs a package whose
+  // pythonPackageSpec.executorImageUri matches a pattern (a trailing '*'
+  // matches any rest), in order: {pattern, runtime name}.
+  std::vector<std::pair<std::string, std::string>> executor_images;
   static Config Defaults();
 };
+
+// The runtime (a name among the installed runtimes) that runs packages for
+// Vertex's `executor_image`: the first of config.executor_images that
+// matches; else, for one of Vertex's own prebuilt training images
+// (LOCATION-docker.pkg.dev/vertex-ai/training/...), the first installed
+// runtime. "" when none does.
+std::string RuntimeForExecutorImage(const Config& config, const std::string& executor_image);
 
 // Checks a job for jobs.create. The job's output-only fields are ignored
 // (the API layer drops them). Returns an empty vector when the job is valid.

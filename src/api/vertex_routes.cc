@@ -1,0 +1,124 @@
+// The handlers of Vertex AI's aiplatform v1 customJobs (api/aiplatform.v1.json),
+// named by their discovery method ids. A custom job is an ml v1 job made
+// from its spec (model/vertex.h): the same admission, queue and executors;
+// this API sees only its own jobs, ml v1 only its.
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "api/api_call.h"
+#include "api/http_util.h"
+#include "codec/discovery.h"
+#include "codec/vertex_codec.h"
+#include "common/status.h"
+
+namespace mle::api::vertex_routes {
+namespace {
+
+using nlohmann::json;
+
+// Vertex names a job by a number the server picks: 19 decimal digits.
+std::string NewJobId() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::uniform_int_distribution<uint64_t> digits(1'000'000'000'000'000'000ULL, 9'223'372'036'854'775'807ULL);
+  return absl::StrCat(digits(rng));
+}
+
+std::string Name(const Call& call) {
+  return absl::StrCat("projects/", call.Var("project"), "/locations/", call.Var("location"), "/customJobs/",
+                      call.Var("job"));
+}
+
+absl::Status NotFound(const Call& call) {
+  return absl::NotFoundError(absl::StrCat("The CustomJob does not exist: ", Name(call), "."));
+}
+
+// The custom job the path names: a Vertex job of that location, else
+// NOT_FOUND as for no job at all (an ml v1 job's id is not a custom job).
+absl::StatusOr<model::Job> FindCustomJob(const Services& s, const Call& call) {
+  auto job = s.jobs.GetJob(call.Var("project"), call.Var("job"));
+  if (!job.ok()) return absl::IsNotFound(job.status()) ? NotFound(call) : job.status();
+  if (!model::IsVertexJob(*job) || job->vertex->location != call.Var("location")) return NotFound(call);
+  return job;
+}
+
+}  // namespace
+
+void CreateCustomJob(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  auto body = ParseJsonBody(call.body, false);
+  if (!body.ok()) return respond(Fail(body.status(), pretty));
+  codec::DecodedVertexJob decoded = codec::DecodeCustomJob(*body);
+  decoded.job.job_id = NewJobId();
+  decoded.job.vertex->location = call.Var("location");
+  decoded.job.training_input->region = call.Var("location");
+  std::vector<db::Mutation> audit_line;
+  if (call.audit != nullptr) {
+    db::AuditRecord record = call.audit->record;
+    record.outcome = "OK";
+    audit_line.push_back(s.iam.AuditWrite(std::move(record)));
+  }
+  s.jobs.CreateJob(
+      call.Var("project"), std::move(decoded.job),
+      [respond, pretty, audit = call.audit](absl::StatusOr<model::Job> j) {
+        if (!j.ok()) return respond(RenderError(j.status(), pretty));
+        if (audit != nullptr) audit->written = true;
+        respond(Render(codec::EncodeCustomJob(*j), pretty));
+      },
+      std::move(decoded.violations), call.caller, std::move(audit_line), /*validate_only=*/false);
+}
+
+void ListCustomJobs(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {"filter", "pageSize", "pageToken", "readMask"}); !st.ok()) {
+    return respond(Fail(st, pretty));
+  }
+  if (!call.Param("filter").empty()) {
+    return respond(Fail(BadParam("filter", "filters of customJobs.list are not served yet; list without one"),
+                        pretty));
+  }
+  service::ListJobsRequest list;
+  list.page_token = call.Param("pageToken");
+  list.vertex_location = call.Var("location");
+  if (const std::string size = call.Param("pageSize"); !size.empty() && !absl::SimpleAtoi(size, &list.page_size)) {
+    return respond(Fail(BadParam("pageSize", absl::StrCat("must be an integer, got \"", size, "\"")), pretty));
+  }
+  auto result = s.jobs.ListJobs(call.Var("project"), list);
+  if (!result.ok()) return respond(Fail(result.status(), pretty));
+  respond(Render(codec::EncodeListCustomJobsResponse(result->jobs, result->next_page_token), pretty));
+}
+
+void GetCustomJob(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  auto job = FindCustomJob(s, call);
+  if (!job.ok()) return respond(Fail(job.status(), pretty));
+  respond(Render(codec::EncodeCustomJob(*job), pretty));
+}
+
+void CancelCustomJob(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  auto body = ParseJsonBody(call.body, true);
+  if (!body.ok()) return respond(Fail(body.status(), pretty));
+  if (auto v = codec::DiscoverySchema::Aiplatform().Check(*body, "GoogleCloudAiplatformV1CancelCustomJobRequest");
+      !v.empty()) {
+    return respond(Fail(common::InvalidArgumentWithViolations("Invalid JSON payload received.", v), pretty));
+  }
+  auto job = FindCustomJob(s, call);
+  if (!job.ok()) return respond(Fail(job.status(), pretty));
+  s.jobs.CancelJob(
+      call.Var("project"), call.Var("job"),
+      [respond, pretty](absl::Status st) {
+        if (!st.ok()) return respond(RenderError(st, pretty));
+        respond(Render(json::object(), pretty));
+      },
+      call.caller);
+}
+
+}  // namespace mle::api::vertex_routes

@@ -1,0 +1,130 @@
+#include "model/vertex.h"
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "model/job.h"
+
+namespace mle::model {
+namespace {
+
+// Vertex calls a TPU host's machine type "cloud-tpu", ml v1 "cloud_tpu".
+std::string MlMachineType(const std::string& vertex) { return vertex == "cloud-tpu" ? "cloud_tpu" : vertex; }
+
+ReplicaConfig ConfigOf(const VertexWorkerPool& pool) {
+  ReplicaConfig config;
+  if (!pool.accelerator_type.empty() && pool.accelerator_type != "ACCELERATOR_TYPE_UNSPECIFIED") {
+    config.accelerator_config = AcceleratorConfig{pool.accelerator_count, pool.accelerator_type};
+  }
+  if (pool.has_container) {
+    config.image_uri = pool.image_uri;
+    config.container_command = pool.command;
+    config.container_args = pool.args;
+  }
+  if (!pool.boot_disk_type.empty() || pool.boot_disk_size_gb) {
+    config.disk_config = DiskConfig{pool.boot_disk_type, pool.boot_disk_size_gb};
+  }
+  return config;
+}
+
+}  // namespace
+
+TrainingInput TrainingInputOf(const VertexJob& vertex) {
+  TrainingInput t;
+  t.scale_tier = "CUSTOM";
+  t.region = vertex.location;
+  t.job_dir = vertex.base_output_directory;
+  t.service_account = vertex.service_account;
+  t.network = vertex.network;
+  if (!vertex.timeout.empty() || !vertex.max_wait_duration.empty()) {
+    Scheduling s;
+    s.max_running_time = vertex.timeout;
+    s.max_wait_time = vertex.max_wait_duration;
+    t.scheduling = s;
+  }
+  if (vertex.enable_web_access) t.enable_web_access = true;
+  for (size_t i = 0; i < vertex.pools.size() && i < 4; ++i) {
+    const VertexWorkerPool& pool = vertex.pools[i];
+    if (pool.Empty()) continue;
+    const std::string type = MlMachineType(pool.machine_type);
+    switch (i) {
+      case 0:
+        t.master_type = type;
+        t.master_config = ConfigOf(pool);
+        break;
+      case 1:
+        t.worker_type = type;
+        t.worker_count = pool.replica_count;
+        t.worker_config = ConfigOf(pool);
+        break;
+      case 2:
+        t.parameter_server_type = type;
+        t.parameter_server_count = pool.replica_count;
+        t.parameter_server_config = ConfigOf(pool);
+        break;
+      case 3:
+        t.evaluator_type = type;
+        t.evaluator_count = pool.replica_count;
+        t.evaluator_config = ConfigOf(pool);
+        break;
+    }
+    if (pool.has_python_package && t.python_module.empty() && t.package_uris.empty()) {
+      t.package_uris = pool.package_uris;
+      t.python_module = pool.python_module;
+      t.args = pool.args;
+    }
+  }
+  return t;
+}
+
+std::string VertexFieldOf(const std::string& ml_field) {
+  // Longest ml v1 prefixes first: the first that fits is replaced.
+  static const auto* table = [] {
+    auto* t = new std::vector<std::pair<std::string, std::string>>;
+    const std::pair<const char*, int> roles[] = {
+        {"master", 0}, {"worker", 1}, {"parameterServer", 2}, {"evaluator", 3}};
+    for (const auto& [role, index] : roles) {
+      const std::string pool = absl::StrCat("jobSpec.workerPoolSpecs[", index, "]");
+      const std::string config = absl::StrCat("trainingInput.", role, "Config");
+      t->emplace_back(config + ".acceleratorConfig.type", pool + ".machineSpec.acceleratorType");
+      t->emplace_back(config + ".acceleratorConfig.count", pool + ".machineSpec.acceleratorCount");
+      t->emplace_back(config + ".acceleratorConfig", pool + ".machineSpec");
+      t->emplace_back(config + ".imageUri", pool + ".containerSpec.imageUri");
+      t->emplace_back(config + ".containerCommand", pool + ".containerSpec.command");
+      t->emplace_back(config + ".containerArgs", pool + ".containerSpec.args");
+      t->emplace_back(config + ".diskConfig.bootDiskType", pool + ".diskSpec.bootDiskType");
+      t->emplace_back(config + ".diskConfig.bootDiskSizeGb", pool + ".diskSpec.bootDiskSizeGb");
+      t->emplace_back(config + ".diskConfig", pool + ".diskSpec");
+      t->emplace_back(config, pool);
+      t->emplace_back(absl::StrCat("trainingInput.", role, "Type"), pool + ".machineSpec.machineType");
+      t->emplace_back(absl::StrCat("trainingInput.", role, "Count"), pool + ".replicaCount");
+    }
+    const std::string package = "jobSpec.workerPoolSpecs[0].pythonPackageSpec";
+    t->emplace_back("trainingInput.packageUris", package + ".packageUris");
+    t->emplace_back("trainingInput.pythonModule", package + ".pythonModule");
+    t->emplace_back("trainingInput.args", package + ".args");
+    t->emplace_back("trainingInput.runtimeVersion", package + ".executorImageUri");
+    t->emplace_back("trainingInput.pythonVersion", package + ".executorImageUri");
+    t->emplace_back("trainingInput.scheduling.maxRunningTime", "jobSpec.scheduling.timeout");
+    t->emplace_back("trainingInput.scheduling.maxWaitTime", "jobSpec.scheduling.maxWaitDuration");
+    t->emplace_back("trainingInput.scheduling", "jobSpec.scheduling");
+    t->emplace_back("trainingInput.jobDir", "jobSpec.baseOutputDirectory.outputUriPrefix");
+    t->emplace_back("trainingInput.serviceAccount", "jobSpec.serviceAccount");
+    t->emplace_back("trainingInput.network", "jobSpec.network");
+    t->emplace_back("trainingInput.enableWebAccess", "jobSpec.enableWebAccess");
+    t->emplace_back("trainingInput.region", "parent");
+    t->emplace_back("trainingInput.scaleTier", "jobSpec.workerPoolSpecs");
+    t->emplace_back("trainingInput", "jobSpec");
+    return t;
+  }();
+  for (const auto& [ml, vertex] : *table) {
+    if (ml_field == ml) return vertex;
+    if (absl::StartsWith(ml_field, ml) && (ml_field[ml.size()] == '.' || ml_field[ml.size()] == '[')) {
+      return vertex + ml_field.substr(ml.size());
+    }
+  }
+  return ml_field;
+}
+
+}  // namespace mle::model

@@ -1,0 +1,164 @@
+"""Vertex AI's aiplatform v1 customJobs through Google's Python client
+(googleapiclient, unchanged), built from api/aiplatform.v1.json with its
+root URL pointed at mlengined: create, get, list with paging, cancel, the
+errors of a bad spec in Google's format, and the two APIs kept apart (an ml
+v1 list does not show a custom job and a custom job's id is no ml v1 job).
+The server of this suite runs no job (control plane only): they stay
+queued. docs/vertex.md."""
+
+import copy
+import json
+import os
+
+import pytest
+from googleapiclient.discovery import build_from_document
+from googleapiclient.errors import HttpError
+
+from conftest import SOURCE_DIR
+from test_google_client import BearerHttp, error_json
+
+AIPLATFORM_DOC = os.path.join(SOURCE_DIR, "api", "aiplatform.v1.json")
+REGION = "us-central1"
+
+
+def build_aiplatform(server, token=True):
+    with open(AIPLATFORM_DOC) as f:
+        doc = copy.deepcopy(json.load(f))
+    root = server.url + "/"
+    doc["rootUrl"] = root
+    doc["baseUrl"] = root + doc.get("servicePath", "")
+    return build_from_document(doc, http=BearerHttp(server.token if token is True else token))
+
+
+@pytest.fixture
+def vertex(server):
+    return build_aiplatform(server).projects().locations()
+
+
+def package_job(name="vertex-package", **spec):
+    body = {
+        "displayName": name,
+        "labels": {"team": "vision"},
+        "jobSpec": {
+            "workerPoolSpecs": [{
+                "machineSpec": {"machineType": "n1-standard-4"},
+                "replicaCount": "1",
+                "pythonPackageSpec": {
+                    "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/pytorch-xla.1-11:latest",
+                    "packageUris": ["gs://bucket/trainer-0.1.tar.gz"],
+                    "pythonModule": "trainer.task",
+                    "args": ["--epochs", "2"],
+                },
+            }],
+            "baseOutputDirectory": {"outputUriPrefix": "gs://bucket/out"},
+        },
+    }
+    body["jobSpec"].update(spec)
+    return body
+
+
+def test_create_get_list_cancel(vertex, server, project):
+    parent = f"projects/{project}/locations/{REGION}"
+    jobs = vertex.customJobs()
+    created = jobs.create(parent=parent, body=package_job()).execute()
+    name = created["name"]
+    assert name.startswith(parent + "/customJobs/") and name.rsplit("/", 1)[1].isdigit(), created
+    assert created["state"] == "JOB_STATE_QUEUED"
+    assert created["displayName"] == "vertex-package"
+    assert created["labels"] == {"team": "vision"}
+    pool = created["jobSpec"]["workerPoolSpecs"][0]
+    assert pool["replicaCount"] == "1" and pool["pythonPackageSpec"]["pythonModule"] == "trainer.task"
+    assert created["createTime"] and created["updateTime"]
+
+    got = jobs.get(name=name).execute()
+    assert got == created
+
+    # Paging: three more, two a page, newest first.
+    names = [name] + [jobs.create(parent=parent, body=package_job(f"more-{i}")).execute()["name"] for i in range(3)]
+    seen, token = [], None
+    while True:
+        page = jobs.list(parent=parent, pageSize=2, pageToken=token).execute()
+        seen += [j["name"] for j in page.get("customJobs", [])]
+        token = page.get("nextPageToken")
+        if not token:
+            break
+    assert seen == list(reversed(names))
+    # Another location lists none of them.
+    assert jobs.list(parent=f"projects/{project}/locations/europe-west4").execute() == {}
+
+    assert jobs.cancel(name=name, body={}).execute() == {}
+    assert jobs.get(name=name).execute()["state"] in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
+
+
+def test_the_two_apis_keep_their_own_jobs(vertex, server, project):
+    parent = f"projects/{project}/locations/{REGION}"
+    created = vertex.customJobs().create(parent=parent, body=package_job()).execute()
+    job_id = created["name"].rsplit("/", 1)[1]
+    r = server.request("GET", f"/v1/projects/{project}/jobs/{job_id}")
+    assert r.status == 404, r
+    r = server.request("GET", f"/v1/projects/{project}/jobs")
+    assert r.status == 200 and r.json.get("jobs", []) == [], r
+    # An ml v1 job is no custom job.
+    r = server.request("POST", f"/v1/projects/{project}/jobs", {
+        "jobId": "ml_one", "trainingInput": {"scaleTier": "BASIC", "region": REGION, "runtimeVersion": "pytorch-1.13-cpu",
+                                             "packageUris": ["gs://bucket/p.tar.gz"], "pythonModule": "t.task"}})
+    assert r.status == 200, r
+    with pytest.raises(HttpError) as e:
+        vertex.customJobs().get(name=f"{parent}/customJobs/ml_one").execute()
+    assert e.value.resp.status == 404
+    assert error_json(e.value)["error"]["status"] == "NOT_FOUND"
+
+
+@pytest.mark.parametrize("spec,fields", [
+    ({"workerPoolSpecs": []}, ["jobSpec.workerPoolSpecs"]),
+    ({"workerPoolSpecs": [{"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "2",
+                           "containerSpec": {"imageUri": "gcr.io/p/i"}}]},
+     ["jobSpec.workerPoolSpecs[0].replicaCount"]),
+    ({"workerPoolSpecs": [{"machineSpec": {"machineType": "n1-standard-4", "acceleratorType": "NVIDIA_TESLA_T4",
+                                           "acceleratorCount": 3},
+                           "replicaCount": "1", "containerSpec": {"imageUri": "gcr.io/p/i"}}]},
+     ["jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount"]),
+    ({"workerPoolSpecs": [{"machineSpec": {"machineType": "no-such-machine"}, "replicaCount": "1",
+                           "containerSpec": {"imageUri": "gcr.io/p/i"}}],
+      "enableWebAccess": True, "persistentResourceId": "pool"},
+     ["jobSpec.workerPoolSpecs[0].machineSpec.machineType", "jobSpec.enableWebAccess",
+      "jobSpec.persistentResourceId"]),
+    ({"workerPoolSpecs": [{"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
+                           "pythonPackageSpec": {"executorImageUri": "docker.io/me/mine:1",
+                                                 "packageUris": ["gs://b/p.tar.gz"], "pythonModule": "t.task"}}]},
+     ["jobSpec.workerPoolSpecs[0].pythonPackageSpec.executorImageUri"]),
+    ({"workerPoolSpecs": [{"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
+                           "containerSpec": {"imageUri": "gcr.io/p/i"}, "bogus": 1}]},
+     ["jobSpec.workerPoolSpecs[0].bogus"]),
+])
+def test_a_bad_spec_is_refused_with_every_violation(vertex, project, spec, fields):
+    body = {"displayName": "bad", "jobSpec": spec}
+    with pytest.raises(HttpError) as e:
+        vertex.customJobs().create(parent=f"projects/{project}/locations/{REGION}", body=body).execute()
+    assert e.value.resp.status == 400
+    error = error_json(e.value)["error"]
+    assert error["status"] == "INVALID_ARGUMENT"
+    got = [v["field"] for d in error["details"] for v in d.get("fieldViolations", [])]
+    for field in fields:
+        assert field in got, (field, error)
+
+
+def test_a_display_name_is_required_and_nothing_is_stored(vertex, project):
+    parent = f"projects/{project}/locations/{REGION}"
+    body = package_job()
+    del body["displayName"]
+    with pytest.raises(HttpError) as e:
+        vertex.customJobs().create(parent=parent, body=body).execute()
+    assert e.value.resp.status == 400 and "displayName" in e.value.content.decode()
+    assert vertex.customJobs().list(parent=parent).execute() == {}
+
+
+def test_an_unknown_job_and_a_caller_without_the_permission(vertex, server, project):
+    parent = f"projects/{project}/locations/{REGION}"
+    with pytest.raises(HttpError) as e:
+        vertex.customJobs().get(name=f"{parent}/customJobs/123").execute()
+    assert e.value.resp.status == 404
+    anonymous = build_aiplatform(server, token=None).projects().locations()
+    with pytest.raises(HttpError) as e:
+        anonymous.customJobs().create(parent=parent, body=package_job()).execute()
+    assert e.value.resp.status == 401
