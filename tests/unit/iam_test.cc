@@ -59,9 +59,17 @@ const std::vector<Row> kTable = {
     {perm::kTrialsUpdate, {"roles/owner", "roles/editor", "roles/ml.admin", "roles/ml.developer"}},
     {perm::kTrialsDelete, {"roles/owner", "roles/editor", "roles/ml.admin", "roles/ml.developer"}},
     {perm::kOperationsCancel, {"roles/owner", "roles/editor", "roles/ml.admin", "roles/ml.developer"}},
+    // Vertex AI (aiplatform v1)
+    {perm::kCustomJobsCreate, {"roles/owner", "roles/editor", "roles/aiplatform.admin", "roles/aiplatform.user"}},
+    {perm::kCustomJobsGet, With(kBasic, {"roles/aiplatform.admin", "roles/aiplatform.user", "roles/aiplatform.viewer"})},
+    {perm::kCustomJobsList,
+     With(kBasic, {"roles/aiplatform.admin", "roles/aiplatform.user", "roles/aiplatform.viewer"})},
+    {perm::kCustomJobsCancel, {"roles/owner", "roles/editor", "roles/aiplatform.admin", "roles/aiplatform.user"}},
+    {perm::kCustomJobsDelete, {"roles/owner", "roles/editor", "roles/aiplatform.admin", "roles/aiplatform.user"}},
     // cloudresourcemanager v1
     {perm::kProjectsGet,
-     With(kBasic, {"roles/ml.admin", "roles/ml.developer", "roles/ml.viewer", "roles/ml.serviceAgent"})},
+     With(kBasic, {"roles/ml.admin", "roles/ml.developer", "roles/ml.viewer", "roles/ml.serviceAgent",
+                   "roles/aiplatform.admin", "roles/aiplatform.user", "roles/aiplatform.viewer"})},
     {perm::kProjectsGetIamPolicy, kBasic},
     {perm::kProjectsSetIamPolicy, {"roles/owner"}},
     // iam v1, iamcredentials v1
