@@ -1,4 +1,5 @@
 #include "codec/launch_codec.h"
+#include "codec/vertex_codec.h"
 
 #include <set>
 
@@ -112,6 +113,7 @@ std::string EncodeLaunchJob(const LaunchJob& job) {
                          {"apiEndpoint", job.api_endpoint}};
   }
   if (!job.trial_of.empty()) doc["trial"] = {{"of", job.trial_of}, {"id", job.trial_id}};
+  if (job.vertex) doc["vertex"] = EncodeVertexForStorage(*job.vertex);
   if (job.attempt > 1) doc["attempt"] = job.attempt;
   if (job.progress_every_ms > 0) doc["progressEveryMs"] = job.progress_every_ms;
   if (job.watch_joins) doc["watchJoins"] = true;
@@ -144,7 +146,7 @@ std::string EncodeWarmSpec(const WarmSpec& spec) {
 }
 
 absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
-  auto doc = ParseDocument(text, kLaunchJobFormat, {"project", "jobId", "trainingInput", "components", "credential", "containers", "trial", "sandbox", "attempt", "progressEveryMs", "watchJoins"});
+  auto doc = ParseDocument(text, kLaunchJobFormat, {"project", "jobId", "trainingInput", "components", "credential", "containers", "trial", "sandbox", "attempt", "progressEveryMs", "watchJoins", "vertex"});
   if (!doc.ok()) return doc.status();
   LaunchJob out;
   auto project = String(*doc, "project", true);
@@ -186,6 +188,10 @@ absl::StatusOr<LaunchJob> DecodeLaunchJob(absl::string_view text) {
     return Malformed(absl::StrCat("has an invalid trainingInput (", training_input.status().message(), ")"));
   }
   out.training_input = *std::move(training_input);
+  if (auto vertex = doc->find("vertex"); vertex != doc->end()) {
+    if (!vertex->is_object()) return Malformed("has a \"vertex\" that is not an object");
+    out.vertex = DecodeVertexFromStorage(*vertex);
+  }
 
   auto components = doc->find("components");
   if (components == doc->end() || !components->is_array() || components->empty()) {

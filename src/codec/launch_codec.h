@@ -76,6 +76,9 @@ struct LaunchJob {
   std::string api_endpoint;
   std::optional<LaunchContainers> containers;  // a custom container job
   std::optional<LaunchSandbox> sandbox;        // none: replicas run unsandboxed
+  // A Vertex AI job's spec (model::Job::vertex): its replicas get Vertex's
+  // contract (runtime/replica_env.h).
+  std::optional<model::VertexJob> vertex;
   // A trial of a tuning job (model::Job::trial_of, trial_id); empty otherwise.
   std::string trial_of;
   std::string trial_id;

@@ -27,6 +27,7 @@ absl::StatusOr<RuntimeCatalog> RuntimeCatalog::FromYaml(const std::string& text)
         r.warm_start = warm["enabled"].as<bool>(true);
         for (const auto& m : warm["preload"]) r.warm_preload.push_back(m.as<std::string>());
       }
+      for (const auto& image : n["executor_images"]) r.executor_images.push_back(image.as<std::string>());
       if (r.name.empty() || r.python.empty()) {
         return absl::InvalidArgumentError("every runtime of the configuration's `runtimes:` needs `name` and `python`");
       }

@@ -24,13 +24,19 @@ struct Runtime {
   // False: every replica starts cold.
   bool warm_start = false;
   std::vector<std::string> warm_preload;
+  // Vertex AI jobs: the executor images (pythonPackageSpec.executorImageUri)
+  // whose packages this runtime runs; a trailing '*' matches any rest
+  // (validate::RuntimeForExecutorImage). Vertex's own prebuilt training
+  // images that no runtime names run with the first runtime.
+  std::vector<std::string> executor_images;
 };
 
 class RuntimeCatalog {
  public:
   RuntimeCatalog() = default;
   explicit RuntimeCatalog(std::vector<Runtime> runtimes) : runtimes_(std::move(runtimes)) {}
-  // Parses YAML: {runtimes: [{name, python, python_version, tpu_capable, description}]}.
+  // Parses YAML: {runtimes: [{name, python, python_version, tpu_capable, description, warm_start,
+  // executor_images}]}.
   static absl::StatusOr<RuntimeCatalog> FromYaml(const std::string& text);
   static absl::StatusOr<RuntimeCatalog> FromFile(const std::string& path);
 

@@ -357,6 +357,7 @@ absl::Status Server::Parts::Build() {
   for (const auto& r : config.runtimes.runtimes()) {
     validation.runtime_versions.push_back({r.name, {r.python_version}, r.tpu_capable});
     validation.installed_runtimes.push_back(r.name);
+    for (const auto& image : r.executor_images) validation.executor_images.emplace_back(image, r.name);
   }
   packages = std::make_unique<runtime::PackageCache>((data_dir / "envs").string());
   if (!python_dir.empty()) packages->SetHelpers(python_dir.string());

@@ -172,6 +172,7 @@ absl::StatusOr<Loaded> Load(const Flags& f) {
   l.progress_every_ms = launch->progress_every_ms;
   l.watch_joins = launch->watch_joins;
   l.job.training_input = std::move(launch->training_input);
+  l.job.vertex = std::move(launch->vertex);
   l.demand = model::DemandOf(l.job, model::ResourceTable::Defaults());
   l.components = FromLaunchComponents(launch->components);
   l.service_account = launch->service_account;
