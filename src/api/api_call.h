@@ -137,6 +137,7 @@ void CreateCustomJob(const Services&, const Call&, Responder);
 void ListCustomJobs(const Services&, const Call&, Responder);
 void GetCustomJob(const Services&, const Call&, Responder);
 void CancelCustomJob(const Services&, const Call&, Responder);
+void DeleteCustomJob(const Services&, const Call&, Responder);  // a long-running Operation, done at once
 }  // namespace vertex_routes
 
 }  // namespace mle::api

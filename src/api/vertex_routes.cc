@@ -15,6 +15,7 @@
 #include "codec/discovery.h"
 #include "codec/vertex_codec.h"
 #include "common/status.h"
+#include "common/time_format.h"
 
 namespace mle::api::vertex_routes {
 namespace {
@@ -119,6 +120,28 @@ void CancelCustomJob(const Services& s, const Call& call, Responder respond) {
         respond(Render(json::object(), pretty));
       },
       call.caller);
+}
+
+void DeleteCustomJob(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  auto job = FindCustomJob(s, call);
+  if (!job.ok()) return respond(Fail(job.status(), pretty));
+  const std::string operation = absl::StrCat("projects/", call.Var("project"), "/locations/", call.Var("location"),
+                                             "/operations/", NewJobId());
+  s.jobs.DeleteJob(call.Var("project"), call.Var("job"), [respond, pretty, operation](absl::Status st) {
+    if (!st.ok()) return respond(RenderError(st, pretty));
+    // Done at once: the job is gone when the answer comes (a client that
+    // waits on the operation finds it done without asking again).
+    const std::string now = common::FormatRfc3339(absl::Now());
+    respond(Render(json{{"name", operation},
+                        {"done", true},
+                        {"metadata",
+                         {{"@type", "type.googleapis.com/google.cloud.aiplatform.v1.DeleteOperationMetadata"},
+                          {"genericMetadata", {{"createTime", now}, {"updateTime", now}}}}},
+                        {"response", {{"@type", "type.googleapis.com/google.protobuf.Empty"}}}},
+                   pretty));
+  });
 }
 
 }  // namespace mle::api::vertex_routes

@@ -239,14 +239,15 @@ class SqliteStore final : public Store {
                      "INSERT INTO records(kind, key, body) VALUES (?,?,?) "
                      "ON CONFLICT(kind, key) DO UPDATE SET body = excluded.body"),
           delete_record(db, "DELETE FROM records WHERE kind = ? AND key = ?"),
+          delete_job(db, "DELETE FROM jobs WHERE project = ? AND job_id = ?"),
           append_audit(db,
                        "INSERT INTO audit_log(time_us, project, principal, method, resource, outcome, request_id) "
                        "VALUES (?,?,?,?,?,?,?)") {}
     bool ok() const {
       return begin.ok() && commit.ok() && put_job.ok() && put_project.ok() && put_record.ok() && delete_record.ok() &&
-             append_audit.ok();
+             delete_job.ok() && append_audit.ok();
     }
-    Statement begin, commit, put_job, put_project, put_record, delete_record, append_audit;
+    Statement begin, commit, put_job, put_project, put_record, delete_record, delete_job, append_audit;
   };
 
   // One statement without rows (BEGIN, COMMIT), run again.
@@ -269,6 +270,14 @@ class SqliteStore final : public Store {
       sqlite3_bind_text(st, 2, r->record.key.c_str(), -1, SQLITE_TRANSIENT);
       sqlite3_bind_text(st, 3, r->record.body.c_str(), static_cast<int>(r->record.body.size()), SQLITE_TRANSIENT);
       if (sqlite3_step(st) != SQLITE_DONE) return Error("write record");
+      return absl::OkStatus();
+    }
+    if (const auto* d = std::get_if<DeleteJob>(&m)) {
+      sqlite3_stmt* st = w.delete_job.get();
+      sqlite3_reset(st);
+      sqlite3_bind_text(st, 1, d->project.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(st, 2, d->job_id.c_str(), -1, SQLITE_TRANSIENT);
+      if (sqlite3_step(st) != SQLITE_DONE) return Error("delete job");
       return absl::OkStatus();
     }
     if (const auto* d = std::get_if<DeleteRecord>(&m)) {

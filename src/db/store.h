@@ -80,7 +80,12 @@ struct AuditRecord {
 struct AppendAudit {
   AuditRecord record;
 };
-using Mutation = std::variant<PutJob, PutProject, PutRecord, DeleteRecord, AppendAudit>;
+// A job gone for good (Vertex AI's customJobs.delete of a job that ended).
+struct DeleteJob {
+  std::string project;
+  std::string job_id;
+};
+using Mutation = std::variant<PutJob, PutProject, PutRecord, DeleteRecord, AppendAudit, DeleteJob>;
 
 struct Snapshot {
   std::vector<model::Project> projects;

@@ -432,6 +432,37 @@ void JobService::PatchJob(const std::string& project, const std::string& job_id,
   }
 }
 
+void JobService::DeleteJob(const std::string& project, const std::string& job_id, StatusCallback done) {
+  {
+    std::shared_lock lock(mu_);
+    auto it = jobs_.find({project, job_id});
+    if (it == jobs_.end() || model::IsTrialJob(it->second)) return done(JobNotFound(project, job_id));
+    if (!model::IsTerminal(it->second.state)) {
+      const std::string state(model::JobStateName(it->second.state));
+      return done(absl::FailedPreconditionError(
+          absl::StrCat("Job ", JobNameOf(project, job_id), " is ", state,
+                       "; only a job that ended can be deleted. Cancel it first, then delete it once it is "
+                       "CANCELLED.")));
+    }
+  }
+  const Key key{project, job_id};
+  store_.Commit(
+      {db::DeleteJob{project, job_id}},
+      [this, key, done = std::move(done)](absl::Status s) {
+        if (s.ok()) {
+          std::unique_lock lock(mu_);
+          if (auto it = jobs_.find(key); it != jobs_.end()) {
+            if (auto p = by_sequence_.find(key.project); p != by_sequence_.end()) p->second.erase(it->second.sequence);
+            jobs_.erase(it);
+          }
+          lock.unlock();
+          obs::Log("service").info("deleted {}", JobNameOf(key.project, key.job_id));
+        }
+        done(std::move(s));
+      },
+      db::Sync::kDurable);
+}
+
 void JobService::CancelJob(const std::string& project, const std::string& job_id, StatusCallback done,
                            const iam::Principal& caller) {
   std::unique_lock lock(mu_);

@@ -106,6 +106,10 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   absl::StatusOr<ListJobsResult> ListJobs(const std::string& project, const ListJobsRequest& request) const;
   void PatchJob(const std::string& project, const std::string& job_id, PatchJobRequest request,
                 JobCallback done);
+  // Removes a job that ended, for good (Vertex AI's customJobs.delete):
+  // durable before `done` is called with OK. FAILED_PRECONDITION for a job
+  // that has not ended (cancel it first), NOT_FOUND for none.
+  void DeleteJob(const std::string& project, const std::string& job_id, StatusCallback done);
   // `caller` is named in the job's errorMessage and its last attempt.
   void CancelJob(const std::string& project, const std::string& job_id, StatusCallback done,
                  const iam::Principal& caller = iam::Principal::Operator());

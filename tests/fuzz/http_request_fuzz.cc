@@ -111,6 +111,7 @@ class MemoryStore final : public mle::db::Store {
       for (auto& p : batch) {
         for (auto& m : p.mutations) {
           if (auto* j = std::get_if<mle::db::PutJob>(&m)) jobs_[j->job.project + "/" + j->job.job_id] = j->Row();
+          if (auto* d = std::get_if<mle::db::DeleteJob>(&m)) jobs_.erase(d->project + "/" + d->job_id);
           if (auto* pr = std::get_if<mle::db::PutProject>(&m)) projects_[pr->project.id] = pr->project;
         }
       }

@@ -162,3 +162,33 @@ def test_an_unknown_job_and_a_caller_without_the_permission(vertex, server, proj
     with pytest.raises(HttpError) as e:
         anonymous.customJobs().create(parent=parent, body=package_job()).execute()
     assert e.value.resp.status == 401
+
+
+def test_delete_takes_an_ended_job_for_good(launcher):
+    server = launcher.start()
+    project = "delete-project"
+    server.set_up_tpu_access(project)
+    jobs = build_aiplatform(server).projects().locations().customJobs()
+    parent = f"projects/{project}/locations/{REGION}"
+    name = jobs.create(parent=parent, body=package_job()).execute()["name"]
+    with pytest.raises(HttpError) as e:
+        jobs.delete(name=name).execute()  # still queued
+    assert e.value.resp.status == 400
+    error = error_json(e.value)["error"]
+    assert error["status"] == "FAILED_PRECONDITION" and "Cancel it first" in error["message"], error
+    jobs.cancel(name=name, body={}).execute()
+    assert jobs.get(name=name).execute()["state"] == "JOB_STATE_CANCELLED"
+    op = jobs.delete(name=name).execute()
+    assert op["done"] is True and op["name"].startswith(parent + "/operations/"), op
+    assert op["response"]["@type"] == "type.googleapis.com/google.protobuf.Empty"
+    with pytest.raises(HttpError) as e:
+        jobs.get(name=name).execute()
+    assert e.value.resp.status == 404
+    assert jobs.list(parent=parent).execute() == {}
+    # Gone across a restart too.
+    data_dir = server.data_dir
+    assert server.stop() == 0
+    again = launcher.start(data_dir)
+    with pytest.raises(HttpError) as e:
+        build_aiplatform(again).projects().locations().customJobs().get(name=name).execute()
+    assert e.value.resp.status == 404
