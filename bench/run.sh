@@ -12,6 +12,9 @@ echo
 echo "== control plane: jobs API throughput"
 bench/api_throughput.sh "$BUILD"
 echo
+echo "== Vertex AI customJobs against ml v1 jobs: get and create throughput (within 10%)"
+bench/vertex_throughput.sh "$BUILD"
+echo
 echo "== access control: jobs.get as a user (token hashed, policy checked) against as the operator (at most 10% slower)"
 bench/authz_cost.sh "$BUILD"
 echo

@@ -8,16 +8,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
 #include "common/time_format.h"
 
 namespace mle::codec {
 namespace {
 
 using nlohmann::json;
-
-std::string Join(const std::string& path, absl::string_view key) {
-  return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
-}
 
 std::string TypeName(const json& v) {
   if (v.is_string()) return "a string";
@@ -58,21 +55,60 @@ std::vector<common::FieldViolation> DiscoverySchema::Check(
     const json& value, absl::string_view schema_name,
     const std::vector<std::string>& ignore, std::vector<json::json_pointer>* where) const {
   std::vector<common::FieldViolation> out;
-  CheckValue(value, json{{"$ref", std::string(schema_name)}}, "", json::json_pointer(), ignore, &out, where);
+  const Trail root;
+  CheckValue(value, json{{"$ref", std::string(schema_name)}}, root, !ignore.empty(), ignore, &out, where);
   return out;
 }
 
-void DiscoverySchema::CheckValue(const json& value, const json& type, const std::string& path,
-                                 const json::json_pointer& pointer, const std::vector<std::string>& ignore,
-                                 std::vector<common::FieldViolation>* out, std::vector<json::json_pointer>* where) const {
+std::string DiscoverySchema::PathOf(const Trail& trail) {
+  std::vector<const Trail*> chain;
+  for (const Trail* t = &trail; t != nullptr && t->up != nullptr; t = t->up) chain.push_back(t);
+  std::string path;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    const Trail& t = **it;
+    if (t.is_index) {
+      absl::StrAppend(&path, "[", t.index, "]");
+    } else {
+      if (!path.empty()) path += '.';
+      path.append(t.key.data(), t.key.size());
+    }
+  }
+  return path;
+}
+
+json::json_pointer DiscoverySchema::PointerOf(const Trail& trail) {
+  std::vector<const Trail*> chain;
+  for (const Trail* t = &trail; t != nullptr && t->up != nullptr; t = t->up) chain.push_back(t);
+  json::json_pointer pointer;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    pointer = (*it)->is_index ? pointer / (*it)->index : pointer / std::string((*it)->key);
+  }
+  return pointer;
+}
+
+namespace {
+
+// The string field `key` of a schema node; "" when absent.
+const std::string& TextField(const json& node, const char* key) {
+  static const std::string* none = new std::string;
+  auto it = node.find(key);
+  return it != node.end() && it->is_string() ? it->get_ref<const std::string&>() : *none;
+}
+
+}  // namespace
+
+void DiscoverySchema::CheckValue(const json& value, const json& type, const Trail& trail, bool ignore_here,
+                                 const std::vector<std::string>& ignore, std::vector<common::FieldViolation>* out,
+                                 std::vector<json::json_pointer>* where) const {
   auto bad = [&](std::string description) {
+    const std::string path = PathOf(trail);
     out->push_back({path.empty() ? std::string("(body)") : path, std::move(description)});
-    if (where) where->push_back(pointer);
+    if (where) where->push_back(PointerOf(trail));
   };
   if (value.is_null()) return;  // proto3 JSON: null means "unset"
 
-  if (type.contains("$ref")) {
-    const std::string ref = type["$ref"].get<std::string>();
+  if (auto ref_it = type.find("$ref"); ref_it != type.end()) {
+    const std::string& ref = ref_it->get_ref<const std::string&>();
     auto it = schemas_.find(ref);
     if (it == schemas_.end()) {
       bad(absl::StrCat("internal: unknown schema ", ref));
@@ -83,38 +119,48 @@ void DiscoverySchema::CheckValue(const json& value, const json& type, const std:
       bad(absl::StrCat("must be an object, got ", TypeName(value)));
       return;
     }
-    const json& props = schema.contains("properties") ? schema["properties"] : json::object();
+    static const json* no_properties = new json(json::object());
+    auto props_it = schema.find("properties");
+    const json& props = props_it != schema.end() ? *props_it : *no_properties;
     for (const auto& [key, child] : value.items()) {
-      std::string child_path = Join(path, key);
-      if (std::find(ignore.begin(), ignore.end(), child_path) != ignore.end()) continue;
+      const Trail child_trail{&trail, key, 0, false};
+      bool ignore_below = false;
+      if (ignore_here) {
+        const std::string child_path = PathOf(child_trail);
+        if (std::find(ignore.begin(), ignore.end(), child_path) != ignore.end()) continue;
+        ignore_below = std::any_of(ignore.begin(), ignore.end(), [&](const std::string& i) {
+          return absl::StartsWith(i, child_path) && i.size() > child_path.size() &&
+                 (i[child_path.size()] == '.' || i[child_path.size()] == '[');
+        });
+      }
       auto p = props.find(key);
       if (p == props.end()) {
-        out->push_back({child_path, absl::StrCat("Unknown field name \"", key, "\": ", ref.substr(ref.rfind('_') + 1),
-                                                 " has no such field")});
-        if (where) where->push_back(pointer / key);
+        out->push_back({PathOf(child_trail), absl::StrCat("Unknown field name \"", key, "\": ",
+                                                          ref.substr(ref.rfind('_') + 1), " has no such field")});
+        if (where) where->push_back(PointerOf(child_trail));
         continue;
       }
-      CheckValue(child, *p, child_path, pointer / key, ignore, out, where);
+      CheckValue(child, *p, child_trail, ignore_below, ignore, out, where);
     }
     return;
   }
 
-  const std::string t = type.value("type", "");
-  const std::string format = type.value("format", "");
+  const std::string& t = TextField(type, "type");
+  const std::string& format = TextField(type, "format");
   if (t == "string") {
     if (format == "int64" || format == "uint64") {
       if (value.is_number_integer() || value.is_number_unsigned()) return;
-      if (value.is_string() && IsIntegerText(value.get<std::string>(), format == "int64")) {
+      if (value.is_string() && IsIntegerText(value.get_ref<const std::string&>(), format == "int64")) {
         int64_t n;
         uint64_t u;
-        const std::string s = value.get<std::string>();
+        const std::string& s = value.get_ref<const std::string&>();
         if (format == "int64" ? absl::SimpleAtoi(s, &n) : absl::SimpleAtoi(s, &u)) return;
       }
       return bad(absl::StrCat("must be a 64-bit integer (a JSON string like \"8\", or a number), got ",
                               value.is_string() ? absl::StrCat("\"", value.get<std::string>(), "\"") : TypeName(value)));
     }
     if (!value.is_string()) return bad(absl::StrCat("must be a string, got ", TypeName(value)));
-    const std::string s = value.get<std::string>();
+    const std::string& s = value.get_ref<const std::string&>();
     if (format == "google-datetime" && !common::ParseRfc3339(s)) {
       return bad(absl::StrCat("must be an RFC 3339 timestamp like \"2024-01-02T03:04:05Z\", got \"", s, "\""));
     }
@@ -127,8 +173,8 @@ void DiscoverySchema::CheckValue(const json& value, const json& type, const std:
         return bad("must be base64-encoded bytes");
       }
     }
-    if (type.contains("enum")) {
-      const auto& values = type["enum"];
+    if (auto e = type.find("enum"); e != type.end()) {
+      const auto& values = *e;
       if (std::find(values.begin(), values.end(), s) == values.end()) {
         std::vector<std::string> names = values.get<std::vector<std::string>>();
         return bad(absl::StrCat("\"", s, "\" is not one of ", absl::StrJoin(names, ", ")));
@@ -149,8 +195,8 @@ void DiscoverySchema::CheckValue(const json& value, const json& type, const std:
       if (!(d >= -0x1p63 && d < 0x1p63)) return bad("is out of range for a 32-bit integer");
       if (d != static_cast<double>(static_cast<int64_t>(d))) return bad("must be a whole number");
       n = static_cast<int64_t>(d);
-    } else if (value.is_string() && IsIntegerText(value.get<std::string>(), true) &&
-               absl::SimpleAtoi(value.get<std::string>(), &n)) {
+    } else if (value.is_string() && IsIntegerText(value.get_ref<const std::string&>(), true) &&
+               absl::SimpleAtoi(value.get_ref<const std::string&>(), &n)) {
     } else {
       return bad(absl::StrCat("must be an integer, got ", TypeName(value)));
     }
@@ -161,7 +207,7 @@ void DiscoverySchema::CheckValue(const json& value, const json& type, const std:
   if (t == "number") {
     if (value.is_number()) return;
     if (value.is_string()) {
-      const std::string s = value.get<std::string>();
+      const std::string& s = value.get_ref<const std::string&>();
       if (s == "NaN" || s == "Infinity" || s == "-Infinity") return;
       double d;
       if (absl::SimpleAtod(s, &d)) return;
@@ -174,16 +220,19 @@ void DiscoverySchema::CheckValue(const json& value, const json& type, const std:
   }
   if (t == "array") {
     if (!value.is_array()) return bad(absl::StrCat("must be a list, got ", TypeName(value)));
+    const json& items = type["items"];
     for (size_t i = 0; i < value.size(); ++i) {
-      CheckValue(value[i], type["items"], absl::StrCat(path, "[", i, "]"), pointer / i, ignore, out, where);
+      const Trail child_trail{&trail, {}, i, true};
+      CheckValue(value[i], items, child_trail, false, ignore, out, where);
     }
     return;
   }
   if (t == "object") {
     if (!value.is_object()) return bad(absl::StrCat("must be an object, got ", TypeName(value)));
-    if (type.contains("additionalProperties")) {
+    if (auto additional = type.find("additionalProperties"); additional != type.end()) {
       for (const auto& [key, child] : value.items()) {
-        CheckValue(child, type["additionalProperties"], Join(path, key), pointer / key, ignore, out, where);
+        const Trail child_trail{&trail, key, 0, false};
+        CheckValue(child, *additional, child_trail, false, ignore, out, where);
       }
     }
     return;

@@ -41,8 +41,20 @@ class DiscoverySchema {
   bool HasSchema(absl::string_view name) const;
 
  private:
-  void CheckValue(const nlohmann::json& value, const nlohmann::json& type,
-                  const std::string& path, const nlohmann::json::json_pointer& pointer,
+  // Where a value lies: its parent's trail and its key or index. Its path
+  // and JSON pointer are spelled out only for a violation (most values
+  // have none, and building both for every value cost a body's check most
+  // of its time).
+  struct Trail {
+    const Trail* up = nullptr;  // null: the root
+    std::string_view key;       // when !is_index
+    size_t index = 0;
+    bool is_index = false;
+  };
+  static std::string PathOf(const Trail& trail);
+  static nlohmann::json::json_pointer PointerOf(const Trail& trail);
+  // `ignore_here`: an entry of `ignore` may name this value or one below it.
+  void CheckValue(const nlohmann::json& value, const nlohmann::json& type, const Trail& trail, bool ignore_here,
                   const std::vector<std::string>& ignore, std::vector<common::FieldViolation>* out,
                   std::vector<nlohmann::json::json_pointer>* where) const;
   nlohmann::json schemas_;
