@@ -79,11 +79,8 @@ void ListCustomJobs(const Services& s, const Call& call, Responder respond) {
   if (auto st = CheckQuery(call, {"filter", "pageSize", "pageToken", "readMask"}); !st.ok()) {
     return respond(Fail(st, pretty));
   }
-  if (!call.Param("filter").empty()) {
-    return respond(Fail(BadParam("filter", "filters of customJobs.list are not served yet; list without one"),
-                        pretty));
-  }
   service::ListJobsRequest list;
+  list.filter = call.Param("filter");
   list.page_token = call.Param("pageToken");
   list.vertex_location = call.Var("location");
   if (const std::string size = call.Param("pageSize"); !size.empty() && !absl::SimpleAtoi(size, &list.page_size)) {

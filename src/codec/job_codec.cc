@@ -340,10 +340,12 @@ absl::StatusOr<Job> DecodeJobRequest(const json& body) {
   return std::move(decoded.job);
 }
 
-json EncodeJob(const Job& job) {
+namespace {
+
+json EncodeJobWith(const Job& job, bool training_input) {
   json o = json::object();
   o["jobId"] = job.job_id;
-  if (job.training_input) o["trainingInput"] = EncodeTrainingInput(*job.training_input);
+  if (training_input && job.training_input) o["trainingInput"] = EncodeTrainingInput(*job.training_input);
   PutTime(o, "createTime", job.create_time);
   PutTime(o, "startTime", job.start_time);
   PutTime(o, "endTime", job.end_time);
@@ -373,6 +375,10 @@ json EncodeJob(const Job& job) {
   o["etag"] = EtagForVersion(job.version);
   return o;
 }
+
+}  // namespace
+
+json EncodeJob(const Job& job) { return EncodeJobWith(job, true); }
 
 json EncodeListJobsResponse(const std::vector<Job>& jobs, const std::string& next_page_token) {
   json o = json::object();
@@ -421,7 +427,12 @@ std::string EtagForVersion(int64_t version) {
 }
 
 std::string SerializeJobForStorage(const Job& job) {
-  json o = EncodeJob(job);
+  // A custom job's trainingInput is made from its spec again as it is read
+  // (model::TrainingInputOf): only what admission chose is kept (each
+  // commit writes fewer bytes).
+  const bool vertex = job.vertex && job.training_input;
+  json o = EncodeJobWith(job, !vertex);
+  if (vertex) o["_runtimeVersion"] = job.training_input->runtime_version;
   o["_project"] = job.project;
   o["_version"] = job.version;
   o["_sequence"] = job.sequence;
@@ -456,7 +467,13 @@ absl::StatusOr<Job> ParseStoredJob(absl::string_view text) {
     job.trial_id = Str(*trial, "id");
   }
   job.preempted_by = Str(o, "_preemptedBy");
-  if (const json* vertex = Obj(o, "_vertex")) job.vertex = DecodeVertexFromStorage(*vertex);
+  if (const json* vertex = Obj(o, "_vertex")) {
+    job.vertex = DecodeVertexFromStorage(*vertex);
+    if (!job.training_input) {
+      job.training_input = model::TrainingInputOf(*job.vertex);
+      job.training_input->runtime_version = Str(o, "_runtimeVersion");
+    }
+  }
   job.job_id = Str(o, "jobId");
   if (const json* t = Obj(o, "trainingInput")) job.training_input = DecodeTrainingInput(*t);
   job.labels = StringMap(o, "labels");

@@ -231,26 +231,7 @@ std::string CustomJobName(const model::Job& job) {
                       job.job_id);
 }
 
-std::string VertexStateName(model::JobState state) {
-  switch (state) {
-    case model::JobState::kQueued:
-      return "JOB_STATE_QUEUED";
-    case model::JobState::kPreparing:
-      return "JOB_STATE_PENDING";
-    case model::JobState::kRunning:
-      return "JOB_STATE_RUNNING";
-    case model::JobState::kSucceeded:
-      return "JOB_STATE_SUCCEEDED";
-    case model::JobState::kFailed:
-      return "JOB_STATE_FAILED";
-    case model::JobState::kCancelling:
-      return "JOB_STATE_CANCELLING";
-    case model::JobState::kCancelled:
-      return "JOB_STATE_CANCELLED";
-    default:
-      return "JOB_STATE_UNSPECIFIED";
-  }
-}
+std::string VertexStateName(model::JobState state) { return model::VertexStateName(state); }
 
 json EncodeCustomJob(const model::Job& job) {
   json o = json::object();
@@ -259,7 +240,7 @@ json EncodeCustomJob(const model::Job& job) {
   const VertexJob& v = job.vertex ? *job.vertex : empty;
   o["displayName"] = v.display_name;
   o["jobSpec"] = EncodeSpec(v);
-  o["state"] = VertexStateName(job.state);
+  o["state"] = model::VertexStateName(job.state);
   PutTimeField(o, "createTime", job.create_time);
   PutTimeField(o, "startTime", job.start_time);
   PutTimeField(o, "endTime", job.end_time);

@@ -30,6 +30,27 @@ ReplicaConfig ConfigOf(const VertexWorkerPool& pool) {
 
 }  // namespace
 
+std::string VertexStateName(JobState state) {
+  switch (state) {
+    case JobState::kQueued:
+      return "JOB_STATE_QUEUED";
+    case JobState::kPreparing:
+      return "JOB_STATE_PENDING";
+    case JobState::kRunning:
+      return "JOB_STATE_RUNNING";
+    case JobState::kSucceeded:
+      return "JOB_STATE_SUCCEEDED";
+    case JobState::kFailed:
+      return "JOB_STATE_FAILED";
+    case JobState::kCancelling:
+      return "JOB_STATE_CANCELLING";
+    case JobState::kCancelled:
+      return "JOB_STATE_CANCELLED";
+    default:
+      return "JOB_STATE_UNSPECIFIED";
+  }
+}
+
 TrainingInput TrainingInputOf(const VertexJob& vertex) {
   TrainingInput t;
   t.scale_tier = "CUSTOM";

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "model/job_state.h"
+
 namespace mle::model {
 
 struct TrainingInput;
@@ -75,6 +77,10 @@ struct VertexJob {
   std::vector<std::string> unserved;
   bool operator==(const VertexJob&) const = default;
 };
+
+// Vertex's name of a job state: JOB_STATE_QUEUED (ml v1's QUEUED),
+// JOB_STATE_PENDING (PREPARING), JOB_STATE_RUNNING, ...
+std::string VertexStateName(JobState state);
 
 // Vertex's names of the pools, by index: what CLUSTER_SPEC calls them.
 inline std::string WorkerPoolName(size_t index) { return "workerpool" + std::to_string(index); }

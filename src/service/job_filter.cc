@@ -85,9 +85,20 @@ bool KnownKey(absl::string_view key) {
   return false;
 }
 
+// Vertex's keys (customJobs.list) as the internal keys Field reads.
+std::optional<std::string> VertexKey(const std::string& key) {
+  if (key == "display_name") return std::string("vertex.displayName");
+  if (key == "state") return std::string("vertex.state");
+  if (key == "create_time") return std::string("createTime");
+  if (key == "start_time") return std::string("startTime");
+  if (key == "end_time") return std::string("endTime");
+  if (absl::StartsWith(key, "labels.") && key.size() > 7) return key;
+  return std::nullopt;
+}
+
 class Parser {
  public:
-  explicit Parser(std::vector<Token> tokens) : t_(std::move(tokens)) {}
+  Parser(std::vector<Token> tokens, bool vertex) : t_(std::move(tokens)), vertex_(vertex) {}
 
   absl::StatusOr<NodePtr> ParseAll() {
     auto n = ParseAnd();
@@ -169,7 +180,15 @@ class Parser {
     if (Peek().kind != Token::kWord) return FilterError(absl::StrCat("missing a value after \"", key, op, "\""));
     std::string value = Peek().text;
     ++pos_;
-    if (!KnownKey(key)) {
+    if (vertex_) {
+      auto internal = VertexKey(key);
+      if (!internal) {
+        return FilterError(absl::StrCat("unknown key \"", key,
+                                        "\"; filter on display_name, state, labels.KEY, create_time, start_time or "
+                                        "end_time"));
+      }
+      key = *internal;
+    } else if (!KnownKey(key)) {
       return FilterError(absl::StrCat("unknown key \"", key,
                                       "\"; filter on jobId, state, labels.KEY, createTime, startTime, endTime, "
                                       "errorMessage or trainingInput.{region,scaleTier,runtimeVersion,...}"));
@@ -178,6 +197,7 @@ class Parser {
   }
 
   std::vector<Token> t_;
+  const bool vertex_;
   size_t pos_ = 0;
 };
 
@@ -213,6 +233,8 @@ std::optional<std::string> Field(const model::Job& job, const std::string& key) 
   if (key == "createTime") return time(job.create_time);
   if (key == "startTime") return time(job.start_time);
   if (key == "endTime") return time(job.end_time);
+  if (key == "vertex.displayName") return job.vertex ? std::optional<std::string>(job.vertex->display_name) : std::nullopt;
+  if (key == "vertex.state") return model::VertexStateName(job.state);
   if (absl::StartsWith(key, "labels.")) {
     auto it = job.labels.find(key.substr(7));
     if (it == job.labels.end()) return std::nullopt;
@@ -270,14 +292,17 @@ bool Eval(const Node& n, const model::Job& job) {
 
 }  // namespace
 
-absl::StatusOr<JobFilter> JobFilter::Parse(absl::string_view text) {
+absl::StatusOr<JobFilter> JobFilter::Parse(absl::string_view text) { return ParseDialect(text, false); }
+absl::StatusOr<JobFilter> JobFilter::ParseVertex(absl::string_view text) { return ParseDialect(text, true); }
+
+absl::StatusOr<JobFilter> JobFilter::ParseDialect(absl::string_view text, bool vertex) {
   JobFilter f;
   if (absl::StripAsciiWhitespace(text).empty()) return f;
   if (text.size() > 4096) return FilterError("the filter is longer than 4096 characters");
   auto tokens = Lex(text);
   if (!tokens.ok()) return tokens.status();
   if (tokens->size() > 512) return FilterError("the filter has more than 512 tokens");
-  Parser p(*std::move(tokens));
+  Parser p(*std::move(tokens), vertex);
   auto root = p.ParseAll();
   if (!root.ok()) return root.status();
   f.root_ = *root;

@@ -26,10 +26,15 @@ class JobFilter {
   struct Node;
   // INVALID_ARGUMENT (field "filter") with a message pointing at the problem.
   static absl::StatusOr<JobFilter> Parse(absl::string_view text);
+  // The filter of Vertex AI's customJobs.list (AIP-160, the same grammar):
+  // keys display_name, state (JOB_STATE_...), labels.KEY, create_time,
+  // start_time, end_time, e.g. state="JOB_STATE_FAILED" AND labels.team=vision.
+  static absl::StatusOr<JobFilter> ParseVertex(absl::string_view text);
   bool Matches(const model::Job& job) const;
   bool empty() const { return root_ == nullptr; }
 
  private:
+  static absl::StatusOr<JobFilter> ParseDialect(absl::string_view text, bool vertex);
   std::shared_ptr<const Node> root_;
 };
 

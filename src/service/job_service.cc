@@ -338,7 +338,7 @@ absl::StatusOr<ListJobsResult> JobService::ListJobs(const std::string& project,
   }
   const int32_t page_size =
       request.page_size == 0 ? kDefaultPageSize : std::min(request.page_size, kMaxPageSize);
-  auto filter = JobFilter::Parse(request.filter);
+  auto filter = request.vertex_location ? JobFilter::ParseVertex(request.filter) : JobFilter::Parse(request.filter);
   if (!filter.ok()) return filter.status();
   std::optional<int64_t> after;
   if (!request.page_token.empty()) {

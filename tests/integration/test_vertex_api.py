@@ -192,3 +192,24 @@ def test_delete_takes_an_ended_job_for_good(launcher):
     with pytest.raises(HttpError) as e:
         build_aiplatform(again).projects().locations().customJobs().get(name=name).execute()
     assert e.value.resp.status == 404
+
+
+def test_list_filters_as_vertex_does(vertex, project):
+    parent = f"projects/{project}/locations/{REGION}"
+    jobs = vertex.customJobs()
+    a = jobs.create(parent=parent, body=dict(package_job("alpha"), labels={"team": "vision"})).execute()["name"]
+    b = jobs.create(parent=parent, body=dict(package_job("beta"), labels={"team": "speech"})).execute()["name"]
+    jobs.cancel(name=b, body={}).execute()
+
+    def names(flt):
+        return [j["name"] for j in jobs.list(parent=parent, filter=flt).execute().get("customJobs", [])]
+
+    assert names('display_name="alpha"') == [a]
+    assert names("labels.team=speech") == [b]
+    assert names('state="JOB_STATE_CANCELLED"') == [b]
+    assert names('state="JOB_STATE_QUEUED" OR state="JOB_STATE_CANCELLED"') == [b, a]
+    assert names('NOT display_name="alpha" AND labels.team:*') == [b]
+    assert names('create_time>"2000-01-01T00:00:00Z"') == [b, a]
+    with pytest.raises(HttpError) as e:
+        jobs.list(parent=parent, filter="jobId=x").execute()
+    assert e.value.resp.status == 400 and "display_name" in e.value.content.decode()

@@ -148,9 +148,15 @@ TEST(VertexCodec, RoundTripsTheSpecAndIgnoresOutputOnlyFields) {
   EXPECT_THAT(codec::DiscoverySchema::Aiplatform().Check(out, "GoogleCloudAiplatformV1CustomJob"), IsEmpty());
 
   // Stored and read back, and through a Slurm launch document, the same.
-  absl::StatusOr<model::Job> stored = codec::ParseStoredJob(codec::SerializeJobForStorage(job));
+  job.training_input->runtime_version = "pytorch-1.13-cpu";  // what admission chose
+  const std::string row = codec::SerializeJobForStorage(job);
+  EXPECT_FALSE(json::parse(row).contains("trainingInput"));  // made from the spec again as it is read
+  absl::StatusOr<model::Job> stored = codec::ParseStoredJob(row);
   ASSERT_TRUE(stored.ok()) << stored.status();
   EXPECT_EQ(stored->vertex, job.vertex);
+  ASSERT_TRUE(stored->training_input.has_value());
+  EXPECT_EQ(codec::EncodeJob(*stored)["trainingInput"], codec::EncodeJob(job)["trainingInput"]);
+  EXPECT_EQ(stored->labels, job.labels);
   codec::LaunchJob launch;
   launch.project = "p";
   launch.job_id = job.job_id;
