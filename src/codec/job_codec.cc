@@ -315,14 +315,7 @@ DecodedJob DecodeJob(const json& body) {
   }
   std::vector<json::json_pointer> where;
   out.violations = DiscoverySchema::Embedded().Check(body, "GoogleCloudMlV1__Job", JobOutputOnlyFields(), &where);
-  json clean = body;
-  for (const auto& ptr : where) {
-    if (ptr.empty()) continue;
-    json& parent = clean[ptr.parent_pointer()];
-    const std::string last = ptr.back();
-    if (parent.is_object()) parent.erase(last);
-    else if (parent.is_array()) parent[std::stoul(last)] = nullptr;
-  }
+  json clean = WithoutValuesAt(body, where);
   for (const auto& field : JobOutputOnlyFields()) clean.erase(field);
   Job& job = out.job;
   job.job_id = Str(clean, "jobId");

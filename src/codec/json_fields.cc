@@ -10,6 +10,21 @@ namespace mle::codec {
 
 using nlohmann::json;
 
+json WithoutValuesAt(const json& body, const std::vector<json::json_pointer>& where) {
+  json clean = body;
+  for (const auto& ptr : where) {
+    if (ptr.empty()) continue;
+    json& parent = clean[ptr.parent_pointer()];
+    const std::string last = ptr.back();
+    if (parent.is_object()) {
+      parent.erase(last);
+    } else if (parent.is_array()) {
+      parent[std::stoul(last)] = nullptr;
+    }
+  }
+  return clean;
+}
+
 const json* Obj(const json& o, const char* key) {
   auto it = o.find(key);
   if (it == o.end() || it->is_null()) return nullptr;

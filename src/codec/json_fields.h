@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,10 @@ std::optional<int64_t> Int64(const nlohmann::json& o, const char* key);
 std::optional<double> Double(const nlohmann::json& o, const char* key);
 // An RFC 3339 timestamp; absent when it is not a string or does not parse.
 std::optional<absl::Time> Time(const nlohmann::json& o, const char* key);
+// `body` without the values at `where` (the pointers a schema check gave
+// for its violations): an object's member is dropped, a list's element set
+// to null, so what is left decodes without the values it refused.
+nlohmann::json WithoutValuesAt(const nlohmann::json& body, const std::vector<nlohmann::json::json_pointer>& where);
 // A double as proto3's JSON mapping writes it: NaN and the infinities as
 // the strings "NaN", "Infinity", "-Infinity".
 nlohmann::json EncodeDouble(double d);

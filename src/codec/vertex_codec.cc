@@ -200,17 +200,7 @@ DecodedVertexJob DecodeCustomJob(const json& body) {
   std::vector<json::json_pointer> where;
   out.violations =
       DiscoverySchema::Aiplatform().Check(body, "GoogleCloudAiplatformV1CustomJob", OutputOnlyFields(), &where);
-  json clean = body;
-  for (const auto& ptr : where) {
-    if (ptr.empty()) continue;
-    json& parent = clean[ptr.parent_pointer()];
-    const std::string last = ptr.back();
-    if (parent.is_object()) {
-      parent.erase(last);
-    } else if (parent.is_array()) {
-      parent[std::stoul(last)] = nullptr;
-    }
-  }
+  json clean = WithoutValuesAt(body, where);
   model::Job& job = out.job;
   VertexJob vertex;
   std::vector<std::string> unserved;

@@ -3,6 +3,7 @@
 // out as the kernel shows them) and, as root on a host with the cgroup v1
 // controllers, on the kernel's.
 #include "sandbox/cgroup_pool.h"
+#include "cgroup_fake_host.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -31,87 +32,24 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kHybridCgroup[] = R"(12:pids:/
-11:memory:/process_api/ccad0ab77607e67f7bf76283b494e183
-4:cpu,cpuacct:/
-0::/
-)";
-constexpr char kHybridMountinfo[] =
-    R"(30 25 0:26 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid,nodev,noexec,relatime - cgroup cgroup rw,cpu,cpuacct
-31 25 0:27 / /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime - cgroup cgroup rw,memory
-32 25 0:28 / /sys/fs/cgroup/pids rw,nosuid,nodev,noexec,relatime - cgroup cgroup rw,pids
-33 25 0:29 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime - cgroup2 cgroup2 rw,nsdelegate
-)";
-constexpr char kV2Cgroup[] = "0::/system.slice/mlengined.service\n";
-constexpr char kV2Mountinfo[] = "30 25 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime - cgroup2 cgroup2 rw\n";
+using namespace mle::sandbox::testing;  // NOLINT: the fake host and its helpers
 
-void WriteText(const std::string& path, const std::string& text) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path) << text;
+// The kernel's counters of a group, as a replica that ended leaves them.
+void Counters(const FakeHost& host, const std::string& name, int oom_kills = 0, int pids_denied = 0, int tasks = 0,
+              int64_t peak = 4096) {
+  WriteText(host.Dir(name, "memory") + "/memory.oom_control", absl::StrCat("oom_kill_disable 0\noom_kill ", oom_kills));
+  WriteText(host.Dir(name, "memory") + "/memory.max_usage_in_bytes", absl::StrCat(peak));
+  WriteText(host.Dir(name, "pids") + "/pids.events", absl::StrCat("max ", pids_denied));
+  WriteText(host.Dir(name, "pids") + "/pids.current", absl::StrCat(tasks));
 }
 
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return std::string(absl::StripTrailingAsciiWhitespace(ss.str()));
+// The group's directory in every controller.
+bool Exists(const FakeHost& host, const std::string& name) {
+  for (const char* c : {"cpu", "memory", "pids"}) {
+    if (!fs::is_directory(host.Dir(name, c))) return false;
+  }
+  return true;
 }
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "cgroup_pool_test.XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-// A fake host's cgroup trees (v1: cpu, memory below its own group, pids).
-struct FakeHost {
-  explicit FakeHost(CgroupVersion version) {
-    if (version == CgroupVersion::kV1) {
-      for (const char* d : {"/sys/fs/cgroup/cpu,cpuacct",
-                            "/sys/fs/cgroup/memory/process_api/ccad0ab77607e67f7bf76283b494e183",
-                            "/sys/fs/cgroup/pids"}) {
-        fs::create_directories(tmp.path() + d);
-      }
-      cgroups.emplace(*Cgroups::Detect(kHybridCgroup, kHybridMountinfo, tmp.path()));
-    } else {
-      WriteText(tmp.path() + "/sys/fs/cgroup/system.slice/mlengined.service/cgroup.controllers", "cpu memory pids");
-      cgroups.emplace(*Cgroups::Detect(kV2Cgroup, kV2Mountinfo, tmp.path()));
-    }
-  }
-  std::string Dir(const std::string& name, const std::string& controller) const {
-    for (const std::string& d : cgroups->Dirs(name)) {
-      if (cgroups->version() == CgroupVersion::kV2 || absl::StrContains(d, "/" + controller)) return d;
-    }
-    return "";
-  }
-  // The kernel's counters of a group, as a replica that ended leaves them.
-  void Counters(const std::string& name, int oom_kills = 0, int pids_denied = 0, int tasks = 0,
-                int64_t peak = 4096) const {
-    WriteText(Dir(name, "memory") + "/memory.oom_control", absl::StrCat("oom_kill_disable 0\noom_kill ", oom_kills));
-    WriteText(Dir(name, "memory") + "/memory.max_usage_in_bytes", absl::StrCat(peak));
-    WriteText(Dir(name, "pids") + "/pids.events", absl::StrCat("max ", pids_denied));
-    WriteText(Dir(name, "pids") + "/pids.current", absl::StrCat(tasks));
-  }
-  bool Exists(const std::string& name) const {
-    for (const char* c : {"cpu", "memory", "pids"}) {
-      if (!fs::is_directory(Dir(name, c))) return false;
-    }
-    return true;
-  }
-
-  TempDir tmp;
-  std::optional<Cgroups> cgroups;
-};
 
 constexpr CgroupLimits kLimits = {1000, 512, 4096};
 
@@ -121,11 +59,11 @@ TEST(CgroupPoolFake, AnEndedReplicasGroupServesTheNextReplicaOfItsProject) {
   absl::StatusOr<std::vector<std::string>> first = pool.Acquire("p/a.master-replica-0", kLimits);
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_EQ(*first, host.cgroups->Dirs("p/a.master-replica-0"));
-  host.Counters("p/a.master-replica-0", 0, 0, 0, 1 << 20);
+  Counters(host, "p/a.master-replica-0", 0, 0, 0, 1 << 20);
   ASSERT_TRUE(pool.Release("p/a.master-replica-0").ok());
   EXPECT_EQ(pool.spares(), 1u);
   EXPECT_FALSE(fs::exists(host.Dir("p/a.master-replica-0", "memory")));
-  EXPECT_TRUE(host.Exists("p/.spare-0"));
+  EXPECT_TRUE(Exists(host, "p/.spare-0"));
 
   // The next replica of project p takes it: renamed, its peak started again,
   // and its limits (the same) left as they are.
@@ -166,11 +104,11 @@ TEST(CgroupPoolFake, OnlyACleanGroupOfAKnownReplicaIsKept) {
     CgroupPool pool(*host.cgroups);
     const std::string name = "p/j.master-replica-0";
     ASSERT_TRUE((row.acquired ? pool.Acquire(name, kLimits) : host.cgroups->Create(name, kLimits)).ok());
-    host.Counters(name, row.oom_kills, row.pids_denied, row.tasks);
+    Counters(host, name, row.oom_kills, row.pids_denied, row.tasks);
     (void)pool.Release(name);  // a fake tree's files make a removal fail; the name says what happened
     EXPECT_EQ(pool.spares(), row.kept ? 1u : 0u);
-    EXPECT_EQ(host.Exists("p/.spare-0"), row.kept);
-    EXPECT_EQ(host.Exists(name), !row.kept);
+    EXPECT_EQ(Exists(host, "p/.spare-0"), row.kept);
+    EXPECT_EQ(Exists(host, name), !row.kept);
   }
 }
 
@@ -179,21 +117,21 @@ TEST(CgroupPoolFake, SparesServeTheirOwnParentAndAreBounded) {
   CgroupPool pool(*host.cgroups, /*max_spares=*/1);
   for (const char* name : {"p/a.master-replica-0", "p/b.master-replica-0"}) {
     ASSERT_TRUE(pool.Acquire(name, kLimits).ok());
-    host.Counters(name);
+    Counters(host, name);
   }
   ASSERT_TRUE(pool.Release("p/a.master-replica-0").ok());
   (void)pool.Release("p/b.master-replica-0");  // over the bound: removed (a fake's removal fails)
   EXPECT_EQ(pool.spares(), 1u);
-  EXPECT_TRUE(host.Exists("p/b.master-replica-0"));
+  EXPECT_TRUE(Exists(host, "p/b.master-replica-0"));
 
   // Project q makes its own; p's spare waits for p.
   ASSERT_TRUE(pool.Acquire("q/c.master-replica-0", kLimits).ok());
   EXPECT_EQ(pool.spares(), 1u);
-  EXPECT_TRUE(host.Exists("p/.spare-0"));
+  EXPECT_TRUE(Exists(host, "p/.spare-0"));
 
   // A group without a parent is never kept (a spare must share it).
   ASSERT_TRUE(pool.Acquire("top", kLimits).ok());
-  host.Counters("top");
+  Counters(host, "top");
   (void)pool.Release("top");
   EXPECT_EQ(pool.spares(), 1u);
 }
