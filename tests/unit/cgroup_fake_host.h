@@ -4,7 +4,13 @@
 // files laid out as the kernel shows them) below a temporary directory.
 #pragma once
 
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <functional>
+#include <vector>
 
 #include <cstdlib>
 #include <filesystem>
@@ -125,5 +131,38 @@ struct FakeHost {
   std::string own;  // v2
   std::optional<Cgroups> cgroups;
 };
+
+// ---- The kernel (root only) -----------------------------------------------
+
+// Forks a child that joins `dirs` (writes "0" into each cgroup.procs), tells
+// the parent through a pipe, then returns `body()` as its exit status.
+inline pid_t ForkInGroup(const std::vector<std::string>& dirs, const std::function<int()>& body) {
+  int ready[2];
+  if (::pipe(ready) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(ready[0]);
+    for (const std::string& dir : dirs) {
+      const int fd = ::open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || ::write(fd, "0", 1) != 1) ::_exit(120);
+      ::close(fd);
+    }
+    if (::write(ready[1], "j", 1) != 1) ::_exit(121);
+    ::close(ready[1]);
+    ::_exit(body());
+  }
+  ::close(ready[1]);
+  char c = 0;
+  const bool joined = pid > 0 && ::read(ready[0], &c, 1) == 1;
+  ::close(ready[0]);
+  return joined ? pid : -1;
+}
+
+inline int WaitFor(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
 
 }  // namespace mle::sandbox::testing

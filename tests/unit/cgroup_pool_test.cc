@@ -191,37 +191,6 @@ class CgroupPoolKernel : public ::testing::Test {
 
   std::string Group(const std::string& leaf) const { return top_ + "/" + leaf; }
 
-  // Forks a child that joins `dirs`, then runs `body` and exits with its
-  // result; returns its pid once it has joined.
-  static pid_t ForkInGroup(const std::vector<std::string>& dirs, int (*body)(int), int arg) {
-    int ready[2];
-    if (::pipe(ready) != 0) return -1;
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::close(ready[0]);
-      for (const std::string& dir : dirs) {
-        const int fd = ::open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
-        if (fd < 0 || ::write(fd, "0", 1) != 1) ::_exit(120);
-        ::close(fd);
-      }
-      if (::write(ready[1], "j", 1) != 1) ::_exit(121);
-      ::close(ready[1]);
-      ::_exit(body(arg));
-    }
-    ::close(ready[1]);
-    char c = 0;
-    const bool joined = pid > 0 && ::read(ready[0], &c, 1) == 1;
-    ::close(ready[0]);
-    return joined ? pid : -1;
-  }
-
-  static int Wait(pid_t pid) {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return status;
-  }
-
   static ino_t Inode(const std::string& path) {
     struct stat st {};
     return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
@@ -238,9 +207,9 @@ TEST_F(CgroupPoolKernel, TheKernelsGroupIsRenamedForTheNextReplicaAndItsLimitsHo
   absl::StatusOr<std::vector<std::string>> dirs = pool_->Acquire(a, {500, 64, 16});
   ASSERT_TRUE(dirs.ok()) << dirs.status();
   const ino_t memory_inode = Inode((*dirs)[1]);
-  const pid_t done = ForkInGroup(*dirs, [](int) { return 0; }, 0);
+  const pid_t done = ForkInGroup(*dirs, [] { return 0; });
   ASSERT_GT(done, 0);
-  EXPECT_EQ(WEXITSTATUS(Wait(done)), 0);
+  EXPECT_EQ(WEXITSTATUS(WaitFor(done)), 0);
   ASSERT_TRUE(pool_->Release(a).ok());
   EXPECT_EQ(pool_->spares(), 1u);
   for (const std::string& dir : *dirs) EXPECT_FALSE(fs::exists(dir)) << dir;
@@ -261,7 +230,7 @@ TEST_F(CgroupPoolKernel, TheKernelsGroupIsRenamedForTheNextReplicaAndItsLimitsHo
   // A replica in it is limited by it: a fork bomb stops at 100 tasks.
   const pid_t bomb = ForkInGroup(
       *again,
-      [](int) {
+      [] {
         int made = 0;
         for (int i = 0; i < 200; ++i) {
           const pid_t p = ::fork();
@@ -274,11 +243,10 @@ TEST_F(CgroupPoolKernel, TheKernelsGroupIsRenamedForTheNextReplicaAndItsLimitsHo
         }
         ::kill(0, SIGKILL);
         return made < 200 ? 0 : 1;
-      },
-      0);
+      });
   ASSERT_GT(bomb, 0);
   ::setpgid(bomb, bomb);
-  Wait(bomb);
+  WaitFor(bomb);
   usage = cgroups_->Usage(b);
   ASSERT_TRUE(usage.ok()) << usage.status();
   EXPECT_GT(usage->pids_denied, 0);
@@ -293,10 +261,10 @@ TEST_F(CgroupPoolKernel, AGroupWithAProcessLeftIsRemovedAndTheProcessKilled) {
   const std::string name = Group("left.master-replica-0");
   absl::StatusOr<std::vector<std::string>> dirs = pool_->Acquire(name, {500, 64, 16});
   ASSERT_TRUE(dirs.ok()) << dirs.status();
-  const pid_t stays = ForkInGroup(*dirs, [](int) { return ::pause(); }, 0);
+  const pid_t stays = ForkInGroup(*dirs, [] { return ::pause(); });
   ASSERT_GT(stays, 0);
   ASSERT_TRUE(pool_->Release(name).ok());
-  const int status = Wait(stays);
+  const int status = WaitFor(stays);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
   EXPECT_EQ(pool_->spares(), 0u);
   for (const std::string& dir : *dirs) EXPECT_FALSE(fs::exists(dir)) << dir;

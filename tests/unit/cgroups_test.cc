@@ -717,36 +717,6 @@ TEST(CgroupsFake, ResetPeakWritesTheKernelsReset) {
 
 // ---- The kernel: cgroup v1 as on this host (root only) ---------------------
 
-// Forks a child that joins `dirs` (writes "0" into each cgroup.procs), tells
-// the parent through a pipe, then returns `body()` as its exit status.
-pid_t ForkInGroup(const std::vector<std::string>& dirs, const std::function<int()>& body) {
-  int ready[2];
-  if (::pipe(ready) != 0) return -1;
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(ready[0]);
-    for (const std::string& dir : dirs) {
-      const int fd = ::open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd < 0 || ::write(fd, "0", 1) != 1) ::_exit(120);
-      ::close(fd);
-    }
-    if (::write(ready[1], "j", 1) != 1) ::_exit(121);
-    ::close(ready[1]);
-    ::_exit(body());
-  }
-  ::close(ready[1]);
-  char c = 0;
-  const bool joined = pid > 0 && ::read(ready[0], &c, 1) == 1;
-  ::close(ready[0]);
-  return joined ? pid : -1;
-}
-
-int WaitFor(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
-}
 
 class CgroupsV1Kernel : public ::testing::Test {
  protected:
