@@ -43,17 +43,21 @@ json Merge(json a, const json& b) {
 json Package(const std::string& module = "trainer.task") {
   return {{"pythonPackageSpec",
            {{"executorImageUri", kExecutor},
-            {"packageUris", {"gs://b/trainer-0.1.tar.gz"}},
+            {"packageUris", json::array({"gs://b/trainer-0.1.tar.gz"})},
             {"pythonModule", module},
             {"args", {"--epochs", "2"}}}}};
 }
 
 json Container(const std::string& image = "gcr.io/p/trainer:1") {
-  return {{"containerSpec", {{"imageUri", image}, {"command", {"python", "-m", "t"}}, {"args", {"--x"}}}}};
+  return {{"containerSpec", {{"imageUri", image}, {"command", {"python", "-m", "t"}}, {"args", json::array({"--x"})}}}};
 }
 
-json CustomJob(json pools, json spec_extra = json::object()) {
-  json spec = {{"workerPoolSpecs", std::move(pools)}};
+// The pools as a list (a braced single element would be copied, not listed,
+// by some compilers: nlohmann's single-element initializer rule).
+json CustomJob(const std::vector<json>& pools, json spec_extra = json::object()) {
+  json list = json::array();
+  for (const json& p : pools) list.push_back(p);
+  json spec = {{"workerPoolSpecs", std::move(list)}};
   spec.update(spec_extra);
   return {{"displayName", "job"}, {"jobSpec", std::move(spec)}};
 }
@@ -215,7 +219,7 @@ TEST(VertexValidation, Rules) {
        CustomJob({Pool("n1-standard-4", 1, Container()), Pool("n1-standard-4", 2, Container())}),
        {},
        ""},
-      {"no pools", CustomJob(json::array()), {"jobSpec.workerPoolSpecs"}, "at least the first pool"},
+      {"no pools", CustomJob({}), {"jobSpec.workerPoolSpecs"}, "at least the first pool"},
       {"an empty chief", CustomJob({json::object(), Pool("n1-standard-4", 1, Container())}),
        {"jobSpec.workerPoolSpecs[0]"}, "chief"},
       {"two chiefs", CustomJob({Pool("n1-standard-4", 2, Container())}), {"jobSpec.workerPoolSpecs[0].replicaCount"},
@@ -234,7 +238,7 @@ TEST(VertexValidation, Rules) {
       {"an executor image not served",
        CustomJob({Pool("n1-standard-4", 1, json{{"pythonPackageSpec",
                                                  {{"executorImageUri", "docker.io/me/mine:1"},
-                                                  {"packageUris", {"gs://b/p.tar.gz"}},
+                                                  {"packageUris", json::array({"gs://b/p.tar.gz"})},
                                                   {"pythonModule", "t.task"}}}})}),
        {"jobSpec.workerPoolSpecs[0].pythonPackageSpec.executorImageUri"}, "not a training image"},
       {"web access", CustomJob({Pool("n1-standard-4", 1, Container())}, {{"enableWebAccess", true}}),
