@@ -215,6 +215,12 @@ class SseLogFollower : public service::LogFollower {
 // docs/runtime-contract.md. alt=sse follows the log in one streamed response.
 void ReadLogs(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
+  // A job's log is read with the permission that reads the job: ml v1's,
+  // or Vertex AI's for a custom job (its users may hold only theirs).
+  auto job = s.jobs.GetJob(call.Var("project"), call.Var("job"));
+  const char* permission =
+      job.ok() && model::IsVertexJob(*job) ? iam::perm::kCustomJobsGet : iam::perm::kJobsGet;
+  if (auto st = s.iam.Authorize(call.caller, permission, call.resource); !st.ok()) return respond(Fail(st, pretty));
   if (auto st = CheckQuery(call, {"pageToken", "taskName", "trialId", "waitSeconds"}, {"json", "sse"}); !st.ok()) {
     return respond(Fail(st, pretty));
   }
@@ -234,11 +240,12 @@ void ReadLogs(const Services& s, const Call& call, Responder respond) {
     // The caller as the route's check saw it, checked again as the stream
     // goes on (IamService outlives the followers; the router does not).
     SseLogFollower::Check still_allowed = [&iam = s.iam, authorization = call.authorization,
-                                           access_token = call.Param("access_token"), resource = call.resource] {
+                                           access_token = call.Param("access_token"), resource = call.resource,
+                                           permission] {
       const AccessGate gate(iam);
       auto who = gate.Authenticate(authorization, access_token);
       if (!who.ok()) return who.status();
-      return gate.Check(*who, iam::perm::kJobsGet, resource);
+      return gate.Check(*who, permission, resource);
     };
     auto st = s.logs.Follow(call.Var("project"), call.Var("job"), std::move(request),
                             std::make_shared<SseLogFollower>(stream, std::move(still_allowed)));
@@ -346,7 +353,7 @@ const RouteTable<Route>& Routes() {
           {"GET", "v1/projects/{project}/jobs", "ml.projects.jobs.list",
            {&ListJobs, Access::kPermission, perm::kJobsList}},
           {"GET", "v1/projects/{project}/jobs/{job}/logs", "mlengine.projects.jobs.logs",
-           {&ReadLogs, Access::kPermission, perm::kJobsGet}},
+           {&ReadLogs, Access::kSelf}},  // ml.jobs.get, or aiplatform.customJobs.get for a custom job
           {"GET", "v1/projects/{project}/jobs/{job}/replicas", "mlengine.projects.jobs.replicas",
            {&console_routes::JobReplicas, Access::kPermission, perm::kJobsGet}},
           {"GET", "v1/projects/{project}/jobs/{job}/metrics", "mlengine.projects.jobs.metrics",

@@ -213,3 +213,27 @@ def test_list_filters_as_vertex_does(vertex, project):
     with pytest.raises(HttpError) as e:
         jobs.list(parent=parent, filter="jobId=x").execute()
     assert e.value.resp.status == 400 and "display_name" in e.value.content.decode()
+
+
+def test_a_vertex_user_reads_the_log_of_a_custom_job_and_no_other(fresh_server):
+    from test_iam import grant, new_user
+    server = fresh_server
+    project = "vertex-logs"
+    user = new_user(server, "vx@example.com")
+    grant(server, project, "user:vx@example.com", "roles/aiplatform.user")
+    viewer = new_user(server, "mlv@example.com")
+    grant(server, project, "user:mlv@example.com", "roles/ml.viewer")
+    jobs = build_aiplatform(server, token=user).projects().locations().customJobs()
+    name = jobs.create(parent=f"projects/{project}/locations/{REGION}", body=package_job()).execute()["name"]
+    job_id = name.rsplit("/", 1)[1]
+    r = server.request("GET", f"/v1/projects/{project}/jobs/{job_id}/logs", token=user)
+    assert r.status == 200 and r.json["entries"] == [], r
+    r = server.request("GET", f"/v1/projects/{project}/jobs/{job_id}/logs", token=viewer)
+    assert r.status == 403 and "aiplatform.customJobs.get" in r.text, r
+    # An ml v1 job's log asks for ml.jobs.get, which a Vertex user lacks.
+    r = server.request("POST", f"/v1/projects/{project}/jobs", {
+        "jobId": "ml_job", "trainingInput": {"scaleTier": "BASIC", "region": REGION, "runtimeVersion": "2.11",
+                                             "packageUris": ["gs://bucket/p.tar.gz"], "pythonModule": "t.task"}})
+    assert r.status == 200, r
+    r = server.request("GET", f"/v1/projects/{project}/jobs/ml_job/logs", token=user)
+    assert r.status == 403 and "ml.jobs.get" in r.text, r
