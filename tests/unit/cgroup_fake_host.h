@@ -18,8 +18,12 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
+
+#include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "sandbox/cgroups.h"
 
@@ -164,5 +168,43 @@ inline int WaitFor(pid_t pid) {
   }
   return status;
 }
+
+// A fixture of the kernel's cgroup v1 trees (root only; skipped elsewhere):
+// this host's Cgroups, prepared, and a group `PREFIX-PID` of the test's own
+// below `<own>/mlengine`, removed with everything below it at the end (and
+// `<own>/mlengine` too when the test made it).
+class CgroupsV1KernelTest : public ::testing::Test {
+ protected:
+  explicit CgroupsV1KernelTest(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to create cgroups";
+    absl::StatusOr<Cgroups> host = Cgroups::DetectHost();
+    if (!host.ok() || host->version() != CgroupVersion::kV1) {
+      GTEST_SKIP() << "no cgroup v1 cpu, memory and pids here: " << host.status();
+    }
+    cgroups_.emplace(*host);
+    top_ = absl::StrCat(prefix_, "-", ::getpid());
+    for (const std::string& dir : cgroups_->Dirs(top_)) {
+      const std::string base = fs::path(dir).parent_path().string();
+      if (!fs::exists(base)) made_bases_.push_back(base);
+    }
+    ASSERT_TRUE(cgroups_->Prepare().ok());
+  }
+
+  void TearDown() override {
+    if (!cgroups_) return;
+    EXPECT_TRUE(cgroups_->Remove(top_).ok());
+    for (const std::string& dir : cgroups_->Dirs(top_)) EXPECT_FALSE(fs::exists(dir)) << dir;
+    for (const std::string& base : made_bases_) ::rmdir(base.c_str());
+  }
+
+  std::string Group(const std::string& leaf) const { return top_ + "/" + leaf; }
+
+  const std::string prefix_;
+  std::optional<Cgroups> cgroups_;
+  std::string top_;
+  std::vector<std::string> made_bases_;
+};
 
 }  // namespace mle::sandbox::testing

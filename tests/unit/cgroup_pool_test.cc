@@ -158,48 +158,27 @@ TEST(CgroupPoolFake, OnCgroupV2EveryGroupIsMadeAndRemoved) {
 
 // ---- The kernel: cgroup v1 as on this host (root only) ---------------------
 
-class CgroupPoolKernel : public ::testing::Test {
+class CgroupPoolKernel : public CgroupsV1KernelTest {
  protected:
+  CgroupPoolKernel() : CgroupsV1KernelTest("cgroup_pool_test") {}
+
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "needs root to create cgroups";
-    absl::StatusOr<Cgroups> host = Cgroups::DetectHost();
-    if (!host.ok() || host->version() != CgroupVersion::kV1) {
-      GTEST_SKIP() << "no cgroup v1 cpu, memory and pids here: " << host.status();
-    }
-    cgroups_.emplace(*host);
-    top_ = absl::StrCat("cgroup_pool_test-", ::getpid());
-    for (const std::string& dir : cgroups_->Dirs(top_)) {
-      const std::string base = fs::path(dir).parent_path().string();
-      if (!fs::exists(base)) made_bases_.push_back(base);
-    }
-    ASSERT_TRUE(cgroups_->Prepare().ok());
+    CgroupsV1KernelTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     pool_.emplace(*cgroups_);
   }
 
   void TearDown() override {
-    if (!cgroups_) return;
     pool_.reset();
-    for (const std::string& leaf : cgroups_->List()) {
-      if (absl::StartsWith(leaf, top_ + "/")) {
-        EXPECT_TRUE(cgroups_->Remove(leaf).ok()) << leaf;
-      }
-    }
-    EXPECT_TRUE(cgroups_->Remove(top_).ok());
-    for (const std::string& dir : cgroups_->Dirs(top_)) EXPECT_FALSE(fs::exists(dir)) << dir;
-    for (const std::string& base : made_bases_) ::rmdir(base.c_str());
+    CgroupsV1KernelTest::TearDown();  // its spares go with the test's group
   }
-
-  std::string Group(const std::string& leaf) const { return top_ + "/" + leaf; }
 
   static ino_t Inode(const std::string& path) {
     struct stat st {};
     return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
   }
 
-  std::optional<Cgroups> cgroups_;
   std::optional<CgroupPool> pool_;
-  std::string top_;
-  std::vector<std::string> made_bases_;
 };
 
 TEST_F(CgroupPoolKernel, TheKernelsGroupIsRenamedForTheNextReplicaAndItsLimitsHold) {

@@ -718,37 +718,9 @@ TEST(CgroupsFake, ResetPeakWritesTheKernelsReset) {
 // ---- The kernel: cgroup v1 as on this host (root only) ---------------------
 
 
-class CgroupsV1Kernel : public ::testing::Test {
+class CgroupsV1Kernel : public CgroupsV1KernelTest {
  protected:
-  void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "needs root to create cgroups";
-    absl::StatusOr<Cgroups> host = Cgroups::DetectHost();
-    if (!host.ok() || host->version() != CgroupVersion::kV1) {
-      GTEST_SKIP() << "no cgroup v1 cpu, memory and pids here: " << host.status();
-    }
-    cgroups_.emplace(*host);
-    top_ = absl::StrCat("cgroups_test-", ::getpid());
-    // <own>/mlengine of each hierarchy, removed again (when empty) if this
-    // test made it.
-    for (const std::string& dir : cgroups_->Dirs(top_)) {
-      const std::string base = fs::path(dir).parent_path().string();
-      if (!fs::exists(base)) made_bases_.push_back(base);
-    }
-    ASSERT_TRUE(cgroups_->Prepare().ok());
-  }
-
-  void TearDown() override {
-    if (!cgroups_) return;
-    EXPECT_TRUE(cgroups_->Remove(top_).ok());
-    for (const std::string& dir : cgroups_->Dirs(top_)) EXPECT_FALSE(fs::exists(dir)) << dir;
-    for (const std::string& base : made_bases_) ::rmdir(base.c_str());
-  }
-
-  std::string Group(const std::string& leaf) const { return top_ + "/" + leaf; }
-
-  std::optional<Cgroups> cgroups_;
-  std::string top_;
-  std::vector<std::string> made_bases_;
+  CgroupsV1Kernel() : CgroupsV1KernelTest("cgroups_test") {}
 };
 
 constexpr CgroupLimits kSmall = {500, 64, 16};
