@@ -5,11 +5,18 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 #include <random>
 #include <string>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "api/field_mask.h"
 #include "api/api_call.h"
 #include "api/http_util.h"
 #include "codec/discovery.h"
@@ -45,6 +52,26 @@ absl::StatusOr<model::Job> FindCustomJob(const Services& s, const Call& call) {
   if (!job.ok()) return absl::IsNotFound(job.status()) ? NotFound(call) : job.status();
   if (!model::IsVertexJob(*job) || job->vertex->location != call.Var("location")) return NotFound(call);
   return job;
+}
+
+// A FieldMask path as the wire spells it, for FieldMask (api/field_mask.h):
+// each segment in lowerCamelCase ("job_spec.worker_pool_specs" ->
+// "jobSpec/workerPoolSpecs").
+std::string WirePath(absl::string_view path) {
+  std::string out;
+  bool upper = false;
+  for (char c : path) {
+    if (c == '_') {
+      upper = true;
+    } else if (c == '.') {
+      out += '/';
+      upper = false;
+    } else {
+      out += upper ? absl::ascii_toupper(static_cast<unsigned char>(c)) : c;
+      upper = false;
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -86,9 +113,29 @@ void ListCustomJobs(const Services& s, const Call& call, Responder respond) {
   if (const std::string size = call.Param("pageSize"); !size.empty() && !absl::SimpleAtoi(size, &list.page_size)) {
     return respond(Fail(BadParam("pageSize", absl::StrCat("must be an integer, got \"", size, "\"")), pretty));
   }
+  // readMask (a protobuf FieldMask: "display_name,jobSpec.workerPoolSpecs"):
+  // each job with only those fields.
+  std::optional<FieldMask> mask;
+  if (const std::string read_mask = call.Param("readMask"); !read_mask.empty()) {
+    std::vector<std::string> paths;
+    for (absl::string_view path : absl::StrSplit(read_mask, ',', absl::SkipWhitespace())) {
+      paths.push_back(WirePath(absl::StripAsciiWhitespace(path)));
+    }
+    auto parsed = FieldMask::Parse(absl::StrJoin(paths, ","));
+    if (!parsed.ok()) {
+      return respond(Fail(BadParam("readMask", absl::StrCat("not a field mask (paths like display_name,state "
+                                                            "separated by commas): \"", read_mask, "\"")),
+                          pretty));
+    }
+    mask = *std::move(parsed);
+  }
   auto result = s.jobs.ListJobs(call.Var("project"), list);
   if (!result.ok()) return respond(Fail(result.status(), pretty));
-  respond(Render(codec::EncodeListCustomJobsResponse(result->jobs, result->next_page_token), pretty));
+  json out = codec::EncodeListCustomJobsResponse(result->jobs, result->next_page_token);
+  if (mask && out.contains("customJobs")) {
+    for (json& job : out["customJobs"]) job = mask->Apply(job);
+  }
+  respond(Render(out, pretty));
 }
 
 void GetCustomJob(const Services& s, const Call& call, Responder respond) {

@@ -237,3 +237,15 @@ def test_a_vertex_user_reads_the_log_of_a_custom_job_and_no_other(fresh_server):
     assert r.status == 200, r
     r = server.request("GET", f"/v1/projects/{project}/jobs/ml_job/logs", token=user)
     assert r.status == 403 and "ml.jobs.get" in r.text, r
+
+
+def test_list_read_mask_keeps_only_the_fields_named(vertex, project):
+    parent = f"projects/{project}/locations/{REGION}"
+    jobs = vertex.customJobs()
+    name = jobs.create(parent=parent, body=package_job("masked")).execute()["name"]
+    page = jobs.list(parent=parent, readMask="name,display_name,job_spec.base_output_directory").execute()
+    assert page["customJobs"] == [{"name": name, "displayName": "masked",
+                                   "jobSpec": {"baseOutputDirectory": {"outputUriPrefix": "gs://bucket/out"}}}], page
+    with pytest.raises(HttpError) as e:
+        jobs.list(parent=parent, readMask="name,(").execute()
+    assert e.value.resp.status == 400 and "readMask" in e.value.content.decode()
