@@ -428,3 +428,35 @@ def test_a_registry_that_does_not_answer_holds_up_only_the_jobs_that_need_it(tmp
         problems = server.finish()
         registry.shutdown()
     assert not problems, problems
+
+
+def test_a_vertex_custom_job_runs_its_container_with_vertexs_contract(ccli, names):
+    """Vertex AI's customJobs.create with a containerSpec (docs/vertex.md):
+    the guide's master image, mirrored and pinned as ml v1's are, runs with
+    its args, CLUSTER_SPEC naming workerpool0 and TF_CONFIG's chief."""
+    out = f"gs://{ccli.bucket}/vertex/hello.txt"
+    body = {"displayName": "vertex container",
+            "jobSpec": {"workerPoolSpecs": [{
+                "machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
+                "containerSpec": {"imageUri": GUIDE_MASTER, "args": ["write", out, "from vertex"]}}]}}
+    parent = f"projects/{ccli.project}/locations/{REGION}"
+    status, text = ccli.server.request("POST", f"/v1/{parent}/customJobs", body)
+    assert status == 200, text
+    name = json.loads(text)["name"]
+    job_id = name.rsplit("/", 1)[1]
+
+    def ended():
+        s, t = ccli.server.request("GET", f"/v1/{name}")
+        job = json.loads(t)
+        return job if job["state"] in ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED") else None
+    from conftest import wait_for
+    job = wait_for(ended, f"{name} to end", timeout=300)
+    assert job["state"] == "JOB_STATE_SUCCEEDED", (job, ccli.server.logs(ccli.project, job_id))
+    assert ccli.ok("storage", "cat", out).out == "from vertex"
+    c = contract_of(ccli, job_id)
+    assert c["in_container"] is True and c["argv"] == ["write", out, "from vertex"], c
+    spec = json.loads(c["CLUSTER_SPEC"])
+    assert spec["task"] == {"type": "workerpool0", "index": 0} and list(spec["cluster"]) == ["workerpool0"], spec
+    assert json.loads(c["TF_CONFIG"])["task"]["type"] == "chief"
+    assert c["CLOUD_ML_JOB_ID"] == job_id
+    assert_nothing_left(ccli, job_id)
