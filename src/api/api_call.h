@@ -64,6 +64,10 @@ absl::Status CheckQuery(const Call& call, std::initializer_list<absl::string_vie
                         std::initializer_list<absl::string_view> alts = {"json"});
 
 HttpResponse Render(const nlohmann::json& value, bool pretty, int status = 200);
+// An audited create's line of the audit log, to go in the created thing's
+// own commit (one disk flush answers the call); none when the call is not
+// audited. The handler sets call.audit->written once that commit is done.
+std::vector<db::Mutation> AuditLineOf(const Services& s, const Call& call);
 HttpResponse Fail(const absl::Status& s, bool pretty);
 
 // The handlers of the identity APIs (iam_routes.cc), named by their

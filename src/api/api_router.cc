@@ -98,6 +98,17 @@ bool ValidProjectId(const std::string& id) {
 
 // ---- the routes' handlers: each checks its query, body and calls the service ----
 
+}  // namespace
+
+std::vector<db::Mutation> AuditLineOf(const Services& s, const Call& call) {
+  if (call.audit == nullptr) return {};
+  db::AuditRecord record = call.audit->record;
+  record.outcome = "OK";
+  return {s.iam.AuditWrite(std::move(record))};
+}
+
+namespace {
+
 void GetConfig(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
@@ -121,14 +132,7 @@ void CreateJob(const Services& s, const Call& call, Responder respond) {
   auto body = ParseJsonBody(call.body, false);
   if (!body.ok()) return respond(Fail(body.status(), pretty));
   codec::DecodedJob decoded = codec::DecodeJob(*body);
-  // The call's audit line goes in the job's own commit: a create is
-  // answered after one disk flush.
-  std::vector<db::Mutation> audit_line;
-  if (call.audit != nullptr && !validate_only) {
-    db::AuditRecord record = call.audit->record;
-    record.outcome = "OK";
-    audit_line.push_back(s.iam.AuditWrite(std::move(record)));
-  }
+  std::vector<db::Mutation> audit_line = validate_only ? std::vector<db::Mutation>{} : AuditLineOf(s, call);
   s.jobs.CreateJob(
       call.Var("project"), std::move(decoded.job),
       [respond, pretty, audit = call.audit](absl::StatusOr<model::Job> j) {
@@ -217,9 +221,8 @@ void ReadLogs(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   // A job's log is read with the permission that reads the job: ml v1's,
   // or Vertex AI's for a custom job (its users may hold only theirs).
-  auto job = s.jobs.GetJob(call.Var("project"), call.Var("job"));
   const char* permission =
-      job.ok() && model::IsVertexJob(*job) ? iam::perm::kCustomJobsGet : iam::perm::kJobsGet;
+      s.jobs.IsVertexJob(call.Var("project"), call.Var("job")) ? iam::perm::kCustomJobsGet : iam::perm::kJobsGet;
   if (auto st = s.iam.Authorize(call.caller, permission, call.resource); !st.ok()) return respond(Fail(st, pretty));
   if (auto st = CheckQuery(call, {"pageToken", "taskName", "trialId", "waitSeconds"}, {"json", "sse"}); !st.ok()) {
     return respond(Fail(st, pretty));
@@ -264,8 +267,7 @@ void ReadLogs(const Services& s, const Call& call, Responder respond) {
 
 // A job of Vertex AI's API is not one of ml v1's: NOT_FOUND, as for no job.
 absl::Status MlJobOnly(const Services& s, const Call& call) {
-  auto job = s.jobs.GetJob(call.Var("project"), call.Var("job"));
-  if (job.ok() && model::IsVertexJob(*job)) {
+  if (s.jobs.IsVertexJob(call.Var("project"), call.Var("job"))) {
     return absl::NotFoundError(
         absl::StrCat("Job projects/", call.Var("project"), "/jobs/", call.Var("job"), " not found."));
   }
@@ -293,9 +295,9 @@ void CancelJob(const Services& s, const Call& call, Responder respond) {
 void GetJob(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  if (auto st = MlJobOnly(s, call); !st.ok()) return respond(Fail(st, pretty));
   auto job = s.jobs.GetJob(call.Var("project"), call.Var("job"));
   if (!job.ok()) return respond(Fail(job.status(), pretty));
-  if (auto st = MlJobOnly(s, call); !st.ok()) return respond(Fail(st, pretty));
   respond(Render(codec::EncodeJob(*job), pretty));
 }
 

@@ -81,16 +81,9 @@ void CreateCustomJob(const Services& s, const Call& call, Responder respond) {
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
   auto body = ParseJsonBody(call.body, false);
   if (!body.ok()) return respond(Fail(body.status(), pretty));
-  codec::DecodedVertexJob decoded = codec::DecodeCustomJob(*body);
+  codec::DecodedVertexJob decoded = codec::DecodeCustomJob(*body, call.Var("location"));
   decoded.job.job_id = NewJobId();
-  decoded.job.vertex->location = call.Var("location");
-  decoded.job.training_input->region = call.Var("location");
-  std::vector<db::Mutation> audit_line;
-  if (call.audit != nullptr) {
-    db::AuditRecord record = call.audit->record;
-    record.outcome = "OK";
-    audit_line.push_back(s.iam.AuditWrite(std::move(record)));
-  }
+  std::vector<db::Mutation> audit_line = AuditLineOf(s, call);
   s.jobs.CreateJob(
       call.Var("project"), std::move(decoded.job),
       [respond, pretty, audit = call.audit](absl::StatusOr<model::Job> j) {

@@ -191,7 +191,7 @@ void PutTimeField(json& o, const char* key, const std::optional<absl::Time>& t) 
 
 }  // namespace
 
-DecodedVertexJob DecodeCustomJob(const json& body) {
+DecodedVertexJob DecodeCustomJob(const json& body, const std::string& location) {
   DecodedVertexJob out;
   if (!body.is_object()) {
     out.violations.push_back({"(body)", "the request body must be a JSON object (a CustomJob)"});
@@ -207,6 +207,7 @@ DecodedVertexJob DecodeCustomJob(const json& body) {
   if (const json* spec = Obj(clean, "jobSpec")) vertex = DecodeSpec(*spec, &unserved);
   if (IsGiven(clean, "encryptionSpec")) unserved.push_back("encryptionSpec");
   vertex.unserved = std::move(unserved);
+  vertex.location = location;
   vertex.display_name = Str(clean, "displayName");
   if (auto it = clean.find("labels"); it != clean.end() && it->is_object()) {
     for (const auto& [k, v] : it->items()) job.labels[k] = v.is_string() ? v.get<std::string>() : "";
@@ -221,7 +222,6 @@ std::string CustomJobName(const model::Job& job) {
                       job.job_id);
 }
 
-std::string VertexStateName(model::JobState state) { return model::VertexStateName(state); }
 
 json EncodeCustomJob(const model::Job& job) {
   json o = json::object();

@@ -24,14 +24,13 @@ struct DecodedVertexJob {
   model::Job job;
   std::vector<common::FieldViolation> violations;
 };
-DecodedVertexJob DecodeCustomJob(const nlohmann::json& body);
+// `location`: the {location} of the request's parent.
+DecodedVertexJob DecodeCustomJob(const nlohmann::json& body, const std::string& location);
 
 // "projects/P/locations/L/customJobs/ID"
 std::string CustomJobName(const model::Job& job);
 nlohmann::json EncodeCustomJob(const model::Job& job);
 nlohmann::json EncodeListCustomJobsResponse(const std::vector<model::Job>& jobs, const std::string& next_page_token);
-// JOB_STATE_QUEUED, ...
-std::string VertexStateName(model::JobState state);
 
 // The spec as stored beside the job (codec/job_codec.h's storage form).
 nlohmann::json EncodeVertexForStorage(const model::VertexJob& vertex);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -410,6 +411,13 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, c
 }
 
 // ---- environment and PATH ----
+
+bool IsLoaderVariable(const std::string& name) {
+  static const std::set<std::string> kNames = {"GCONV_PATH",       "GETCONF_DIR", "HOSTALIASES",  "LOCALDOMAIN",
+                                               "LOCPATH",          "MALLOC_TRACE", "NIS_PATH",    "NLSPATH",
+                                               "RESOLV_HOST_CONF", "RES_OPTIONS",  "TMPDIR",      "TZDIR"};
+  return name.rfind("LD_", 0) == 0 || name.rfind("GLIBC_TUNABLES", 0) == 0 || kNames.count(name) > 0;
+}
 
 std::map<std::string, std::string> CurrentEnvironment() {
   std::map<std::string, std::string> env;

@@ -168,6 +168,11 @@ struct CommandOptions {
 // UNAVAILABLE when the program cannot be started (message says why).
 absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv, const CommandOptions& options = {});
 
+// Variables the dynamic loader or libc act on at a program's start (glibc's
+// UNSECURE_ENVVARS, which it drops for setuid programs), and any LD_*: a
+// root process that starts a job's program must not take them from the job.
+bool IsLoaderVariable(const std::string& name);
+
 // The current environment as a map.
 std::map<std::string, std::string> CurrentEnvironment();
 // The current environment with `overrides` set on top.

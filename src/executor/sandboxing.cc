@@ -46,13 +46,6 @@ absl::Status OwnedDirectory(const std::string& path, uid_t uid, mode_t mode) {
 
 }  // namespace
 
-bool IsLoaderVariable(const std::string& name) {
-  static const std::set<std::string> kNames = {"GCONV_PATH",       "GETCONF_DIR", "HOSTALIASES",  "LOCALDOMAIN",
-                                               "LOCPATH",          "MALLOC_TRACE", "NIS_PATH",    "NLSPATH",
-                                               "RESOLV_HOST_CONF", "RES_OPTIONS",  "TMPDIR",      "TZDIR"};
-  return absl::StartsWith(name, "LD_") || absl::StartsWith(name, "GLIBC_TUNABLES") || kNames.count(name) > 0;
-}
-
 std::string JobCgroup(const std::string& project, const std::string& job_id) { return project + "/" + job_id; }
 std::string ReplicaCgroup(const std::string& project, const std::string& job_id, const std::string& task) {
   // One level below the project's group, not a job's group above its

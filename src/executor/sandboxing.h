@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/subprocess.h"
 #include "executor/executor.h"
 #include "model/job.h"
 #include "model/resources.h"
@@ -111,10 +112,9 @@ class Sandboxing {
   const std::string host_group_;
 };
 
-// Variables the dynamic loader or libc act on at a program's start (glibc's
-// UNSECURE_ENVVARS, which it drops for setuid programs), and any LD_*: they
-// never reach mlengine-replica, which runs as root, for a sandboxed replica.
-bool IsLoaderVariable(const std::string& name);
+// common::IsLoaderVariable (common/subprocess.h): what never reaches
+// mlengine-replica, which runs as root, for a sandboxed replica.
+using common::IsLoaderVariable;
 
 // The cgroup of a replica (below mlengined's own `mlengine/`).
 std::string ReplicaCgroup(const std::string& project, const std::string& job_id, const std::string& task);

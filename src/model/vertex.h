@@ -84,6 +84,10 @@ std::string VertexStateName(JobState state);
 
 // Vertex's names of the pools, by index: what CLUSTER_SPEC calls them.
 inline std::string WorkerPoolName(size_t index) { return "workerpool" + std::to_string(index); }
+// The pool an ml v1 role runs (master 0, worker 1, ps 2, evaluator 3).
+inline size_t WorkerPoolIndex(const std::string& role) {
+  return role == "master" ? 0 : role == "worker" ? 1 : role == "ps" ? 2 : 3;
+}
 
 // The ml v1 trainingInput a Vertex spec runs as: scale tier CUSTOM; pool 0
 // the master, pool 1 the workers, pool 2 the parameter servers, pool 3 the

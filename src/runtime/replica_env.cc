@@ -9,6 +9,7 @@
 #include "absl/strings/strip.h"
 #include "codec/job_codec.h"
 #include "codec/vertex_codec.h"
+#include "common/subprocess.h"
 
 namespace mle::runtime {
 namespace {
@@ -113,11 +114,7 @@ std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const mod
                                : codec::EncodeJob(job).value("trainingInput", json::object());
   // CLUSTER_SPEC's name of a role: ml v1's own, or Vertex's pool.
   auto spec_role = [vertex](const std::string& role) -> std::string {
-    if (!vertex) return role;
-    return role == "master" ? model::WorkerPoolName(0)
-           : role == "worker" ? model::WorkerPoolName(1)
-           : role == "ps"     ? model::WorkerPoolName(2)
-                              : model::WorkerPoolName(3);
+    return vertex ? model::WorkerPoolName(model::WorkerPoolIndex(role)) : role;
   };
 
   // The cluster, as every replica sees it.
@@ -186,9 +183,13 @@ std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const mod
     if (vertex) {
       // What the pool's spec sets for its replicas (containerSpec.env or
       // pythonPackageSpec.env), over mlengine's own.
-      const size_t pool = r.role == "master" ? 0 : r.role == "worker" ? 1 : r.role == "ps" ? 2 : 3;
+      const size_t pool = model::WorkerPoolIndex(r.role);
       if (pool < job.vertex->pools.size()) {
-        for (const auto& var : job.vertex->pools[pool].env) e[var.name] = var.value;
+        for (const auto& var : job.vertex->pools[pool].env) {
+          // Refused at admission; never passed, whatever a stored spec says.
+          if (common::IsLoaderVariable(var.name) || absl::StartsWith(var.name, "MLENGINE_")) continue;
+          e[var.name] = var.value;
+        }
       }
     }
     e["PYTHONUNBUFFERED"] = "1";

@@ -331,6 +331,12 @@ int JobService::AttemptOf(const Key& key) const {
   return it == jobs_.end() ? 1 : model::AttemptsMade(it->second);
 }
 
+bool JobService::IsVertexJob(const std::string& project, const std::string& job_id) const {
+  std::shared_lock lock(mu_);
+  auto it = jobs_.find({project, job_id});
+  return it != jobs_.end() && model::IsVertexJob(it->second);
+}
+
 absl::StatusOr<ListJobsResult> JobService::ListJobs(const std::string& project,
                                                     const ListJobsRequest& request) const {
   if (request.page_size < 0) {

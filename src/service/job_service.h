@@ -103,6 +103,8 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
                  const iam::Principal& caller = iam::Principal::Operator(),
                  std::vector<db::Mutation> with_job = {}, bool validate_only = false);
   absl::StatusOr<model::Job> GetJob(const std::string& project, const std::string& job_id) const;
+  // Whether the job is Vertex AI's (a custom job); false for none. No copy.
+  bool IsVertexJob(const std::string& project, const std::string& job_id) const;
   absl::StatusOr<ListJobsResult> ListJobs(const std::string& project, const ListJobsRequest& request) const;
   void PatchJob(const std::string& project, const std::string& job_id, PatchJobRequest request,
                 JobCallback done);

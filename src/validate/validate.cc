@@ -22,6 +22,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "common/subprocess.h"
 #include "common/time_format.h"
 
 namespace mle::validate {
@@ -1218,6 +1219,18 @@ void CheckVertexJob(const model::VertexJob& vx, const Config& config, Violations
     if (pool.has_container == pool.has_python_package) {
       v.Add(path, "give exactly one of containerSpec and pythonPackageSpec");
       continue;
+    }
+    for (size_t e = 0; e < pool.env.size(); ++e) {
+      const std::string& name = pool.env[e].name;
+      const std::string field =
+          absl::StrFormat("%s.%s.env[%d].name", path, pool.has_container ? "containerSpec" : "pythonPackageSpec", e);
+      if (name.empty()) {
+        v.Add(field, "an environment variable needs a name");
+      } else if (common::IsLoaderVariable(name) || std::string_view(name).starts_with("MLENGINE_")) {
+        v.Add(field, absl::StrFormat("%s cannot be set: mlengine sets MLENGINE_* itself, and variables the dynamic "
+                                     "loader or libc act on (LD_*, GLIBC_TUNABLES, TMPDIR...) never reach a job",
+                                     name));
+      }
     }
     if (pool.has_container && pool.image_uri.empty()) {
       v.Add(path + ".containerSpec.imageUri", "imageUri is required: the container image the pool runs");

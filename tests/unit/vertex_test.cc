@@ -63,12 +63,10 @@ json CustomJob(const std::vector<json>& pools, json spec_extra = json::object())
 }
 
 model::Job Decoded(const json& body, const std::string& location = "us-central1") {
-  codec::DecodedVertexJob d = codec::DecodeCustomJob(body);
+  codec::DecodedVertexJob d = codec::DecodeCustomJob(body, location);
   EXPECT_THAT(d.violations, IsEmpty()) << body.dump();
   d.job.project = "p";
   d.job.job_id = "1234567890123456789";
-  d.job.vertex->location = location;
-  d.job.training_input->region = location;
   return d.job;
 }
 
@@ -180,7 +178,7 @@ TEST(VertexCodec, StatesAndErrorsAsVertexWritesThem) {
       {model::JobState::kFailed, "JOB_STATE_FAILED"},       {model::JobState::kCancelling, "JOB_STATE_CANCELLING"},
       {model::JobState::kCancelled, "JOB_STATE_CANCELLED"},
   };
-  for (const auto& [state, name] : states) EXPECT_EQ(codec::VertexStateName(state), name);
+  for (const auto& [state, name] : states) EXPECT_EQ(model::VertexStateName(state), name);
   job.state = model::JobState::kFailed;
   job.error_message = "The replica master-replica-0 exited with a non-zero status of 3.";
   json out = codec::EncodeCustomJob(job);
@@ -195,7 +193,7 @@ TEST(VertexCodec, WireViolationsHaveTheirPathsAndUnservedFieldsAreNamed) {
                               json{{"nfsMounts", json::array({json::object()})}, {"bogus", 1}})},
                         {{"persistentResourceId", "pool"}, {"scheduling", {{"timeout", "soon"}}}});
   body["jobSpec"]["workerPoolSpecs"][0]["replicaCount"] = "one";
-  codec::DecodedVertexJob d = codec::DecodeCustomJob(body);
+  codec::DecodedVertexJob d = codec::DecodeCustomJob(body, "us-central1");
   std::vector<std::string> fields;
   for (const auto& v : d.violations) fields.push_back(v.field);
   EXPECT_THAT(fields, Contains("jobSpec.workerPoolSpecs[0].bogus"));
@@ -241,6 +239,15 @@ TEST(VertexValidation, Rules) {
                                                   {"packageUris", json::array({"gs://b/p.tar.gz"})},
                                                   {"pythonModule", "t.task"}}}})}),
        {"jobSpec.workerPoolSpecs[0].pythonPackageSpec.executorImageUri"}, "not a training image"},
+      {"env the loader acts on, or mlengine's own",
+       CustomJob({Merge(Pool("n1-standard-4", 1, Container()),
+                        json{{"containerSpec", {{"env", json::array({{{"name", "OK_VAR"}, {"value", "1"}},
+                                                                      {{"name", "LD_PRELOAD"}, {"value", "/x.so"}},
+                                                                      {{"name", "MLENGINE_RUN_DIR"}, {"value", "/"}},
+                                                                      {{"name", "GLIBC_TUNABLES"}, {"value", "x"}}})}}}})}),
+       {"jobSpec.workerPoolSpecs[0].containerSpec.env[1].name", "jobSpec.workerPoolSpecs[0].containerSpec.env[2].name",
+        "jobSpec.workerPoolSpecs[0].containerSpec.env[3].name"},
+       "cannot be set"},
       {"web access", CustomJob({Pool("n1-standard-4", 1, Container())}, {{"enableWebAccess", true}}),
        {"jobSpec.enableWebAccess"}, "cannot be served"},
       {"more than four pools",
@@ -252,10 +259,8 @@ TEST(VertexValidation, Rules) {
   validate::Config config = validate::Config::Defaults();
   for (const RuleRow& row : rows) {
     SCOPED_TRACE(row.name);
-    codec::DecodedVertexJob d = codec::DecodeCustomJob(row.body);
+    codec::DecodedVertexJob d = codec::DecodeCustomJob(row.body, "us-central1");
     ASSERT_THAT(d.violations, IsEmpty());
-    d.job.vertex->location = "us-central1";
-    d.job.training_input->region = "us-central1";
     for (const auto& pool : d.job.vertex->pools) {
       if (pool.has_python_package && !pool.executor_image_uri.empty()) {
         d.job.training_input->runtime_version = validate::RuntimeForExecutorImage(config, pool.executor_image_uri);
