@@ -11,7 +11,8 @@ schemas. mlengine's api/aiplatform.v1.json was made from Google's published
 aiplatform v1 document (its `revision` field says which) with:
 
     scripts/trim-discovery.py aiplatform.v1.json api/aiplatform.v1.json \\
-        projects.locations.customJobs projects.locations.hyperparameterTuningJobs
+        projects.locations.customJobs projects.locations.hyperparameterTuningJobs \\
+        projects.locations.operations
 """
 import json
 import sys

@@ -19,6 +19,7 @@
 #include "service/job_runs.h"
 #include "service/job_service.h"
 #include "service/log_service.h"
+#include "service/operation_log.h"
 #include "service/quota_service.h"
 #include "service/study_service.h"
 
@@ -52,6 +53,7 @@ struct Services {
   iam::IamService& iam;
   service::QuotaService& quotas;
   service::StudyService& studies;
+  service::OperationLog& operations;
   const service::JobRuns& runs;
   const service::ClusterService& cluster;
 };
@@ -134,14 +136,29 @@ void GetOperation(const Services&, const Call&, Responder);  // ...locations.ope
 void CancelOperation(const Services&, const Call&, Responder);
 }  // namespace study_routes
 
-// Vertex AI's aiplatform v1 custom jobs (vertex_routes.cc), named by their
-// discovery method ids (aiplatform.projects.locations.customJobs...).
+// Vertex AI's aiplatform v1 custom jobs, tuning jobs and operations
+// (vertex_routes.cc), named by their discovery method ids
+// (aiplatform.projects.locations.customJobs..., ...hyperparameterTuningJobs...).
 namespace vertex_routes {
 void CreateCustomJob(const Services&, const Call&, Responder);
 void ListCustomJobs(const Services&, const Call&, Responder);
 void GetCustomJob(const Services&, const Call&, Responder);
 void CancelCustomJob(const Services&, const Call&, Responder);
 void DeleteCustomJob(const Services&, const Call&, Responder);  // a long-running Operation, done at once
+void CreateTuningJob(const Services&, const Call&, Responder);
+void ListTuningJobs(const Services&, const Call&, Responder);
+void GetTuningJob(const Services&, const Call&, Responder);
+void CancelTuningJob(const Services&, const Call&, Responder);
+void DeleteTuningJob(const Services&, const Call&, Responder);
+// ...locations.operations: get and cancel answer for Vertex's operations
+// and, by the same path, ml v1's study operations (each with its own
+// permission: the route is Access::kSelf); list, delete and wait are
+// Vertex's. Also served under /ui/, where @google-cloud/aiplatform polls.
+void GetOperation(const Services&, const Call&, Responder);
+void CancelOperation(const Services&, const Call&, Responder);
+void ListOperations(const Services&, const Call&, Responder);
+void DeleteOperation(const Services&, const Call&, Responder);
+void WaitOperation(const Services&, const Call&, Responder);
 }  // namespace vertex_routes
 
 }  // namespace mle::api

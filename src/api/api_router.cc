@@ -220,9 +220,12 @@ class SseLogFollower : public service::LogFollower {
 void ReadLogs(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   // A job's log is read with the permission that reads the job: ml v1's,
-  // or Vertex AI's for a custom job (its users may hold only theirs).
-  const char* permission =
-      s.jobs.IsVertexJob(call.Var("project"), call.Var("job")) ? iam::perm::kCustomJobsGet : iam::perm::kJobsGet;
+  // or Vertex AI's for its jobs (their users may hold only theirs).
+  using JobApi = service::JobService::JobApi;
+  const JobApi api = s.jobs.ApiOf(call.Var("project"), call.Var("job"));
+  const char* permission = api == JobApi::kCustomJob   ? iam::perm::kCustomJobsGet
+                           : api == JobApi::kTuningJob ? iam::perm::kHyperparameterTuningJobsGet
+                                                       : iam::perm::kJobsGet;
   if (auto st = s.iam.Authorize(call.caller, permission, call.resource); !st.ok()) return respond(Fail(st, pretty));
   if (auto st = CheckQuery(call, {"pageToken", "taskName", "trialId", "waitSeconds"}, {"json", "sse"}); !st.ok()) {
     return respond(Fail(st, pretty));
@@ -267,7 +270,9 @@ void ReadLogs(const Services& s, const Call& call, Responder respond) {
 
 // A job of Vertex AI's API is not one of ml v1's: NOT_FOUND, as for no job.
 absl::Status MlJobOnly(const Services& s, const Call& call) {
-  if (s.jobs.IsVertexJob(call.Var("project"), call.Var("job"))) {
+  using JobApi = service::JobService::JobApi;
+  if (const JobApi api = s.jobs.ApiOf(call.Var("project"), call.Var("job"));
+      api == JobApi::kCustomJob || api == JobApi::kTuningJob) {
     return absl::NotFoundError(
         absl::StrCat("Job projects/", call.Var("project"), "/jobs/", call.Var("job"), " not found."));
   }
@@ -393,12 +398,48 @@ const RouteTable<Route>& Routes() {
           {"DELETE", "v1/projects/{project}/locations/{location}/customJobs/{job}",
            "aiplatform.projects.locations.customJobs.delete",
            {&vertex_routes::DeleteCustomJob, Access::kPermission, perm::kCustomJobsDelete, kAudited}},
+          // Vertex AI (aiplatform v1): hyperparameter tuning jobs
+          {"POST", "v1/projects/{project}/locations/{location}/hyperparameterTuningJobs",
+           "aiplatform.projects.locations.hyperparameterTuningJobs.create",
+           {&vertex_routes::CreateTuningJob, Access::kPermission, perm::kHyperparameterTuningJobsCreate, kAudited}},
+          {"GET", "v1/projects/{project}/locations/{location}/hyperparameterTuningJobs",
+           "aiplatform.projects.locations.hyperparameterTuningJobs.list",
+           {&vertex_routes::ListTuningJobs, Access::kPermission, perm::kHyperparameterTuningJobsList}},
+          {"POST", "v1/projects/{project}/locations/{location}/hyperparameterTuningJobs/{job}:cancel",
+           "aiplatform.projects.locations.hyperparameterTuningJobs.cancel",
+           {&vertex_routes::CancelTuningJob, Access::kPermission, perm::kHyperparameterTuningJobsCancel, kAudited}},
+          {"GET", "v1/projects/{project}/locations/{location}/hyperparameterTuningJobs/{job}",
+           "aiplatform.projects.locations.hyperparameterTuningJobs.get",
+           {&vertex_routes::GetTuningJob, Access::kPermission, perm::kHyperparameterTuningJobsGet}},
+          {"DELETE", "v1/projects/{project}/locations/{location}/hyperparameterTuningJobs/{job}",
+           "aiplatform.projects.locations.hyperparameterTuningJobs.delete",
+           {&vertex_routes::DeleteTuningJob, Access::kPermission, perm::kHyperparameterTuningJobsDelete, kAudited}},
+          // Operations: get and cancel are ml v1's (study operations) and
+          // Vertex's by the same path, each checked with its own permission;
+          // list, delete and wait Vertex's. /ui/: where @google-cloud/aiplatform's
+          // REST mode polls them.
           {"GET", "v1/projects/{project}/locations/{location}/operations/{operation}",
-           "ml.projects.locations.operations.get",
-           {&study_routes::GetOperation, Access::kPermission, perm::kOperationsGet}},
+           "ml.projects.locations.operations.get", {&vertex_routes::GetOperation, Access::kSelf}},
           {"POST", "v1/projects/{project}/locations/{location}/operations/{operation}:cancel",
            "ml.projects.locations.operations.cancel",
-           {&study_routes::CancelOperation, Access::kPermission, perm::kOperationsCancel, kAudited}},
+           {&vertex_routes::CancelOperation, Access::kSelf, nullptr, kAudited}},
+          {"GET", "v1/projects/{project}/locations/{location}/operations", "aiplatform.projects.locations.operations.list",
+           {&vertex_routes::ListOperations, Access::kPermission, perm::kVertexOperationsList}},
+          {"DELETE", "v1/projects/{project}/locations/{location}/operations/{operation}", "aiplatform.projects.locations.operations.delete",
+           {&vertex_routes::DeleteOperation, Access::kPermission, perm::kVertexOperationsDelete, kAudited}},
+          {"POST", "v1/projects/{project}/locations/{location}/operations/{operation}:wait", "aiplatform.projects.locations.operations.wait",
+           {&vertex_routes::WaitOperation, Access::kPermission, perm::kVertexOperationsList}},
+          {"GET", "ui/projects/{project}/locations/{location}/operations/{operation}",
+           "aiplatform.ui.projects.locations.operations.get", {&vertex_routes::GetOperation, Access::kSelf}},
+          {"POST", "ui/projects/{project}/locations/{location}/operations/{operation}:cancel",
+           "aiplatform.ui.projects.locations.operations.cancel",
+           {&vertex_routes::CancelOperation, Access::kSelf, nullptr, kAudited}},
+          {"GET", "ui/projects/{project}/locations/{location}/operations", "aiplatform.ui.projects.locations.operations.list",
+           {&vertex_routes::ListOperations, Access::kPermission, perm::kVertexOperationsList}},
+          {"DELETE", "ui/projects/{project}/locations/{location}/operations/{operation}", "aiplatform.ui.projects.locations.operations.delete",
+           {&vertex_routes::DeleteOperation, Access::kPermission, perm::kVertexOperationsDelete, kAudited}},
+          {"POST", "ui/projects/{project}/locations/{location}/operations/{operation}:wait", "aiplatform.ui.projects.locations.operations.wait",
+           {&vertex_routes::WaitOperation, Access::kPermission, perm::kVertexOperationsList}},
           {"POST", "v1/projects/{project}/locations/{location}/studies", "ml.projects.locations.studies.create",
            {&study_routes::CreateStudy, Access::kPermission, perm::kStudiesCreate, kAudited}},
           {"GET", "v1/projects/{project}/locations/{location}/studies", "ml.projects.locations.studies.list",

@@ -15,6 +15,7 @@
 #include "api/access.h"
 #include "api/api_call.h"
 #include "api/http_server.h"
+#include "service/operation_log.h"
 
 namespace mle::api {
 
@@ -23,13 +24,16 @@ class ApiRouter {
   ApiRouter(service::JobService& jobs, service::LogService& logs, iam::IamService& iam,
             service::QuotaService& quotas, service::StudyService& studies, const service::JobRuns& runs,
             const service::ClusterService& cluster)
-      : services_{jobs, logs, iam, quotas, studies, runs, cluster}, gate_(iam) {}
+      : services_{jobs, logs, iam, quotas, studies, operations_, runs, cluster}, gate_(iam) {}
   void Handle(HttpRequest request, Responder respond) const;
 
   // The body of an error the HTTP layer produces itself (413, malformed).
   static std::string ErrorBody(int http_status, const std::string& status, const std::string& message);
 
  private:
+  // Vertex AI's done operations (a job's deletion): the router's own,
+  // for its operations methods.
+  mutable service::OperationLog operations_;
   const Services services_;
   const AccessGate gate_;
 };

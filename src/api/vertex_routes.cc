@@ -1,14 +1,15 @@
-// The handlers of Vertex AI's aiplatform v1 customJobs (api/aiplatform.v1.json),
-// named by their discovery method ids. A custom job is an ml v1 job made
+// The handlers of Vertex AI's aiplatform v1 customJobs and
+// hyperparameterTuningJobs, and of its operations (api/aiplatform.v1.json),
+// named by their discovery method ids. A Vertex job is an ml v1 job made
 // from its spec (model/vertex.h): the same admission, queue and executors;
-// this API sees only its own jobs, ml v1 only its.
+// each API sees only its own jobs, and each of Vertex's two collections
+// only its own kind.
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <optional>
-#include <vector>
-#include <random>
 #include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -16,41 +17,48 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "api/field_mask.h"
 #include "api/api_call.h"
+#include "api/field_mask.h"
 #include "api/http_util.h"
 #include "codec/discovery.h"
 #include "codec/vertex_codec.h"
 #include "common/status.h"
 #include "common/time_format.h"
+#include "iam/roles.h"
+#include "service/operation_log.h"
 
 namespace mle::api::vertex_routes {
 namespace {
 
 using nlohmann::json;
 
-// Vertex names a job by a number the server picks: 19 decimal digits.
-std::string NewJobId() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::uniform_int_distribution<uint64_t> digits(1'000'000'000'000'000'000ULL, 9'223'372'036'854'775'807ULL);
-  return absl::StrCat(digits(rng));
+// What tells the two collections apart.
+struct Kind {
+  bool tuning;
+  const char* type;            // "CustomJob"
+  const char* collection;      // "customJobs"
+  const char* cancel_request;  // the cancel body's schema
+};
+constexpr Kind kCustomJobs{false, "CustomJob", "customJobs", "GoogleCloudAiplatformV1CancelCustomJobRequest"};
+constexpr Kind kTuningJobs{true, "HyperparameterTuningJob", "hyperparameterTuningJobs",
+                           "GoogleCloudAiplatformV1CancelHyperparameterTuningJobRequest"};
+
+absl::Status NotFound(const Kind& kind, const Call& call) {
+  return absl::NotFoundError(absl::StrCat("The ", kind.type, " does not exist: projects/", call.Var("project"),
+                                          "/locations/", call.Var("location"), "/", kind.collection, "/",
+                                          call.Var("job"), "."));
 }
 
-std::string Name(const Call& call) {
-  return absl::StrCat("projects/", call.Var("project"), "/locations/", call.Var("location"), "/customJobs/",
-                      call.Var("job"));
-}
-
-absl::Status NotFound(const Call& call) {
-  return absl::NotFoundError(absl::StrCat("The CustomJob does not exist: ", Name(call), "."));
-}
-
-// The custom job the path names: a Vertex job of that location, else
-// NOT_FOUND as for no job at all (an ml v1 job's id is not a custom job).
-absl::StatusOr<model::Job> FindCustomJob(const Services& s, const Call& call) {
+// The job the path names: a Vertex job of that location and kind, else
+// NOT_FOUND as for no job at all (an ml v1 job's id is not a custom job, a
+// custom job's not a tuning job).
+absl::StatusOr<model::Job> FindVertexJob(const Kind& kind, const Services& s, const Call& call) {
   auto job = s.jobs.GetJob(call.Var("project"), call.Var("job"));
-  if (!job.ok()) return absl::IsNotFound(job.status()) ? NotFound(call) : job.status();
-  if (!model::IsVertexJob(*job) || job->vertex->location != call.Var("location")) return NotFound(call);
+  if (!job.ok()) return absl::IsNotFound(job.status()) ? NotFound(kind, call) : job.status();
+  if (!model::IsVertexJob(*job) || job->vertex->location != call.Var("location") ||
+      job->vertex->IsTuningJob() != kind.tuning) {
+    return NotFound(kind, call);
+  }
   return job;
 }
 
@@ -74,27 +82,28 @@ std::string WirePath(absl::string_view path) {
   return out;
 }
 
-}  // namespace
-
-void CreateCustomJob(const Services& s, const Call& call, Responder respond) {
+template <const Kind& K>
+void Create(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
   auto body = ParseJsonBody(call.body, false);
   if (!body.ok()) return respond(Fail(body.status(), pretty));
-  codec::DecodedVertexJob decoded = codec::DecodeCustomJob(*body, call.Var("location"));
-  decoded.job.job_id = NewJobId();
+  codec::DecodedVertexJob decoded = K.tuning ? codec::DecodeHyperparameterTuningJob(*body, call.Var("location"))
+                                             : codec::DecodeCustomJob(*body, call.Var("location"));
+  decoded.job.job_id = service::NewVertexId();
   std::vector<db::Mutation> audit_line = AuditLineOf(s, call);
   s.jobs.CreateJob(
       call.Var("project"), std::move(decoded.job),
       [respond, pretty, audit = call.audit](absl::StatusOr<model::Job> j) {
         if (!j.ok()) return respond(RenderError(j.status(), pretty));
         if (audit != nullptr) audit->written = true;
-        respond(Render(codec::EncodeCustomJob(*j), pretty));
+        respond(Render(codec::EncodeVertexJob(*j), pretty));
       },
       std::move(decoded.violations), call.caller, std::move(audit_line), /*validate_only=*/false);
 }
 
-void ListCustomJobs(const Services& s, const Call& call, Responder respond) {
+template <const Kind& K>
+void List(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {"filter", "pageSize", "pageToken", "readMask"}); !st.ok()) {
     return respond(Fail(st, pretty));
@@ -103,6 +112,7 @@ void ListCustomJobs(const Services& s, const Call& call, Responder respond) {
   list.filter = call.Param("filter");
   list.page_token = call.Param("pageToken");
   list.vertex_location = call.Var("location");
+  list.vertex_tuning = K.tuning;
   if (const std::string size = call.Param("pageSize"); !size.empty() && !absl::SimpleAtoi(size, &list.page_size)) {
     return respond(Fail(BadParam("pageSize", absl::StrCat("must be an integer, got \"", size, "\"")), pretty));
   }
@@ -124,31 +134,32 @@ void ListCustomJobs(const Services& s, const Call& call, Responder respond) {
   }
   auto result = s.jobs.ListJobs(call.Var("project"), list);
   if (!result.ok()) return respond(Fail(result.status(), pretty));
-  json out = codec::EncodeListCustomJobsResponse(result->jobs, result->next_page_token);
-  if (mask && out.contains("customJobs")) {
-    for (json& job : out["customJobs"]) job = mask->Apply(job);
+  json out = codec::EncodeListVertexJobsResponse(result->jobs, K.tuning, result->next_page_token);
+  if (mask && out.contains(K.collection)) {
+    for (json& job : out[K.collection]) job = mask->Apply(job);
   }
   respond(Render(out, pretty));
 }
 
-void GetCustomJob(const Services& s, const Call& call, Responder respond) {
+template <const Kind& K>
+void Get(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
-  auto job = FindCustomJob(s, call);
+  auto job = FindVertexJob(K, s, call);
   if (!job.ok()) return respond(Fail(job.status(), pretty));
-  respond(Render(codec::EncodeCustomJob(*job), pretty));
+  respond(Render(codec::EncodeVertexJob(*job), pretty));
 }
 
-void CancelCustomJob(const Services& s, const Call& call, Responder respond) {
+template <const Kind& K>
+void Cancel(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
   auto body = ParseJsonBody(call.body, true);
   if (!body.ok()) return respond(Fail(body.status(), pretty));
-  if (auto v = codec::DiscoverySchema::Aiplatform().Check(*body, "GoogleCloudAiplatformV1CancelCustomJobRequest");
-      !v.empty()) {
+  if (auto v = codec::DiscoverySchema::Aiplatform().Check(*body, K.cancel_request); !v.empty()) {
     return respond(Fail(common::InvalidArgumentWithViolations("Invalid JSON payload received.", v), pretty));
   }
-  auto job = FindCustomJob(s, call);
+  auto job = FindVertexJob(K, s, call);
   if (!job.ok()) return respond(Fail(job.status(), pretty));
   s.jobs.CancelJob(
       call.Var("project"), call.Var("job"),
@@ -159,26 +170,162 @@ void CancelCustomJob(const Services& s, const Call& call, Responder respond) {
       call.caller);
 }
 
-void DeleteCustomJob(const Services& s, const Call& call, Responder respond) {
+// A done Operation as Vertex renders one.
+json RenderOperation(const service::OperationRecord& op) {
+  const std::string time = common::FormatRfc3339(op.create_time);
+  return json{{"name", op.Name()},
+              {"done", true},
+              {"metadata",
+               {{"@type", op.metadata_type},
+                {"genericMetadata", {{"createTime", time}, {"updateTime", common::FormatRfc3339(op.update_time)}}}}},
+              {"response", {{"@type", op.response_type}}}};
+}
+
+template <const Kind& K>
+void Delete(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
-  auto job = FindCustomJob(s, call);
+  auto job = FindVertexJob(K, s, call);
   if (!job.ok()) return respond(Fail(job.status(), pretty));
-  const std::string operation = absl::StrCat("projects/", call.Var("project"), "/locations/", call.Var("location"),
-                                             "/operations/", NewJobId());
-  s.jobs.DeleteJob(call.Var("project"), call.Var("job"), [respond, pretty, operation](absl::Status st) {
-    if (!st.ok()) return respond(RenderError(st, pretty));
-    // Done at once: the job is gone when the answer comes (a client that
-    // waits on the operation finds it done without asking again).
-    const std::string now = common::FormatRfc3339(absl::Now());
-    respond(Render(json{{"name", operation},
-                        {"done", true},
-                        {"metadata",
-                         {{"@type", "type.googleapis.com/google.cloud.aiplatform.v1.DeleteOperationMetadata"},
-                          {"genericMetadata", {{"createTime", now}, {"updateTime", now}}}}},
-                        {"response", {{"@type", "type.googleapis.com/google.protobuf.Empty"}}}},
-                   pretty));
-  });
+  const std::string target = codec::VertexJobName(*job);
+  s.jobs.DeleteJob(call.Var("project"), call.Var("job"),
+                   [&s, respond, pretty, target, project = call.Var("project"),
+                    location = call.Var("location")](absl::Status st) {
+                     if (!st.ok()) return respond(RenderError(st, pretty));
+                     // Done at once: the job is gone when the answer comes (a
+                     // client that waits on the operation finds it done).
+                     const service::OperationRecord op = s.operations.Add(
+                         project, location, target,
+                         "type.googleapis.com/google.cloud.aiplatform.v1.DeleteOperationMetadata",
+                         "type.googleapis.com/google.protobuf.Empty", absl::Now());
+                     respond(Render(RenderOperation(op), pretty));
+                   });
+}
+
+absl::Status OperationNotFound(const Call& call) {
+  return absl::NotFoundError(absl::StrCat("Operation projects/", call.Var("project"), "/locations/",
+                                          call.Var("location"), "/operations/", call.Var("operation"),
+                                          " not found."));
+}
+
+absl::StatusOr<service::OperationRecord> FindOperation(const Services& s, const Call& call) {
+  auto op = s.operations.Get(call.Var("project"), call.Var("location"), call.Var("operation"));
+  if (!op) return OperationNotFound(call);
+  return *op;
+}
+
+}  // namespace
+
+void CreateCustomJob(const Services& s, const Call& c, Responder r) { Create<kCustomJobs>(s, c, std::move(r)); }
+void ListCustomJobs(const Services& s, const Call& c, Responder r) { List<kCustomJobs>(s, c, std::move(r)); }
+void GetCustomJob(const Services& s, const Call& c, Responder r) { Get<kCustomJobs>(s, c, std::move(r)); }
+void CancelCustomJob(const Services& s, const Call& c, Responder r) { Cancel<kCustomJobs>(s, c, std::move(r)); }
+void DeleteCustomJob(const Services& s, const Call& c, Responder r) { Delete<kCustomJobs>(s, c, std::move(r)); }
+void CreateTuningJob(const Services& s, const Call& c, Responder r) { Create<kTuningJobs>(s, c, std::move(r)); }
+void ListTuningJobs(const Services& s, const Call& c, Responder r) { List<kTuningJobs>(s, c, std::move(r)); }
+void GetTuningJob(const Services& s, const Call& c, Responder r) { Get<kTuningJobs>(s, c, std::move(r)); }
+void CancelTuningJob(const Services& s, const Call& c, Responder r) { Cancel<kTuningJobs>(s, c, std::move(r)); }
+void DeleteTuningJob(const Services& s, const Call& c, Responder r) { Delete<kTuningJobs>(s, c, std::move(r)); }
+
+// ---- projects.locations.operations (Vertex's and, by the same path, ml
+// v1's study operations) ----
+
+void GetOperation(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  auto op = s.operations.Get(call.Var("project"), call.Var("location"), call.Var("operation"));
+  if (!op) {
+    // Not Vertex's: one of ml v1's study API, with its permission.
+    if (auto st = s.iam.Authorize(call.caller, iam::perm::kOperationsGet, call.resource); !st.ok()) {
+      return respond(Fail(st, pretty));
+    }
+    return study_routes::GetOperation(s, call, std::move(respond));
+  }
+  if (auto st = s.iam.Authorize(call.caller, iam::perm::kVertexOperationsList, call.resource); !st.ok()) {
+    return respond(Fail(st, pretty));
+  }
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  respond(Render(RenderOperation(*op), pretty));
+}
+
+void CancelOperation(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (!s.operations.Get(call.Var("project"), call.Var("location"), call.Var("operation"))) {
+    if (auto st = s.iam.Authorize(call.caller, iam::perm::kOperationsCancel, call.resource); !st.ok()) {
+      return respond(Fail(st, pretty));
+    }
+    return study_routes::CancelOperation(s, call, std::move(respond));
+  }
+  if (auto st = s.iam.Authorize(call.caller, iam::perm::kVertexOperationsCancel, call.resource); !st.ok()) {
+    return respond(Fail(st, pretty));
+  }
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  auto body = ParseJsonBody(call.body, true);
+  if (!body.ok()) return respond(Fail(body.status(), pretty));
+  // Every operation here is done: cancelling one changes nothing, as
+  // google.longrunning says of a done operation.
+  respond(Render(json::object(), pretty));
+}
+
+void ListOperations(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {"filter", "pageSize", "pageToken", "returnPartialSuccess"}); !st.ok()) {
+    return respond(Fail(st, pretty));
+  }
+  // Every operation is done: a filter on `done` is all there is to ask.
+  const std::string filter(absl::StripAsciiWhitespace(call.Param("filter")));
+  bool none = false;
+  if (filter == "done=false" || filter == "done = false") {
+    none = true;
+  } else if (!filter.empty() && filter != "done=true" && filter != "done = true") {
+    return respond(Fail(BadParam("filter", absl::StrCat("mlengine filters operations on done only (done=true or "
+                                                        "done=false); got \"", filter, "\"")),
+                        pretty));
+  }
+  int32_t page_size = 100;
+  if (const std::string size = call.Param("pageSize"); !size.empty()) {
+    if (!absl::SimpleAtoi(size, &page_size) || page_size < 0) {
+      return respond(Fail(BadParam("pageSize", absl::StrCat("must be a non-negative integer, got \"", size, "\"")),
+                          pretty));
+    }
+    if (page_size == 0 || page_size > 1000) page_size = page_size == 0 ? 100 : 1000;
+  }
+  std::optional<int64_t> after;
+  if (const std::string token = call.Param("pageToken"); !token.empty()) {
+    int64_t sequence = 0;
+    if (!absl::SimpleAtoi(token, &sequence)) {
+      return respond(Fail(BadParam("pageToken", "not a page token this server gave"), pretty));
+    }
+    after = sequence;
+  }
+  bool more = false;
+  std::vector<service::OperationRecord> ops;
+  if (!none) {
+    ops = s.operations.List(call.Var("project"), call.Var("location"), after, static_cast<size_t>(page_size), &more);
+  }
+  json list = json::array();
+  for (const auto& op : ops) list.push_back(RenderOperation(op));
+  json out = json::object();
+  if (!list.empty()) out["operations"] = std::move(list);
+  if (more && !ops.empty()) out["nextPageToken"] = absl::StrCat(ops.back().sequence);
+  respond(Render(out, pretty));
+}
+
+void DeleteOperation(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  if (!s.operations.Delete(call.Var("project"), call.Var("location"), call.Var("operation"))) {
+    return respond(Fail(OperationNotFound(call), pretty));
+  }
+  respond(Render(json::object(), pretty));
+}
+
+void WaitOperation(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {"timeout"}); !st.ok()) return respond(Fail(st, pretty));
+  // Done already: no wait.
+  auto op = FindOperation(s, call);
+  if (!op.ok()) return respond(Fail(op.status(), pretty));
+  respond(Render(RenderOperation(*op), pretty));
 }
 
 }  // namespace mle::api::vertex_routes

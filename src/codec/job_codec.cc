@@ -422,8 +422,9 @@ std::string EtagForVersion(int64_t version) {
 std::string SerializeJobForStorage(const Job& job) {
   // A custom job's trainingInput is made from its spec again as it is read
   // (model::TrainingInputOf): only what admission chose is kept (each
-  // commit writes fewer bytes).
-  const bool vertex = job.vertex && job.training_input;
+  // commit writes fewer bytes). A tuning job's trial keeps its own (its
+  // parameters are in its args).
+  const bool vertex = job.vertex && job.training_input && job.trial_of.empty();
   json o = EncodeJobWith(job, !vertex);
   if (vertex) o["_runtimeVersion"] = job.training_input->runtime_version;
   o["_project"] = job.project;

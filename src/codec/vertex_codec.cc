@@ -59,6 +59,10 @@ std::vector<model::VertexEnvVar> EnvList(const json& o) {
   return out;
 }
 
+void PutTimeField(json& o, const char* key, const std::optional<absl::Time>& t) {
+  if (t) o[key] = common::FormatRfc3339(*t);
+}
+
 VertexWorkerPool DecodePool(const json& o, const std::string& path, std::vector<std::string>* unserved) {
   VertexWorkerPool pool;
   if (!o.is_object()) return pool;
@@ -160,11 +164,12 @@ json EncodeSpec(const VertexJob& v) {
   return spec;
 }
 
-VertexJob DecodeSpec(const json& spec, std::vector<std::string>* unserved) {
+// `field`: where the spec is ("jobSpec", a tuning job's "trialJobSpec").
+VertexJob DecodeSpec(const json& spec, const std::string& field, std::vector<std::string>* unserved) {
   VertexJob v;
   if (auto it = spec.find("workerPoolSpecs"); it != spec.end() && it->is_array()) {
     for (size_t i = 0; i < it->size(); ++i) {
-      v.pools.push_back(DecodePool((*it)[i], absl::StrCat("jobSpec.workerPoolSpecs[", i, "]"), unserved));
+      v.pools.push_back(DecodePool((*it)[i], absl::StrCat(field, ".workerPoolSpecs[", i, "]"), unserved));
     }
   }
   if (const json* out = Obj(spec, "baseOutputDirectory")) v.base_output_directory = Str(*out, "outputUriPrefix");
@@ -180,31 +185,198 @@ VertexJob DecodeSpec(const json& spec, std::vector<std::string>* unserved) {
   v.enable_web_access = VertexFlag(spec, "enableWebAccess");
   v.enable_dashboard_access = VertexFlag(spec, "enableDashboardAccess");
   for (const char* f : kUnservedSpecFields) {
-    if (IsGiven(spec, f)) unserved->push_back(absl::StrCat("jobSpec.", f));
+    if (IsGiven(spec, f)) unserved->push_back(absl::StrCat(field, ".", f));
   }
   return v;
 }
 
-void PutTimeField(json& o, const char* key, const std::optional<absl::Time>& t) {
-  if (t) o[key] = common::FormatRfc3339(*t);
+// ---- a tuning job's studySpec ----
+
+constexpr const char* kUnservedStudyFields[] = {"convexAutomatedStoppingSpec", "studyStoppingConfig"};
+constexpr const char* kStoppingSpecs[] = {"decayCurveStoppingSpec", "medianAutomatedStoppingSpec"};
+
+// (wire name of the value spec, ml v1's type)
+constexpr std::pair<const char*, const char*> kValueSpecs[] = {{"doubleValueSpec", "DOUBLE"},
+                                                               {"integerValueSpec", "INTEGER"},
+                                                               {"categoricalValueSpec", "CATEGORICAL"},
+                                                               {"discreteValueSpec", "DISCRETE"}};
+
+model::VertexParameter DecodeParameter(const json& o, const std::string& path, std::vector<std::string>* unserved) {
+  model::VertexParameter p;
+  if (!o.is_object()) return p;
+  p.id = Str(o, "parameterId");
+  p.scale_type = Str(o, "scaleType");
+  for (const auto& [field, type] : kValueSpecs) {
+    const json* spec = Obj(o, field);
+    if (spec == nullptr) continue;
+    ++p.value_specs;
+    p.type = type;
+    if (IsGiven(*spec, "defaultValue")) unserved->push_back(absl::StrCat(path, ".", field, ".defaultValue"));
+    if (p.type == std::string("DOUBLE") || p.type == std::string("INTEGER")) {
+      p.min_value = Double(*spec, "minValue");
+      p.max_value = Double(*spec, "maxValue");
+    } else if (auto it = spec->find("values"); it != spec->end() && it->is_array()) {
+      for (const auto& value : *it) {
+        if (p.type == std::string("CATEGORICAL")) {
+          p.categorical_values.push_back(value.is_string() ? value.get<std::string>() : "");
+        } else if (value.is_number()) {
+          p.discrete_values.push_back(value.get<double>());
+        }
+      }
+    }
+  }
+  if (IsGiven(o, "conditionalParameterSpecs")) unserved->push_back(path + ".conditionalParameterSpecs");
+  return p;
+}
+
+model::VertexStudy DecodeStudy(const json& body, std::vector<std::string>* unserved) {
+  model::VertexStudy study;
+  study.max_trial_count = static_cast<int32_t>(Int64(body, "maxTrialCount").value_or(0));
+  study.parallel_trial_count = static_cast<int32_t>(Int64(body, "parallelTrialCount").value_or(0));
+  study.max_failed_trial_count = static_cast<int32_t>(Int64(body, "maxFailedTrialCount").value_or(0));
+  const json* spec = Obj(body, "studySpec");
+  if (spec == nullptr) return study;
+  if (auto it = spec->find("metrics"); it != spec->end() && it->is_array()) {
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& m = (*it)[i];
+      if (!m.is_object()) continue;
+      study.metrics.push_back({Str(m, "metricId"), Str(m, "goal")});
+      if (IsGiven(m, "safetyConfig")) unserved->push_back(absl::StrCat("studySpec.metrics[", i, "].safetyConfig"));
+    }
+  }
+  if (auto it = spec->find("parameters"); it != spec->end() && it->is_array()) {
+    for (size_t i = 0; i < it->size(); ++i) {
+      study.parameters.push_back(DecodeParameter((*it)[i], absl::StrCat("studySpec.parameters[", i, "]"), unserved));
+    }
+  }
+  study.algorithm = Str(*spec, "algorithm");
+  study.measurement_selection_type = Str(*spec, "measurementSelectionType");
+  study.observation_noise = Str(*spec, "observationNoise");
+  for (const char* f : kStoppingSpecs) {
+    if (IsGiven(*spec, f)) study.stopping_spec = f;
+  }
+  for (const char* f : kUnservedStudyFields) {
+    if (IsGiven(*spec, f)) unserved->push_back(absl::StrCat("studySpec.", f));
+  }
+  return study;
+}
+
+json EncodeParameter(const model::VertexParameter& p) {
+  json o = {{"parameterId", p.id}};
+  for (const auto& [field, type] : kValueSpecs) {
+    if (p.type != type) continue;
+    json spec = json::object();
+    if (p.type == std::string("DOUBLE")) {
+      if (p.min_value) spec["minValue"] = EncodeDouble(*p.min_value);
+      if (p.max_value) spec["maxValue"] = EncodeDouble(*p.max_value);
+    } else if (p.type == std::string("INTEGER")) {
+      if (p.min_value) spec["minValue"] = absl::StrCat(static_cast<int64_t>(*p.min_value));
+      if (p.max_value) spec["maxValue"] = absl::StrCat(static_cast<int64_t>(*p.max_value));
+    } else if (p.type == std::string("CATEGORICAL")) {
+      spec["values"] = p.categorical_values;
+    } else {
+      spec["values"] = p.discrete_values;
+    }
+    o[field] = std::move(spec);
+  }
+  if (!p.scale_type.empty()) o["scaleType"] = p.scale_type;
+  return o;
+}
+
+json EncodeStudySpec(const model::VertexStudy& study) {
+  json spec = json::object();
+  json metrics = json::array();
+  for (const auto& m : study.metrics) {
+    json metric = {{"metricId", m.id}};
+    if (!m.goal.empty()) metric["goal"] = m.goal;
+    metrics.push_back(std::move(metric));
+  }
+  spec["metrics"] = std::move(metrics);
+  json parameters = json::array();
+  for (const auto& p : study.parameters) parameters.push_back(EncodeParameter(p));
+  spec["parameters"] = std::move(parameters);
+  if (!study.algorithm.empty()) spec["algorithm"] = study.algorithm;
+  if (!study.measurement_selection_type.empty()) spec["measurementSelectionType"] = study.measurement_selection_type;
+  if (!study.observation_noise.empty()) spec["observationNoise"] = study.observation_noise;
+  if (!study.stopping_spec.empty()) spec[study.stopping_spec] = json::object();
+  return spec;
+}
+
+// A trial's parameter value as Vertex gives it: a number for a double,
+// integer or discrete parameter, a string for a categorical one.
+json TrialValue(const model::VertexStudy& study, const std::string& id, const std::string& value) {
+  for (const auto& p : study.parameters) {
+    if (p.id != id || p.type == "CATEGORICAL") continue;
+    double d = 0;
+    if (!absl::SimpleAtod(value, &d)) break;
+    if (p.type == "INTEGER") return static_cast<int64_t>(d);
+    return EncodeDouble(d);
+  }
+  return value;
+}
+
+json EncodeMeasurement(const model::HyperparameterMetric& m, const std::string& metric_id) {
+  json o = json::object();
+  o["stepCount"] = absl::StrCat(m.training_step.value_or(0));
+  json metrics = json::array();
+  if (m.objective_value) metrics.push_back({{"metricId", metric_id}, {"value", EncodeDouble(*m.objective_value)}});
+  o["metrics"] = std::move(metrics);
+  return o;
+}
+
+json EncodeTrials(const model::Job& job, const model::VertexStudy& study) {
+  json trials = json::array();
+  if (!job.training_output) return trials;
+  const std::string metric_id = study.metrics.empty() ? "" : study.metrics[0].id;
+  for (const auto& t : job.training_output->trials) {
+    json o = {{"id", t.trial_id}, {"state", model::VertexTrialStateName(t.state)}};
+    if (t.is_trial_stopped_early) o["state"] = "SUCCEEDED";
+    json parameters = json::array();
+    for (const auto& [id, value] : t.hyperparameters) {
+      parameters.push_back({{"parameterId", id}, {"value", TrialValue(study, id, value)}});
+    }
+    o["parameters"] = std::move(parameters);
+    if (t.final_metric) o["finalMeasurement"] = EncodeMeasurement(*t.final_metric, metric_id);
+    if (!t.all_metrics.empty()) {
+      json measurements = json::array();
+      for (const auto& m : t.all_metrics) measurements.push_back(EncodeMeasurement(m, metric_id));
+      o["measurements"] = std::move(measurements);
+    }
+    if (t.state == model::JobState::kFailed || t.state == model::JobState::kCancelled) {
+      o["infeasibleReason"] = t.state == model::JobState::kCancelled ? "The trial was cancelled."
+                                                                      : "The trial's job failed; its log says why.";
+    }
+    PutTimeField(o, "startTime", t.start_time);
+    PutTimeField(o, "endTime", t.end_time);
+    trials.push_back(std::move(o));
+  }
+  return trials;
 }
 
 }  // namespace
 
-DecodedVertexJob DecodeCustomJob(const json& body, const std::string& location) {
+namespace {
+
+// A create body of either resource: `tuning` for a HyperparameterTuningJob.
+DecodedVertexJob DecodeVertexJob(const json& body, const std::string& location, bool tuning) {
   DecodedVertexJob out;
+  const char* type = tuning ? "HyperparameterTuningJob" : "CustomJob";
   if (!body.is_object()) {
-    out.violations.push_back({"(body)", "the request body must be a JSON object (a CustomJob)"});
+    out.violations.push_back({"(body)", absl::StrCat("the request body must be a JSON object (a ", type, ")")});
     return out;
   }
   std::vector<json::json_pointer> where;
+  std::vector<std::string> output_only = OutputOnlyFields();
+  if (tuning) output_only.push_back("trials");
   out.violations =
-      DiscoverySchema::Aiplatform().Check(body, "GoogleCloudAiplatformV1CustomJob", OutputOnlyFields(), &where);
+      DiscoverySchema::Aiplatform().Check(body, absl::StrCat("GoogleCloudAiplatformV1", type), output_only, &where);
   json clean = WithoutValuesAt(body, where);
   model::Job& job = out.job;
   VertexJob vertex;
   std::vector<std::string> unserved;
-  if (const json* spec = Obj(clean, "jobSpec")) vertex = DecodeSpec(*spec, &unserved);
+  const std::string spec_field = tuning ? "trialJobSpec" : "jobSpec";
+  if (const json* spec = Obj(clean, spec_field.c_str())) vertex = DecodeSpec(*spec, spec_field, &unserved);
+  if (tuning) vertex.study = DecodeStudy(clean, &unserved);
   if (IsGiven(clean, "encryptionSpec")) unserved.push_back("encryptionSpec");
   vertex.unserved = std::move(unserved);
   vertex.location = location;
@@ -217,19 +389,39 @@ DecodedVertexJob DecodeCustomJob(const json& body, const std::string& location) 
   return out;
 }
 
-std::string CustomJobName(const model::Job& job) {
-  return absl::StrCat("projects/", job.project, "/locations/", job.vertex ? job.vertex->location : "", "/customJobs/",
-                      job.job_id);
+}  // namespace
+
+DecodedVertexJob DecodeCustomJob(const json& body, const std::string& location) {
+  return DecodeVertexJob(body, location, /*tuning=*/false);
 }
 
+DecodedVertexJob DecodeHyperparameterTuningJob(const json& body, const std::string& location) {
+  return DecodeVertexJob(body, location, /*tuning=*/true);
+}
 
-json EncodeCustomJob(const model::Job& job) {
+std::string VertexJobName(const model::Job& job) {
+  const VertexJob empty;
+  const VertexJob& v = job.vertex ? *job.vertex : empty;
+  return absl::StrCat("projects/", job.project, "/locations/", v.location, "/", v.Collection(), "/", job.job_id);
+}
+
+json EncodeVertexJob(const model::Job& job) {
   json o = json::object();
-  o["name"] = CustomJobName(job);
+  o["name"] = VertexJobName(job);
   const VertexJob empty;
   const VertexJob& v = job.vertex ? *job.vertex : empty;
   o["displayName"] = v.display_name;
-  o["jobSpec"] = EncodeSpec(v);
+  if (v.study) {
+    o["studySpec"] = EncodeStudySpec(*v.study);
+    o["maxTrialCount"] = v.study->max_trial_count;
+    o["parallelTrialCount"] = v.study->parallel_trial_count;
+    if (v.study->max_failed_trial_count != 0) o["maxFailedTrialCount"] = v.study->max_failed_trial_count;
+    o["trialJobSpec"] = EncodeSpec(v);
+    json trials = EncodeTrials(job, *v.study);
+    if (!trials.empty()) o["trials"] = std::move(trials);
+  } else {
+    o["jobSpec"] = EncodeSpec(v);
+  }
   o["state"] = model::VertexStateName(job.state);
   PutTimeField(o, "createTime", job.create_time);
   PutTimeField(o, "startTime", job.start_time);
@@ -246,11 +438,12 @@ json EncodeCustomJob(const model::Job& job) {
   return o;
 }
 
-json EncodeListCustomJobsResponse(const std::vector<model::Job>& jobs, const std::string& next_page_token) {
+json EncodeListVertexJobsResponse(const std::vector<model::Job>& jobs, bool tuning,
+                                  const std::string& next_page_token) {
   json list = json::array();
-  for (const auto& j : jobs) list.push_back(EncodeCustomJob(j));
+  for (const auto& j : jobs) list.push_back(EncodeVertexJob(j));
   json o = json::object();
-  if (!list.empty()) o["customJobs"] = std::move(list);
+  if (!list.empty()) o[tuning ? "hyperparameterTuningJobs" : "customJobs"] = std::move(list);
   if (!next_page_token.empty()) o["nextPageToken"] = next_page_token;
   return o;
 }
@@ -258,13 +451,28 @@ json EncodeListCustomJobsResponse(const std::vector<model::Job>& jobs, const std
 json EncodeVertexForStorage(const VertexJob& v) {
   json o = {{"location", v.location}, {"displayName", v.display_name}, {"jobSpec", EncodeSpec(v)}};
   if (!v.unserved.empty()) o["unserved"] = v.unserved;
+  if (v.study) {
+    json study = EncodeStudySpec(*v.study);
+    study["maxTrialCount"] = v.study->max_trial_count;
+    study["parallelTrialCount"] = v.study->parallel_trial_count;
+    study["maxFailedTrialCount"] = v.study->max_failed_trial_count;
+    o["study"] = std::move(study);
+  }
   return o;
 }
 
 VertexJob DecodeVertexFromStorage(const json& o) {
   std::vector<std::string> unserved;
   VertexJob v;
-  if (const json* spec = Obj(o, "jobSpec")) v = DecodeSpec(*spec, &unserved);
+  if (const json* spec = Obj(o, "jobSpec")) v = DecodeSpec(*spec, "jobSpec", &unserved);
+  if (const json* study = Obj(o, "study")) {
+    // Stored as the wire's studySpec with the counts beside it.
+    json body = {{"studySpec", *study}};
+    for (const char* count : {"maxTrialCount", "parallelTrialCount", "maxFailedTrialCount"}) {
+      if (study->contains(count)) body[count] = (*study)[count];
+    }
+    v.study = DecodeStudy(body, &unserved);
+  }
   v.unserved = VertexStrings(o, "unserved");
   v.location = Str(o, "location");
   v.display_name = Str(o, "displayName");

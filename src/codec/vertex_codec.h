@@ -1,5 +1,6 @@
-// The wire codec of Vertex AI's aiplatform v1 customJobs: model::Job (with
-// its VertexJob, model/vertex.h) <-> the JSON of CustomJob, following
+// The wire codec of Vertex AI's aiplatform v1 customJobs and
+// hyperparameterTuningJobs: model::Job (with its VertexJob, model/vertex.h)
+// <-> the JSON of CustomJob and HyperparameterTuningJob, following
 // api/aiplatform.v1.json (camelCase, int64 as strings, RFC 3339 times,
 // enums as names). Pure functions, thread-safe.
 #pragma once
@@ -26,11 +27,19 @@ struct DecodedVertexJob {
 };
 // `location`: the {location} of the request's parent.
 DecodedVertexJob DecodeCustomJob(const nlohmann::json& body, const std::string& location);
+// A tuning job's: its trialJobSpec is the VertexJob's spec, its studySpec
+// and trial counts its study (unserved study fields recorded as above).
+DecodedVertexJob DecodeHyperparameterTuningJob(const nlohmann::json& body, const std::string& location);
 
-// "projects/P/locations/L/customJobs/ID"
-std::string CustomJobName(const model::Job& job);
-nlohmann::json EncodeCustomJob(const model::Job& job);
-nlohmann::json EncodeListCustomJobsResponse(const std::vector<model::Job>& jobs, const std::string& next_page_token);
+// "projects/P/locations/L/customJobs/ID" or ".../hyperparameterTuningJobs/ID"
+std::string VertexJobName(const model::Job& job);
+// A CustomJob, or for a tuning job a HyperparameterTuningJob with its
+// trials (each trial's state, parameters as numbers or strings, its
+// measurements and final measurement under the study's metricId).
+nlohmann::json EncodeVertexJob(const model::Job& job);
+// customJobs.list's or (tuning) hyperparameterTuningJobs.list's answer.
+nlohmann::json EncodeListVertexJobsResponse(const std::vector<model::Job>& jobs, bool tuning,
+                                            const std::string& next_page_token);
 
 // The spec as stored beside the job (codec/job_codec.h's storage form).
 nlohmann::json EncodeVertexForStorage(const model::VertexJob& vertex);

@@ -22,8 +22,20 @@ const std::vector<std::string> kStudiesWrite = {kStudiesCreate, kStudiesDelete, 
 const std::vector<std::string> kMlRead =
     Union({{kJobsGet, kJobsList, kJobsGetIamPolicy, kProjectsGetConfig, kProjectsGet}, kStudiesRead});
 const std::vector<std::string> kMlWrite = Union({{kJobsCreate, kJobsCancel, kJobsUpdate}, kStudiesWrite});
-const std::vector<std::string> kVertexRead = {kCustomJobsGet, kCustomJobsList, kProjectsGet};
-const std::vector<std::string> kVertexWrite = {kCustomJobsCreate, kCustomJobsCancel, kCustomJobsDelete};
+const std::vector<std::string> kVertexRead = {kCustomJobsGet,
+                                              kCustomJobsList,
+                                              kHyperparameterTuningJobsGet,
+                                              kHyperparameterTuningJobsList,
+                                              kVertexOperationsList,
+                                              kProjectsGet};
+const std::vector<std::string> kVertexWrite = {kCustomJobsCreate,
+                                               kCustomJobsCancel,
+                                               kCustomJobsDelete,
+                                               kHyperparameterTuningJobsCreate,
+                                               kHyperparameterTuningJobsCancel,
+                                               kHyperparameterTuningJobsDelete,
+                                               kVertexOperationsCancel,
+                                               kVertexOperationsDelete};
 const std::vector<std::string> kStorageObjectsRead = {kObjectsGet, kObjectsList};
 const std::vector<std::string> kStorageObjectsWrite = {kObjectsCreate, kObjectsDelete, kObjectsUpdate};
 const std::vector<std::string> kStorageBuckets = {kBucketsCreate, kBucketsDelete, kBucketsGet, kBucketsList};

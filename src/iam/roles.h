@@ -40,12 +40,22 @@ inline constexpr char kLocationsList[] = "ml.locations.list";
 inline constexpr char kOperationsGet[] = "ml.operations.get";
 inline constexpr char kOperationsCancel[] = "ml.operations.cancel";
 
-// Vertex AI's (aiplatform v1): its custom jobs.
+// Vertex AI's (aiplatform v1): its custom jobs and tuning jobs.
 inline constexpr char kCustomJobsCreate[] = "aiplatform.customJobs.create";
 inline constexpr char kCustomJobsGet[] = "aiplatform.customJobs.get";
 inline constexpr char kCustomJobsList[] = "aiplatform.customJobs.list";
 inline constexpr char kCustomJobsCancel[] = "aiplatform.customJobs.cancel";
 inline constexpr char kCustomJobsDelete[] = "aiplatform.customJobs.delete";
+inline constexpr char kHyperparameterTuningJobsCreate[] = "aiplatform.hyperparameterTuningJobs.create";
+inline constexpr char kHyperparameterTuningJobsGet[] = "aiplatform.hyperparameterTuningJobs.get";
+inline constexpr char kHyperparameterTuningJobsList[] = "aiplatform.hyperparameterTuningJobs.list";
+inline constexpr char kHyperparameterTuningJobsCancel[] = "aiplatform.hyperparameterTuningJobs.cancel";
+inline constexpr char kHyperparameterTuningJobsDelete[] = "aiplatform.hyperparameterTuningJobs.delete";
+// Its long-running operations (a job's deletion): read with list, as
+// Vertex's roles do; cancelled and deleted with mlengine's own two.
+inline constexpr char kVertexOperationsList[] = "aiplatform.operations.list";
+inline constexpr char kVertexOperationsCancel[] = "aiplatform.operations.cancel";
+inline constexpr char kVertexOperationsDelete[] = "aiplatform.operations.delete";
 
 inline constexpr char kProjectsGet[] = "resourcemanager.projects.get";
 inline constexpr char kProjectsGetIamPolicy[] = "resourcemanager.projects.getIamPolicy";

@@ -1,8 +1,11 @@
 #include "model/vertex.h"
 
+#include <optional>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "model/job.h"
 
@@ -28,7 +31,100 @@ ReplicaConfig ConfigOf(const VertexWorkerPool& pool) {
   return config;
 }
 
+// ml v1's ParameterSpec of a study's parameter.
+ParameterSpec ParameterOf(const VertexParameter& p) {
+  ParameterSpec out;
+  out.parameter_name = p.id;
+  out.type = p.type;
+  out.min_value = p.min_value;
+  out.max_value = p.max_value;
+  out.categorical_values = p.categorical_values;
+  out.discrete_values = p.discrete_values;
+  if (p.scale_type != "SCALE_TYPE_UNSPECIFIED") out.scale_type = p.scale_type;
+  return out;
+}
+
+HyperparameterSpec HyperparametersOf(const VertexStudy& study) {
+  HyperparameterSpec h;
+  if (!study.metrics.empty()) {
+    h.goal = study.metrics[0].goal.empty() ? "GOAL_TYPE_UNSPECIFIED" : study.metrics[0].goal;
+    h.hyperparameter_metric_tag = study.metrics[0].id;
+  }
+  for (const auto& p : study.parameters) h.params.push_back(ParameterOf(p));
+  if (study.max_trial_count != 0) h.max_trials = study.max_trial_count;
+  if (study.parallel_trial_count != 0) h.max_parallel_trials = study.parallel_trial_count;
+  if (study.max_failed_trial_count != 0) h.max_failed_trials = study.max_failed_trial_count;
+  h.algorithm = study.algorithm;
+  if (!study.stopping_spec.empty()) h.enable_trial_early_stopping = true;
+  return h;
+}
+
+// Where a ParameterSpec's field is in a study's parameter `p`.
+std::string ParameterFieldOf(const std::string& field, const VertexParameter& p) {
+  const std::string spec = p.type == "DOUBLE"        ? "doubleValueSpec"
+                           : p.type == "INTEGER"     ? "integerValueSpec"
+                           : p.type == "CATEGORICAL" ? "categoricalValueSpec"
+                           : p.type == "DISCRETE"    ? "discreteValueSpec"
+                                                     : "";
+  if (field == "parameterName") return "parameterId";
+  if (field == "scaleType") return "scaleType";
+  if (spec.empty() || field == "type") return "";
+  if (field == "categoricalValues" || field == "discreteValues") return spec + ".values";
+  if (absl::StartsWith(field, "categoricalValues[") || absl::StartsWith(field, "discreteValues[")) {
+    return spec + ".values" + field.substr(field.find('['));
+  }
+  return spec + "." + field;  // minValue, maxValue
+}
+
+// A trainingInput.hyperparameters path as the study's, or nullopt.
+std::optional<std::string> StudyFieldOf(const std::string& ml_field, const VertexStudy& study) {
+  const std::string kPrefix = "trainingInput.hyperparameters";
+  if (!absl::StartsWith(ml_field, kPrefix)) return std::nullopt;
+  const std::string rest = ml_field.substr(kPrefix.size());
+  if (rest.empty()) return "studySpec";
+  static const auto* fields = new std::vector<std::pair<std::string, std::string>>{
+      {".goal", "studySpec.metrics[0].goal"},
+      {".hyperparameterMetricTag", "studySpec.metrics[0].metricId"},
+      {".maxTrials", "maxTrialCount"},
+      {".maxParallelTrials", "parallelTrialCount"},
+      {".maxFailedTrials", "maxFailedTrialCount"},
+      {".algorithm", "studySpec.algorithm"},
+      {".enableTrialEarlyStopping", "studySpec"},
+      {".params", "studySpec.parameters"}};
+  for (const auto& [ml, vertex] : *fields) {
+    if (rest == ml) return vertex;
+  }
+  // .params[i] and .params[i].field
+  if (!absl::StartsWith(rest, ".params[")) return std::nullopt;
+  const size_t close = rest.find(']');
+  size_t index = 0;
+  if (close == std::string::npos || !absl::SimpleAtoi(rest.substr(8, close - 8), &index)) return std::nullopt;
+  const std::string param = absl::StrCat("studySpec.parameters[", index, "]");
+  if (close + 1 >= rest.size() || rest[close + 1] != '.' || index >= study.parameters.size()) return param;
+  const std::string field = ParameterFieldOf(rest.substr(close + 2), study.parameters[index]);
+  return field.empty() ? param : param + "." + field;
+}
+
 }  // namespace
+
+std::string VertexTrialStateName(JobState state) {
+  switch (state) {
+    case JobState::kQueued:
+    case JobState::kPreparing:
+      return "REQUESTED";
+    case JobState::kRunning:
+      return "ACTIVE";
+    case JobState::kCancelling:
+      return "STOPPING";
+    case JobState::kSucceeded:
+      return "SUCCEEDED";
+    case JobState::kFailed:
+    case JobState::kCancelled:
+      return "INFEASIBLE";
+    default:
+      return "STATE_UNSPECIFIED";
+  }
+}
 
 std::string VertexStateName(JobState state) {
   switch (state) {
@@ -96,10 +192,14 @@ TrainingInput TrainingInputOf(const VertexJob& vertex) {
       t.args = pool.args;
     }
   }
+  if (vertex.study) t.hyperparameters = HyperparametersOf(*vertex.study);
   return t;
 }
 
-std::string VertexFieldOf(const std::string& ml_field) {
+namespace {
+
+// The jobSpec path of an ml v1 trainingInput path (ml_field as it is if none).
+std::string SpecFieldOf(const std::string& ml_field) {
   // Longest ml v1 prefixes first: the first that fits is replaced.
   static const auto* table = [] {
     auto* t = new std::vector<std::pair<std::string, std::string>>;
@@ -146,6 +246,18 @@ std::string VertexFieldOf(const std::string& ml_field) {
     }
   }
   return ml_field;
+}
+
+}  // namespace
+
+std::string VertexFieldOf(const std::string& ml_field, const VertexJob& vertex) {
+  if (vertex.study) {
+    if (auto field = StudyFieldOf(ml_field, *vertex.study)) return *field;
+  }
+  std::string field = SpecFieldOf(ml_field);
+  // A tuning job's spec is its trialJobSpec.
+  if (vertex.study && absl::StartsWith(field, "jobSpec")) field = "trialJobSpec" + field.substr(7);
+  return field;
 }
 
 }  // namespace mle::model

@@ -57,6 +57,41 @@ struct VertexWorkerPool {
   bool operator==(const VertexWorkerPool&) const = default;
 };
 
+// One of a tuning job's studySpec.parameters, with the value spec given
+// (exactly one of the four is valid) in ml v1's terms.
+struct VertexParameter {
+  std::string id;          // parameterId
+  std::string type;        // DOUBLE, INTEGER, CATEGORICAL or DISCRETE: the value spec given ("" none)
+  int value_specs = 0;     // how many of doubleValueSpec, integerValueSpec, ... were given
+  std::optional<double> min_value;  // double and integer specs
+  std::optional<double> max_value;
+  std::vector<std::string> categorical_values;
+  std::vector<double> discrete_values;
+  std::string scale_type;  // as given: UNIT_LINEAR_SCALE, ...; "" or SCALE_TYPE_UNSPECIFIED unset
+  bool operator==(const VertexParameter&) const = default;
+};
+
+struct VertexMetric {
+  std::string id;    // metricId: the tag the trainer reports (cloudml-hypertune)
+  std::string goal;  // MAXIMIZE, MINIMIZE; "" or GOAL_TYPE_UNSPECIFIED unset
+  bool operator==(const VertexMetric&) const = default;
+};
+
+// What makes a Vertex job a hyperparameterTuningJob: its studySpec and trial
+// counts (its trialJobSpec is the VertexJob's own spec).
+struct VertexStudy {
+  std::vector<VertexMetric> metrics;
+  std::vector<VertexParameter> parameters;
+  std::string algorithm;                   // ALGORITHM_UNSPECIFIED (Bayesian), GRID_SEARCH, RANDOM_SEARCH
+  std::string measurement_selection_type;  // LAST_MEASUREMENT is what is served
+  std::string observation_noise;           // kept and echoed; a hint mlengine's optimizer does not take
+  std::string stopping_spec;               // decayCurveStoppingSpec or medianAutomatedStoppingSpec: early stopping
+  int32_t max_trial_count = 0;
+  int32_t parallel_trial_count = 0;
+  int32_t max_failed_trial_count = 0;
+  bool operator==(const VertexStudy&) const = default;
+};
+
 struct VertexJob {
   std::string location;  // the {location} of its name
   std::string display_name;
@@ -75,8 +110,24 @@ struct VertexJob {
   // Fields of CustomJobSpec mlengine cannot serve, by their wire names
   // (validation refuses each, saying so).
   std::vector<std::string> unserved;
+  // Set for a hyperparameterTuningJob (its spec above is the trialJobSpec);
+  // unset for a customJob.
+  std::optional<VertexStudy> study;
   bool operator==(const VertexJob&) const = default;
+
+  bool IsTuningJob() const { return study.has_value(); }
+  // Where the spec above is in this job's resource: "jobSpec" or "trialJobSpec".
+  const char* SpecField() const { return study ? "trialJobSpec" : "jobSpec"; }
+  // "CustomJob" or "HyperparameterTuningJob"; its collection "customJobs" or
+  // "hyperparameterTuningJobs".
+  const char* ResourceType() const { return study ? "HyperparameterTuningJob" : "CustomJob"; }
+  const char* Collection() const { return study ? "hyperparameterTuningJobs" : "customJobs"; }
 };
+
+// Vertex's state of a tuning job's trial, from the state of the job that
+// runs it: REQUESTED (queued, preparing), ACTIVE, STOPPING, SUCCEEDED (also
+// when stopped early), INFEASIBLE (failed or cancelled).
+std::string VertexTrialStateName(JobState state);
 
 // Vertex's name of a job state: JOB_STATE_QUEUED (ml v1's QUEUED),
 // JOB_STATE_PENDING (PREPARING), JOB_STATE_RUNNING, ...
@@ -98,12 +149,17 @@ inline size_t WorkerPoolIndex(const std::string& role) {
 // the base output directory; scheduling.maxRunningTime the timeout and
 // maxWaitTime the maxWaitDuration; the service account. runtimeVersion is
 // left for the service (the executor image's runtime, RuntimeForImage).
+// A tuning job's study becomes trainingInput.hyperparameters: its one
+// metric the goal and metric tag, each parameter a ParameterSpec, the trial
+// counts maxTrials, maxParallelTrials and maxFailedTrials, a stopping spec
+// enableTrialEarlyStopping.
 TrainingInput TrainingInputOf(const VertexJob& vertex);
 
 // The ml v1 path of a violation (e.g. "trainingInput.workerConfig.
-// acceleratorConfig.type") as the Vertex field a user wrote
-// ("jobSpec.workerPoolSpecs[1].machineSpec.acceleratorType"); paths with no
-// Vertex counterpart are returned as they are.
-std::string VertexFieldOf(const std::string& ml_field);
+// acceleratorConfig.type") as the Vertex field a user wrote in `vertex`
+// ("jobSpec.workerPoolSpecs[1].machineSpec.acceleratorType"; a tuning job's
+// "trialJobSpec..." and "studySpec.parameters[0].doubleValueSpec.minValue");
+// paths with no Vertex counterpart are returned as they are.
+std::string VertexFieldOf(const std::string& ml_field, const VertexJob& vertex);
 
 }  // namespace mle::model

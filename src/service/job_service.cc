@@ -331,10 +331,13 @@ int JobService::AttemptOf(const Key& key) const {
   return it == jobs_.end() ? 1 : model::AttemptsMade(it->second);
 }
 
-bool JobService::IsVertexJob(const std::string& project, const std::string& job_id) const {
+JobService::JobApi JobService::ApiOf(const std::string& project, const std::string& job_id) const {
   std::shared_lock lock(mu_);
   auto it = jobs_.find({project, job_id});
-  return it != jobs_.end() && model::IsVertexJob(it->second);
+  if (it == jobs_.end()) return JobApi::kNone;
+  const Job& job = it->second;
+  if (!job.vertex) return JobApi::kMl;
+  return job.vertex->IsTuningJob() ? JobApi::kTuningJob : JobApi::kCustomJob;
 }
 
 absl::StatusOr<ListJobsResult> JobService::ListJobs(const std::string& project,
@@ -362,7 +365,10 @@ absl::StatusOr<ListJobsResult> JobService::ListJobs(const std::string& project,
     const Job& job = jobs_.at({project, it->second});
     if (model::IsTrialJob(job) || !filter->Matches(job)) continue;
     if (request.vertex_location.has_value() != model::IsVertexJob(job)) continue;
-    if (request.vertex_location && job.vertex->location != *request.vertex_location) continue;
+    if (request.vertex_location &&
+        (job.vertex->location != *request.vertex_location || job.vertex->IsTuningJob() != request.vertex_tuning)) {
+      continue;
+    }
     if (static_cast<int32_t>(result.jobs.size()) == page_size) {
       result.next_page_token = MakePageToken(result.jobs.back().sequence, request.filter);
       break;

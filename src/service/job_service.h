@@ -38,8 +38,10 @@ struct ListJobsRequest {
   int32_t page_size = 0;  // 0 = default (20); capped at 100
   std::string page_token;
   // Which API lists: unset, ml v1 (its jobs alone); set, Vertex AI's
-  // customJobs of that location.
+  // customJobs of that location, or with vertex_tuning its
+  // hyperparameterTuningJobs.
   std::optional<std::string> vertex_location;
+  bool vertex_tuning = false;
 };
 
 struct ListJobsResult {
@@ -103,8 +105,9 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
                  const iam::Principal& caller = iam::Principal::Operator(),
                  std::vector<db::Mutation> with_job = {}, bool validate_only = false);
   absl::StatusOr<model::Job> GetJob(const std::string& project, const std::string& job_id) const;
-  // Whether the job is Vertex AI's (a custom job); false for none. No copy.
-  bool IsVertexJob(const std::string& project, const std::string& job_id) const;
+  // Which API's resource the job is (none: no such job). No copy.
+  enum class JobApi { kNone, kMl, kCustomJob, kTuningJob };
+  JobApi ApiOf(const std::string& project, const std::string& job_id) const;
   absl::StatusOr<ListJobsResult> ListJobs(const std::string& project, const ListJobsRequest& request) const;
   void PatchJob(const std::string& project, const std::string& job_id, PatchJobRequest request,
                 JobCallback done);

@@ -140,7 +140,11 @@ model::Job TrialJobOf(const model::Job& tuning_job, const std::string& trial_id,
       if (v != hyperparameters.end()) t.args.push_back(absl::StrCat("--", p.parameter_name, "=", v->second));
     }
   }
-  if (!t.job_dir.empty()) {
+  // ml v1 gives a trial the job's jobDir with the trial's number; Vertex
+  // keeps baseOutputDirectory and puts AIP_MODEL_DIR and its siblings under
+  // the number (runtime/replica_env.h).
+  trial.vertex = tuning_job.vertex;
+  if (!t.job_dir.empty() && !trial.vertex) {
     while (t.job_dir.size() > 1 && t.job_dir.back() == '/') t.job_dir.pop_back();
     t.job_dir = absl::StrCat(t.job_dir, "/", trial_id);
   }

@@ -1172,7 +1172,58 @@ Config Config::Defaults() {
 
 // A Vertex AI job's own rules (model/vertex.h): what its spec must say
 // beyond what its trainingInput is checked for, with Vertex's field paths.
+// A tuning job's study and trial counts (model::VertexStudy): what Vertex
+// requires and what mlengine's tuning serves; the rest of the rules are ml
+// v1's, on the hyperparameters made from it.
+void CheckVertexStudy(const model::VertexStudy& study, Violations& v) {
+  if (study.metrics.empty()) {
+    v.Add("studySpec.metrics", "studySpec.metrics is required: the metric to optimize (its metricId is the tag the "
+                               "trainer reports, e.g. with cloudml-hypertune) and its goal");
+  } else if (study.metrics.size() > 1) {
+    v.Add("studySpec.metrics", absl::StrFormat("mlengine tunes one metric; got %d (multi-objective studies are not "
+                                               "served)", study.metrics.size()));
+  }
+  if (!study.metrics.empty() && study.metrics[0].id.empty()) {
+    v.Add("studySpec.metrics[0].metricId", "metricId is required: the tag the trainer reports its metric under");
+  }
+  if (!study.metrics.empty() && study.metrics[0].goal != "MAXIMIZE" && study.metrics[0].goal != "MINIMIZE") {
+    v.Add("studySpec.metrics[0].goal", "goal is required: MAXIMIZE or MINIMIZE the metric");
+  }
+  if (study.parameters.empty()) {
+    v.Add("studySpec.parameters", "studySpec.parameters is required: at least one parameter to tune");
+  }
+  for (size_t i = 0; i < study.parameters.size(); ++i) {
+    const model::VertexParameter& p = study.parameters[i];
+    const std::string path = absl::StrFormat("studySpec.parameters[%d]", i);
+    if (p.id.empty()) v.Add(path + ".parameterId", "parameterId is required: the flag the trainer is given (--ID=VALUE)");
+    if (p.value_specs != 1) {
+      v.Add(path, absl::StrFormat("give exactly one of doubleValueSpec, integerValueSpec, categoricalValueSpec and "
+                                  "discreteValueSpec (got %d)", p.value_specs));
+    }
+  }
+  if (study.max_trial_count <= 0) {
+    v.Add("maxTrialCount", absl::StrFormat("maxTrialCount is required: the number of trials, at least 1 (got %d)",
+                                           study.max_trial_count));
+  }
+  if (study.parallel_trial_count <= 0) {
+    v.Add("parallelTrialCount",
+          absl::StrFormat("parallelTrialCount is required: how many trials run at once, at least 1 (got %d)",
+                          study.parallel_trial_count));
+  }
+  if (study.max_failed_trial_count < 0) {
+    v.Add("maxFailedTrialCount", absl::StrFormat("maxFailedTrialCount cannot be negative (got %d)",
+                                                 study.max_failed_trial_count));
+  }
+  if (study.measurement_selection_type == "BEST_MEASUREMENT") {
+    v.Add("studySpec.measurementSelectionType",
+          "mlengine takes a trial's last measurement as its final one; BEST_MEASUREMENT is not served (leave it unset "
+          "or LAST_MEASUREMENT)");
+  }
+}
+
 void CheckVertexJob(const model::VertexJob& vx, const Config& config, Violations& v) {
+  const std::string spec_field = vx.SpecField();
+  if (vx.study) CheckVertexStudy(*vx.study, v);
   if (vx.display_name.empty()) {
     v.Add("displayName", "displayName is required: a name for people, up to 128 characters");
   } else if (vx.display_name.size() > 128) {
@@ -1183,26 +1234,26 @@ void CheckVertexJob(const model::VertexJob& vx, const Config& config, Violations
     v.Add(field, "mlengine does not serve this field (docs/vertex.md lists what is served); leave it unset");
   }
   if (vx.enable_web_access) {
-    v.Add("jobSpec.enableWebAccess",
+    v.Add(Cat(spec_field, ".enableWebAccess"),
           "interactive shells into replicas cannot be served by mlengine; use the job's logs "
           "(mlengine ai custom-jobs stream-logs) instead");
   }
   if (vx.enable_dashboard_access) {
-    v.Add("jobSpec.enableDashboardAccess", "dashboards of replicas cannot be served by mlengine; leave it unset");
+    v.Add(Cat(spec_field, ".enableDashboardAccess"), "dashboards of replicas cannot be served by mlengine; leave it unset");
   }
   if (vx.pools.empty()) {
-    v.Add("jobSpec.workerPoolSpecs", "workerPoolSpecs is required: at least the first pool, the chief");
+    v.Add(Cat(spec_field, ".workerPoolSpecs"), "workerPoolSpecs is required: at least the first pool, the chief");
     return;
   }
   if (vx.pools.size() > 4) {
-    v.Add("jobSpec.workerPoolSpecs",
+    v.Add(Cat(spec_field, ".workerPoolSpecs"),
           absl::StrFormat("at most 4 worker pools (chief, workers, parameter servers, evaluators); got %d",
                           vx.pools.size()));
   }
   const model::VertexWorkerPool* package = nullptr;  // the first pool with a package spec
   for (size_t i = 0; i < vx.pools.size() && i < 4; ++i) {
     const model::VertexWorkerPool& pool = vx.pools[i];
-    const std::string path = absl::StrFormat("jobSpec.workerPoolSpecs[%d]", i);
+    const std::string path = absl::StrFormat("%s.workerPoolSpecs[%d]", spec_field, i);
     if (pool.Empty()) {
       if (i == 0) v.Add(path, "the first worker pool (the chief) is required");
       continue;
@@ -1291,7 +1342,7 @@ std::vector<FieldViolation> ValidateJob(const model::Job& job, const Config& con
       CheckTrainingInput(*job.training_input, config, ml);
       for (auto& each : ml.Take()) {
         // One complaint a field: the spec's own rule said it already.
-        each.field = model::VertexFieldOf(each.field);
+        each.field = model::VertexFieldOf(each.field, *job.vertex);
         const bool said = std::any_of(out.begin(), out.end(), [&](const FieldViolation& o) {
           return o.field == each.field || each.field.starts_with(o.field + ".") ||
                  each.field.starts_with(o.field + "[");

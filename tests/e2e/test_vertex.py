@@ -13,7 +13,7 @@ import os
 import tarfile
 import time
 
-from conftest import REGION, TASKS_PKG, wait_for
+from conftest import REGION, TASKS_PKG, TRAINERS, wait_for
 
 EXECUTOR = "us-docker.pkg.dev/vertex-ai/training/pytorch-xla.1-11:latest"
 
@@ -36,10 +36,10 @@ def sdist_of(package_dir, name="trainer", version="0.1"):
     return buf.getvalue()
 
 
-def stage_package(cli, tmp_path):
+def stage_package(cli, tmp_path, package_dir=TASKS_PKG):
     path = tmp_path / "trainer-0.1.tar.gz"
-    path.write_bytes(sdist_of(TASKS_PKG))
-    uri = f"gs://{cli.bucket}/vertex/trainer-0.1.tar.gz"
+    path.write_bytes(sdist_of(package_dir))
+    uri = f"gs://{cli.bucket}/vertex/{os.path.basename(os.path.dirname(package_dir))}/trainer-0.1.tar.gz"
     cli.ok("storage", "cp", str(path), uri)
     return uri
 
@@ -136,3 +136,48 @@ def test_cancel_stops_a_running_custom_job(server, cli, tmp_path):
     job = wait_ended(server, created["name"], timeout=60)
     assert job["state"] == "JOB_STATE_CANCELLED" and job["error"]["code"] == 1, job
     assert time.time() - t0 < 30
+
+
+def test_a_tuning_job_runs_its_trials_with_vertexs_contract(server, cli, tmp_path):
+    """A hyperparameterTuningJob: each trial runs the trialJobSpec with its
+    parameters as flags and AIP_MODEL_DIR under its own number; the trials
+    come back with Vertex's parameters and measurements under the study's
+    metricId (the trainer reports it with cloudml-hypertune's call)."""
+    package = stage_package(cli, tmp_path, os.path.join(TRAINERS, "tuning", "trainer"))
+    base = f"gs://{cli.bucket}/vertex-tuning"
+    records = f"gs://{cli.bucket}/vertex-tuning-records"
+    trial_spec = custom_job(package, ["--tag", "accuracy", "--record", records], workers=0)["jobSpec"]
+    trial_spec["baseOutputDirectory"] = {"outputUriPrefix": base}
+    body = {
+        "displayName": "e2e vertex tuning",
+        "studySpec": {"metrics": [{"metricId": "accuracy", "goal": "MAXIMIZE"}],
+                      "parameters": [{"parameterId": "x", "doubleValueSpec": {"minValue": 0.0, "maxValue": 1.0}}],
+                      "algorithm": "RANDOM_SEARCH"},
+        "maxTrialCount": 3, "parallelTrialCount": 2, "trialJobSpec": trial_spec,
+    }
+    parent = f"projects/{cli.project}/locations/{REGION}"
+    status, created = vertex_call(server, "POST", f"/v1/{parent}/hyperparameterTuningJobs", body)
+    assert status == 200, created
+    job = wait_ended(server, created["name"])
+    job_id = created["name"].rsplit("/", 1)[1]
+    assert job["state"] == "JOB_STATE_SUCCEEDED", (job, server.logs(cli.project, job_id))
+    trials = job["trials"]
+    assert sorted(t["id"] for t in trials) == ["1", "2", "3"], trials
+    for t in trials:
+        assert t["state"] == "SUCCEEDED" and t["startTime"] <= t["endTime"], t
+        [param] = t["parameters"]
+        assert param["parameterId"] == "x" and isinstance(param["value"], float), t
+        x = param["value"]
+        final = t["finalMeasurement"]
+        assert final["stepCount"] == "3" and final["metrics"][0]["metricId"] == "accuracy", t
+        assert abs(final["metrics"][0]["value"] - (-(x - 0.3) ** 2)) < 1e-6, t
+        assert [m["stepCount"] for m in t["measurements"]] == ["1", "2", "3"], t
+        with open(server.bucket_path(cli.bucket, f"vertex-tuning-records/trial-{t['id']}.json")) as f:
+            record = json.load(f)
+        assert record["trial"] == t["id"] and record["job_id"] == job_id, record
+        assert record["aip_model_dir"] == f"{base}/{t['id']}/model/", record
+        assert f"--x={x!r}" in record["argv"] or any(a.startswith("--x=") for a in record["argv"]), record
+        assert record["job_dir"] is None, record  # Vertex passes no --job-dir
+    # A tuning job is not a custom job.
+    status, listed = vertex_call(server, "GET", f"/v1/{parent}/customJobs")
+    assert status == 200 and created["name"] not in json.dumps(listed), listed

@@ -249,3 +249,130 @@ def test_list_read_mask_keeps_only_the_fields_named(vertex, project):
     with pytest.raises(HttpError) as e:
         jobs.list(parent=parent, readMask="name,(").execute()
     assert e.value.resp.status == 400 and "readMask" in e.value.content.decode()
+
+
+def tuning_job(name="vertex-tuning", **extra):
+    trial = package_job()["jobSpec"]
+    body = {
+        "displayName": name,
+        "studySpec": {
+            "metrics": [{"metricId": "accuracy", "goal": "MAXIMIZE"}],
+            "parameters": [
+                {"parameterId": "lr", "doubleValueSpec": {"minValue": 0.001, "maxValue": 0.1},
+                 "scaleType": "UNIT_LOG_SCALE"},
+                {"parameterId": "opt", "categoricalValueSpec": {"values": ["adam", "sgd"]}},
+            ],
+            "algorithm": "RANDOM_SEARCH",
+        },
+        "maxTrialCount": 4,
+        "parallelTrialCount": 2,
+        "trialJobSpec": trial,
+    }
+    body.update(extra)
+    return body
+
+
+def test_tuning_jobs_are_their_own_collection(vertex, server, project):
+    parent = f"projects/{project}/locations/{REGION}"
+    tuning = vertex.hyperparameterTuningJobs()
+    created = tuning.create(parent=parent, body=tuning_job()).execute()
+    name = created["name"]
+    assert name.startswith(parent + "/hyperparameterTuningJobs/") and name.rsplit("/", 1)[1].isdigit(), created
+    assert created["state"] == "JOB_STATE_QUEUED"
+    assert created["studySpec"] == tuning_job()["studySpec"]
+    assert created["maxTrialCount"] == 4 and created["parallelTrialCount"] == 2
+    assert created["trialJobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["pythonModule"] == "trainer.task"
+    got = tuning.get(name=name).execute()
+    # Its first trials are asked for at once (the server runs none: they wait).
+    trials = got.pop("trials")
+    assert got == {k: v for k, v in created.items() if k != "trials"}
+    assert 1 <= len(trials) <= 2 and all(t["state"] == "REQUESTED" for t in trials), trials
+    for t in trials:
+        values = {p["parameterId"]: p["value"] for p in t["parameters"]}
+        assert 0.001 <= values["lr"] <= 0.1 and values["opt"] in ("adam", "sgd"), t
+    custom = vertex.customJobs().create(parent=parent, body=package_job()).execute()["name"]
+
+    # Each collection lists and gets its own kind; ml v1 sees neither.
+    assert [j["name"] for j in tuning.list(parent=parent).execute()["hyperparameterTuningJobs"]] == [name]
+    assert [j["name"] for j in vertex.customJobs().list(parent=parent).execute()["customJobs"]] == [custom]
+    with pytest.raises(HttpError) as e:
+        vertex.customJobs().get(name=name.replace("hyperparameterTuningJobs", "customJobs")).execute()
+    assert e.value.resp.status == 404
+    with pytest.raises(HttpError) as e:
+        tuning.get(name=custom.replace("customJobs", "hyperparameterTuningJobs")).execute()
+    assert e.value.resp.status == 404 and "HyperparameterTuningJob does not exist" in e.value.content.decode()
+    r = server.request("GET", f"/v1/projects/{project}/jobs/{name.rsplit('/', 1)[1]}")
+    assert r.status == 404, r
+
+    # Cancelled, then deleted: a done operation, found again by its name
+    # (get, wait, list), under /ui/ too, and then deleted itself.
+    tuning.cancel(name=name, body={}).execute()
+    assert tuning.get(name=name).execute()["state"] == "JOB_STATE_CANCELLED"
+    op = tuning.delete(name=name).execute()
+    assert op["done"] is True and op["name"].startswith(parent + "/operations/"), op
+    assert op["metadata"]["@type"] == "type.googleapis.com/google.cloud.aiplatform.v1.DeleteOperationMetadata"
+    operations = vertex.operations()
+    assert operations.get(name=op["name"]).execute() == op
+    assert operations.wait(name=op["name"], timeout="10s").execute() == op
+    assert operations.list(name=parent).execute()["operations"] == [op]
+    assert operations.list(name=parent, filter="done=false").execute() == {}
+    r = server.request("GET", "/ui/" + op["name"])
+    assert r.status == 200 and r.json == op, r
+    operations.cancel(name=op["name"]).execute()  # done: nothing to cancel
+    operations.delete(name=op["name"]).execute()
+    with pytest.raises(HttpError) as e:
+        operations.get(name=op["name"]).execute()
+    assert e.value.resp.status == 404
+    with pytest.raises(HttpError) as e:
+        tuning.get(name=name).execute()
+    assert e.value.resp.status == 404
+
+
+@pytest.mark.parametrize("study,fields", [
+    ({"metrics": [], "parameters": []}, ["studySpec.metrics", "studySpec.parameters"]),
+    ({"metrics": [{"metricId": "a", "goal": "MAXIMIZE"}, {"metricId": "b", "goal": "MINIMIZE"}],
+      "parameters": [{"parameterId": "x", "doubleValueSpec": {"minValue": 2, "maxValue": 1}}]},
+     ["studySpec.metrics", "studySpec.parameters[0].doubleValueSpec.maxValue"]),
+    ({"metrics": [{"metricId": "a", "goal": "MAXIMIZE"}],
+      "parameters": [{"parameterId": "x", "integerValueSpec": {"minValue": "1", "maxValue": "3"},
+                      "categoricalValueSpec": {"values": ["a"]}}],
+      "convexAutomatedStoppingSpec": {}},
+     ["studySpec.parameters[0]", "studySpec.convexAutomatedStoppingSpec"]),
+])
+def test_a_bad_study_is_refused_with_every_violation(vertex, project, study, fields):
+    parent = f"projects/{project}/locations/{REGION}"
+    with pytest.raises(HttpError) as e:
+        vertex.hyperparameterTuningJobs().create(parent=parent, body=tuning_job(studySpec=study)).execute()
+    assert e.value.resp.status == 400
+    error = error_json(e.value)["error"]
+    got = [v["field"] for d in error["details"] if "fieldViolations" in d for v in d["fieldViolations"]]
+    for f in fields:
+        assert f in got, error
+    assert not any(f.startswith("trainingInput") for f in got), error
+    assert "hyperparameterTuningJobs" not in json.dumps(vertex.hyperparameterTuningJobs().list(parent=parent).execute())
+
+
+def test_operations_keep_their_own_permissions(fresh_server):
+    from test_iam import grant, new_user
+    server = fresh_server
+    project = "vertex-ops"
+    server.set_up_tpu_access(project)
+    viewer = new_user(server, "vxv@example.com")
+    grant(server, project, "user:vxv@example.com", "roles/aiplatform.viewer")
+    ml_viewer = new_user(server, "mlv2@example.com")
+    grant(server, project, "user:mlv2@example.com", "roles/ml.viewer")
+    parent = f"projects/{project}/locations/{REGION}"
+    jobs = build_aiplatform(server).projects().locations().customJobs()
+    name = jobs.create(parent=parent, body=package_job()).execute()["name"]
+    jobs.cancel(name=name, body={}).execute()
+    op = jobs.delete(name=name).execute()
+    ops = build_aiplatform(server, token=viewer).projects().locations().operations()
+    assert ops.get(name=op["name"]).execute()["done"] is True
+    with pytest.raises(HttpError) as e:
+        ops.delete(name=op["name"]).execute()
+    assert e.value.resp.status == 403 and "aiplatform.operations.delete" in e.value.content.decode()
+    # An ml v1 viewer reads ml v1's study operations by this path, not Vertex's.
+    r = server.request("GET", "/v1/" + op["name"], token=ml_viewer)
+    assert r.status == 403 and "aiplatform.operations.list" in r.text, r
+    r = server.request("GET", f"/v1/{parent}/operations/12345", token=ml_viewer)
+    assert r.status == 404, r

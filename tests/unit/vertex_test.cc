@@ -1,7 +1,7 @@
-// Vertex AI's custom jobs on the ml v1 engine: the spec as an ml v1
-// trainingInput (model/vertex.h), violations with Vertex's paths, the wire
-// codec against api/aiplatform.v1.json (codec/vertex_codec.h), the stored
-// and Slurm launch forms, and the Vertex rules of validation.
+// Vertex AI's custom jobs and tuning jobs on the ml v1 engine: the spec as
+// an ml v1 trainingInput (model/vertex.h), violations with Vertex's paths,
+// the wire codec against api/aiplatform.v1.json (codec/vertex_codec.h), the
+// stored and Slurm launch forms, and the Vertex rules of validation.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -16,6 +16,8 @@
 #include "codec/vertex_codec.h"
 #include "model/job.h"
 #include "model/vertex.h"
+#include "service/operation_log.h"
+#include "service/tuning_job.h"
 #include "validate/validate.h"
 
 namespace mle {
@@ -128,7 +130,7 @@ TEST(VertexFieldOf, MlPathsBecomeTheSpecs) {
       {"trainingInput.masterTypeX", "jobSpec.masterTypeX"},  // no counterpart: below jobSpec
       {"labels.team", "labels.team"},
   };
-  for (const auto& [ml, vertex] : rows) EXPECT_EQ(model::VertexFieldOf(ml), vertex) << ml;
+  for (const auto& [ml, vertex] : rows) EXPECT_EQ(model::VertexFieldOf(ml, model::VertexJob{}), vertex) << ml;
 }
 
 TEST(VertexCodec, RoundTripsTheSpecAndIgnoresOutputOnlyFields) {
@@ -141,7 +143,7 @@ TEST(VertexCodec, RoundTripsTheSpecAndIgnoresOutputOnlyFields) {
   body["webAccessUris"] = json::object();
   model::Job job = Decoded(body);
   job.state = model::JobState::kQueued;
-  json out = codec::EncodeCustomJob(job);
+  json out = codec::EncodeVertexJob(job);
   EXPECT_EQ(out["name"], "projects/p/locations/us-central1/customJobs/1234567890123456789");
   EXPECT_EQ(out["state"], "JOB_STATE_QUEUED");
   EXPECT_EQ(out["labels"], body["labels"]);
@@ -181,11 +183,11 @@ TEST(VertexCodec, StatesAndErrorsAsVertexWritesThem) {
   for (const auto& [state, name] : states) EXPECT_EQ(model::VertexStateName(state), name);
   job.state = model::JobState::kFailed;
   job.error_message = "The replica master-replica-0 exited with a non-zero status of 3.";
-  json out = codec::EncodeCustomJob(job);
+  json out = codec::EncodeVertexJob(job);
   EXPECT_EQ(out["error"], (json{{"code", 3}, {"message", job.error_message}}));
   job.state = model::JobState::kCancelled;
   job.error_message.clear();
-  EXPECT_EQ(codec::EncodeCustomJob(job)["error"]["code"], 1);
+  EXPECT_EQ(codec::EncodeVertexJob(job)["error"]["code"], 1);
 }
 
 TEST(VertexCodec, WireViolationsHaveTheirPathsAndUnservedFieldsAreNamed) {
@@ -296,6 +298,258 @@ TEST(VertexValidation, ExecutorImagesMapToRuntimes) {
             "pytorch-1.13-cpu");
   EXPECT_EQ(validate::RuntimeForExecutorImage(config, "docker.io/vertex-ai/training/x"), "");
   EXPECT_EQ(validate::RuntimeForExecutorImage(config, "us-docker.pkg.dev/other/training/x"), "");
+}
+
+// ---- hyperparameterTuningJobs ----
+
+json StudySpec() {
+  json lr = {{"parameterId", "lr"},
+             {"doubleValueSpec", {{"minValue", 0.001}, {"maxValue", 0.1}}},
+             {"scaleType", "UNIT_LOG_SCALE"}};
+  json layers = {{"parameterId", "layers"}, {"integerValueSpec", {{"minValue", "1"}, {"maxValue", "4"}}}};
+  json opt = {{"parameterId", "opt"}, {"categoricalValueSpec", {{"values", {"adam", "sgd"}}}}};
+  json batch = {{"parameterId", "batch"}, {"discreteValueSpec", {{"values", {16, 32, 64}}}}};
+  json params = json::array();
+  for (json* p : {&lr, &layers, &opt, &batch}) params.push_back(*p);
+  json metrics = json::array();
+  metrics.push_back({{"metricId", "accuracy"}, {"goal", "MAXIMIZE"}});
+  return {{"metrics", std::move(metrics)},
+          {"parameters", std::move(params)},
+          {"algorithm", "RANDOM_SEARCH"},
+          {"decayCurveStoppingSpec", json::object()}};
+}
+
+json TuningJob(json study = StudySpec(), int max_trials = 6, int parallel = 2) {
+  json job = CustomJob({Pool("n1-standard-4", 1, Package())},
+                       {{"baseOutputDirectory", {{"outputUriPrefix", "gs://b/out"}}}});
+  return {{"displayName", "tune"},
+          {"studySpec", std::move(study)},
+          {"maxTrialCount", max_trials},
+          {"parallelTrialCount", parallel},
+          {"trialJobSpec", job["jobSpec"]}};
+}
+
+model::Job DecodedTuning(const json& body) {
+  codec::DecodedVertexJob d = codec::DecodeHyperparameterTuningJob(body, "us-central1");
+  EXPECT_THAT(d.violations, IsEmpty()) << body.dump();
+  d.job.project = "p";
+  d.job.job_id = "9876543210987654321";
+  return d.job;
+}
+
+TEST(VertexTuning, TheStudyIsTheJobsHyperparameters) {
+  const model::Job job = DecodedTuning(TuningJob());
+  ASSERT_TRUE(job.vertex->IsTuningJob());
+  const model::TrainingInput& t = *job.training_input;
+  ASSERT_TRUE(t.hyperparameters.has_value());
+  const model::HyperparameterSpec& h = *t.hyperparameters;
+  EXPECT_EQ(h.goal, "MAXIMIZE");
+  EXPECT_EQ(h.hyperparameter_metric_tag, "accuracy");
+  EXPECT_EQ(h.max_trials, 6);
+  EXPECT_EQ(h.max_parallel_trials, 2);
+  EXPECT_FALSE(h.max_failed_trials.has_value());
+  EXPECT_EQ(h.algorithm, "RANDOM_SEARCH");
+  EXPECT_EQ(h.enable_trial_early_stopping, true);
+  ASSERT_EQ(h.params.size(), 4u);
+  EXPECT_EQ(h.params[0].parameter_name, "lr");
+  EXPECT_EQ(h.params[0].type, "DOUBLE");
+  EXPECT_EQ(h.params[0].min_value, 0.001);
+  EXPECT_EQ(h.params[0].scale_type, "UNIT_LOG_SCALE");
+  EXPECT_EQ(h.params[1].type, "INTEGER");
+  EXPECT_EQ(h.params[1].max_value, 4);
+  EXPECT_EQ(h.params[2].categorical_values, (std::vector<std::string>{"adam", "sgd"}));
+  EXPECT_EQ(h.params[3].discrete_values, (std::vector<double>{16, 32, 64}));
+  // The trial spec is the job's, as for a custom job.
+  EXPECT_EQ(t.python_module, "trainer.task");
+  EXPECT_EQ(t.job_dir, "gs://b/out");
+  // And the rules of ml v1 hold: a valid study is a valid job.
+  validate::Config config = validate::Config::Defaults();
+  model::Job admitted = job;
+  admitted.training_input->runtime_version = validate::RuntimeForExecutorImage(config, kExecutor);
+  EXPECT_THAT(validate::ValidateJob(admitted, config), IsEmpty());
+}
+
+TEST(VertexTuning, RoundTripsWithItsTrialsAsVertexWritesThem) {
+  json body = TuningJob();
+  body["trials"] = json::array();  // output only: a body copied from a get
+  model::Job job = DecodedTuning(body);
+  job.state = model::JobState::kRunning;
+  model::TrainingOutput out;
+  out.is_hyperparameter_tuning_job = true;
+  model::HyperparameterOutput done;
+  done.trial_id = "1";
+  done.state = model::JobState::kSucceeded;
+  done.hyperparameters = {{"lr", "0.01"}, {"layers", "3"}, {"opt", "adam"}, {"batch", "32"}};
+  done.all_metrics = {{10, 0.5}, {20, 0.75}};
+  done.final_metric = model::HyperparameterMetric{20, 0.75};
+  model::HyperparameterOutput failed;
+  failed.trial_id = "2";
+  failed.state = model::JobState::kFailed;
+  failed.hyperparameters = {{"lr", "0.1"}};
+  model::HyperparameterOutput running;
+  running.trial_id = "3";
+  running.state = model::JobState::kRunning;
+  out.trials = {done, failed, running};
+  job.training_output = out;
+
+  json wire = codec::EncodeVertexJob(job);
+  EXPECT_EQ(wire["name"], "projects/p/locations/us-central1/hyperparameterTuningJobs/9876543210987654321");
+  EXPECT_EQ(wire["studySpec"], body["studySpec"]);
+  EXPECT_EQ(wire["trialJobSpec"], body["trialJobSpec"]);
+  EXPECT_EQ(wire["maxTrialCount"], 6);
+  EXPECT_EQ(wire["parallelTrialCount"], 2);
+  EXPECT_FALSE(wire.contains("jobSpec"));
+  ASSERT_EQ(wire["trials"].size(), 3u);
+  const json& t1 = wire["trials"][0];
+  EXPECT_EQ(t1["id"], "1");
+  EXPECT_EQ(t1["state"], "SUCCEEDED");
+  EXPECT_EQ(t1["finalMeasurement"], (json{{"stepCount", "20"}, {"metrics", {{{"metricId", "accuracy"}, {"value", 0.75}}}}}));
+  EXPECT_EQ(t1["measurements"].size(), 2u);
+  // Numbers for numeric parameters, strings for categorical ones.
+  std::map<std::string, json> values;
+  for (const auto& p : t1["parameters"]) values[p["parameterId"]] = p["value"];
+  EXPECT_EQ(values["lr"], 0.01);
+  EXPECT_EQ(values["layers"], 3);
+  EXPECT_TRUE(values["layers"].is_number_integer());
+  EXPECT_EQ(values["opt"], "adam");
+  EXPECT_EQ(values["batch"], 32.0);
+  EXPECT_EQ(wire["trials"][1]["state"], "INFEASIBLE");
+  EXPECT_TRUE(wire["trials"][1].contains("infeasibleReason"));
+  EXPECT_EQ(wire["trials"][2]["state"], "ACTIVE");
+  EXPECT_THAT(codec::DiscoverySchema::Aiplatform().Check(wire, "GoogleCloudAiplatformV1HyperparameterTuningJob"),
+              IsEmpty());
+
+  // Stored and read back: the same study and spec.
+  job.training_input->runtime_version = "pytorch-1.13-cpu";
+  absl::StatusOr<model::Job> stored = codec::ParseStoredJob(codec::SerializeJobForStorage(job));
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(stored->vertex, job.vertex);
+  EXPECT_EQ(codec::EncodeJob(*stored)["trainingInput"], codec::EncodeJob(job)["trainingInput"]);
+}
+
+TEST(VertexTuning, ATrialRunsTheTrialSpecWithItsParametersUnderTheBaseDirectory) {
+  model::Job job = DecodedTuning(TuningJob());
+  job.training_input->runtime_version = "pytorch-1.13-cpu";
+  const model::Job trial = service::TrialJobOf(job, "4", {{"lr", "0.05"}, {"layers", "2"}});
+  ASSERT_TRUE(trial.vertex.has_value());  // Vertex's replica contract
+  EXPECT_EQ(trial.training_input->job_dir, "gs://b/out");  // AIP_MODEL_DIR adds the trial's number
+  EXPECT_FALSE(trial.training_input->hyperparameters.has_value());
+  EXPECT_THAT(trial.training_input->args, Contains("--lr=0.05"));
+  EXPECT_THAT(trial.training_input->args, Contains("--layers=2"));
+  // Stored and read back with its own trainingInput (its parameters are in it).
+  absl::StatusOr<model::Job> stored = codec::ParseStoredJob(codec::SerializeJobForStorage(trial));
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(stored->training_input->args, trial.training_input->args);
+  EXPECT_FALSE(stored->training_input->hyperparameters.has_value());
+}
+
+TEST(VertexTuning, Rules) {
+  json two_metrics = StudySpec();
+  two_metrics["metrics"].push_back({{"metricId", "loss"}, {"goal", "MINIMIZE"}});
+  json two_specs = StudySpec();
+  two_specs["parameters"][0]["integerValueSpec"] = {{"minValue", "1"}, {"maxValue", "2"}};
+  json no_spec = StudySpec();
+  no_spec["parameters"][0].erase("doubleValueSpec");
+  json bad_range = StudySpec();
+  bad_range["parameters"][0]["doubleValueSpec"] = {{"minValue", 1.0}, {"maxValue", 0.5}};
+  json best = StudySpec();
+  best["measurementSelectionType"] = "BEST_MEASUREMENT";
+  json no_goal = StudySpec();
+  no_goal["metrics"][0].erase("goal");
+  json conditional = StudySpec();
+  conditional["parameters"][2]["conditionalParameterSpecs"] = json::array({json::object()});
+  json convex = StudySpec();
+  convex["convexAutomatedStoppingSpec"] = json::object();
+  json bad_pool = TuningJob();
+  bad_pool["trialJobSpec"]["workerPoolSpecs"][0]["replicaCount"] = "2";
+  const RuleRow rows[] = {
+      {"valid", TuningJob(), {}, ""},
+      {"two metrics", TuningJob(two_metrics), {"studySpec.metrics"}, "one metric"},
+      {"two value specs", TuningJob(two_specs), {"studySpec.parameters[0]"}, "exactly one of"},
+      {"no value spec", TuningJob(no_spec), {"studySpec.parameters[0]"}, "exactly one of"},
+      {"min above max", TuningJob(bad_range), {"studySpec.parameters[0].doubleValueSpec.maxValue"}, "greater than"},
+      {"best measurement", TuningJob(best), {"studySpec.measurementSelectionType"}, "last measurement"},
+      {"no goal", TuningJob(no_goal), {"studySpec.metrics[0].goal"}, "MAXIMIZE or MINIMIZE"},
+      {"conditional parameters", TuningJob(conditional), {"studySpec.parameters[2].conditionalParameterSpecs"},
+       "does not serve"},
+      {"convex stopping", TuningJob(convex), {"studySpec.convexAutomatedStoppingSpec"}, "does not serve"},
+      {"no trials", TuningJob(StudySpec(), 0, 1), {"maxTrialCount"}, "at least 1"},
+      {"no parallel trials", TuningJob(StudySpec(), 3, 0), {"parallelTrialCount"}, "at least 1"},
+      {"a trial spec's pool", bad_pool, {"trialJobSpec.workerPoolSpecs[0].replicaCount"}, "exactly 1"},
+  };
+  validate::Config config = validate::Config::Defaults();
+  for (const RuleRow& row : rows) {
+    SCOPED_TRACE(row.name);
+    codec::DecodedVertexJob d = codec::DecodeHyperparameterTuningJob(row.body, "us-central1");
+    ASSERT_THAT(d.violations, IsEmpty());
+    d.job.training_input->runtime_version = validate::RuntimeForExecutorImage(config, kExecutor);
+    const std::vector<common::FieldViolation> got = validate::ValidateJob(d.job, config);
+    std::string text;
+    std::vector<std::string> fields;
+    for (const auto& v : got) {
+      fields.push_back(v.field);
+      text += v.field + ": " + v.description + "\n";
+    }
+    if (row.fields.empty()) {
+      EXPECT_THAT(got, IsEmpty()) << text;
+      continue;
+    }
+    for (const std::string& f : row.fields) EXPECT_THAT(fields, Contains(f)) << text;
+    EXPECT_THAT(text, HasSubstr(row.message_has));
+    // Every path is Vertex's, none ml v1's.
+    EXPECT_THAT(text, ::testing::Not(HasSubstr("trainingInput")));
+  }
+}
+
+TEST(VertexFieldOf, ATuningJobsPathsAreItsStudyAndTrialSpec) {
+  const model::Job job = DecodedTuning(TuningJob());
+  const std::pair<std::string, std::string> rows[] = {
+      {"trainingInput.hyperparameters.maxTrials", "maxTrialCount"},
+      {"trainingInput.hyperparameters.maxParallelTrials", "parallelTrialCount"},
+      {"trainingInput.hyperparameters.goal", "studySpec.metrics[0].goal"},
+      {"trainingInput.hyperparameters.hyperparameterMetricTag", "studySpec.metrics[0].metricId"},
+      {"trainingInput.hyperparameters.params[0].minValue", "studySpec.parameters[0].doubleValueSpec.minValue"},
+      {"trainingInput.hyperparameters.params[1].maxValue", "studySpec.parameters[1].integerValueSpec.maxValue"},
+      {"trainingInput.hyperparameters.params[2].categoricalValues[1]",
+       "studySpec.parameters[2].categoricalValueSpec.values[1]"},
+      {"trainingInput.hyperparameters.params[3].parameterName", "studySpec.parameters[3].parameterId"},
+      {"trainingInput.hyperparameters.params[3].type", "studySpec.parameters[3]"},
+      {"trainingInput.hyperparameters.params", "studySpec.parameters"},
+      {"trainingInput.masterType", "trialJobSpec.workerPoolSpecs[0].machineSpec.machineType"},
+      {"trainingInput.jobDir", "trialJobSpec.baseOutputDirectory.outputUriPrefix"},
+  };
+  for (const auto& [ml, vertex] : rows) EXPECT_EQ(model::VertexFieldOf(ml, *job.vertex), vertex) << ml;
+}
+
+TEST(OperationLog, KeepsDoneOperationsNewestFirstBoundedAndForgetsOnDelete) {
+  service::OperationLog log;
+  const absl::Time now = absl::FromUnixSeconds(1'700'000'000);
+  std::vector<service::OperationRecord> added;
+  for (int i = 0; i < 5; ++i) {
+    added.push_back(log.Add("p", "us-central1", "projects/p/locations/us-central1/customJobs/" + std::to_string(i),
+                            "meta", "resp", now));
+  }
+  log.Add("other", "us-central1", "x", "meta", "resp", now);
+  EXPECT_EQ(added[0].Name(), "projects/p/locations/us-central1/operations/" + added[0].id);
+  EXPECT_EQ(added[0].id.size(), 19u);
+  ASSERT_TRUE(log.Get("p", "us-central1", added[2].id).has_value());
+  EXPECT_EQ(log.Get("p", "us-central1", added[2].id)->target, "projects/p/locations/us-central1/customJobs/2");
+  EXPECT_FALSE(log.Get("p", "europe-west4", added[2].id).has_value());
+  EXPECT_FALSE(log.Get("other", "us-central1", added[2].id).has_value());
+  bool more = false;
+  auto page = log.List("p", "us-central1", std::nullopt, 3, &more);
+  ASSERT_EQ(page.size(), 3u);
+  EXPECT_TRUE(more);
+  EXPECT_EQ(page[0].id, added[4].id);
+  auto rest = log.List("p", "us-central1", page.back().sequence, 3, &more);
+  ASSERT_EQ(rest.size(), 2u);
+  EXPECT_FALSE(more);
+  EXPECT_EQ(rest[1].id, added[0].id);
+  EXPECT_TRUE(log.Delete("p", "us-central1", added[0].id));
+  EXPECT_FALSE(log.Delete("p", "us-central1", added[0].id));
+  EXPECT_FALSE(log.Get("p", "us-central1", added[0].id).has_value());
+  for (size_t i = 0; i < service::OperationLog::kMaxPerLocation; ++i) log.Add("p", "us-central1", "t", "m", "r", now);
+  EXPECT_FALSE(log.Get("p", "us-central1", added[4].id).has_value());  // the oldest go first
 }
 
 }  // namespace

@@ -17,7 +17,9 @@ worse at every step. Other flags:
                       has seen what it wants to see
   --record URI_DIR    write URI_DIR/trial-<id>.json: the trial id it was given
                       (CLOUD_ML_TRIAL_ID, TF_CONFIG's task.trial), its
-                      --job-dir and its arguments
+                      --job-dir, AIP_MODEL_DIR and its arguments
+  --tag TAG           the metric's tag (default training/hptuning/metric;
+                      a Vertex study's metricId)
 """
 
 import argparse
@@ -62,6 +64,7 @@ def main(argv):
     parser.add_argument("--gate", default=None)
     parser.add_argument("--record", default=None)
     parser.add_argument("--job-dir", default=None)
+    parser.add_argument("--tag", default="training/hptuning/metric")
     args, unknown = parser.parse_known_args(argv)
     trial = os.environ.get("CLOUD_ML_TRIAL_ID", "")
     tf_config = json.loads(os.environ.get("TF_CONFIG", "{}"))
@@ -69,7 +72,8 @@ def main(argv):
     if args.record:
         record = {"trial": trial, "tf_config_trial": tf_config.get("task", {}).get("trial"),
                   "job_id": os.environ.get("CLOUD_ML_JOB_ID"), "job_dir": args.job_dir,
-                  "argv": argv, "metric_file": os.environ.get("CLOUD_ML_HP_METRIC_FILE")}
+                  "argv": argv, "metric_file": os.environ.get("CLOUD_ML_HP_METRIC_FILE"),
+                  "aip_model_dir": os.environ.get("AIP_MODEL_DIR")}
         with gcs.open(args.record.rstrip("/") + "/trial-%s.json" % trial, "w") as f:
             json.dump(record, f)
     if args.fail_above is not None and args.x > args.fail_above and (args.fail_below is None or args.x < args.fail_below):
@@ -83,7 +87,7 @@ def main(argv):
         if args.step_seconds and (args.slow_above is None or args.x > args.slow_above):
             time.sleep(args.step_seconds)
         hpt.report_hyperparameter_tuning_metric(
-            "training/hptuning/metric", value - 0.1 * (args.steps - step) / args.steps, global_step=step)
+            args.tag, value - 0.1 * (args.steps - step) / args.steps, global_step=step)
         if step == 1 and args.gate:
             wait_for_gate(args.gate)
     print("done: objective %.6f" % value, flush=True)
