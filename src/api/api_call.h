@@ -38,6 +38,11 @@ struct Call {
   std::string authorization;   // the Authorization header it came with (to authenticate it again)
   iam::Resource resource;      // what the path names (its project canonical: an id, not a number)
   std::shared_ptr<PendingAudit> audit;  // an audited route's line; null otherwise
+  // `$alt=json;enum-encoding=int` (alt's other spelling, as
+  // @google-cloud/aiplatform's REST mode sends it): enums travel as their
+  // proto numbers, in the request's body and the response's. alt reads
+  // "json" then.
+  bool enum_numbers = false;
 
   std::string Param(const std::string& name) const {
     auto it = query.find(name);

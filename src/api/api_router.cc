@@ -41,6 +41,17 @@ absl::StatusOr<Call> ParseCall(const HttpRequest& req) {
   auto target = ParseTarget(req.target);
   if (!target.ok()) return target.status();
   call.query = std::move(target->query);
+  // `$alt` is alt's other spelling (Google's system parameters); its
+  // `json;enum-encoding=int` is JSON with enums as numbers.
+  if (auto it = call.query.find("$alt"); it != call.query.end()) {
+    std::string alt = it->second;
+    call.query.erase(it);
+    if (!call.query.count("alt")) call.query.emplace("alt", std::move(alt));
+  }
+  if (auto it = call.query.find("alt"); it != call.query.end() && it->second == "json;enum-encoding=int") {
+    it->second = "json";
+    call.enum_numbers = true;
+  }
   auto path = SplitRequestPath(target->raw_path, kMlPathSyntax);
   if (!path.ok()) return path.status();
   call.path = *std::move(path);

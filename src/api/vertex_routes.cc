@@ -37,11 +37,31 @@ struct Kind {
   bool tuning;
   const char* type;            // "CustomJob"
   const char* collection;      // "customJobs"
+  const char* schema;          // the resource's schema
+  const char* list_schema;     // its list's
   const char* cancel_request;  // the cancel body's schema
 };
-constexpr Kind kCustomJobs{false, "CustomJob", "customJobs", "GoogleCloudAiplatformV1CancelCustomJobRequest"};
-constexpr Kind kTuningJobs{true, "HyperparameterTuningJob", "hyperparameterTuningJobs",
+constexpr Kind kCustomJobs{false,
+                           "CustomJob",
+                           "customJobs",
+                           "GoogleCloudAiplatformV1CustomJob",
+                           "GoogleCloudAiplatformV1ListCustomJobsResponse",
+                           "GoogleCloudAiplatformV1CancelCustomJobRequest"};
+constexpr Kind kTuningJobs{true,
+                           "HyperparameterTuningJob",
+                           "hyperparameterTuningJobs",
+                           "GoogleCloudAiplatformV1HyperparameterTuningJob",
+                           "GoogleCloudAiplatformV1ListHyperparameterTuningJobsResponse",
                            "GoogleCloudAiplatformV1CancelHyperparameterTuningJobRequest"};
+
+// A response of schema `schema`, its enums as numbers where the call asked
+// for them (Call::enum_numbers).
+HttpResponse RenderAs(json value, const char* schema, bool enum_numbers, bool pretty) {
+  if (enum_numbers) {
+    codec::DiscoverySchema::Aiplatform().RecodeEnums(value, schema, codec::DiscoverySchema::EnumEncoding::kNumbers);
+  }
+  return Render(value, pretty);
+}
 
 absl::Status NotFound(const Kind& kind, const Call& call) {
   return absl::NotFoundError(absl::StrCat("The ", kind.type, " does not exist: projects/", call.Var("project"),
@@ -88,16 +108,19 @@ void Create(const Services& s, const Call& call, Responder respond) {
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
   auto body = ParseJsonBody(call.body, false);
   if (!body.ok()) return respond(Fail(body.status(), pretty));
+  if (call.enum_numbers) {
+    codec::DiscoverySchema::Aiplatform().RecodeEnums(*body, K.schema, codec::DiscoverySchema::EnumEncoding::kNames);
+  }
   codec::DecodedVertexJob decoded = K.tuning ? codec::DecodeHyperparameterTuningJob(*body, call.Var("location"))
                                              : codec::DecodeCustomJob(*body, call.Var("location"));
   decoded.job.job_id = service::NewVertexId();
   std::vector<db::Mutation> audit_line = AuditLineOf(s, call);
   s.jobs.CreateJob(
       call.Var("project"), std::move(decoded.job),
-      [respond, pretty, audit = call.audit](absl::StatusOr<model::Job> j) {
+      [respond, pretty, numbers = call.enum_numbers, audit = call.audit](absl::StatusOr<model::Job> j) {
         if (!j.ok()) return respond(RenderError(j.status(), pretty));
         if (audit != nullptr) audit->written = true;
-        respond(Render(codec::EncodeVertexJob(*j), pretty));
+        respond(RenderAs(codec::EncodeVertexJob(*j), K.schema, numbers, pretty));
       },
       std::move(decoded.violations), call.caller, std::move(audit_line), /*validate_only=*/false);
 }
@@ -138,7 +161,7 @@ void List(const Services& s, const Call& call, Responder respond) {
   if (mask && out.contains(K.collection)) {
     for (json& job : out[K.collection]) job = mask->Apply(job);
   }
-  respond(Render(out, pretty));
+  respond(RenderAs(std::move(out), K.list_schema, call.enum_numbers, pretty));
 }
 
 template <const Kind& K>
@@ -147,7 +170,7 @@ void Get(const Services& s, const Call& call, Responder respond) {
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
   auto job = FindVertexJob(K, s, call);
   if (!job.ok()) return respond(Fail(job.status(), pretty));
-  respond(Render(codec::EncodeVertexJob(*job), pretty));
+  respond(RenderAs(codec::EncodeVertexJob(*job), K.schema, call.enum_numbers, pretty));
 }
 
 template <const Kind& K>

@@ -41,11 +41,72 @@ const DiscoverySchema& DiscoverySchema::Embedded() {
 }
 
 const DiscoverySchema& DiscoverySchema::Aiplatform() {
-  static const DiscoverySchema* schema = new DiscoverySchema(json::parse(kAiplatformDiscoveryDocument));
+  static const DiscoverySchema* schema =
+      new DiscoverySchema(json::parse(kAiplatformDiscoveryDocument), json::parse(kAiplatformEnumNumbers));
   return *schema;
 }
 
-DiscoverySchema::DiscoverySchema(const json& document) : schemas_(document.at("schemas")) {}
+DiscoverySchema::DiscoverySchema(const json& document, json enum_numbers)
+    : schemas_(document.at("schemas")), enum_numbers_(std::move(enum_numbers)) {}
+
+void DiscoverySchema::RecodeEnums(json& value, absl::string_view schema_name, EnumEncoding to) const {
+  if (enum_numbers_.is_null()) return;
+  RecodeValue(value, json{{"$ref", std::string(schema_name)}}, nullptr, to);
+}
+
+void DiscoverySchema::RecodeValue(json& value, const json& type, const json* numbers, EnumEncoding to) const {
+  if (auto ref_it = type.find("$ref"); ref_it != type.end()) {
+    const std::string& ref = ref_it->get_ref<const std::string&>();
+    auto schema = schemas_.find(ref);
+    if (schema == schemas_.end() || !value.is_object()) return;
+    auto props = schema->find("properties");
+    if (props == schema->end()) return;
+    auto fields = enum_numbers_.find(ref);
+    for (auto& [key, child] : value.items()) {
+      auto p = props->find(key);
+      if (p == props->end()) continue;
+      const json* field_numbers = nullptr;
+      if (fields != enum_numbers_.end()) {
+        if (auto f = fields->find(key); f != fields->end()) field_numbers = &*f;
+      }
+      RecodeValue(child, *p, field_numbers, to);
+    }
+    return;
+  }
+  const std::string& t = type.value("type", "");
+  if (t == "array" && value.is_array()) {
+    for (json& item : value) RecodeValue(item, type["items"], numbers, to);
+    return;
+  }
+  if (t == "object" && value.is_object()) {
+    if (auto additional = type.find("additionalProperties"); additional != type.end()) {
+      for (auto& [key, child] : value.items()) RecodeValue(child, *additional, nullptr, to);
+    }
+    return;
+  }
+  if (numbers == nullptr || !type.contains("enum")) return;
+  if (to == EnumEncoding::kNumbers && value.is_string()) {
+    if (auto n = numbers->find(value.get<std::string>()); n != numbers->end()) value = *n;
+  } else if (to == EnumEncoding::kNames && value.is_number_integer()) {
+    const int64_t number = value.get<int64_t>();
+    for (const auto& [name, n] : numbers->items()) {
+      if (n.get<int64_t>() == number) {
+        value = name;
+        return;
+      }
+    }
+  } else if (to == EnumEncoding::kNames && value.is_string()) {
+    // A number as a JSON string ("5") is a number too.
+    int64_t number = 0;
+    if (!absl::SimpleAtoi(value.get<std::string>(), &number)) return;
+    for (const auto& [name, n] : numbers->items()) {
+      if (n.get<int64_t>() == number) {
+        value = name;
+        return;
+      }
+    }
+  }
+}
 
 bool DiscoverySchema::HasSchema(absl::string_view name) const {
   return schemas_.contains(std::string(name));

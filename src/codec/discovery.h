@@ -19,6 +19,7 @@ namespace mle::codec {
 
 extern const absl::string_view kDiscoveryDocument;
 extern const absl::string_view kAiplatformDiscoveryDocument;  // api/aiplatform.v1.json
+extern const absl::string_view kAiplatformEnumNumbers;        // api/aiplatform.v1.enums.json
 
 class DiscoverySchema {
  public:
@@ -26,7 +27,9 @@ class DiscoverySchema {
   static const DiscoverySchema& Embedded();
   // Vertex AI's aiplatform v1 schemas (the part mlengine serves).
   static const DiscoverySchema& Aiplatform();
-  explicit DiscoverySchema(const nlohmann::json& document);
+  // `enum_numbers`: each enum field's proto numbers, {"SCHEMA": {"field":
+  // {"NAME": number}}} (scripts/enum-numbers.py); none, null.
+  explicit DiscoverySchema(const nlohmann::json& document, nlohmann::json enum_numbers = nullptr);
 
   // Checks `value` against schema `schema_name` (e.g. "GoogleCloudMlV1__Job").
   // `prefix` is prepended to reported paths. Fields named in `ignore` (paths
@@ -39,6 +42,16 @@ class DiscoverySchema {
                                             std::vector<nlohmann::json::json_pointer>* where = nullptr) const;
 
   bool HasSchema(absl::string_view name) const;
+
+  // Proto3's JSON mapping lets an enum travel as its number as well as its
+  // name: a request may send either, and `$alt=json;enum-encoding=int` (what
+  // @google-cloud/aiplatform's REST mode asks for) wants numbers back.
+  // Rewrites each enum field of `value` (of schema `schema_name`, through
+  // every nested schema, list and map) to the encoding `to`, by the numbers
+  // of its proto; a value it does not know (an unknown name or number, a
+  // schema with no numbers) is left as it is, for Check to report.
+  enum class EnumEncoding { kNames, kNumbers };
+  void RecodeEnums(nlohmann::json& value, absl::string_view schema_name, EnumEncoding to) const;
 
  private:
   // Where a value lies: its parent's trail and its key or index. Its path
@@ -57,7 +70,10 @@ class DiscoverySchema {
   void CheckValue(const nlohmann::json& value, const nlohmann::json& type, const Trail& trail, bool ignore_here,
                   const std::vector<std::string>& ignore, std::vector<common::FieldViolation>* out,
                   std::vector<nlohmann::json::json_pointer>* where) const;
+  void RecodeValue(nlohmann::json& value, const nlohmann::json& type, const nlohmann::json* numbers,
+                   EnumEncoding to) const;
   nlohmann::json schemas_;
+  nlohmann::json enum_numbers_;
 };
 
 }  // namespace mle::codec

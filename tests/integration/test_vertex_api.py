@@ -14,7 +14,7 @@ import pytest
 from googleapiclient.discovery import build_from_document
 from googleapiclient.errors import HttpError
 
-from conftest import SOURCE_DIR
+from conftest import SOURCE_DIR, wait_for
 from test_google_client import BearerHttp, error_json
 
 AIPLATFORM_DOC = os.path.join(SOURCE_DIR, "api", "aiplatform.v1.json")
@@ -307,7 +307,8 @@ def test_tuning_jobs_are_their_own_collection(vertex, server, project):
     # Cancelled, then deleted: a done operation, found again by its name
     # (get, wait, list), under /ui/ too, and then deleted itself.
     tuning.cancel(name=name, body={}).execute()
-    assert tuning.get(name=name).execute()["state"] == "JOB_STATE_CANCELLED"
+    # Its trials are stopped first: CANCELLING, then CANCELLED.
+    wait_for(lambda: tuning.get(name=name).execute()["state"] == "JOB_STATE_CANCELLED", "the cancel to end")
     op = tuning.delete(name=name).execute()
     assert op["done"] is True and op["name"].startswith(parent + "/operations/"), op
     assert op["metadata"]["@type"] == "type.googleapis.com/google.cloud.aiplatform.v1.DeleteOperationMetadata"

@@ -11,13 +11,15 @@ const readline = require('node:readline');
 
 const LISTEN_RE = /^mlengined listening on http:\/\/([0-9.]+):([0-9]+)\s*$/;
 
-async function startServer() {
+// `args`: mlengined's flags beyond --listen and --data-dir (default:
+// `--executor none`, a control plane that runs no job).
+async function startServer({args = ['--executor', 'none'], prefix = 'mle-storage-client-'} = {}) {
   const binary = process.env.MLENGINED;
   if (!binary) throw new Error('MLENGINED must name the mlengined binary');
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mle-storage-client-'));
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   const dataDir = path.join(root, 'data');
   const stderr = fs.openSync(path.join(root, 'mlengined.stderr'), 'a');
-  const proc = spawn(binary, ['--listen', '127.0.0.1:0', '--data-dir', dataDir, '--executor', 'none'], {
+  const proc = spawn(binary, ['--listen', '127.0.0.1:0', '--data-dir', dataDir, ...args], {
     stdio: ['ignore', 'pipe', stderr],
   });
   const endpoint = await new Promise((resolve, reject) => {

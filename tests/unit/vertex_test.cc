@@ -521,6 +521,41 @@ TEST(VertexFieldOf, ATuningJobsPathsAreItsStudyAndTrialSpec) {
   for (const auto& [ml, vertex] : rows) EXPECT_EQ(model::VertexFieldOf(ml, *job.vertex), vertex) << ml;
 }
 
+TEST(VertexEnums, TravelAsTheirProtoNumbersBothWays) {
+  using Encoding = codec::DiscoverySchema::EnumEncoding;
+  const codec::DiscoverySchema& schema = codec::DiscoverySchema::Aiplatform();
+  json job = TuningJob();
+  job["trialJobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] = "NVIDIA_TESLA_A100";
+  job["state"] = "JOB_STATE_RUNNING";
+  job["trials"] = json::array({json{{"id", "1"}, {"state", "ACTIVE"}}});
+  json list = {{"hyperparameterTuningJobs", json::array({job})}};
+  const json names = list;
+  schema.RecodeEnums(list, "GoogleCloudAiplatformV1ListHyperparameterTuningJobsResponse", Encoding::kNumbers);
+  const json& numbered = list["hyperparameterTuningJobs"][0];
+  // The protos' numbers, not the discovery list's positions (A100 is 8).
+  EXPECT_EQ(numbered["trialJobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"], 8);
+  EXPECT_EQ(numbered["state"], 3);
+  EXPECT_EQ(numbered["trials"][0]["state"], 2);
+  EXPECT_EQ(numbered["studySpec"]["metrics"][0]["goal"], 1);
+  EXPECT_EQ(numbered["studySpec"]["algorithm"], 3);
+  EXPECT_EQ(numbered["studySpec"]["parameters"][0]["scaleType"], 2);
+  EXPECT_EQ(numbered["displayName"], "tune");  // not an enum
+  schema.RecodeEnums(list, "GoogleCloudAiplatformV1ListHyperparameterTuningJobsResponse", Encoding::kNames);
+  EXPECT_EQ(list, names);
+  // A number as a JSON string is a number; one no enum has is left for Check to refuse.
+  json pool = {{"machineSpec", {{"machineType", "n1-standard-4"}, {"acceleratorType", "5"}}}};
+  schema.RecodeEnums(pool, "GoogleCloudAiplatformV1WorkerPoolSpec", Encoding::kNames);
+  EXPECT_EQ(pool["machineSpec"]["acceleratorType"], "NVIDIA_TESLA_T4");
+  pool["machineSpec"]["acceleratorType"] = 999;
+  schema.RecodeEnums(pool, "GoogleCloudAiplatformV1WorkerPoolSpec", Encoding::kNames);
+  EXPECT_EQ(pool["machineSpec"]["acceleratorType"], 999);
+  EXPECT_THAT(schema.Check(pool, "GoogleCloudAiplatformV1WorkerPoolSpec"), ::testing::SizeIs(1));
+  // ml v1's document has no numbers: nothing changes.
+  json ml = {{"state", "RUNNING"}};
+  codec::DiscoverySchema::Embedded().RecodeEnums(ml, "GoogleCloudMlV1__Job", Encoding::kNumbers);
+  EXPECT_EQ(ml["state"], "RUNNING");
+}
+
 TEST(OperationLog, KeepsDoneOperationsNewestFirstBoundedAndForgetsOnDelete) {
   service::OperationLog log;
   const absl::Time now = absl::FromUnixSeconds(1'700'000'000);
