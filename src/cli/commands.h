@@ -55,6 +55,7 @@ void AddLocalCommands(CLI::App& app, Context& ctx);
 void AddStorageCommands(CLI::App& app, Context& ctx);
 void AddIamCommands(CLI::App& app, Context& ctx);
 void AddConfigCommands(CLI::App& app, Context& ctx);
+void AddAiCommands(CLI::App& app, Context& ctx);
 
 // Help text: InstallHelpFormatter (on the root, before subcommands are
 // added) lets Usage() replace CLI11's generated usage line; MoreHelp appends

@@ -1,7 +1,5 @@
 // mlengine jobs {submit training, describe, list, cancel, update, stream-logs}.
 
-#include <stdlib.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -12,48 +10,13 @@
 #include "cli/job_flags.h"
 #include "cli/logs.h"
 #include "cli/packaging.h"
-#include "common/sha256.h"
+#include "cli/staging.h"
 
 namespace mle::cli {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string PythonFromEnv() {
-  const char* p = std::getenv("MLENGINE_PYTHON");
-  return p != nullptr && *p != '\0' ? p : "/usr/bin/python3";
-}
-
-// A temporary directory removed when this goes out of scope.
-class TempDir {
- public:
-  static absl::StatusOr<TempDir> Make() {
-    std::error_code ec;
-    fs::path base = fs::temp_directory_path(ec);
-    if (ec) base = "/tmp";
-    std::string pattern = (base / "mlengine-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      return absl::InternalError(absl::StrCat("cannot create a temporary directory in ", base.string()));
-    }
-    TempDir d;
-    d.path_ = pattern;
-    return d;
-  }
-  TempDir(TempDir&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
-  TempDir(const TempDir&) = delete;
-  ~TempDir() {
-    if (!path_.empty()) {
-      std::error_code ec;
-      fs::remove_all(path_, ec);
-    }
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  TempDir() = default;
-  fs::path path_;
-};
 
 json Summary(const json& job, bool with_error) {
   json out = json::object();
@@ -158,23 +121,7 @@ int RunSubmit(Context& ctx, SubmitState& s) {
     auto client = ctx.GetClient();
     if (!client.ok()) return PrintError(cmd, client.status());
     if (auto checked = (*client)->ValidateJob(planned); !checked.ok()) return PrintError(cmd, checked);
-    // As gcloud makes its staging bucket: one that does not exist yet is
-    // created in the job's project, so the project's jobs may read it (a
-    // bucket made by uploading into it belongs to no project). Before the
-    // build: a caller who may not create it learns so first. A bucket this
-    // caller may not see answers as a missing one does (403, "or it may not
-    // exist"): creating it then says which it is.
-    if (auto found = (*client)->GetBucket(staging->bucket);
-        absl::IsNotFound(found.status()) || absl::IsPermissionDenied(found.status())) {
-      std::fprintf(stderr, "Creating the staging bucket gs://%s/ in project %s\n", staging->bucket.c_str(),
-                   (*client)->connection().project.c_str());
-      auto made = (*client)->CreateBucket(staging->bucket);
-      if (!made.ok() && !absl::IsAlreadyExists(made.status())) {
-        return PrintError(cmd, absl::Status(made.status().code(),
-                                            absl::StrCat("creating the staging bucket gs://", staging->bucket,
-                                                         " failed: ", made.status().message())));
-      }
-    }
+    if (auto st = EnsureStagingBucket(**client, staging->bucket); !st.ok()) return PrintError(cmd, st);
   }
   std::optional<TempDir> temp;
   std::vector<fs::path> to_upload;
@@ -197,20 +144,11 @@ int RunSubmit(Context& ctx, SubmitState& s) {
 
   std::vector<std::string> uris;
   if (!to_upload.empty()) {
-    auto digest = common::Sha256HexOfFiles(to_upload);
-    if (!digest.ok()) return PrintError(cmd, digest.status());
     auto client = ctx.GetClient();
     if (!client.ok()) return PrintError(cmd, client.status());
-    for (const auto& staged : UploadLayout(*staging, *digest, to_upload)) {
-      std::fprintf(stderr, "Uploading %s to %s\n", staged.local.filename().c_str(), staged.destination.Uri().c_str());
-      auto uploaded = (*client)->UploadFile(staged.destination.bucket, staged.destination.object,
-                                            staged.local.string(), Progress::kAuto);
-      if (!uploaded.ok()) {
-        return PrintError(cmd, absl::StrCat("uploading ", staged.local.string(), " to ", staged.destination.Uri(),
-                                            " failed: ", uploaded.status().message()));
-      }
-      uris.push_back(staged.destination.Uri());
-    }
+    auto staged = UploadToStaging(**client, *staging, to_upload);
+    if (!staged.ok()) return PrintError(cmd, staged.status());
+    uris = *std::move(staged);
   }
   for (const auto& p : remote_packages) uris.push_back(p);
   if (auto st = SetPackageUris(*job, uris); !st.ok()) return PrintError(cmd, st);

@@ -16,17 +16,23 @@ namespace {
 
 using nlohmann::json;
 
-// Enum value -> flag spelling: NVIDIA_TESLA_T4 -> nvidia-tesla-t4.
-std::string FlagSpelling(const std::string& enum_value) {
-  return absl::StrReplaceAll(absl::AsciiStrToLower(enum_value), {{"_", "-"}});
-}
-
 std::vector<std::string> Choices(const std::string& schema, const std::string& field, const std::string& skip) {
   std::vector<std::string> out;
   for (const auto& v : Schema::Embedded().EnumValues(schema, field)) {
     if (v != skip) out.push_back(FlagSpelling(v));
   }
   return out;
+}
+
+json& Object(json& parent, const char* key) {
+  if (!parent.contains(key) || !parent[key].is_object()) parent[key] = json::object();
+  return parent[key];
+}
+
+}  // namespace
+
+std::string FlagSpelling(const std::string& enum_value) {
+  return absl::StrReplaceAll(absl::AsciiStrToLower(enum_value), {{"_", "-"}});
 }
 
 absl::StatusOr<std::string> EnumFromFlag(const std::string& flag, const std::string& value,
@@ -38,13 +44,6 @@ absl::StatusOr<std::string> EnumFromFlag(const std::string& flag, const std::str
   return absl::InvalidArgumentError(absl::StrCat("argument ", flag, ": invalid choice \"", value,
                                                  "\"; choose one of: ", absl::StrJoin(choices, ", ")));
 }
-
-json& Object(json& parent, const char* key) {
-  if (!parent.contains(key) || !parent[key].is_object()) parent[key] = json::object();
-  return parent[key];
-}
-
-}  // namespace
 
 std::vector<std::string> AcceleratorChoices() {
   return Choices("GoogleCloudMlV1__AcceleratorConfig", "type", "ACCELERATOR_TYPE_UNSPECIFIED");
@@ -108,14 +107,19 @@ std::vector<std::string> ParseKeyList(const std::string& value) {
   return out;
 }
 
-absl::StatusOr<json> ParseJobConfig(const std::string& text, const std::string& path) {
-  YAML::Node root;
+absl::StatusOr<YAML::Node> LoadConfigFile(const std::string& text, const std::string& path) {
   try {
-    root = YAML::Load(text);
+    return YAML::Load(text);
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("--config ", path, ": not valid YAML or JSON: line ",
                                                    e.mark.line + 1, ", column ", e.mark.column + 1, ": ", e.msg));
   }
+}
+
+absl::StatusOr<json> ParseJobConfig(const std::string& text, const std::string& path) {
+  auto loaded = LoadConfigFile(text, path);
+  if (!loaded.ok()) return loaded.status();
+  const YAML::Node& root = *loaded;
   if (root.IsNull()) return json::object();
   if (!root.IsMap()) {
     return absl::InvalidArgumentError(absl::StrCat(

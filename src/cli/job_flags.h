@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "absl/status/statusor.h"
 
@@ -56,6 +57,14 @@ struct SubmitFlags {
 // accelerator enum names. `flag` names the flag in messages.
 absl::StatusOr<nlohmann::json> ParseAccelerator(const std::string& flag, const std::string& value);
 
+// An enum value as a flag spells it: NVIDIA_TESLA_T4 -> nvidia-tesla-t4.
+std::string FlagSpelling(const std::string& enum_value);
+// The enum value of a flag's value among `choices` (flag spellings), in
+// either spelling and any case: "Nvidia-Tesla-T4" -> NVIDIA_TESLA_T4.
+// INVALID_ARGUMENT naming `flag` and the choices otherwise.
+absl::StatusOr<std::string> EnumFromFlag(const std::string& flag, const std::string& value,
+                                         const std::vector<std::string>& choices);
+
 // The accepted spellings of accelerator types / scale tiers (for help text).
 std::vector<std::string> AcceleratorChoices();
 std::vector<std::string> ScaleTierChoices();
@@ -68,6 +77,10 @@ absl::StatusOr<std::string> ScaleTierEnum(const std::string& value);
 absl::StatusOr<std::map<std::string, std::string>> ParseLabels(const std::string& flag, const std::string& value);
 // Parses "k1,k2".
 std::vector<std::string> ParseKeyList(const std::string& value);
+
+// A --config file's text as YAML (JSON is YAML too); INVALID_ARGUMENT with
+// the line and column where it is neither. `path` is for messages.
+absl::StatusOr<YAML::Node> LoadConfigFile(const std::string& text, const std::string& path);
 
 // Reads a --config file's text (YAML or JSON) into a Job, shaped by the
 // discovery schema (int64 fields as strings). `path` is for messages.

@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
       ->type_name(mle::cli::ValueName("--verbosity"));
 
   mle::cli::AddJobsCommands(app, ctx);
+  mle::cli::AddAiCommands(app, ctx);
   mle::cli::AddLocalCommands(app, ctx);
   mle::cli::AddStorageCommands(app, ctx);
   mle::cli::AddIamCommands(app, ctx);

@@ -9,8 +9,8 @@
 //    <staging>/<sha256 hex>/<basename of F>, where <staging> is
 //    gs://STAGING_BUCKET/JOB_ID or, without --staging-bucket,
 //    <--job-dir>/packages.
-// Pure functions except BuildSdist (runs Python) and the file reads; none
-// keeps state, all are thread-compatible.
+// Pure functions except BuildSdist (runs Python), WriteScriptPackage (writes
+// files) and the file reads; none keeps state, all are thread-compatible.
 #pragma once
 
 #include <filesystem>
@@ -57,6 +57,18 @@ struct SdistResult {
 absl::StatusOr<SdistResult> BuildSdist(const std::filesystem::path& package_dir,
                                        const std::filesystem::path& work_dir,
                                        const std::filesystem::path& out_dir, const std::string& python);
+
+// gcloud's `--worker-pool-spec=...,local-package-path=DIR,script=PATH` (gcloud
+// runs the script in an image built from DIR) as a package: a copy of DIR as
+// package kScriptPackage, every file in it package data, and the module
+// kScriptModule that runs `script` (relative to DIR) as `python PATH` would:
+// as __main__, with argv[0] the script and its directory first on sys.path.
+// Written under `out` (out/setup.py, out/MANIFEST.in, out/mlengine_script/);
+// returns the package's directory, for BuildSdist.
+inline constexpr char kScriptPackage[] = "mlengine_script";
+inline constexpr char kScriptModule[] = "mlengine_script._mlengine_run";
+absl::StatusOr<std::filesystem::path> WriteScriptPackage(const std::filesystem::path& dir, const std::string& script,
+                                                         const std::filesystem::path& out);
 
 // The member names of an archive (tar.gz, zip, ...), via libarchive.
 absl::StatusOr<std::vector<std::string>> ArchiveMembers(const std::filesystem::path& archive);
