@@ -253,40 +253,53 @@ void DeleteTuningJob(const Services& s, const Call& c, Responder r) { Delete<kTu
 // ---- projects.locations.operations (Vertex's and, by the same path, ml
 // v1's study operations) ----
 
-void GetOperation(const Services& s, const Call& call, Responder respond) {
+namespace {
+
+// The path of get and cancel is ml v1's too, for its study API's
+// operations: one Vertex's API made (`vertex`) is Vertex's, checked with
+// `vertex_permission`; any other is handed to ml v1's `ml_handler`, checked
+// with `ml_permission`. False when the call was answered here (refused or
+// handed on); true when the caller goes on with a Vertex operation.
+bool VertexOperationCall(const Services& s, const Call& call, Responder& respond, bool vertex,
+                         const char* vertex_permission, const char* ml_permission, HandlerFn ml_handler) {
   const bool pretty = call.pretty;
+  if (auto st = s.iam.Authorize(call.caller, vertex ? vertex_permission : ml_permission, call.resource); !st.ok()) {
+    respond(Fail(st, pretty));
+    return false;
+  }
+  if (!vertex) {
+    ml_handler(s, call, std::move(respond));
+    return false;
+  }
+  if (auto st = CheckQuery(call, {}); !st.ok()) {
+    respond(Fail(st, pretty));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void GetOperation(const Services& s, const Call& call, Responder respond) {
   auto op = s.operations.Get(call.Var("project"), call.Var("location"), call.Var("operation"));
-  if (!op) {
-    // Not Vertex's: one of ml v1's study API, with its permission.
-    if (auto st = s.iam.Authorize(call.caller, iam::perm::kOperationsGet, call.resource); !st.ok()) {
-      return respond(Fail(st, pretty));
-    }
-    return study_routes::GetOperation(s, call, std::move(respond));
+  if (!VertexOperationCall(s, call, respond, op.has_value(), iam::perm::kVertexOperationsList,
+                           iam::perm::kOperationsGet, &study_routes::GetOperation)) {
+    return;
   }
-  if (auto st = s.iam.Authorize(call.caller, iam::perm::kVertexOperationsList, call.resource); !st.ok()) {
-    return respond(Fail(st, pretty));
-  }
-  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
-  respond(Render(RenderOperation(*op), pretty));
+  respond(Render(RenderOperation(*op), call.pretty));
 }
 
 void CancelOperation(const Services& s, const Call& call, Responder respond) {
-  const bool pretty = call.pretty;
-  if (!s.operations.Get(call.Var("project"), call.Var("location"), call.Var("operation"))) {
-    if (auto st = s.iam.Authorize(call.caller, iam::perm::kOperationsCancel, call.resource); !st.ok()) {
-      return respond(Fail(st, pretty));
-    }
-    return study_routes::CancelOperation(s, call, std::move(respond));
+  const bool vertex = s.operations.Get(call.Var("project"), call.Var("location"), call.Var("operation")).has_value();
+  if (!VertexOperationCall(s, call, respond, vertex, iam::perm::kVertexOperationsCancel,
+                           iam::perm::kOperationsCancel, &study_routes::CancelOperation)) {
+    return;
   }
-  if (auto st = s.iam.Authorize(call.caller, iam::perm::kVertexOperationsCancel, call.resource); !st.ok()) {
-    return respond(Fail(st, pretty));
-  }
-  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
   auto body = ParseJsonBody(call.body, true);
-  if (!body.ok()) return respond(Fail(body.status(), pretty));
+  if (!body.ok()) return respond(Fail(body.status(), call.pretty));
   // Every operation here is done: cancelling one changes nothing, as
   // google.longrunning says of a done operation.
-  respond(Render(json::object(), pretty));
+  respond(Render(json::object(), call.pretty));
 }
 
 void ListOperations(const Services& s, const Call& call, Responder respond) {
