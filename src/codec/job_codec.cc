@@ -426,7 +426,11 @@ std::string SerializeJobForStorage(const Job& job) {
   // parameters are in its args).
   const bool vertex = job.vertex && job.training_input && job.trial_of.empty();
   json o = EncodeJobWith(job, !vertex);
-  if (vertex) o["_runtimeVersion"] = job.training_input->runtime_version;
+  if (vertex) {
+    o["_runtimeVersion"] = job.training_input->runtime_version;
+    const auto& worker = job.training_input->worker_config;
+    if (worker && !worker->tpu_tf_version.empty()) o["_tpuTfVersion"] = worker->tpu_tf_version;
+  }
   o["_project"] = job.project;
   o["_version"] = job.version;
   o["_sequence"] = job.sequence;
@@ -466,6 +470,9 @@ absl::StatusOr<Job> ParseStoredJob(absl::string_view text) {
     if (!job.training_input) {
       job.training_input = model::TrainingInputOf(*job.vertex);
       job.training_input->runtime_version = Str(o, "_runtimeVersion");
+      if (const std::string tpu = Str(o, "_tpuTfVersion"); !tpu.empty() && job.training_input->worker_config) {
+        job.training_input->worker_config->tpu_tf_version = tpu;
+      }
     }
   }
   job.job_id = Str(o, "jobId");

@@ -212,6 +212,8 @@ std::string SpecFieldOf(const std::string& ml_field) {
       t->emplace_back(config + ".acceleratorConfig.count", pool + ".machineSpec.acceleratorCount");
       t->emplace_back(config + ".acceleratorConfig", pool + ".machineSpec");
       t->emplace_back(config + ".imageUri", pool + ".containerSpec.imageUri");
+      // The TPU runtime a container goes with is chosen for its image.
+      t->emplace_back(config + ".tpuTfVersion", pool + ".containerSpec.imageUri");
       t->emplace_back(config + ".containerCommand", pool + ".containerSpec.command");
       t->emplace_back(config + ".containerArgs", pool + ".containerSpec.args");
       t->emplace_back(config + ".diskConfig.bootDiskType", pool + ".diskSpec.bootDiskType");

@@ -199,6 +199,13 @@ void JobService::CreateJob(const std::string& project, Job job, JobCallback done
       job.training_input->runtime_version = validate::RuntimeForExecutorImage(validation_, pool.executor_image_uri);
       break;
     }
+    // A cloud-tpu pool's container: the TPU runtime its image goes with
+    // (Vertex has no tpuTfVersion).
+    model::TrainingInput& t = *job.training_input;
+    if (t.worker_type == "cloud_tpu" && t.worker_config && !t.worker_config->image_uri.empty() &&
+        t.worker_config->tpu_tf_version.empty()) {
+      t.worker_config->tpu_tf_version = validate::TpuRuntimeForImage(validation_, t.worker_config->image_uri);
+    }
   }
   auto violations = std::move(wire_violations);
   // A semantic complaint about a value the codec already refused (or dropped)

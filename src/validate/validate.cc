@@ -1310,6 +1310,15 @@ void CheckVertexJob(const model::VertexJob& vx, const Config& config, Violations
   }
 }
 
+std::string TpuRuntimeForImage(const Config& config, const std::string& image) {
+  if (const model::PytorchXlaImage* pytorch = FindPytorchXlaImage(image)) return std::string(pytorch->tpu_tf_version);
+  for (const auto& r : config.runtime_versions) {
+    if (!r.tpu_capable) continue;
+    if (config.installed_runtimes.empty() || Contains(config.installed_runtimes, r.name)) return r.name;
+  }
+  return "";
+}
+
 std::string RuntimeForExecutorImage(const Config& config, const std::string& executor_image) {
   for (const auto& [pattern, runtime] : config.executor_images) {
     const bool match = !pattern.empty() && pattern.back() == '*'

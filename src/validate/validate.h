@@ -51,6 +51,12 @@ struct Config {
 // runtime. "" when none does.
 std::string RuntimeForExecutorImage(const Config& config, const std::string& executor_image);
 
+// The TPU runtime version a Vertex AI cloud-tpu pool's container `image`
+// runs with (ml v1's workerConfig.tpuTfVersion, which Vertex has not: a TPU
+// VM runs what its container brings): a pytorch-xla image's own value, else
+// the first TPU-capable runtime this cluster installs; "" when it has none.
+std::string TpuRuntimeForImage(const Config& config, const std::string& image);
+
 // Checks a job for jobs.create. The job's output-only fields are ignored
 // (the API layer drops them). Returns an empty vector when the job is valid.
 std::vector<FieldViolation> ValidateJob(const model::Job& job, const Config& config);

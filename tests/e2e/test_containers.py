@@ -460,3 +460,43 @@ def test_a_vertex_custom_job_runs_its_container_with_vertexs_contract(ccli, name
     assert json.loads(c["TF_CONFIG"])["task"]["type"] == "chief"
     assert c["CLOUD_ML_JOB_ID"] == job_id
     assert_nothing_left(ccli, job_id)
+
+
+def test_the_guides_custom_container_tpu_configuration_as_a_custom_job(ccli, names):
+    """The TPU guide's custom-container configuration (config_tpu_container.yaml:
+    the guide's images on the master and a cloud_tpu worker of TPU_V2 x 8) as
+    Vertex AI's CustomJobSpec: pool 0 the master, pool 1 a cloud-tpu machine
+    with the accelerator. It runs as the ml v1 job does: the master waits for
+    its (simulated) TPU, and the job ends SUCCEEDED with Vertex's contract."""
+    pools = [{"machineSpec": {"machineType": "n1-highcpu-16"}, "replicaCount": "1",
+              "containerSpec": {"imageUri": GUIDE_MASTER, "args": ["tpu"]}},
+             {"machineSpec": {"machineType": "cloud-tpu", "acceleratorType": "TPU_V2", "acceleratorCount": 8},
+              "replicaCount": "1", "containerSpec": {"imageUri": GUIDE_WORKER, "args": ["tpu"]}}]
+    parent = f"projects/{ccli.project}/locations/{REGION}"
+    status, text = ccli.server.request("POST", f"/v1/{parent}/customJobs",
+                                       {"displayName": "guide tpu containers", "jobSpec": {"workerPoolSpecs": pools}})
+    assert status == 200, text
+    name = json.loads(text)["name"]
+    job_id = name.rsplit("/", 1)[1]
+
+    def ended():
+        s, t = ccli.server.request("GET", f"/v1/{name}")
+        job = json.loads(t)
+        return job if job["state"] in ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED") else None
+    from conftest import wait_for
+    job = wait_for(ended, f"{name} to end", timeout=300)
+    assert job["state"] == "JOB_STATE_SUCCEEDED", (job, ccli.server.logs(ccli.project, job_id))
+    # As in the ml v1 job, the cloud_tpu worker is the (simulated) TPU the
+    # master's code drives, not a process of its own.
+    c = contract_of(ccli, job_id)
+    assert c["in_container"] is True and c["argv"] == ["tpu"], c
+    assert c["TPU_ACCELERATOR_TYPE"] == "v2-8"
+    assert "(simulated)" in c["MLENGINE_SIMULATED_ACCELERATOR"]
+    assert json.loads(c["TPU_CONFIG"])["project"] == ccli.project
+    assert c["MLENGINE_TPU_RUNTIME_VERSION"], c  # chosen for the image: Vertex has no tpuTfVersion
+    spec = json.loads(c["CLUSTER_SPEC"])
+    assert spec["task"] == {"type": "workerpool0", "index": 0}, spec
+    assert spec["job"]["workerPoolSpecs"][1]["machineSpec"]["machineType"] == "cloud-tpu", spec
+    assert json.loads(c["TF_CONFIG"])["task"]["type"] == "chief"
+    ccli.wait_log(job_id, "TPU ready")
+    assert_nothing_left(ccli, job_id)

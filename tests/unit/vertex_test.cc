@@ -287,6 +287,28 @@ TEST(VertexValidation, Rules) {
   }
 }
 
+TEST(VertexValidation, ACloudTpuContainerGoesWithItsImagesTpuRuntimeAndKeepsIt) {
+  validate::Config config = validate::Config::Defaults();
+  config.runtime_versions.push_back({"pytorch-1.13-cpu", {"3.11"}, /*tpu_capable=*/true});
+  config.installed_runtimes = {"pytorch-1.13-cpu"};
+  EXPECT_EQ(validate::TpuRuntimeForImage(config, "gcr.io/cloud-ml-public/training/pytorch-xla.1-11:latest"),
+            "pytorch-1.11");
+  EXPECT_EQ(validate::TpuRuntimeForImage(config, "gcr.io/p/mine:1"), "pytorch-1.13-cpu");
+  config.runtime_versions.back().tpu_capable = false;
+  EXPECT_EQ(validate::TpuRuntimeForImage(config, "gcr.io/p/mine:1"), "");
+  EXPECT_EQ(model::VertexFieldOf("trainingInput.workerConfig.tpuTfVersion", model::VertexJob{}),
+            "jobSpec.workerPoolSpecs[1].containerSpec.imageUri");
+
+  model::Job job = Decoded(CustomJob(
+      {Pool("n1-highcpu-16", 1, Container()),
+       Merge(Pool("cloud-tpu", 1, Container()),
+             json{{"machineSpec", {{"acceleratorType", "TPU_V2"}, {"acceleratorCount", 8}}}})}));
+  job.training_input->worker_config->tpu_tf_version = "pytorch-1.13-cpu";  // what admission chose
+  absl::StatusOr<model::Job> stored = codec::ParseStoredJob(codec::SerializeJobForStorage(job));
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(stored->training_input->worker_config->tpu_tf_version, "pytorch-1.13-cpu");
+}
+
 TEST(VertexValidation, ExecutorImagesMapToRuntimes) {
   validate::Config config = validate::Config::Defaults();
   config.runtime_versions.push_back({"pytorch-1.13-cpu", {"3.11"}, false});
