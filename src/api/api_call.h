@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "api/access.h"
 #include "api/http_server.h"
 #include "api/route_table.h"
+#include "codec/discovery.h"
 #include "iam/iam_service.h"
 #include "service/cluster_view.h"
 #include "service/job_runs.h"
@@ -69,6 +71,13 @@ using HandlerFn = void (*)(const Services&, const Call&, Responder);
 // other than json, or than one of `alts` where a method serves others.
 absl::Status CheckQuery(const Call& call, std::initializer_list<absl::string_view> method_params,
                         std::initializer_list<absl::string_view> alts = {"json"});
+
+// A request whose body has no fields (a cancel's, a stop's): its query
+// checked (no parameters of its own) and its body, empty or `{}`, against
+// `schema` of `document`. INVALID_ARGUMENT with each violation otherwise.
+absl::Status CheckEmptyBody(const Call& call, const codec::DiscoverySchema& document, absl::string_view schema);
+// Answers `{}` once `st` is OK, the error otherwise.
+std::function<void(absl::Status)> ReplyEmpty(Responder respond, bool pretty);
 
 HttpResponse Render(const nlohmann::json& value, bool pretty, int status = 200);
 // An audited create's line of the audit log, to go in the created thing's

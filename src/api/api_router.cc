@@ -86,6 +86,26 @@ absl::Status CheckQuery(const Call& call, std::initializer_list<absl::string_vie
   return absl::OkStatus();
 }
 
+absl::Status CheckEmptyBody(const Call& call, const codec::DiscoverySchema& document, absl::string_view schema) {
+  if (auto st = CheckQuery(call, {}); !st.ok()) return st;
+  auto body = ParseJsonBody(call.body, /*allow_empty=*/true);
+  if (!body.ok()) return body.status();
+  std::vector<common::FieldViolation> violations =
+      body->is_object()
+          ? document.Check(*body, schema)
+          : std::vector<common::FieldViolation>{
+                {"(body)", absl::StrCat("the request body must be a JSON object (", schema, ")")}};
+  if (violations.empty()) return absl::OkStatus();
+  return common::InvalidArgumentWithViolations("Invalid JSON payload received.", violations);
+}
+
+std::function<void(absl::Status)> ReplyEmpty(Responder respond, bool pretty) {
+  return [respond = std::move(respond), pretty](absl::Status st) {
+    if (!st.ok()) return respond(RenderError(st, pretty));
+    respond(RenderJson(json::object(), pretty));
+  };
+}
+
 HttpResponse Render(const json& value, bool pretty, int status) { return RenderJson(value, pretty, status); }
 HttpResponse Fail(const absl::Status& s, bool pretty) { return RenderError(s, pretty); }
 
@@ -292,20 +312,12 @@ absl::Status MlJobOnly(const Services& s, const Call& call) {
 
 void CancelJob(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
-  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
-  if (auto st = MlJobOnly(s, call); !st.ok()) return respond(Fail(st, pretty));
-  auto body = ParseJsonBody(call.body, true);
-  if (!body.ok()) return respond(Fail(body.status(), pretty));
-  if (auto v = codec::DiscoverySchema::Embedded().Check(*body, "GoogleCloudMlV1__CancelJobRequest"); !v.empty()) {
-    return respond(Fail(common::InvalidArgumentWithViolations("Invalid JSON payload received.", v), pretty));
+  if (auto st = CheckEmptyBody(call, codec::DiscoverySchema::Embedded(), "GoogleCloudMlV1__CancelJobRequest");
+      !st.ok()) {
+    return respond(Fail(st, pretty));
   }
-  s.jobs.CancelJob(
-      call.Var("project"), call.Var("job"),
-      [respond, pretty](absl::Status st) {
-        if (!st.ok()) return respond(RenderError(st, pretty));
-        respond(Render(json::object(), pretty));
-      },
-      call.caller);
+  if (auto st = MlJobOnly(s, call); !st.ok()) return respond(Fail(st, pretty));
+  s.jobs.CancelJob(call.Var("project"), call.Var("job"), ReplyEmpty(std::move(respond), pretty), call.caller);
 }
 
 void GetJob(const Services& s, const Call& call, Responder respond) {

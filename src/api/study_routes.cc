@@ -29,9 +29,7 @@ absl::StatusOr<json> Request(const Call& call, std::initializer_list<absl::strin
 
 // A request with no body fields: checked against its (empty) schema.
 absl::Status EmptyRequest(const Call& call, absl::string_view schema) {
-  auto body = Request(call, {});
-  if (!body.ok()) return body.status();
-  return codec::CheckEmptyRequest(*body, schema);
+  return CheckEmptyBody(call, codec::DiscoverySchema::Embedded(), schema);
 }
 
 template <class T, class Encode>
@@ -39,13 +37,6 @@ std::function<void(absl::StatusOr<T>)> Reply(Responder respond, bool pretty, Enc
   return [respond, pretty, encode](absl::StatusOr<T> v) {
     if (!v.ok()) return respond(Fail(v.status(), pretty));
     respond(Render(encode(*v), pretty));
-  };
-}
-
-std::function<void(absl::Status)> ReplyEmpty(Responder respond, bool pretty) {
-  return [respond, pretty](absl::Status st) {
-    if (!st.ok()) return respond(Fail(st, pretty));
-    respond(Render(json::object(), pretty));
   };
 }
 

@@ -6,6 +6,7 @@
 // only its own kind.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -176,21 +177,12 @@ void Get(const Services& s, const Call& call, Responder respond) {
 template <const Kind& K>
 void Cancel(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
-  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
-  auto body = ParseJsonBody(call.body, true);
-  if (!body.ok()) return respond(Fail(body.status(), pretty));
-  if (auto v = codec::DiscoverySchema::Aiplatform().Check(*body, K.cancel_request); !v.empty()) {
-    return respond(Fail(common::InvalidArgumentWithViolations("Invalid JSON payload received.", v), pretty));
+  if (auto st = CheckEmptyBody(call, codec::DiscoverySchema::Aiplatform(), K.cancel_request); !st.ok()) {
+    return respond(Fail(st, pretty));
   }
   auto job = FindVertexJob(K, s, call);
   if (!job.ok()) return respond(Fail(job.status(), pretty));
-  s.jobs.CancelJob(
-      call.Var("project"), call.Var("job"),
-      [respond, pretty](absl::Status st) {
-        if (!st.ok()) return respond(RenderError(st, pretty));
-        respond(Render(json::object(), pretty));
-      },
-      call.caller);
+  s.jobs.CancelJob(call.Var("project"), call.Var("job"), ReplyEmpty(std::move(respond), pretty), call.caller);
 }
 
 // A done Operation as Vertex renders one.
@@ -323,7 +315,7 @@ void ListOperations(const Services& s, const Call& call, Responder respond) {
       return respond(Fail(BadParam("pageSize", absl::StrCat("must be a non-negative integer, got \"", size, "\"")),
                           pretty));
     }
-    if (page_size == 0 || page_size > 1000) page_size = page_size == 0 ? 100 : 1000;
+    page_size = page_size == 0 ? 100 : std::min(page_size, 1000);
   }
   std::optional<int64_t> after;
   if (const std::string token = call.Param("pageToken"); !token.empty()) {

@@ -85,25 +85,22 @@ void DiscoverySchema::RecodeValue(json& value, const json& type, const json* num
     return;
   }
   if (numbers == nullptr || !type.contains("enum")) return;
-  if (to == EnumEncoding::kNumbers && value.is_string()) {
+  if (to == EnumEncoding::kNumbers) {
+    if (!value.is_string()) return;
     if (auto n = numbers->find(value.get<std::string>()); n != numbers->end()) value = *n;
-  } else if (to == EnumEncoding::kNames && value.is_number_integer()) {
-    const int64_t number = value.get<int64_t>();
-    for (const auto& [name, n] : numbers->items()) {
-      if (n.get<int64_t>() == number) {
-        value = name;
-        return;
-      }
-    }
-  } else if (to == EnumEncoding::kNames && value.is_string()) {
-    // A number as a JSON string ("5") is a number too.
-    int64_t number = 0;
-    if (!absl::SimpleAtoi(value.get<std::string>(), &number)) return;
-    for (const auto& [name, n] : numbers->items()) {
-      if (n.get<int64_t>() == number) {
-        value = name;
-        return;
-      }
+    return;
+  }
+  // To a name: a number, or a number as a JSON string ("5").
+  int64_t number = 0;
+  if (value.is_number_integer()) {
+    number = value.get<int64_t>();
+  } else if (!value.is_string() || !absl::SimpleAtoi(value.get<std::string>(), &number)) {
+    return;
+  }
+  for (const auto& [name, n] : numbers->items()) {
+    if (n.get<int64_t>() == number) {
+      value = name;
+      return;
     }
   }
 }

@@ -468,12 +468,6 @@ absl::StatusOr<SuggestTrialsRequest> DecodeSuggestTrialsRequest(const json& body
   return request;
 }
 
-absl::Status CheckEmptyRequest(const json& body, absl::string_view schema) {
-  auto violations = CheckBody(body, schema);
-  if (!violations.empty()) return Invalid(violations);
-  return absl::OkStatus();
-}
-
 // ---- responses ----
 
 json EncodeStudy(const Study& study) {

@@ -60,10 +60,6 @@ struct SuggestTrialsRequest {
 };
 absl::StatusOr<SuggestTrialsRequest> DecodeSuggestTrialsRequest(const nlohmann::json& body);
 
-// The bodies with no fields (StopTrialRequest, CheckTrialEarlyStoppingStateRequest,
-// ListOptimalTrialsRequest): `schema` is the discovery schema's id.
-absl::Status CheckEmptyRequest(const nlohmann::json& body, absl::string_view schema);
-
 // ---- responses ----
 
 nlohmann::json EncodeStudy(const tuning::Study& study);

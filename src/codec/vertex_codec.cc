@@ -195,18 +195,13 @@ VertexJob DecodeSpec(const json& spec, const std::string& field, std::vector<std
 constexpr const char* kUnservedStudyFields[] = {"convexAutomatedStoppingSpec", "studyStoppingConfig"};
 constexpr const char* kStoppingSpecs[] = {"decayCurveStoppingSpec", "medianAutomatedStoppingSpec"};
 
-// (wire name of the value spec, ml v1's type)
-constexpr std::pair<const char*, const char*> kValueSpecs[] = {{"doubleValueSpec", "DOUBLE"},
-                                                               {"integerValueSpec", "INTEGER"},
-                                                               {"categoricalValueSpec", "CATEGORICAL"},
-                                                               {"discreteValueSpec", "DISCRETE"}};
 
 model::VertexParameter DecodeParameter(const json& o, const std::string& path, std::vector<std::string>* unserved) {
   model::VertexParameter p;
   if (!o.is_object()) return p;
   p.id = Str(o, "parameterId");
   p.scale_type = Str(o, "scaleType");
-  for (const auto& [field, type] : kValueSpecs) {
+  for (const auto& [field, type] : model::kVertexValueSpecs) {
     const json* spec = Obj(o, field);
     if (spec == nullptr) continue;
     ++p.value_specs;
@@ -263,7 +258,7 @@ model::VertexStudy DecodeStudy(const json& body, std::vector<std::string>* unser
 
 json EncodeParameter(const model::VertexParameter& p) {
   json o = {{"parameterId", p.id}};
-  for (const auto& [field, type] : kValueSpecs) {
+  for (const auto& [field, type] : model::kVertexValueSpecs) {
     if (p.type != type) continue;
     json spec = json::object();
     if (p.type == std::string("DOUBLE")) {
@@ -447,6 +442,8 @@ json EncodeListVertexJobsResponse(const std::vector<model::Job>& jobs, bool tuni
   if (!next_page_token.empty()) o["nextPageToken"] = next_page_token;
   return o;
 }
+
+json EncodeVertexJobSpec(const VertexJob& vertex) { return EncodeSpec(vertex); }
 
 json EncodeVertexForStorage(const VertexJob& v) {
   json o = {{"location", v.location}, {"displayName", v.display_name}, {"jobSpec", EncodeSpec(v)}};

@@ -41,6 +41,10 @@ nlohmann::json EncodeVertexJob(const model::Job& job);
 nlohmann::json EncodeListVertexJobsResponse(const std::vector<model::Job>& jobs, bool tuning,
                                             const std::string& next_page_token);
 
+// The job's spec alone (a CustomJobSpec: a custom job's jobSpec, a tuning
+// job's trialJobSpec), as a replica's CLUSTER_SPEC and TF_CONFIG carry it.
+nlohmann::json EncodeVertexJobSpec(const model::VertexJob& vertex);
+
 // The spec as stored beside the job (codec/job_codec.h's storage form).
 nlohmann::json EncodeVertexForStorage(const model::VertexJob& vertex);
 model::VertexJob DecodeVertexFromStorage(const nlohmann::json& o);

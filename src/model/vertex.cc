@@ -61,11 +61,10 @@ HyperparameterSpec HyperparametersOf(const VertexStudy& study) {
 
 // Where a ParameterSpec's field is in a study's parameter `p`.
 std::string ParameterFieldOf(const std::string& field, const VertexParameter& p) {
-  const std::string spec = p.type == "DOUBLE"        ? "doubleValueSpec"
-                           : p.type == "INTEGER"     ? "integerValueSpec"
-                           : p.type == "CATEGORICAL" ? "categoricalValueSpec"
-                           : p.type == "DISCRETE"    ? "discreteValueSpec"
-                                                     : "";
+  std::string spec;
+  for (const auto& v : kVertexValueSpecs) {
+    if (p.type == v.type) spec = v.field;
+  }
   if (field == "parameterName") return "parameterId";
   if (field == "scaleType") return "scaleType";
   if (spec.empty() || field == "type") return "";

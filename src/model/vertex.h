@@ -57,6 +57,17 @@ struct VertexWorkerPool {
   bool operator==(const VertexWorkerPool&) const = default;
 };
 
+// A study parameter's four value specs, by their wire names, and the ml v1
+// parameter type each is.
+struct VertexValueSpec {
+  const char* field;  // "doubleValueSpec"
+  const char* type;   // "DOUBLE"
+};
+inline constexpr VertexValueSpec kVertexValueSpecs[] = {{"doubleValueSpec", "DOUBLE"},
+                                                       {"integerValueSpec", "INTEGER"},
+                                                       {"categoricalValueSpec", "CATEGORICAL"},
+                                                       {"discreteValueSpec", "DISCRETE"}};
+
 // One of a tuning job's studySpec.parameters, with the value spec given
 // (exactly one of the four is valid) in ml v1's terms.
 struct VertexParameter {
@@ -118,9 +129,7 @@ struct VertexJob {
   bool IsTuningJob() const { return study.has_value(); }
   // Where the spec above is in this job's resource: "jobSpec" or "trialJobSpec".
   const char* SpecField() const { return study ? "trialJobSpec" : "jobSpec"; }
-  // "CustomJob" or "HyperparameterTuningJob"; its collection "customJobs" or
-  // "hyperparameterTuningJobs".
-  const char* ResourceType() const { return study ? "HyperparameterTuningJob" : "CustomJob"; }
+  // Its collection: "customJobs" or "hyperparameterTuningJobs".
   const char* Collection() const { return study ? "hyperparameterTuningJobs" : "customJobs"; }
 };
 

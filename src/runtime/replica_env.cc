@@ -110,7 +110,7 @@ std::vector<ReplicaLaunch> BuildReplicaLaunches(const model::Job& job, const mod
   const bool vertex = model::IsVertexJob(job);
   const std::string primary = vertex || UsesChief(t) ? "chief" : "master";
   const bool custom_container = model::UsesCustomContainer(t);
-  const json job_json = vertex ? codec::EncodeVertexJob(job).value(job.vertex->SpecField(), json::object())
+  const json job_json = vertex ? codec::EncodeVertexJobSpec(*job.vertex)
                                : codec::EncodeJob(job).value("trainingInput", json::object());
   // CLUSTER_SPEC's name of a role: ml v1's own, or Vertex's pool.
   auto spec_role = [vertex](const std::string& role) -> std::string {

@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import images  # noqa: E402
 
 from images import GUIDE_MASTER, GUIDE_WORKER, PYTORCH_XLA as XLA  # noqa: E402
+from test_vertex import create_custom_job, wait_ended  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -430,6 +431,16 @@ def test_a_registry_that_does_not_answer_holds_up_only_the_jobs_that_need_it(tmp
     assert not problems, problems
 
 
+def run_custom_job(cli, body):
+    """Vertex AI's customJobs.create of `body` in the CLI's project, run to
+    JOB_STATE_SUCCEEDED: its id."""
+    created = create_custom_job(cli.server, cli.project, body)
+    job_id = created["name"].rsplit("/", 1)[1]
+    job = wait_ended(cli.server, created["name"], timeout=300)
+    assert job["state"] == "JOB_STATE_SUCCEEDED", (job, cli.server.logs(cli.project, job_id))
+    return job_id
+
+
 def test_a_vertex_custom_job_runs_its_container_with_vertexs_contract(ccli, names):
     """Vertex AI's customJobs.create with a containerSpec (docs/vertex.md):
     the guide's master image, mirrored and pinned as ml v1's are, runs with
@@ -439,19 +450,7 @@ def test_a_vertex_custom_job_runs_its_container_with_vertexs_contract(ccli, name
             "jobSpec": {"workerPoolSpecs": [{
                 "machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
                 "containerSpec": {"imageUri": GUIDE_MASTER, "args": ["write", out, "from vertex"]}}]}}
-    parent = f"projects/{ccli.project}/locations/{REGION}"
-    status, text = ccli.server.request("POST", f"/v1/{parent}/customJobs", body)
-    assert status == 200, text
-    name = json.loads(text)["name"]
-    job_id = name.rsplit("/", 1)[1]
-
-    def ended():
-        s, t = ccli.server.request("GET", f"/v1/{name}")
-        job = json.loads(t)
-        return job if job["state"] in ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED") else None
-    from conftest import wait_for
-    job = wait_for(ended, f"{name} to end", timeout=300)
-    assert job["state"] == "JOB_STATE_SUCCEEDED", (job, ccli.server.logs(ccli.project, job_id))
+    job_id = run_custom_job(ccli, body)
     assert ccli.ok("storage", "cat", out).out == "from vertex"
     c = contract_of(ccli, job_id)
     assert c["in_container"] is True and c["argv"] == ["write", out, "from vertex"], c
@@ -472,20 +471,7 @@ def test_the_guides_custom_container_tpu_configuration_as_a_custom_job(ccli, nam
               "containerSpec": {"imageUri": GUIDE_MASTER, "args": ["tpu"]}},
              {"machineSpec": {"machineType": "cloud-tpu", "acceleratorType": "TPU_V2", "acceleratorCount": 8},
               "replicaCount": "1", "containerSpec": {"imageUri": GUIDE_WORKER, "args": ["tpu"]}}]
-    parent = f"projects/{ccli.project}/locations/{REGION}"
-    status, text = ccli.server.request("POST", f"/v1/{parent}/customJobs",
-                                       {"displayName": "guide tpu containers", "jobSpec": {"workerPoolSpecs": pools}})
-    assert status == 200, text
-    name = json.loads(text)["name"]
-    job_id = name.rsplit("/", 1)[1]
-
-    def ended():
-        s, t = ccli.server.request("GET", f"/v1/{name}")
-        job = json.loads(t)
-        return job if job["state"] in ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED") else None
-    from conftest import wait_for
-    job = wait_for(ended, f"{name} to end", timeout=300)
-    assert job["state"] == "JOB_STATE_SUCCEEDED", (job, ccli.server.logs(ccli.project, job_id))
+    job_id = run_custom_job(ccli, {"displayName": "guide tpu containers", "jobSpec": {"workerPoolSpecs": pools}})
     # As in the ml v1 job, the cloud_tpu worker is the (simulated) TPU the
     # master's code drives, not a process of its own.
     c = contract_of(ccli, job_id)

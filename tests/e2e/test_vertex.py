@@ -59,6 +59,13 @@ def vertex_call(server, method, path, body=None):
     return status, json.loads(text) if text.strip() else {}
 
 
+def create_custom_job(server, project, body):
+    """customJobs.create of `body` in `project` (us-central1): the CustomJob."""
+    status, created = vertex_call(server, "POST", f"/v1/projects/{project}/locations/{REGION}/customJobs", body)
+    assert status == 200, created
+    return created
+
+
 def wait_ended(server, name, timeout=240):
     def ended():
         status, job = vertex_call(server, "GET", f"/v1/{name}")
@@ -77,8 +84,7 @@ def test_a_custom_job_of_two_pools_runs_with_vertexs_contract(server, cli, tmp_p
                       env=[("FROM_SPEC", "pool-env")])
     body["jobSpec"]["baseOutputDirectory"] = {"outputUriPrefix": base}
     parent = f"projects/{cli.project}/locations/{REGION}"
-    status, created = vertex_call(server, "POST", f"/v1/{parent}/customJobs", body)
-    assert status == 200, created
+    created = create_custom_job(server, cli.project, body)
     assert created["state"] == "JOB_STATE_QUEUED"
     job = wait_ended(server, created["name"])
     job_id = created["name"].rsplit("/", 1)[1]
@@ -113,10 +119,7 @@ def test_a_custom_job_of_two_pools_runs_with_vertexs_contract(server, cli, tmp_p
 
 def test_a_failing_trainer_ends_failed_with_the_reason(server, cli, tmp_path):
     package = stage_package(cli, tmp_path)
-    parent = f"projects/{cli.project}/locations/{REGION}"
-    status, created = vertex_call(server, "POST", f"/v1/{parent}/customJobs",
-                                  custom_job(package, ["--fail", "3"], workers=0))
-    assert status == 200, created
+    created = create_custom_job(server, cli.project, custom_job(package, ["--fail", "3"], workers=0))
     job = wait_ended(server, created["name"])
     assert job["state"] == "JOB_STATE_FAILED", job
     assert job["error"]["code"] == 3 and "non-zero status of 3" in job["error"]["message"], job
@@ -124,10 +127,7 @@ def test_a_failing_trainer_ends_failed_with_the_reason(server, cli, tmp_path):
 
 def test_cancel_stops_a_running_custom_job(server, cli, tmp_path):
     package = stage_package(cli, tmp_path)
-    parent = f"projects/{cli.project}/locations/{REGION}"
-    status, created = vertex_call(server, "POST", f"/v1/{parent}/customJobs",
-                                  custom_job(package, ["--sleep", "300"], workers=0))
-    assert status == 200, created
+    created = create_custom_job(server, cli.project, custom_job(package, ["--sleep", "300"], workers=0))
     wait_for(lambda: vertex_call(server, "GET", f"/v1/{created['name']}")[1]["state"] == "JOB_STATE_RUNNING",
              "the job to run")
     t0 = time.time()
