@@ -282,8 +282,12 @@ def test_tuning_jobs_are_their_own_collection(vertex, server, project):
     assert created["studySpec"] == tuning_job()["studySpec"]
     assert created["maxTrialCount"] == 4 and created["parallelTrialCount"] == 2
     assert created["trialJobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["pythonModule"] == "trainer.task"
-    got = tuning.get(name=name).execute()
-    # Its first trials are asked for at once (the server runs none: they wait).
+    # Its first trials are asked for (off the create's thread); the server
+    # runs none: they wait.
+    def with_trials():
+        job = tuning.get(name=name).execute()
+        return job if job.get("trials") else None
+    got = wait_for(with_trials, "its first trials")
     trials = got.pop("trials")
     assert got == {k: v for k, v in created.items() if k != "trials"}
     assert 1 <= len(trials) <= 2 and all(t["state"] == "REQUESTED" for t in trials), trials
