@@ -80,6 +80,11 @@ absl::Status CheckEmptyBody(const Call& call, const codec::DiscoverySchema& docu
 std::function<void(absl::Status)> ReplyEmpty(Responder respond, bool pretty);
 
 HttpResponse Render(const nlohmann::json& value, bool pretty, int status = 200);
+// The permission that reads a job, by the API that made it: ml.jobs.get,
+// or Vertex AI's aiplatform.customJobs.get or hyperparameterTuningJobs.get
+// (their users may hold only theirs). A job that does not exist is ml v1's:
+// whoever may read jobs learns it is NOT_FOUND.
+const char* JobReadPermission(const service::JobService& jobs, const std::string& project, const std::string& job);
 // An audited create's line of the audit log, to go in the created thing's
 // own commit (one disk flush answers the call); none when the call is not
 // audited. The handler sets call.audit->written once that commit is done.
@@ -124,6 +129,7 @@ void WhoAmI(const Services&, const Call&, Responder);            // the caller's
 namespace console_routes {
 void JobReplicas(const Services&, const Call&, Responder);  // mlengine.projects.jobs.replicas
 void JobMetrics(const Services&, const Call&, Responder);   // mlengine.projects.jobs.metrics
+void JobWaiting(const Services&, const Call&, Responder);   // mlengine.projects.jobs.waiting
 void GetCluster(const Services&, const Call&, Responder);   // mlengine.cluster.get
 }  // namespace console_routes
 

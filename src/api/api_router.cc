@@ -131,6 +131,20 @@ bool ValidProjectId(const std::string& id) {
 
 }  // namespace
 
+const char* JobReadPermission(const service::JobService& jobs, const std::string& project, const std::string& job) {
+  using JobApi = service::JobService::JobApi;
+  switch (jobs.ApiOf(project, job)) {
+    case JobApi::kCustomJob:
+      return iam::perm::kCustomJobsGet;
+    case JobApi::kTuningJob:
+      return iam::perm::kHyperparameterTuningJobsGet;
+    case JobApi::kNone:
+    case JobApi::kMl:
+      break;
+  }
+  return iam::perm::kJobsGet;
+}
+
 std::vector<db::Mutation> AuditLineOf(const Services& s, const Call& call) {
   if (call.audit == nullptr) return {};
   db::AuditRecord record = call.audit->record;
@@ -250,14 +264,8 @@ class SseLogFollower : public service::LogFollower {
 // docs/runtime-contract.md. alt=sse follows the log in one streamed response.
 void ReadLogs(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
-  // A job's log is read with the permission that reads the job: ml v1's,
-  // or Vertex AI's for its jobs (their users may hold only theirs).
-  using JobApi = service::JobService::JobApi;
-  const JobApi api = s.jobs.ApiOf(call.Var("project"), call.Var("job"));
-  const char* permission = api == JobApi::kCustomJob   ? iam::perm::kCustomJobsGet
-                           : api == JobApi::kTuningJob ? iam::perm::kHyperparameterTuningJobsGet
-                                                       : iam::perm::kJobsGet;
-  if (auto st = s.iam.Authorize(call.caller, permission, call.resource); !st.ok()) return respond(Fail(st, pretty));
+  // The route checked JobReadPermission (Access::kJobRead); a stream checks it again.
+  const char* permission = JobReadPermission(s.jobs, call.Var("project"), call.Var("job"));
   if (auto st = CheckQuery(call, {"pageToken", "taskName", "trialId", "waitSeconds"}, {"json", "sse"}); !st.ok()) {
     return respond(Fail(st, pretty));
   }
@@ -353,9 +361,10 @@ void PatchJob(const Services& s, const Call& call, Responder respond) {
 // What a route checks before its handler runs: a permission on the
 // resource its path names (Call::resource: the deepest of project, job and
 // service account), every authenticated caller (e.g. testIamPermissions),
-// the operator alone, or nothing the gate can know (kSelf: the handler
-// decides, e.g. a token's delegation chain).
-enum class Access { kPermission, kAnyCaller, kOperator, kSelf };
+// the operator alone, the permission that reads the job the path names,
+// whichever API made it (kJobRead: JobReadPermission), or nothing the gate
+// can know (kSelf: the handler decides, e.g. a token's delegation chain).
+enum class Access { kPermission, kAnyCaller, kOperator, kJobRead, kSelf };
 
 struct Route {
   HandlerFn handler;
@@ -383,11 +392,13 @@ const RouteTable<Route>& Routes() {
           {"GET", "v1/projects/{project}/jobs", "ml.projects.jobs.list",
            {&ListJobs, Access::kPermission, perm::kJobsList}},
           {"GET", "v1/projects/{project}/jobs/{job}/logs", "mlengine.projects.jobs.logs",
-           {&ReadLogs, Access::kSelf}},  // ml.jobs.get, or aiplatform.customJobs.get for a custom job
+           {&ReadLogs, Access::kJobRead}},
           {"GET", "v1/projects/{project}/jobs/{job}/replicas", "mlengine.projects.jobs.replicas",
-           {&console_routes::JobReplicas, Access::kPermission, perm::kJobsGet}},
+           {&console_routes::JobReplicas, Access::kJobRead}},
           {"GET", "v1/projects/{project}/jobs/{job}/metrics", "mlengine.projects.jobs.metrics",
-           {&console_routes::JobMetrics, Access::kPermission, perm::kJobsGet}},
+           {&console_routes::JobMetrics, Access::kJobRead}},
+          {"GET", "v1/projects/{project}/jobs/{job}/waiting", "mlengine.projects.jobs.waiting",
+           {&console_routes::JobWaiting, Access::kJobRead}},
           {"POST", "v1/projects/{project}/jobs/{job}:cancel", "ml.projects.jobs.cancel",
            {&CancelJob, Access::kPermission, perm::kJobsCancel, kAudited}},
           {"GET", "v1/projects/{project}/jobs/{job}:getIamPolicy", "ml.projects.jobs.getIamPolicy",
@@ -595,6 +606,8 @@ absl::Status CheckAccess(const Services& s, const Route& route, const Call& call
       if (call.caller.IsOperator()) return absl::OkStatus();
       return absl::PermissionDeniedError(
           "Only this mlengine's operator may manage users, their tokens and quotas: ask them.");
+    case Access::kJobRead:
+      return s.iam.Authorize(call.caller, JobReadPermission(s.jobs, call.Var("project"), call.Var("job")), call.resource);
     case Access::kPermission:
       break;
   }

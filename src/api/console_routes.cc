@@ -1,6 +1,6 @@
 // The handlers of the read-only views the web console needs beyond the ml
 // API (docs/console.md): where a job's replicas run, the metrics its trainer
-// reported, and the cluster. Each checks its query, asks a service and
+// reported, why it waits, and the cluster. Each checks its query, asks a service and
 // encodes the view; access was checked by the route table's gate (the
 // cluster's per-job and per-project filtering is the service's, through
 // ClusterAccess).
@@ -96,6 +96,21 @@ void JobReplicas(const Services& s, const Call& call, Responder respond) {
   respond(Render(EncodeReplicas(*view), pretty));
 }
 
+// Why a job waits (or may be stuck), whichever API made it: ml v1 answers
+// it in a job's errorMessage and jobPosition, but Vertex AI's resources have
+// no field for it.
+void JobWaiting(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  auto job = s.jobs.GetJob(call.Var("project"), call.Var("job"));
+  if (!job.ok()) return respond(Fail(job.status(), pretty));
+  json out = {{"state", model::JobStateName(job->state)}};
+  if (!model::IsTerminal(job->state) && !job->error_message.empty()) out["reason"] = job->error_message;
+  // int64 as a JSON string, as Google's APIs write them.
+  if (job->job_position) out["position"] = std::to_string(*job->job_position);
+  respond(Render(out, pretty));
+}
+
 void JobMetrics(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {"trialId"}); !st.ok()) return respond(Fail(st, pretty));
@@ -110,7 +125,7 @@ void GetCluster(const Services& s, const Call& call, Responder respond) {
   const iam::Principal& caller = call.caller;
   service::ClusterAccess access;
   access.job = [&](const std::string& project, const std::string& job_id) {
-    return s.iam.Authorize(caller, iam::perm::kJobsGet, iam::Resource::Job(project, job_id)).ok();
+    return s.iam.Authorize(caller, JobReadPermission(s.jobs, project, job_id), iam::Resource::Job(project, job_id)).ok();
   };
   access.project = [&](const std::string& project) {
     return s.iam.Authorize(caller, iam::perm::kJobsList, iam::Resource::Project(project)).ok();

@@ -2,6 +2,8 @@
 saying so with the numbers and the job that holds it, and the quota's usage
 survives kill -9 (the adopted job still counts)."""
 
+import json
+
 from conftest import config_yaml, make_cli
 
 
@@ -62,3 +64,35 @@ def test_naming_another_region_served_by_the_same_hosts_does_not_leave_the_quota
     cli.open_gate(gate)
     assert cli.wait_state(first, {"SUCCEEDED"})["state"] == "SUCCEEDED"
     assert cli.wait_state(second, {"SUCCEEDED"})["state"] == "SUCCEEDED"
+
+
+def test_a_vertex_job_waits_behind_an_ml_job_for_the_same_quota_and_says_why(server_factory, tmp_path, names):
+    """One queue and one quota for both APIs: a custom job waits for the
+    project's JOBS quota an ml v1 job holds, and says why through
+    `jobs/ID/waiting` (Vertex's CustomJob has no field for it; who may read
+    it: test_vertex_api.py)."""
+    from test_vertex import create_custom_job, custom_job, stage_package, wait_ended
+    config = config_yaml(pod_quota=False) + (
+        "quotas:\n"
+        "  defaults: {TPU_V2_POD_CORES: 0, TPU_V3_POD_CORES: 0}\n"
+        f"  projects:\n    {names.project}:\n      us-central1: {{JOBS: 1}}\n")
+    server = server_factory(config)
+    cli = make_cli(server, tmp_path, names)
+    gate = f"gs://{cli.bucket}/{names.job('gate')}"
+    first = names.job("first")
+    assert cli.submit(first, "--scale-tier", "basic", args=["--wait-for", gate]).rc == 0
+    cli.wait_state(first, {"RUNNING"})
+    package = stage_package(cli, tmp_path)
+    created = create_custom_job(server, cli.project, custom_job(package, [], workers=0))
+    job_id = created["name"].rsplit("/", 1)[1]
+    status, text = server.request("GET", f"/v1/projects/{cli.project}/jobs/{job_id}/waiting")
+    assert status == 200, text
+    waiting = json.loads(text)
+    assert waiting["state"] == "QUEUED" and waiting["position"] == "1", waiting
+    assert waiting["reason"].startswith(f"project quota JOBS 1 in us-central1: 1 in use by job {first}"), waiting
+
+    cli.open_gate(gate)
+    assert cli.wait_state(first, {"SUCCEEDED"})["state"] == "SUCCEEDED"
+    assert wait_ended(server, created["name"])["state"] == "JOB_STATE_SUCCEEDED"
+    status, text = server.request("GET", f"/v1/projects/{cli.project}/jobs/{job_id}/waiting")
+    assert status == 200 and json.loads(text) == {"state": "SUCCEEDED"}, text

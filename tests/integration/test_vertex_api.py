@@ -215,7 +215,12 @@ def test_list_filters_as_vertex_does(vertex, project):
     assert e.value.resp.status == 400 and "display_name" in e.value.content.decode()
 
 
-def test_a_vertex_user_reads_the_log_of_a_custom_job_and_no_other(fresh_server):
+# The console's views of a job (docs/console.md) beside its log: each asks
+# for the permission that reads the job, by the API that made it.
+JOB_VIEWS = ("logs", "replicas", "metrics", "waiting")
+
+
+def test_a_vertex_user_reads_the_log_and_views_of_a_custom_job_and_no_other(fresh_server):
     from test_iam import grant, new_user
     server = fresh_server
     project = "vertex-logs"
@@ -228,15 +233,23 @@ def test_a_vertex_user_reads_the_log_of_a_custom_job_and_no_other(fresh_server):
     job_id = name.rsplit("/", 1)[1]
     r = server.request("GET", f"/v1/projects/{project}/jobs/{job_id}/logs", token=user)
     assert r.status == 200 and r.json["entries"] == [], r
-    r = server.request("GET", f"/v1/projects/{project}/jobs/{job_id}/logs", token=viewer)
-    assert r.status == 403 and "aiplatform.customJobs.get" in r.text, r
+    r = server.request("GET", f"/v1/projects/{project}/jobs/{job_id}/waiting", token=user)
+    assert r.status == 200 and r.json["state"] in ("QUEUED", "PREPARING", "RUNNING", "FAILED"), r
+    for view in JOB_VIEWS:
+        r = server.request("GET", f"/v1/projects/{project}/jobs/{job_id}/{view}", token=user)
+        assert r.status == 200, (view, r)
+        r = server.request("GET", f"/v1/projects/{project}/jobs/{job_id}/{view}", token=viewer)
+        assert r.status == 403 and "aiplatform.customJobs.get" in r.text, (view, r)
     # An ml v1 job's log asks for ml.jobs.get, which a Vertex user lacks.
     r = server.request("POST", f"/v1/projects/{project}/jobs", {
         "jobId": "ml_job", "trainingInput": {"scaleTier": "BASIC", "region": REGION, "runtimeVersion": "2.11",
                                              "packageUris": ["gs://bucket/p.tar.gz"], "pythonModule": "t.task"}})
     assert r.status == 200, r
-    r = server.request("GET", f"/v1/projects/{project}/jobs/ml_job/logs", token=user)
-    assert r.status == 403 and "ml.jobs.get" in r.text, r
+    for view in JOB_VIEWS:
+        r = server.request("GET", f"/v1/projects/{project}/jobs/ml_job/{view}", token=user)
+        assert r.status == 403 and "ml.jobs.get" in r.text, (view, r)
+        r = server.request("GET", f"/v1/projects/{project}/jobs/ml_job/{view}", token=viewer)
+        assert r.status == 200, (view, r)
 
 
 def test_list_read_mask_keeps_only_the_fields_named(vertex, project):
