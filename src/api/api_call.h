@@ -179,6 +179,10 @@ void CancelOperation(const Services&, const Call&, Responder);
 void ListOperations(const Services&, const Call&, Responder);
 void DeleteOperation(const Services&, const Call&, Responder);
 void WaitOperation(const Services&, const Call&, Responder);
+// The same under a job (customJobs.operations, hyperparameterTuningJobs.
+// operations: those on that job); list, delete and wait are the above.
+void GetJobOperation(const Services&, const Call&, Responder);
+void CancelJobOperation(const Services&, const Call&, Responder);
 }  // namespace vertex_routes
 
 }  // namespace mle::api

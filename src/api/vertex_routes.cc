@@ -217,15 +217,28 @@ void Delete(const Services& s, const Call& call, Responder respond) {
                    });
 }
 
-absl::Status OperationNotFound(const Call& call) {
-  return absl::NotFoundError(absl::StrCat("Operation projects/", call.Var("project"), "/locations/",
-                                          call.Var("location"), "/operations/", call.Var("operation"),
-                                          " not found."));
+// The job whose operations the path names ("projects/P/locations/L/
+// customJobs/J" for .../customJobs/J/operations), or "" for a location's.
+std::string OperationScope(const Call& call) {
+  if (!call.vars.count("job")) return "";
+  const auto& segments = call.path.segments;
+  const bool tuning = std::find(segments.begin(), segments.end(), "hyperparameterTuningJobs") != segments.end();
+  const char* collection = tuning ? "hyperparameterTuningJobs" : "customJobs";
+  return absl::StrCat("projects/", call.Var("project"), "/locations/", call.Var("location"), "/", collection, "/",
+                      call.Var("job"));
 }
 
+absl::Status OperationNotFound(const Call& call) {
+  std::string scope = OperationScope(call);
+  if (scope.empty()) scope = absl::StrCat("projects/", call.Var("project"), "/locations/", call.Var("location"));
+  return absl::NotFoundError(absl::StrCat("Operation ", scope, "/operations/", call.Var("operation"), " not found."));
+}
+
+// The operation the path names; under a job's path, only one on that job.
 absl::StatusOr<service::OperationRecord> FindOperation(const Services& s, const Call& call) {
   auto op = s.operations.Get(call.Var("project"), call.Var("location"), call.Var("operation"));
-  if (!op) return OperationNotFound(call);
+  const std::string scope = OperationScope(call);
+  if (!op || (!scope.empty() && op->target != scope)) return OperationNotFound(call);
   return *op;
 }
 
@@ -328,7 +341,8 @@ void ListOperations(const Services& s, const Call& call, Responder respond) {
   bool more = false;
   std::vector<service::OperationRecord> ops;
   if (!none) {
-    ops = s.operations.List(call.Var("project"), call.Var("location"), after, static_cast<size_t>(page_size), &more);
+    ops = s.operations.List(call.Var("project"), call.Var("location"), after, static_cast<size_t>(page_size), &more,
+                            OperationScope(call));
   }
   json list = json::array();
   for (const auto& op : ops) list.push_back(RenderOperation(op));
@@ -341,9 +355,29 @@ void ListOperations(const Services& s, const Call& call, Responder respond) {
 void DeleteOperation(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
-  if (!s.operations.Delete(call.Var("project"), call.Var("location"), call.Var("operation"))) {
+  auto op = FindOperation(s, call);
+  if (!op.ok() || !s.operations.Delete(op->project, op->location, op->id)) {
     return respond(Fail(OperationNotFound(call), pretty));
   }
+  respond(Render(json::object(), pretty));
+}
+
+void GetJobOperation(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  auto op = FindOperation(s, call);
+  if (!op.ok()) return respond(Fail(op.status(), pretty));
+  respond(Render(RenderOperation(*op), pretty));
+}
+
+void CancelJobOperation(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  auto body = ParseJsonBody(call.body, true);
+  if (!body.ok()) return respond(Fail(body.status(), pretty));
+  auto op = FindOperation(s, call);
+  if (!op.ok()) return respond(Fail(op.status(), pretty));
+  // Done: cancelling it changes nothing.
   respond(Render(json::object(), pretty));
 }
 

@@ -48,15 +48,15 @@ std::optional<OperationRecord> OperationLog::Get(const std::string& project, con
 }
 
 std::vector<OperationRecord> OperationLog::List(const std::string& project, const std::string& location,
-                                                std::optional<int64_t> after, size_t page_size,
-                                                bool* more) const {
+                                                std::optional<int64_t> after, size_t page_size, bool* more,
+                                                std::string_view target) const {
   std::vector<OperationRecord> out;
   *more = false;
   std::lock_guard lock(mu_);
   auto it = by_location_.find({project, location});
   if (it == by_location_.end()) return out;
   for (auto r = it->second.rbegin(); r != it->second.rend(); ++r) {
-    if (after && r->sequence >= *after) continue;
+    if ((after && r->sequence >= *after) || (!target.empty() && r->target != target)) continue;
     if (out.size() == page_size) {
       *more = true;
       break;

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -54,9 +55,11 @@ class OperationLog {
   std::optional<OperationRecord> Get(const std::string& project, const std::string& location,
                                      const std::string& id) const;
   // Newest first: up to `page_size` after the one of sequence `after` (all
-  // when unset); `more` says whether any are left.
+  // when unset), only those on `target` when one is given; `more` says
+  // whether any are left.
   std::vector<OperationRecord> List(const std::string& project, const std::string& location,
-                                    std::optional<int64_t> after, size_t page_size, bool* more) const;
+                                    std::optional<int64_t> after, size_t page_size, bool* more,
+                                    std::string_view target = {}) const;
   // Forgets one (Operations.DeleteOperation); false when there is none.
   bool Delete(const std::string& project, const std::string& location, const std::string& id);
 

@@ -336,11 +336,28 @@ def test_tuning_jobs_are_their_own_collection(vertex, server, project):
     assert operations.list(name=parent, filter="done=false").execute() == {}
     r = server.request("GET", "/ui/" + op["name"])
     assert r.status == 200 and r.json == op, r
+    # The job's own operations: those on it, under its name.
+    op_id = op["name"].rsplit("/", 1)[1]
+    job_ops = tuning.operations()
+    assert job_ops.list(name=name).execute()["operations"] == [op]
+    assert job_ops.get(name=f"{name}/operations/{op_id}").execute() == op
+    assert job_ops.wait(name=f"{name}/operations/{op_id}", timeout="1s").execute() == op
+    job_ops.cancel(name=f"{name}/operations/{op_id}").execute()
+    other = f"{parent}/hyperparameterTuningJobs/1234567890123456789"
+    assert job_ops.list(name=other).execute() == {}
+    with pytest.raises(HttpError) as e:
+        job_ops.get(name=f"{other}/operations/{op_id}").execute()
+    assert e.value.resp.status == 404 and f"{other}/operations/{op_id} not found" in e.value.content.decode()
+    with pytest.raises(HttpError) as e:
+        vertex.customJobs().operations().delete(name=f"{parent}/customJobs/{name.rsplit('/', 1)[1]}"
+                                                     f"/operations/{op_id}").execute()
+    assert e.value.resp.status == 404
     operations.cancel(name=op["name"]).execute()  # done: nothing to cancel
     operations.delete(name=op["name"]).execute()
     with pytest.raises(HttpError) as e:
         operations.get(name=op["name"]).execute()
     assert e.value.resp.status == 404
+    assert job_ops.list(name=name).execute() == {}
     with pytest.raises(HttpError) as e:
         tuning.get(name=name).execute()
     assert e.value.resp.status == 404
