@@ -71,9 +71,10 @@ export function presence(el) {
   };
 }
 
-// A state badge: the word, with a class for its colour.
-export function stateBadge(state, attrs = {}) {
-  return h('span', { ...attrs, class: ['badge', stateClass(state), attrs.class] }, state || 'UNKNOWN');
+// A state badge: the word, with a class for its colour (that of `colour`,
+// a state word of the same meaning, when given: JOB_STATE_RUNNING's is RUNNING's).
+export function stateBadge(state, attrs = {}, colour = state) {
+  return h('span', { ...attrs, class: ['badge', stateClass(colour), attrs.class] }, state || 'UNKNOWN');
 }
 
 // A table with a header row; returns {table, tbody}.

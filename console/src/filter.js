@@ -36,3 +36,18 @@ export function buildFilter({ state = '', label = '', q = '' } = {}) {
   if (text) terms.push(`jobId:${quoteValue(`${text}*`)}`);
   return terms.join(' AND ');
 }
+
+// The Vertex AI page's controls as customJobs.list's (and
+// hyperparameterTuningJobs.list's) `filter` (AIP-160, the same grammar):
+// {state: "JOB_STATE_FAILED", label: "team=vision", q: "census"} ->
+// state=JOB_STATE_FAILED AND labels.team=vision AND display_name:census*
+// (`:` matches the whole name or one of its words, without regard to case).
+export function buildVertexFilter({ state = '', label = '', q = '' } = {}) {
+  const terms = [];
+  if (state) terms.push(`state=${quoteValue(state)}`);
+  const l = parseLabel(label);
+  if (l) terms.push(`labels.${l.key}=${quoteValue(l.value)}`);
+  const text = String(q || '').trim().replace(/\*+$/, '');
+  if (text) terms.push(`display_name:${quoteValue(`${text}*`)}`);
+  return terms.join(' AND ');
+}

@@ -164,6 +164,16 @@ export function formatNumber(v) {
   return String(Number(n.toPrecision(6)));
 }
 
+const SHELL_SAFE = /^[A-Za-z0-9_@%+=:,./-]+$/;
+
+// One word for a POSIX shell: as is when it has nothing special, else in
+// single quotes (a ' inside becomes '\'').
+export function shellQuote(word) {
+  const s = String(word);
+  if (s !== '' && SHELL_SAFE.test(s)) return s;
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
 // How each end of an attempt reads (the API's attempts[].end).
 const ATTEMPT_ENDS = {
   SUCCEEDED: 'succeeded',

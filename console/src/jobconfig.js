@@ -2,6 +2,7 @@
 // (the Job's trainingInput and labels, as `mlengine jobs submit training
 // --config` reads it) and the `mlengine jobs submit training` command line.
 import { stringify } from 'yaml';
+import { shellQuote } from './format.js';
 
 // The config.yaml of a job: `trainingInput:` and, when it has any, `labels:`.
 export function configYaml(job) {
@@ -14,15 +15,8 @@ export function configYaml(job) {
   return stringify(doc, { version: '1.1', lineWidth: 0, minContentWidth: 0 });
 }
 
-const SAFE = /^[A-Za-z0-9_@%+=:,./-]+$/;
-
-// One word for a POSIX shell: as is when it has nothing special, else in
-// single quotes (a ' inside becomes '\'').
-export function shellQuote(word) {
-  const s = String(word);
-  if (s !== '' && SAFE.test(s)) return s;
-  return `'${s.replace(/'/g, `'\\''`)}'`;
-}
+// shellQuote lives in format.js (the Vertex AI pages quote arguments too).
+export { shellQuote };
 
 // The command that submits the same job in `project` with config.yaml
 // beside it, one flag a line (a trailing backslash continues the line).

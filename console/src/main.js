@@ -7,6 +7,8 @@ import { navigate, start } from './router.js';
 import * as signin from './views/signin.js';
 import * as jobs from './views/jobs.js';
 import * as job from './views/job.js';
+import * as vertex from './views/vertex.js';
+import * as vertexjob from './views/vertexjob.js';
 import * as cluster from './views/cluster.js';
 import * as buckets from './views/buckets.js';
 
@@ -14,6 +16,8 @@ const VIEWS = {
   signin: signin.mount,
   jobs: jobs.mount,
   job: job.mount,
+  vertex: vertex.mount,
+  vertexjob: vertexjob.mount,
   cluster: cluster.mount,
   buckets: buckets.listMount,
   bucket: buckets.objectsMount,
@@ -21,6 +25,7 @@ const VIEWS = {
 
 const NAV = [
   ['nav-jobs', '#/jobs', 'Jobs', ['jobs', 'job']],
+  ['nav-vertex', '#/vertex', 'Vertex AI', ['vertex', 'vertexjob']],
   ['nav-cluster', '#/cluster', 'Cluster', ['cluster']],
   ['nav-buckets', '#/buckets', 'Buckets', ['buckets', 'bucket']],
 ];

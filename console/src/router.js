@@ -9,6 +9,12 @@ export const ROUTES = [
   { name: 'job', path: ['jobs', ':project', ':job', 'logs'], tab: 'logs' },
   { name: 'job', path: ['jobs', ':project', ':job', 'metrics'], tab: 'metrics' },
   { name: 'job', path: ['jobs', ':project', ':job', 'trials'], tab: 'trials' },
+  { name: 'vertex', path: ['vertex'] },
+  // :kind is the collection: customJobs or hyperparameterTuningJobs.
+  { name: 'vertexjob', path: ['vertex', ':project', ':region', ':kind', ':job'], tab: 'overview' },
+  { name: 'vertexjob', path: ['vertex', ':project', ':region', ':kind', ':job', 'logs'], tab: 'logs' },
+  { name: 'vertexjob', path: ['vertex', ':project', ':region', ':kind', ':job', 'metrics'], tab: 'metrics' },
+  { name: 'vertexjob', path: ['vertex', ':project', ':region', ':kind', ':job', 'trials'], tab: 'trials' },
   { name: 'cluster', path: ['cluster'] },
   { name: 'buckets', path: ['buckets'] },
   { name: 'bucket', path: ['buckets', ':bucket'] },
@@ -56,6 +62,10 @@ export function hashFor(parts, query = {}) {
 }
 
 export const jobHash = (project, job, tab) => hashFor(['jobs', project, job, ...(tab && tab !== 'overview' ? [tab] : [])]);
+
+// A Vertex AI job's page: #/vertex/PROJECT/REGION/customJobs/ID[/TAB].
+export const vertexJobHash = (project, region, collection, job, tab) =>
+  hashFor(['vertex', project, region, collection, job, ...(tab && tab !== 'overview' ? [tab] : [])]);
 
 // Changes the address without a new history entry and without re-rendering
 // the page (for filters and paging the page already shows).

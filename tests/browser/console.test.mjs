@@ -18,6 +18,9 @@ const P = 'console-p'; // most jobs
 const W = 'console-w'; // a project whose quota is one job: its second job waits
 const B = 'console-b'; // P's staging bucket
 const VIEWER = 'viewer@example.com'; // roles/ml.viewer on W
+const V_VIEWER = 'vertex-viewer@example.com'; // roles/aiplatform.viewer on W, nothing else
+const V_USER = 'vertex-user@example.com'; // roles/aiplatform.user on P, nothing else
+const EXECUTOR = 'us-docker.pkg.dev/vertex-ai/training/pytorch-xla.1-11:latest'; // Vertex's prebuilt image: the first runtime
 const XSS = '<img src=x onerror="window.__xss=1;alert(1)">';
 const SCRIPT = '<script>window.__xss=1</script>';
 
@@ -25,6 +28,12 @@ let server;
 let browser;
 let packageUris; // the suite trainer's package, staged once by the CLI
 let viewerToken;
+let vViewerToken;
+let vUserToken;
+// Jobs made through Vertex AI's API (each with `id`): `ran` (two pools),
+// `failing`, `sleeper` (runs silently until cancelled) and `tuning` in P,
+// `waiting` in W behind `holder`.
+const vertex = {};
 const opened = []; // contexts to close, with what each saw
 let tuning; // the tuning job's submission (runs while other tests do)
 
@@ -73,7 +82,14 @@ before(async () => {
     goal: 'MAXIMIZE', maxTrials: 4, maxParallelTrials: 2,
     params: [{ parameterName: 'x', type: 'DOUBLE', minValue: 0, maxValue: 1 }] } } }));
   // The first job of a package installs it (seconds); the rest reuse it.
-  const [, , viewer] = await Promise.all([
+  /** A user holding `role` on `project` alone; resolves its token. */
+  const userWith = async (email, role, project) => {
+    await server.ok(['admin', 'users', 'create', email]);
+    const token = (await server.ok(['admin', 'users', 'create-token', email, '--lifetime=3600s'])).out.trim();
+    await server.ok(['projects', 'add-iam-policy-binding', project, `--member=user:${email}`, `--role=${role}`]);
+    return token;
+  };
+  const [, , viewer, vViewer, vUser] = await Promise.all([
     server.submit(P, B, 'hello', { args: ['--say', 'hello from the console suite'] }),
     (tuning = server.submit(P, B, 'tune', { pkg: TUNING_PKG, flags: [`--config=${tuningConfig}`, `--job-dir=gs://${B}/tune`] })),
     (async () => {
@@ -82,13 +98,39 @@ before(async () => {
       await server.ok(['projects', 'add-iam-policy-binding', W, `--member=user:${VIEWER}`, '--role=roles/ml.viewer']);
       return token;
     })(),
+    userWith(V_VIEWER, 'roles/aiplatform.viewer', W),
+    userWith(V_USER, 'roles/aiplatform.user', P),
   ]);
   viewerToken = viewer;
+  vViewerToken = vViewer;
+  vUserToken = vUser;
   packageUris = (await server.waitState(P, 'hello', 'SUCCEEDED')).trainingInput.packageUris;
   // W's quota is one job: `holder` holds it until cancelled, `waiter` waits.
   await create(W, 'holder', ['--say', 'holding the quota', '--sleep', '600']);
   await server.waitState(W, 'holder', 'RUNNING');
   await create(W, 'waiter', ['--say', 'ran at last']);
+  // Vertex AI's jobs: the same trainer in Vertex's prebuilt image. W's goes
+  // last, behind `holder` and `waiter`.
+  const pool = (args, pkgs = packageUris) => ({ machineSpec: { machineType: 'n1-standard-4' }, replicaCount: '1',
+    pythonPackageSpec: { executorImageUri: EXECUTOR, packageUris: pkgs, pythonModule: 'trainer.task', args } });
+  await tuning;
+  const tuningPackages = (await server.job(P, 'tune')).trainingInput.packageUris;
+  vertex.ran = await server.vertexCreate(P, 'customJobs', { displayName: 'vertex census', labels: { team: 'vertex' },
+    jobSpec: { workerPoolSpecs: [pool(['--say', 'hello from vertex']), pool(['--say', 'hello from vertex'])],
+      baseOutputDirectory: { outputUriPrefix: `gs://${B}/vertex` } } });
+  [vertex.failing, vertex.waiting, vertex.tuning, vertex.sleeper] = await Promise.all([
+    server.vertexCreate(P, 'customJobs', { displayName: 'vertex failing',
+      jobSpec: { workerPoolSpecs: [pool(['--say', 'about to fail', '--fail', '3'])] } }),
+    server.vertexCreate(W, 'customJobs', { displayName: 'vertex waiter', jobSpec: { workerPoolSpecs: [pool(['--say', 'ran at last'])] } }),
+    server.vertexCreate(P, 'hyperparameterTuningJobs', { displayName: 'vertex search', labels: { team: 'search' },
+      studySpec: { metrics: [{ metricId: 'accuracy', goal: 'MAXIMIZE' }], algorithm: 'RANDOM_SEARCH',
+        parameters: [{ parameterId: 'x', doubleValueSpec: { minValue: 0, maxValue: 1 } },
+          { parameterId: 'kind', categoricalValueSpec: { values: ['good', 'bad'] } }] },
+      maxTrialCount: 2, parallelTrialCount: 2,
+      trialJobSpec: { workerPoolSpecs: [pool(['--tag', 'accuracy'], tuningPackages)] } }),
+    server.vertexCreate(P, 'customJobs', { displayName: 'vertex sleeper',
+      jobSpec: { workerPoolSpecs: [pool(['--say', 'sleeping until cancelled', '--sleep', '600'])] } }),
+  ]);
   await Promise.all([
     create(P, 'failing', ['--say', 'about to fail', '--warn', XSS, '--fail', '3'], { team: 'vision' }),
     create(P, 'html_log', ['--say', XSS, '--say', SCRIPT]),
@@ -644,5 +686,192 @@ test('buckets page lists the bucket and downloads an object', async () => {
   const [download] = await Promise.all([page.waitForEvent('download', { timeout: 10_000 }), object.locator('.download').click()]);
   assert.equal(fs.readFileSync(await download.path(), 'utf8'), 'hello, bucket\n');
   assert.match(download.suggestedFilename(), /hello\.txt$/);
+  await assertClean(o);
+});
+
+// ---------------------------------------------------------------------------
+// Vertex AI's custom jobs and tuning jobs (#/vertex)
+
+const vrowSel = (id) => `#vertex-table tr[data-job-id="${id}"]`;
+const vertexHash = (project, job, tab) =>
+  `#/vertex/${project}/${REGION}/${job.name.split('/')[4]}/${job.id}${tab ? `/${tab}` : ''}`;
+
+test('Vertex AI list: custom and tuning jobs of a project and region, filters, paging', async () => {
+  await server.vertexWaitState(vertex.ran.name, 'JOB_STATE_SUCCEEDED');
+  await server.vertexWaitState(vertex.failing.name, 'JOB_STATE_FAILED');
+  const o = await open();
+  const { page } = o;
+  await page.locator('#nav-vertex').click();
+  await until(() => page.evaluate(() => location.hash.startsWith('#/vertex?project=')), { what: 'the nav opens #/vertex, a project chosen',
+    timeout: 10_000, describe: () => page.url() });
+  assert.equal(await page.locator('#nav-vertex').getAttribute('aria-current'), 'page');
+  await page.goto(server.consoleUrl(`#/vertex?project=${P}`));
+  const listed = (await server.getJson(`/v1/projects/${P}/locations/${REGION}/customJobs`)).customJobs.map((j) => j.name.split('/').pop());
+  assert.deepEqual(new Set(listed), new Set([vertex.ran.id, vertex.failing.id, vertex.sleeper.id]));
+  const ran = await waitText(page, vrowSel(vertex.ran.id), (t) => t.includes('JOB_STATE_SUCCEEDED'), 'the custom job, SUCCEEDED');
+  for (const want of ['vertex census', vertex.ran.id, '1 × n1-standard-4 + 1 × n1-standard-4', 'team=vertex']) {
+    assert.ok(ran.includes(want), `the row shows ${want}: ${ran}`);
+  }
+  assert.equal(await page.locator(`${vrowSel(vertex.ran.id)} .badge`).getAttribute('class'), 'badge state-succeeded');
+  const ids = () => page.locator('#vertex-table tr[data-job-id]').evaluateAll((rows) => rows.map((r) => r.dataset.jobId));
+  const shownFilter = () => page.locator('#vertex-table').getAttribute('data-filter');
+  const only = (want, url, filter, what) => until(async () => {
+    if (!url.test(decodeURIComponent(page.url())) || (await shownFilter()) !== filter) return null;
+    const got = await ids();
+    return JSON.stringify(got) === JSON.stringify(want) ? got : null;
+  }, { what, timeout: 10_000, describe: async () => `rows: ${await ids()}; data-filter: ${await shownFilter()}; url: ${page.url()}` });
+  await only(listed, /#\/vertex\?project=/, '', 'newest first, as the API lists them');
+
+  await page.locator('#state-filter').selectOption('JOB_STATE_FAILED');
+  await only([vertex.failing.id], /[?&]state=JOB_STATE_FAILED/, 'state=JOB_STATE_FAILED', 'state JOB_STATE_FAILED');
+  await page.locator('#state-filter').selectOption('');
+  await page.locator('#search').fill('Census');
+  await only([vertex.ran.id], /[?&]q=Census/, 'display_name:Census*', 'a word of the display name, any case');
+  // The address alone brings a filter back.
+  await page.goto(server.consoleUrl(`#/vertex?project=${P}&label=team%3Dvertex`));
+  await only([vertex.ran.id], /[?&]label=team=vertex/, 'labels.team=vertex', 'label team=vertex');
+  assert.equal(await page.locator('#label-filter').inputValue(), 'team=vertex');
+
+  // Paging, one job a page.
+  await page.goto(server.consoleUrl(`#/vertex?project=${P}&pageSize=1`));
+  await only([listed[0]], /pageSize=1/, '', 'page 1');
+  assert.equal(await page.locator('#prev-page').isDisabled(), true);
+  await page.locator('#next-page').click();
+  await only([listed[1]], /[?&]page=/, '', 'page 2');
+  await page.locator('#prev-page').click();
+  await only([listed[0]], /pageSize=1$/, '', 'back to page 1');
+
+  // The tuning jobs; the link to one.
+  await page.goto(server.consoleUrl(`#/vertex?project=${P}`));
+  await visible(page, vrowSel(vertex.ran.id));
+  await page.locator('#kind').selectOption('tuning');
+  await only([vertex.tuning.id], /[?&]kind=tuning/, '', 'the tuning jobs');
+  const tuningRow = await textOf(page, vrowSel(vertex.tuning.id));
+  assert.ok(tuningRow.includes('vertex search') && tuningRow.includes('tuning: 2 trials of 1 × n1-standard-4') &&
+    tuningRow.includes('team=search'), tuningRow);
+  assert.equal(await page.locator(`${vrowSel(vertex.tuning.id)} td.job-id a`).getAttribute('href'), vertexHash(P, vertex.tuning));
+  await screenshot(page, 'vertex');
+  // Another region: none there; the address keeps it.
+  await page.locator('#region').fill('europe-west4');
+  await until(async () => decodeURIComponent(page.url()).includes('region=europe-west4') &&
+    (await page.locator('#vertex-table').getAttribute('data-region')) === 'europe-west4' && (await shown(page, '#vertex-empty')),
+  { what: 'europe-west4 has no job', timeout: 10_000, describe: () => page.url() });
+  await assertClean(o);
+});
+
+test('a Vertex AI custom job: state, pools, replicas, timeline, outputs, config and logs; a failed one says why', async () => {
+  const o = await open();
+  const { page } = o;
+  await page.goto(server.consoleUrl(vertexHash(P, vertex.ran)));
+  await waitText(page, '#job-state', (t) => t === 'JOB_STATE_SUCCEEDED', 'the state word');
+  await waitText(page, '#job-title', (t) => t === 'vertex census', 'the display name');
+  assert.equal(await textOf(page, '#job-name'), vertex.ran.name);
+  const chief = await waitText(page, '#job-pools tr[data-pool="0"]', (t) => t.includes('chief'), 'the chief pool');
+  for (const want of ['workerpool0', 'n1-standard-4', 'trainer.task', EXECUTOR, "--say 'hello from vertex'", packageUris[0]]) {
+    assert.ok(chief.includes(want), `the chief's row shows ${want}: ${chief}`);
+  }
+  assert.ok((await textOf(page, '#job-pools tr[data-pool="1"]')).includes('workers'));
+  await waitText(page, '#job-replicas', (t) => t.includes('master-replica-0') && t.includes('worker-replica-0') &&
+    t.includes('SUCCEEDED (exit 0)'), 'both replicas');
+  for (const step of ['created', 'started', 'ended']) {
+    assert.equal(await page.locator(`#job-timeline li[data-step="${step}"]`).count(), 1, `timeline step ${step}`);
+  }
+  assert.match(await page.locator('#job-outputs').getAttribute('href'), new RegExp(`#/buckets/${B}\\?prefix=vertex`));
+  await waitText(page, '#job-yaml', (t) => t.includes('workerPoolSpecs:') && t.includes('pythonModule: trainer.task'), 'the spec as YAML');
+  const command = await textOf(page, '#job-command');
+  for (const want of ['mlengine ai custom-jobs create', `--project=${P}`, `--region=${REGION}`, "'--display-name=vertex census'",
+    '--config=config.yaml', '--labels=team=vertex']) {
+    assert.ok(command.includes(want), `the command has ${want}: ${command}`);
+  }
+  assert.equal(await shown(page, '#cancel-button'), false, '#cancel-button shown on an ended job');
+  assert.equal(await shown(page, '#job-waiting'), false);
+  assert.equal(await shown(page, '#tab-trials'), false, 'a custom job has no trials tab');
+  await screenshot(page, 'vertex-job');
+  // Its log, through mlengine's view of the job's id.
+  await page.locator('#tab-logs').click();
+  await visible(page, '#log-ended');
+  await until(async () => (await page.locator('#log-view .log-line', { hasText: 'hello from vertex' }).count()) === 2,
+    { what: "each replica's line", timeout: 10_000,
+      describe: async () => (await page.locator('#log-view .log-line').allTextContents()).join('\n') });
+  assert.deepEqual((await page.locator('#log-filter-replica option').allTextContents()).slice(1).sort(),
+    ['master-replica-0 [master-0]', 'worker-replica-0 [worker-0]']);
+
+  const failed = await server.vertexWaitState(vertex.failing.name, 'JOB_STATE_FAILED');
+  await page.goto(server.consoleUrl(vertexHash(P, vertex.failing)));
+  await waitText(page, '#job-state', (t) => t === 'JOB_STATE_FAILED', 'FAILED');
+  await waitText(page, '#job-error', (t) => t.includes(failed.error.message.split('\n')[0]), "the job's error.message");
+  await assertClean(o);
+});
+
+test('a Vertex AI tuning job: its study, trials and metrics', async () => {
+  const done = await server.vertexWaitState(vertex.tuning.name, 'JOB_STATE_SUCCEEDED');
+  assert.equal(done.trials.length, 2, JSON.stringify(done.trials));
+  const o = await open();
+  const { page } = o;
+  await page.goto(server.consoleUrl(vertexHash(P, vertex.tuning)));
+  await waitText(page, '#job-study', (t) => t.includes('MAXIMIZE accuracy') && t.includes('RANDOM_SEARCH') && t.includes('2 at most'),
+    'the study');
+  assert.ok((await textOf(page, '#job-parameters tr[data-parameter="kind"]')).includes('one of good, bad'));
+  await waitText(page, '#job-replicas', (t) => t.includes('trial 1') && t.includes('trial 2'), "each trial's replica");
+  await page.locator('#tab-trials').click();
+  const objective = (t) => t.finalMeasurement.metrics.find((m) => m.metricId === 'accuracy').value;
+  const best = [...done.trials].sort((a, b) => objective(b) - objective(a))[0];
+  for (const t of done.trials) {
+    const row = await waitText(page, `#trials-table tr[data-trial-id="${t.id}"]`, (x) => x.includes('SUCCEEDED'), `trial ${t.id}`);
+    const kind = t.parameters.find((p) => p.parameterId === 'kind').value;
+    assert.ok(row.includes(kind) && row.includes(String(Number(objective(t).toPrecision(6)))), `trial ${t.id}: ${row}`);
+  }
+  assert.deepEqual(await page.locator('#trials-table tr[data-best="true"]').evaluateAll((rows) => rows.map((r) => r.dataset.trialId)),
+    [best.id]);
+  assert.ok(!(await textOf(page, '#trials-table thead')).includes('Stopped early'), "Vertex's trials do not say it");
+  await page.locator('#tab-metrics').click();
+  await visible(page, '#metrics-charts div.chart[data-tag="accuracy"] .uplot');
+  await assertClean(o);
+});
+
+test('a queued Vertex AI job says why it waits; roles/aiplatform.viewer sees it without Cancel', async () => {
+  const why = await server.getJson(`/v1/projects/${W}/jobs/${vertex.waiting.id}/waiting`);
+  assert.equal(why.state, 'QUEUED', JSON.stringify(why));
+  assert.match(why.reason, /project quota JOBS 1 in us-central1: 1 in use by job holder/);
+  const o = await open(vViewerToken);
+  const { page } = o;
+  await page.goto(server.consoleUrl(`#/vertex?project=${W}`));
+  await waitText(page, vrowSel(vertex.waiting.id), (t) => t.includes('JOB_STATE_QUEUED'), "the viewer's list");
+  const permissions = page.waitForResponse((r) => r.url().includes(`/jobs/${vertex.waiting.id}:testIamPermissions`), { timeout: 10_000 });
+  await page.locator(`${vrowSel(vertex.waiting.id)} td.job-id a`).click();
+  await waitText(page, '#job-state', (t) => t === 'JOB_STATE_QUEUED', 'QUEUED');
+  const reason = await waitText(page, '#job-waiting', (t) => t.includes('Why it waits') && t.includes(why.reason), 'the reason');
+  assert.ok(reason.includes(`Position in the project's queue: ${why.position}.`), reason);
+  const answer = await (await permissions).json();
+  assert.deepEqual(answer.permissions || [], [], JSON.stringify(answer));
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  assert.equal(await shown(page, '#cancel-button'), false, 'roles/aiplatform.viewer is offered #cancel-button');
+  const refused = await server.api('POST', `/v1/${vertex.waiting.name}:cancel`, { token: vViewerToken, body: {} });
+  assert.equal(refused.status, 403, refused.text);
+  await assertClean(o);
+});
+
+test('a running Vertex AI job silent past the stall limit may be stuck; roles/aiplatform.user cancels it', async () => {
+  const stalled = await until(async () => {
+    const why = await server.getJson(`/v1/projects/${P}/jobs/${vertex.sleeper.id}/waiting`);
+    return (why.reason ?? '').startsWith('Stalled: ') ? why : null;
+  }, { what: 'the sleeper flagged as stalled', timeout: 30_000 });
+  assert.equal(stalled.state, 'RUNNING', JSON.stringify(stalled));
+  const o = await open(vUserToken);
+  const { page } = o;
+  await page.goto(server.consoleUrl(vertexHash(P, vertex.sleeper)));
+  await waitText(page, '#job-state', (t) => t === 'JOB_STATE_RUNNING', 'RUNNING');
+  await waitText(page, '#job-waiting', (t) => t.includes('It may be stuck') && t.includes(stalled.reason), 'the note');
+  await page.locator('#cancel-button').click();
+  await visible(page, '#confirm-dialog');
+  assert.ok((await textOf(page, '#confirm-message')).includes('vertex sleeper'));
+  await page.locator('#confirm-yes').click();
+  await waitText(page, '#job-state', (t) => t === 'JOB_STATE_CANCELLED', 'CANCELLED, live', 30_000);
+  assert.equal((await server.getJson(`/v1/${vertex.sleeper.name}`)).state, 'JOB_STATE_CANCELLED');
+  const runDir = server.runDir(P, vertex.sleeper.id);
+  await until(() => procsOfJob(runDir, vertex.sleeper.id).length === 0, { what: 'no process of the sleeper left', timeout: 10_000,
+    describe: () => describeProcs(procsOfJob(runDir, vertex.sleeper.id)) });
+  assert.equal(await shown(page, '#cancel-button'), false, '#cancel-button shown on a cancelled job');
+  assert.equal(await shown(page, '#job-waiting'), false, '#job-waiting shown on a cancelled job');
   await assertClean(o);
 });

@@ -352,6 +352,31 @@ export class Server {
     return r.json;
   }
 
+  /**
+   * customJobs.create (collection 'customJobs') or hyperparameterTuningJobs.create
+   * of `body` in `project` and REGION, through Vertex AI's REST API: the job,
+   * with `id` (its name's last segment) added.
+   */
+  async vertexCreate(project, collection, body) {
+    this.projects.add(project);
+    const r = await this.api('POST', `/v1/projects/${project}/locations/${REGION}/${collection}`, { body });
+    if (r.status !== 200) throw new Error(`${collection}.create -> ${r.status}: ${r.text}`);
+    return { ...r.json, id: r.json.name.split('/').pop() };
+  }
+
+  /** Waits until the Vertex AI job `name` is in one of `states` (JOB_STATE_...). */
+  async vertexWaitState(name, states, timeout = 120_000) {
+    const want = new Set(typeof states === 'string' ? [states] : states);
+    const ended = new Set(['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_CANCELLED']);
+    const [, project, , , , id] = name.split('/');
+    return until(async () => {
+      const j = await this.getJson(`/v1/${name}`);
+      if (want.has(j.state)) return j;
+      if (ended.has(j.state)) throw new Never(`it ended ${j.state}`);
+      return null;
+    }, { what: `${name} reaches ${[...want]}`, timeout, interval: 100, describe: () => this.explain(project, id) });
+  }
+
   /** objects.insert (a media upload) of `data` as gs://bucket/name. */
   async upload(bucket, name, data, contentType = 'text/plain') {
     const url = `${this.endpoint}/upload/storage/v1/b/${encodeURIComponent(bucket)}/o?uploadType=media&name=${encodeURIComponent(name)}`;
@@ -384,10 +409,21 @@ export class Server {
           unfinished.push([project, j.jobId]);
           await this.api('POST', `/v1/projects/${project}/jobs/${j.jobId}:cancel`, { body: {} });
         }
+        // Vertex AI's jobs (the ml v1 list leaves them out); their ml v1
+        // `waiting` view says when they ended.
+        for (const collection of ['customJobs', 'hyperparameterTuningJobs']) {
+          const v = await this.api('GET', `/v1/projects/${project}/locations/${REGION}/${collection}?pageSize=1000`).catch(() => null);
+          for (const j of v?.json?.[collection] || []) {
+            if (['JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_CANCELLED'].includes(j.state)) continue;
+            unfinished.push([project, j.name.split('/').pop(), 'waiting']);
+            await this.api('POST', `/v1/${j.name}:cancel`, { body: {} });
+          }
+        }
       }
       const deadline = Date.now() + 30_000;
-      for (const [project, jobId] of unfinished) {
-        while (Date.now() < deadline && !TERMINAL.has((await this.job(project, jobId).catch(() => ({}))).state)) {
+      for (const [project, jobId, view] of unfinished) {
+        const read = () => (view ? this.getJson(`/v1/projects/${project}/jobs/${jobId}/${view}`) : this.job(project, jobId));
+        while (Date.now() < deadline && !TERMINAL.has((await read().catch(() => ({}))).state)) {
           await new Promise((r) => setTimeout(r, 100));
         }
       }

@@ -163,6 +163,25 @@ def wait_for(predicate, what, timeout=120, on_fail=None, interval=0.1):
     raise AssertionError(f"{what}: not within {timeout}s" + (f"\n{on_fail()}" if on_fail else ""))
 
 
+def run_node_job(server, client, project, job, timeout=300):
+    """One Vertex AI custom job run through Google's Node.js client `client`
+    ("googleapis" or "gax", tests/vertex_client/run_job.js) against `server`
+    to its end: the CustomJob as the client read it. `job`: "gloo:BUCKET"
+    (the Node suite's trainer, two pools all-reducing over gloo) or a
+    CustomJob as a dict."""
+    script = os.path.join(SOURCE_DIR, "tests", "vertex_client", "run_job.js")
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        if isinstance(job, dict):
+            json.dump(job, f)
+            f.flush()
+            job = f.name
+        env = dict(os.environ, MLE_URL=server.endpoint, MLE_TOKEN=server.token, MLE_TIMEOUT_SECONDS=str(timeout))
+        r = subprocess.run(["node", script, client, project, job], env=env, capture_output=True, text=True,
+                           timeout=timeout + 60)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
 def wait_no_procs(find, timeout=10):
     """Polls until find() is empty; returns what is left at the deadline."""
     deadline = time.time() + timeout

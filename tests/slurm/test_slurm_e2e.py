@@ -222,6 +222,20 @@ def test_mnist_distributed_across_nodes(cli, names):
     assert metrics["world_size"] == 3 and f"{metrics['accuracy']:.4f}" == finals["master-replica-0"], metrics
 
 
+def test_googles_node_client_runs_a_vertex_job_of_two_pools_on_two_nodes(cli, names):
+    """Vertex AI's googleapis Node.js client, unchanged but for the endpoint
+    (tests/vertex_client/run_job.js): a CustomJob of two worker pools runs
+    on two Slurm nodes to JOB_STATE_SUCCEEDED, all-reducing over gloo."""
+    job = e2e.run_node_job(cli.server, "googleapis", cli.project, f"gloo:{cli.bucket}", timeout=150)
+    job_id = job["name"].rsplit("/", 1)[1]
+    assert job["state"] == "JOB_STATE_SUCCEEDED", (job, explain(cli, job_id))
+    placement = placement_of(cli, job_id)
+    assert sorted(placement) == ["master-replica-0", "worker-replica-0"], placement
+    assert len(set(placement.values())) == 2 and set(placement.values()) <= set(NODES), placement
+    lines = [m for t in placement for m in task_log(cli, job_id, t) if m.startswith("POOL ")]
+    assert sorted(lines) == ["POOL workerpool0 ALLREDUCE 3.0 of 2", "POOL workerpool1 ALLREDUCE 3.0 of 2"], lines
+
+
 # ---------------------------------------------------------------------------
 # A TPU v3 pod slice of 32 cores: four TPU hosts at once
 

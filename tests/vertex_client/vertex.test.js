@@ -14,60 +14,22 @@
 
 const assert = require('node:assert/strict');
 const {after, before, describe, test} = require('node:test');
-const {execFileSync} = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
 const {startServer} = require('../storage_client/server.js');
+const jobs = require('./jobs.js');
 
-const REGION = 'us-central1';
-const EXECUTOR = 'us-docker.pkg.dev/vertex-ai/training/pytorch-xla.1-11:latest';
+const {REGION, sdist, waitEnded} = jobs;
+
 const RUNTIME = process.env.MLE_TEST_RUNTIME || 'pytorch-1.13-cpu';
-
-// The trainer: each replica all-reduces its rank + 1 over gloo with every
-// other replica of the job (the chief of pool 0 and the worker of pool 1),
-// and says which pool CLUSTER_SPEC gave it; --hold first sleeps (a job to
-// cancel); a trial (--lr=V) reports accuracy V through mlengine's
-// cloudml-hypertune module.
-const TRAINER = `
-import json, os, sys, time
-if "--hold" in sys.argv:
-    time.sleep(300)
-import torch
-import torch.distributed as dist
-spec = json.loads(os.environ["CLUSTER_SPEC"])
-for a in sys.argv[1:]:
-    if a.startswith("--lr=") and spec["task"]["type"] == "workerpool0":
-        from mlengine import hypertune
-        hypertune.HyperTune().report_hyperparameter_tuning_metric("accuracy", float(a[5:]), global_step=1)
-dist.init_process_group("gloo", init_method="env://")
-t = torch.tensor([float(dist.get_rank() + 1)])
-dist.all_reduce(t)
-print("POOL %s ALLREDUCE %s of %d" % (spec["task"]["type"], t.item(), dist.get_world_size()), flush=True)
-dist.destroy_process_group()
-`;
 
 let server;
 let configDir;
 let googleapisClient;  // googleapis' aiplatform v1
 let jobService;  // @google-cloud/aiplatform's JobServiceClient (REST mode)
 let packageUri;
-
-function sdist() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mle-vertex-sdist-'));
-  const base = path.join(dir, 'trainer-0.1');
-  fs.mkdirSync(path.join(base, 'trainer'), {recursive: true});
-  fs.writeFileSync(path.join(base, 'setup.py'),
-                   'from setuptools import setup\nsetup(name="trainer", version="0.1", packages=["trainer"])\n');
-  fs.writeFileSync(path.join(base, 'PKG-INFO'), 'Metadata-Version: 1.0\nName: trainer\nVersion: 0.1\n');
-  fs.writeFileSync(path.join(base, 'trainer', '__init__.py'), '');
-  fs.writeFileSync(path.join(base, 'trainer', 'task.py'), TRAINER);
-  execFileSync('tar', ['-czf', path.join(dir, 'trainer-0.1.tar.gz'), '-C', dir, 'trainer-0.1']);
-  const bytes = fs.readFileSync(path.join(dir, 'trainer-0.1.tar.gz'));
-  fs.rmSync(dir, {recursive: true, force: true});
-  return bytes;
-}
 
 async function call(method, urlPath, body) {
   const res = await fetch(server.url + urlPath, {
@@ -80,15 +42,8 @@ async function call(method, urlPath, body) {
   return text ? JSON.parse(text) : {};
 }
 
-function packageJob(name, {pools = 1, args = []} = {}) {
-  const pool = count => ({
-    machineSpec: {machineType: 'n1-standard-4'},
-    replicaCount: String(count),
-    pythonPackageSpec: {executorImageUri: EXECUTOR, packageUris: [packageUri], pythonModule: 'trainer.task', args},
-  });
-  const workerPoolSpecs = [pool(1)];
-  if (pools > 1) workerPoolSpecs.push(pool(1));
-  return {displayName: name, labels: {suite: 'node'}, jobSpec: {workerPoolSpecs}};
+function packageJob(name, options) {
+  return jobs.packageJob(packageUri, name, options);
 }
 
 function tuningJob(name) {
@@ -103,17 +58,6 @@ function tuningJob(name) {
     parallelTrialCount: 1,
     trialJobSpec: packageJob('trial').jobSpec,
   };
-}
-
-async function waitEnded(get, name, timeoutMs = 240000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const job = await get(name);
-    const state = String(job.state);
-    if (/SUCCEEDED|FAILED|CANCELLED/.test(state)) return job;
-    assert.ok(Date.now() < deadline, `${name} did not end: ${JSON.stringify(job)}`);
-    await new Promise(r => setTimeout(r, 200));
-  }
 }
 
 function violations(details) {
@@ -134,20 +78,7 @@ before(async () => {
                                     encodeURIComponent('pkgs/trainer-0.1.tar.gz'), sdist());
   packageUri = `gs://vertex-node/${upload.name}`;
 
-  const {google} = require('googleapis');
-  const auth = new google.auth.OAuth2();
-  auth.setCredentials({access_token: server.token, expiry_date: Date.now() + 3600e3});
-  googleapisClient = google.aiplatform({version: 'v1', rootUrl: server.url + '/', auth});
-
-  const {OAuth2Client} = require('google-auth-library');
-  const gaxAuth = new OAuth2Client();
-  gaxAuth.setCredentials({access_token: server.token, expiry_date: Date.now() + 3600e3});
-  const {JobServiceClient} = require('@google-cloud/aiplatform').v1;
-  const url = new URL(server.url);
-  jobService = new JobServiceClient({
-    fallback: true, protocol: 'http', apiEndpoint: url.hostname, port: Number(url.port), authClient: gaxAuth,
-    projectId: 'node-vertex',
-  });
+  ({googleapis: googleapisClient, jobService} = jobs.clients(server.url, server.token, 'node-vertex'));
 });
 
 after(async () => {

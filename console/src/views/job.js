@@ -253,40 +253,6 @@ function overview(root, ctx) {
     }
   }
 
-  function renderReplicas(res) {
-    const rows = [];
-    for (const r of res.replicas || []) {
-      let state = r.state || '';
-      if (r.exitCode != null) state += ` (exit ${r.exitCode})`;
-      if (r.signal) state += ` (signal ${r.signal})`;
-      rows.push(
-        h(
-          'tr',
-          { 'data-task': r.taskName },
-          h('td', { class: 'task' }, r.taskName, r.trialId ? h('span', { class: 'muted' }, ` trial ${r.trialId}`) : null),
-          h('td', { class: 'host' }, r.host || '—'),
-          h('td', { class: 'gpus' }, r.gpus && r.gpus.length ? r.gpus.join(', ') : '—'),
-          h('td', { class: 'state' }, state),
-        ),
-      );
-    }
-    for (const t of res.tpuHosts || []) {
-      const name = typeof t === 'string' ? t : t.name || t.host || JSON.stringify(t);
-      rows.push(
-        h(
-          'tr',
-          { 'data-tpu-host': name },
-          h('td', { class: 'task' }, 'TPU host'),
-          h('td', { class: 'host' }, `${name}${res.tpuSimulated ? ' (simulated)' : ''}`),
-          h('td', { class: 'gpus' }, '—'),
-          h('td', { class: 'state' }, typeof t === 'object' && t.state ? t.state : ''),
-        ),
-      );
-    }
-    if (!rows.length) rows.push(h('tr', { class: 'empty-row' }, h('td', { colspan: 4 }, 'No replica has been placed yet.')));
-    replicasBody.replaceChildren(...rows);
-  }
-
   const more = whileRunning();
   poll(
     async (ps) => {
@@ -296,7 +262,7 @@ function overview(root, ctx) {
       // Asked once, in turn, so that one request at most is in flight.
       if (canCancel === null && !isTerminal(job.state)) await checkPermissions();
       try {
-        renderReplicas(await api(`${ctx.path}/replicas`, { signal: ps }));
+        renderReplicas(replicasBody, await api(`${ctx.path}/replicas`, { signal: ps }));
       } catch (e) {
         if (isAbort(e)) throw e;
         replicasBody.replaceChildren(h('tr', null, h('td', { colspan: 4 }, `Replicas unavailable: ${e.message}`)));
@@ -308,6 +274,41 @@ function overview(root, ctx) {
     signal,
     ctx.setError,
   );
+}
+
+// The replicas table's rows (#job-replicas) from the /replicas answer.
+export function renderReplicas(replicasBody, res) {
+  const rows = [];
+  for (const r of res.replicas || []) {
+    let state = r.state || '';
+    if (r.exitCode != null) state += ` (exit ${r.exitCode})`;
+    if (r.signal) state += ` (signal ${r.signal})`;
+    rows.push(
+      h(
+        'tr',
+        { 'data-task': r.taskName },
+        h('td', { class: 'task' }, r.taskName, r.trialId ? h('span', { class: 'muted' }, ` trial ${r.trialId}`) : null),
+        h('td', { class: 'host' }, r.host || '—'),
+        h('td', { class: 'gpus' }, r.gpus && r.gpus.length ? r.gpus.join(', ') : '—'),
+        h('td', { class: 'state' }, state),
+      ),
+    );
+  }
+  for (const t of res.tpuHosts || []) {
+    const name = typeof t === 'string' ? t : t.name || t.host || JSON.stringify(t);
+    rows.push(
+      h(
+        'tr',
+        { 'data-tpu-host': name },
+        h('td', { class: 'task' }, 'TPU host'),
+        h('td', { class: 'host' }, `${name}${res.tpuSimulated ? ' (simulated)' : ''}`),
+        h('td', { class: 'gpus' }, '—'),
+        h('td', { class: 'state' }, typeof t === 'object' && t.state ? t.state : ''),
+      ),
+    );
+  }
+  if (!rows.length) rows.push(h('tr', { class: 'empty-row' }, h('td', { colspan: 4 }, 'No replica has been placed yet.')));
+  replicasBody.replaceChildren(...rows);
 }
 
 // created / queued / started / ended, each with its time and the time spent.
@@ -329,7 +330,7 @@ export function timelineSteps(job, now = Date.now()) {
   return steps;
 }
 
-function renderTimeline(ol, job) {
+export function renderTimeline(ol, job) {
   const items = timelineSteps(job).map((s) =>
     h(
       'li',
@@ -370,7 +371,7 @@ function renderAttempts(box, job) {
 }
 
 // A <dialog id="confirm-dialog"> asking yes or no; ask() resolves true/false.
-function makeConfirmDialog() {
+export function makeConfirmDialog() {
   const message = h('p', { id: 'confirm-message' });
   const yes = h('button', { id: 'confirm-yes', type: 'button', class: 'btn btn-danger' }, 'Yes, cancel it');
   const no = h('button', { id: 'confirm-no', type: 'button', class: 'btn' }, 'No, keep it running');

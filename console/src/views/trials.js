@@ -20,8 +20,11 @@ export function paramNames(job) {
 
 const byTrialId = (a, b) => Number(a.trialId) - Number(b.trialId) || String(a.trialId).localeCompare(String(b.trialId));
 
+// ctx.stoppedEarlyKnown === false (Vertex AI's trials, which do not say
+// whether they were stopped early): no "Stopped early" column.
 export function mount(root, ctx) {
   const { signal } = ctx;
+  const showStopped = ctx.stoppedEarlyKnown !== false;
   const summary = h('p', { class: 'muted' });
   const tableBox = h('div');
   const trialsChartBox = chartBox({ id: 'trials-chart' });
@@ -75,7 +78,7 @@ export function mount(root, ctx) {
       'Objective',
       'Step',
       'State',
-      'Stopped early',
+      ...(showStopped ? ['Stopped early'] : []),
       'Duration',
     ]);
     // The best trial by the job's goal (the first of equals), marked.
@@ -103,13 +106,18 @@ export function mount(root, ctx) {
           }),
           h('td', { class: 'objective num', title: obj == null ? '' : String(obj) }, obj == null ? '—' : formatNumber(obj)),
           h('td', { class: 'num' }, tr.finalMetric && tr.finalMetric.trainingStep != null ? String(tr.finalMetric.trainingStep) : ''),
-          h('td', { class: 'state' }, stateBadge(tr.state)),
-          h('td', { class: 'stopped-early' }, tr.isTrialStoppedEarly ? 'stopped early' : 'no'),
+          h(
+            'td',
+            { class: 'state' },
+            stateBadge(tr.state),
+            tr.infeasibleReason ? h('div', { class: 'muted pre-wrap' }, tr.infeasibleReason) : null,
+          ),
+          showStopped ? h('td', { class: 'stopped-early' }, tr.isTrialStoppedEarly ? 'stopped early' : 'no') : null,
           h('td', { class: 'num' }, formatDuration(durationBetween(tr.startTime, tr.endTime))),
         ),
       );
     }
-    if (!trials.length) tbody.append(h('tr', { class: 'empty-row' }, h('td', { colspan: names.length + 6 }, 'No trial yet.')));
+    if (!trials.length) tbody.append(h('tr', { class: 'empty-row' }, h('td', { colspan: names.length + (showStopped ? 6 : 5) }, 'No trial yet.')));
     fill(tableBox, scroller(t));
 
     const ids = trials.map((tr) => Number(tr.trialId));
