@@ -182,7 +182,7 @@ export function poolRows(spec) {
       replicas,
       machine: pool.machineSpec.machineType || '',
       accelerator: acceleratorText(pool.machineSpec),
-      disk: d && (d.bootDiskSizeGb || d.bootDiskType) ? [d.bootDiskSizeGb ? `${d.bootDiskSizeGb} GB` : '', d.bootDiskType || ''].filter(Boolean).join(' ') : '',
+      disk: d ? [d.bootDiskSizeGb ? `${d.bootDiskSizeGb} GB` : '', d.bootDiskType || ''].filter(Boolean).join(' ') : '',
       runs,
       args: argsText(args),
       env: env.map((e) => e.name).filter(Boolean),
@@ -195,7 +195,8 @@ export function poolRows(spec) {
 export function parameterText(p) {
   const scale = p.scaleType && p.scaleType !== 'SCALE_TYPE_UNSPECIFIED' ? ` (${p.scaleType})` : '';
   if (p.doubleValueSpec) return `${p.doubleValueSpec.minValue ?? '?'} to ${p.doubleValueSpec.maxValue ?? '?'}${scale}`;
-  if (p.integerValueSpec) return `integers ${p.integerValueSpec.minValue ?? '?'} to ${p.integerValueSpec.maxValue ?? '?'}${scale}`;
+  const i = p.integerValueSpec;
+  if (i) return `integers ${i.minValue ?? '?'} to ${i.maxValue ?? '?'}${scale}`;
   if (p.categoricalValueSpec) return `one of ${(p.categoricalValueSpec.values || []).join(', ')}`;
   if (p.discreteValueSpec) return `one of ${(p.discreteValueSpec.values || []).join(', ')}${scale}`;
   return '';

@@ -693,13 +693,15 @@ test('buckets page lists the bucket and downloads an object', async () => {
 // Vertex AI's custom jobs and tuning jobs (#/vertex)
 
 const vrowSel = (id) => `#vertex-table tr[data-job-id="${id}"]`;
+let operatorTab; // the operator's page, which the Vertex AI tests share (one sign-in)
+const operatorPage = async () => (operatorTab ??= await open());
 const vertexHash = (project, job, tab) =>
   `#/vertex/${project}/${REGION}/${job.name.split('/')[4]}/${job.id}${tab ? `/${tab}` : ''}`;
 
 test('Vertex AI list: custom and tuning jobs of a project and region, filters, paging', async () => {
   await server.vertexWaitState(vertex.ran.name, 'JOB_STATE_SUCCEEDED');
   await server.vertexWaitState(vertex.failing.name, 'JOB_STATE_FAILED');
-  const o = await open();
+  const o = await operatorPage();
   const { page } = o;
   await page.locator('#nav-vertex').click();
   await until(() => page.evaluate(() => location.hash.startsWith('#/vertex?project=')), { what: 'the nav opens #/vertex, a project chosen',
@@ -760,7 +762,7 @@ test('Vertex AI list: custom and tuning jobs of a project and region, filters, p
 });
 
 test('a Vertex AI custom job: state, pools, replicas, timeline, outputs, config and logs; a failed one says why', async () => {
-  const o = await open();
+  const o = await operatorPage();
   const { page } = o;
   await page.goto(server.consoleUrl(vertexHash(P, vertex.ran)));
   await waitText(page, '#job-state', (t) => t === 'JOB_STATE_SUCCEEDED', 'the state word');
@@ -806,7 +808,7 @@ test('a Vertex AI custom job: state, pools, replicas, timeline, outputs, config 
 test('a Vertex AI tuning job: its study, trials and metrics', async () => {
   const done = await server.vertexWaitState(vertex.tuning.name, 'JOB_STATE_SUCCEEDED');
   assert.equal(done.trials.length, 2, JSON.stringify(done.trials));
-  const o = await open();
+  const o = await operatorPage();
   const { page } = o;
   await page.goto(server.consoleUrl(vertexHash(P, vertex.tuning)));
   await waitText(page, '#job-study', (t) => t.includes('MAXIMIZE accuracy') && t.includes('RANDOM_SEARCH') && t.includes('2 at most'),

@@ -101,6 +101,8 @@ export function mount(root, ctx) {
   labelInput.addEventListener('input', onType);
   searchInput.addEventListener('input', onType);
   regionInput.addEventListener('input', onType);
+  // A region picked from the list (or typed, then Enter or Tab) applies at once.
+  regionInput.addEventListener('change', () => changed({ region: regionInput.value.trim() || DEFAULT_REGION }));
   signal.addEventListener('abort', () => clearTimeout(typing));
 
   const prevBtn = h('button', { id: 'prev-page', type: 'button', class: 'btn', disabled: true, onclick: prevPage }, '← Previous');
@@ -270,7 +272,6 @@ export function mount(root, ctx) {
   (async () => {
     const picker = projectSelect(s.project, (p) => changed({ project: p }));
     fill(projectBox, picker.nodes);
-    regionInput.addEventListener('change', () => changed({ region: regionInput.value.trim() || DEFAULT_REGION }));
     if (s.project) restart();
     try {
       const projects = await loadProjects(signal);

@@ -30,7 +30,12 @@ export function mount(root, ctx) {
     fill(
       root,
       h('h1', null, 'Not found'),
-      h('p', null, `"${collection}" is neither customJobs nor hyperparameterTuningJobs. `, h('a', { href: '#/vertex' }, 'Back to Vertex AI')),
+      h(
+        'p',
+        null,
+        `"${collection}" is neither customJobs nor hyperparameterTuningJobs. `,
+        h('a', { href: '#/vertex' }, 'Back to Vertex AI'),
+      ),
     );
     return;
   }
@@ -174,7 +179,13 @@ function overview(root, ctx) {
       { class: 'card' },
       h('div', { class: 'card-head' }, h('h2', null, 'config.yaml'), copy('YAML', 'copy-yaml', () => yamlPre.textContent)),
       yamlPre,
-      h('div', { class: 'card-head' }, h('h2', null, 'Command'), copy('command', 'copy-command', () => commandPre.textContent), copyStatus),
+      h(
+        'div',
+        { class: 'card-head' },
+        h('h2', null, 'Command'),
+        copy('command', 'copy-command', () => commandPre.textContent),
+        copyStatus,
+      ),
       commandPre,
     ),
     dialog.el,
@@ -200,7 +211,9 @@ function overview(root, ctx) {
     const show = canCancel && !isTerminal(st) && st !== 'CANCELLING';
     const existing = actions.querySelector('#cancel-button');
     if (show && !existing) {
-      actions.append(h('button', { id: 'cancel-button', type: 'button', class: 'btn btn-danger', onclick: askCancel }, 'Cancel job'));
+      actions.append(
+        h('button', { id: 'cancel-button', type: 'button', class: 'btn btn-danger', onclick: askCancel }, 'Cancel job'),
+      );
     } else if (!show && existing) {
       existing.remove();
     }
@@ -323,10 +336,7 @@ function renderDetails(dl, job, ctx) {
   const key = JSON.stringify(items.map(([k, v]) => [k, typeof v === 'string' ? v : v.textContent]));
   if (dl.dataset.key === key) return;
   dl.dataset.key = key;
-  fill(
-    dl,
-    items.map(([k, v]) => [h('dt', null, k), h('dd', null, v)]),
-  );
+  fill(dl, items.map(([k, v]) => [h('dt', null, k), h('dd', null, v)]));
 }
 
 // Each pool with replicas: its role, replica count, machine (and
@@ -381,7 +391,7 @@ function renderStudy(section, job) {
       { class: 'details' },
       metrics.map((m) => [h('dt', null, 'Metric'), h('dd', null, `${m.goal || '?'} ${m.metricId || '?'}`)]),
       h('dt', null, 'Algorithm'),
-      h('dd', null, st.algorithm && st.algorithm !== 'ALGORITHM_UNSPECIFIED' ? st.algorithm : 'Bayesian optimisation (the default)'),
+      h('dd', null, st.algorithm && st.algorithm !== 'ALGORITHM_UNSPECIFIED' ? st.algorithm : 'Bayesian optimisation (default)'),
       h('dt', null, 'Trials'),
       h(
         'dd',
