@@ -1,5 +1,6 @@
 #include "service/job_service.h"
 
+#include <algorithm>
 #include <mutex>
 #include <random>
 
@@ -351,6 +352,18 @@ absl::StatusOr<ListJobsResult> JobService::ListJobs(const std::string& project,
                                                     const ListJobsRequest& request) const {
   if (request.page_size < 0) {
     return common::InvalidArgumentWithViolations("Invalid page size.", {{"pageSize", "must not be negative"}});
+  }
+  if (request.vertex_location) {
+    // A location no job can be created in: say so, as a create would,
+    // rather than answer an empty list.
+    const auto& served = validation_.served_regions.empty() ? validation_.regions : validation_.served_regions;
+    if (std::find(served.begin(), served.end(), *request.vertex_location) == served.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("Location ", *request.vertex_location,
+                                                     " is not served by this cluster; it serves: ",
+                                                     absl::StrJoin(served, ", "),
+                                                     " (its operator lists them under regions: in mlengined's "
+                                                     "configuration)."));
+    }
   }
   const int32_t page_size =
       request.page_size == 0 ? kDefaultPageSize : std::min(request.page_size, kMaxPageSize);

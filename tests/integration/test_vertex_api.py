@@ -252,6 +252,15 @@ def test_a_vertex_user_reads_the_log_and_views_of_a_custom_job_and_no_other(fres
         assert r.status == 200, (view, r)
 
 
+@pytest.mark.parametrize("location", ["us-east9", "mars-1"])
+def test_a_list_in_a_location_not_served_says_so(vertex, project, location):
+    for jobs in (vertex.customJobs(), vertex.hyperparameterTuningJobs()):
+        with pytest.raises(HttpError) as e:
+            jobs.list(parent=f"projects/{project}/locations/{location}").execute()
+        assert e.value.resp.status == 400, e.value.content
+        assert f"Location {location} is not served by this cluster; it serves: " in e.value.content.decode()
+
+
 def test_list_read_mask_keeps_only_the_fields_named(vertex, project):
     parent = f"projects/{project}/locations/{REGION}"
     jobs = vertex.customJobs()
