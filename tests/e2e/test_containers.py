@@ -467,6 +467,26 @@ def test_a_vertex_custom_job_runs_its_container_with_vertexs_contract(ccli, name
     assert_nothing_left(ccli, job_id)
 
 
+def test_the_guides_pytorch_xla_configuration_as_a_custom_job(ccli, names):
+    """The TPU guide's PyTorch 1.11 configuration (the pytorch-xla image on
+    the master and a cloud_tpu worker of TPU_V2 x 8) as Vertex AI's
+    CustomJobSpec: the image's TPU runtime (pytorch-1.11) is chosen for the
+    cloud-tpu pool, as the guide's tpuTfVersion says, and the master's code
+    finds its (simulated) TPU as in the ml v1 job."""
+    code = ("import os, torch; from mlengine import tpu; r = tpu.wait_for_tpu_cluster_resolver_ready(); "
+            "print('XLA-STANDIN', torch.__version__, os.environ['TPU_ACCELERATOR_TYPE'], "
+            "os.environ['MLENGINE_TPU_RUNTIME_VERSION'], r is not None, os.path.exists('/run/.containerenv'))")
+    pools = [{"machineSpec": {"machineType": "n1-highcpu-16"}, "replicaCount": "1",
+              "containerSpec": {"imageUri": XLA, "command": ["python3", "-c", code]}},
+             {"machineSpec": {"machineType": "cloud-tpu", "acceleratorType": "TPU_V2", "acceleratorCount": 8},
+              "replicaCount": "1", "containerSpec": {"imageUri": XLA}}]
+    job_id = run_custom_job(ccli, {"displayName": "guide pytorch-xla", "jobSpec": {"workerPoolSpecs": pools}})
+    entries = ccli.wait_log(job_id, "XLA-STANDIN")
+    line = next(e["message"] for e in entries if "XLA-STANDIN" in e.get("message", ""))
+    assert line.split()[2:] == ["v2-8", "pytorch-1.11", "True", "True"], line
+    assert_nothing_left(ccli, job_id)
+
+
 def test_the_guides_custom_container_tpu_configuration_as_a_custom_job(ccli, names):
     """The TPU guide's custom-container configuration (config_tpu_container.yaml:
     the guide's images on the master and a cloud_tpu worker of TPU_V2 x 8) as
