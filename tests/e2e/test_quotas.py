@@ -7,13 +7,19 @@ import json
 from conftest import config_yaml, make_cli
 
 
-def test_a_job_waits_for_its_projects_quota_and_the_usage_survives_kill_9(server_factory, tmp_path, names):
+def one_job_at_a_time(server_factory, tmp_path, names):
+    """A server whose quota lets the test's project run one job at a time in
+    us-central1, and the CLI of that project."""
     config = config_yaml(pod_quota=False) + (
         "quotas:\n"
         "  defaults: {TPU_V2_POD_CORES: 0, TPU_V3_POD_CORES: 0}\n"
         f"  projects:\n    {names.project}:\n      us-central1: {{JOBS: 1}}\n")
     server = server_factory(config)
-    cli = make_cli(server, tmp_path, names)
+    return server, make_cli(server, tmp_path, names)
+
+
+def test_a_job_waits_for_its_projects_quota_and_the_usage_survives_kill_9(server_factory, tmp_path, names):
+    server, cli = one_job_at_a_time(server_factory, tmp_path, names)
     gate = f"gs://{cli.bucket}/{names.job('gate')}"
     first, second = names.job("first"), names.job("second")
     r = cli.submit(first, "--scale-tier", "basic", args=["--wait-for", gate])
@@ -72,12 +78,7 @@ def test_a_vertex_job_waits_behind_an_ml_job_for_the_same_quota_and_says_why(ser
     `jobs/ID/waiting` (Vertex's CustomJob has no field for it; who may read
     it: test_vertex_api.py)."""
     from test_vertex import create_custom_job, custom_job, stage_package, wait_ended
-    config = config_yaml(pod_quota=False) + (
-        "quotas:\n"
-        "  defaults: {TPU_V2_POD_CORES: 0, TPU_V3_POD_CORES: 0}\n"
-        f"  projects:\n    {names.project}:\n      us-central1: {{JOBS: 1}}\n")
-    server = server_factory(config)
-    cli = make_cli(server, tmp_path, names)
+    server, cli = one_job_at_a_time(server_factory, tmp_path, names)
     gate = f"gs://{cli.bucket}/{names.job('gate')}"
     first = names.job("first")
     assert cli.submit(first, "--scale-tier", "basic", args=["--wait-for", gate]).rc == 0

@@ -4,7 +4,7 @@ import { api, enc, withQuery } from '../api.js';
 import { buildFilter } from '../filter.js';
 import { fill, h, presence, scroller, stateBadge, table, text } from '../dom.js';
 import { STATES, formatDate, formatDuration, jobDuration, labelsText, resourcesText } from '../format.js';
-import { poll } from '../poll.js';
+import { listPager } from '../pager.js';
 import { loadProjects, projectSelect } from '../projects.js';
 import { hashFor, jobHash, replaceHash } from '../router.js';
 
@@ -58,6 +58,8 @@ export function mount(root, ctx) {
   searchInput.addEventListener('input', onType);
   signal.addEventListener('abort', () => clearTimeout(typing));
 
+  const { changed, prevPage, nextPage, restart } = listPager(s, {
+    signal, syncUrl, load, setError: ctx.setError, refreshMs: REFRESH_MS });
   const prevBtn = h('button', { id: 'prev-page', type: 'button', class: 'btn', disabled: true, onclick: prevPage }, '← Previous');
   const nextBtn = h('button', { id: 'next-page', type: 'button', class: 'btn', disabled: true, onclick: nextPage }, 'Next →');
   const pageInfo = h('span', { class: 'page-info', 'aria-live': 'polite' });
@@ -89,40 +91,6 @@ export function mount(root, ctx) {
 
   function syncUrl() {
     replaceHash(hashFor(['jobs'], { project: s.project, state: s.state, label: s.label, q: s.q, page: s.page }));
-  }
-
-  function changed(patch) {
-    Object.assign(s, patch);
-    s.page = '';
-    s.prev = [];
-    restart();
-  }
-
-  function prevPage() {
-    s.page = s.prev.length ? s.prev.pop() : '';
-    restart();
-  }
-
-  function nextPage() {
-    if (!s.next) return;
-    s.prev.push(s.page);
-    s.page = s.next;
-    restart();
-  }
-
-  // One poller per query: a new query aborts the old one (and its request).
-  let pollController = null;
-  function restart() {
-    syncUrl();
-    s.generation++;
-    if (pollController) pollController.abort();
-    pollController = new AbortController();
-    const ps = AbortSignal.any ? AbortSignal.any([signal, pollController.signal]) : pollController.signal;
-    if (!AbortSignal.any) signal.addEventListener('abort', () => pollController.abort(), { once: true });
-    // The buttons stay as they are (a disabled button would drop the focus);
-    // a second Next before the page came does nothing.
-    s.next = '';
-    poll(load, REFRESH_MS, ps, ctx.setError);
   }
 
   async function load(ps) {

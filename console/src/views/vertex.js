@@ -6,7 +6,7 @@ import { api, enc, withQuery } from '../api.js';
 import { buildVertexFilter } from '../filter.js';
 import { fill, h, presence, scroller, stateBadge, table, text } from '../dom.js';
 import { formatDate, formatDuration, jobDuration, labelsText } from '../format.js';
-import { poll } from '../poll.js';
+import { listPager } from '../pager.js';
 import { loadProjects, projectSelect } from '../projects.js';
 import { hashFor, replaceHash, vertexJobHash } from '../router.js';
 import { DEFAULT_REGION, KINDS, REGIONS, VERTEX_STATES, isRegionName, jobIdOf, mlState, resourcesText } from '../vertex.js';
@@ -105,6 +105,8 @@ export function mount(root, ctx) {
   regionInput.addEventListener('change', () => changed({ region: regionInput.value.trim() || DEFAULT_REGION }));
   signal.addEventListener('abort', () => clearTimeout(typing));
 
+  const { changed, prevPage, nextPage, restart } = listPager(s, {
+    signal, syncUrl, load, setError: ctx.setError, refreshMs: REFRESH_MS });
   const prevBtn = h('button', { id: 'prev-page', type: 'button', class: 'btn', disabled: true, onclick: prevPage }, '← Previous');
   const nextBtn = h('button', { id: 'next-page', type: 'button', class: 'btn', disabled: true, onclick: nextPage }, 'Next →');
   const pageInfo = h('span', { class: 'page-info', 'aria-live': 'polite' });
@@ -147,40 +149,6 @@ export function mount(root, ctx) {
 
   function syncUrl() {
     replaceHash(vertexListHash(s));
-  }
-
-  function changed(patch) {
-    const before = JSON.stringify([s.kind, s.state, s.label, s.q, s.region, s.project]);
-    Object.assign(s, patch);
-    if (JSON.stringify([s.kind, s.state, s.label, s.q, s.region, s.project]) === before) return;
-    s.page = '';
-    s.prev = [];
-    restart();
-  }
-
-  function prevPage() {
-    s.page = s.prev.length ? s.prev.pop() : '';
-    restart();
-  }
-
-  function nextPage() {
-    if (!s.next) return;
-    s.prev.push(s.page);
-    s.page = s.next;
-    restart();
-  }
-
-  // One poller per query: a new query aborts the old one (and its request).
-  let pollController = null;
-  function restart() {
-    syncUrl();
-    s.generation++;
-    if (pollController) pollController.abort();
-    pollController = new AbortController();
-    const ps = AbortSignal.any ? AbortSignal.any([signal, pollController.signal]) : pollController.signal;
-    if (!AbortSignal.any) signal.addEventListener('abort', () => pollController.abort(), { once: true });
-    s.next = '';
-    poll(load, REFRESH_MS, ps, ctx.setError);
   }
 
   async function load(ps) {
