@@ -4,6 +4,7 @@ import { api, enc, withQuery } from '../api.js';
 import { buildFilter } from '../filter.js';
 import { fill, h, presence, scroller, stateBadge, table, text } from '../dom.js';
 import { STATES, formatDate, formatDuration, jobDuration, labelsText, resourcesText } from '../format.js';
+import { filterInputs } from '../listfilters.js';
 import { listPager } from '../pager.js';
 import { loadProjects, projectSelect } from '../projects.js';
 import { hashFor, jobHash, replaceHash } from '../router.js';
@@ -27,36 +28,12 @@ export function mount(root, ctx) {
   };
 
   const projectBox = h('div', { class: 'field' });
-  const stateSelect = h(
-    'select',
-    { id: 'state-filter', onchange: () => changed({ state: stateSelect.value }) },
-    h('option', { value: '' }, 'Any state'),
-    STATES.map((st) => h('option', { value: st, selected: st === s.state }, st)),
-  );
-  const labelInput = h('input', {
-    id: 'label-filter',
-    type: 'text',
-    placeholder: 'key=value',
-    value: s.label,
-    autocomplete: 'off',
-    spellcheck: false,
+  const { stateSelect, labelInput, searchInput } = filterInputs(s, {
+    states: STATES,
+    searchPlaceholder: 'Job id or prefix',
+    changed: (patch) => changed(patch),
+    signal,
   });
-  const searchInput = h('input', {
-    id: 'search',
-    type: 'search',
-    placeholder: 'Job id or prefix',
-    value: s.q,
-    autocomplete: 'off',
-    spellcheck: false,
-  });
-  let typing = 0;
-  const onType = () => {
-    clearTimeout(typing);
-    typing = setTimeout(() => changed({ label: labelInput.value.trim(), q: searchInput.value.trim() }), 300);
-  };
-  labelInput.addEventListener('input', onType);
-  searchInput.addEventListener('input', onType);
-  signal.addEventListener('abort', () => clearTimeout(typing));
 
   const { changed, prevPage, nextPage, restart } = listPager(s, {
     signal, syncUrl, load, setError: ctx.setError, refreshMs: REFRESH_MS });

@@ -6,6 +6,7 @@ import { api, enc, withQuery } from '../api.js';
 import { buildVertexFilter } from '../filter.js';
 import { fill, h, presence, scroller, stateBadge, table, text } from '../dom.js';
 import { formatDate, formatDuration, jobDuration, labelsText } from '../format.js';
+import { filterInputs } from '../listfilters.js';
 import { listPager } from '../pager.js';
 import { loadProjects, projectSelect } from '../projects.js';
 import { hashFor, replaceHash, vertexJobHash } from '../router.js';
@@ -63,47 +64,16 @@ export function mount(root, ctx) {
     { id: 'kind', onchange: () => changed({ kind: kindSelect.value }) },
     Object.entries(KINDS).map(([k, v]) => h('option', { value: k, selected: k === s.kind }, v.title)),
   );
-  const stateSelect = h(
-    'select',
-    { id: 'state-filter', onchange: () => changed({ state: stateSelect.value }) },
-    h('option', { value: '' }, 'Any state'),
-    VERTEX_STATES.map((st) => h('option', { value: st, selected: st === s.state }, st)),
-  );
-  const labelInput = h('input', {
-    id: 'label-filter',
-    type: 'text',
-    placeholder: 'key=value',
-    value: s.label,
-    autocomplete: 'off',
-    spellcheck: false,
+  const { stateSelect, labelInput, searchInput, onType } = filterInputs(s, {
+    states: VERTEX_STATES,
+    searchPlaceholder: 'Display name or a word of it',
+    changed: (patch) => changed(patch),
+    signal,
+    typed: () => ({ region: regionInput.value.trim() || DEFAULT_REGION }),
   });
-  const searchInput = h('input', {
-    id: 'search',
-    type: 'search',
-    placeholder: 'Display name or a word of it',
-    value: s.q,
-    autocomplete: 'off',
-    spellcheck: false,
-  });
-  let typing = 0;
-  const onType = () => {
-    clearTimeout(typing);
-    typing = setTimeout(
-      () =>
-        changed({
-          label: labelInput.value.trim(),
-          q: searchInput.value.trim(),
-          region: regionInput.value.trim() || DEFAULT_REGION,
-        }),
-      300,
-    );
-  };
-  labelInput.addEventListener('input', onType);
-  searchInput.addEventListener('input', onType);
   regionInput.addEventListener('input', onType);
   // A region picked from the list (or typed, then Enter or Tab) applies at once.
   regionInput.addEventListener('change', () => changed({ region: regionInput.value.trim() || DEFAULT_REGION }));
-  signal.addEventListener('abort', () => clearTimeout(typing));
 
   const { changed, prevPage, nextPage, restart } = listPager(s, {
     signal, syncUrl, load, setError: ctx.setError, refreshMs: REFRESH_MS });
