@@ -11,13 +11,18 @@ end
 function init(args)
   token = os.getenv("MLE_TOKEN")
   prefix = os.getenv("MLE_PREFIX") or "bench"
+  -- MLE_MACHINE=n1-standard-4: the job a Vertex AI customJobs.create of one
+  -- pool on that machine is (bench/create_vertex.lua), as ml v1 says it.
+  local machine = os.getenv("MLE_MACHINE")
+  if machine == "" then machine = nil end
+  tier = machine and ('"scaleTier":"CUSTOM","masterType":"' .. machine .. '",') or '"scaleTier":"BASIC",'
 end
 
 request = function()
   counter = counter + 1
   local body = string.format(
-    '{"jobId":"%s_%d_%d","trainingInput":{"scaleTier":"BASIC","packageUris":["gs://b/t-0.0.0.tar.gz"],' ..
-    '"pythonModule":"trainer.task","region":"us-central1","runtimeVersion":"2.11"}}', prefix, tid, counter)
+    '{"jobId":"%s_%d_%d","trainingInput":{%s"packageUris":["gs://b/t-0.0.0.tar.gz"],' ..
+    '"pythonModule":"trainer.task","region":"us-central1","runtimeVersion":"2.11"}}', prefix, tid, counter, tier)
   return wrk.format("POST", "/v1/projects/bench/jobs",
     {["Authorization"] = "Bearer " .. token, ["Content-Type"] = "application/json"}, body)
 end

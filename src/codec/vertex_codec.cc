@@ -23,6 +23,15 @@ const std::vector<std::string>& OutputOnlyFields() {
   return *fields;
 }
 
+const std::vector<std::string>& TuningOutputOnlyFields() {
+  static const auto* fields = [] {
+    auto* f = new std::vector<std::string>(OutputOnlyFields());
+    f->push_back("trials");
+    return f;
+  }();
+  return *fields;
+}
+
 // Fields of the schema mlengine has nothing to serve with: each given one
 // is recorded (by its wire path) and refused by validation.
 constexpr const char* kUnservedSpecFields[] = {
@@ -361,11 +370,13 @@ DecodedVertexJob DecodeVertexJob(const json& body, const std::string& location, 
     return out;
   }
   std::vector<json::json_pointer> where;
-  std::vector<std::string> output_only = OutputOnlyFields();
-  if (tuning) output_only.push_back("trials");
-  out.violations =
-      DiscoverySchema::Aiplatform().Check(body, absl::StrCat("GoogleCloudAiplatformV1", type), output_only, &where);
-  json clean = WithoutValuesAt(body, where);
+  out.violations = DiscoverySchema::Aiplatform().Check(body, absl::StrCat("GoogleCloudAiplatformV1", type),
+                                                      tuning ? TuningOutputOnlyFields() : OutputOnlyFields(), &where);
+  // The body without the values the check refused: a copy only when there
+  // are some (a copy of the tree costs a create a few per cent).
+  json cleaned;
+  if (!where.empty()) cleaned = WithoutValuesAt(body, where);
+  const json& clean = where.empty() ? body : cleaned;
   model::Job& job = out.job;
   VertexJob vertex;
   std::vector<std::string> unserved;

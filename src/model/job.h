@@ -20,6 +20,7 @@
 
 #include "absl/time/time.h"
 #include "model/job_state.h"
+#include "model/shared_value.h"
 #include "model/vertex.h"
 
 namespace mle::model {
@@ -211,8 +212,9 @@ struct Job {
   // A job created through Vertex AI's API (aiplatform v1 customJobs): its
   // spec as given (model/vertex.h); training_input is made from it. Its
   // job_id is the numeric id the server gave it. Each API shows only its
-  // own jobs; the queue, quotas and the cluster count both.
-  std::optional<VertexJob> vertex;
+  // own jobs; the queue, quotas and the cluster count both. Shared by the
+  // job's copies (model/shared_value.h).
+  SharedValue<VertexJob> vertex;
 };
 
 inline bool IsVertexJob(const Job& job) { return job.vertex.has_value(); }

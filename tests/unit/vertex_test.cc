@@ -166,10 +166,10 @@ TEST(VertexCodec, RoundTripsTheSpecAndIgnoresOutputOnlyFields) {
   launch.job_id = job.job_id;
   launch.training_input = *job.training_input;
   launch.components = {{"master", {"master-replica-0"}, ""}};
-  launch.vertex = job.vertex;
+  launch.vertex = job.vertex.Copy();
   absl::StatusOr<codec::LaunchJob> read = codec::DecodeLaunchJob(codec::EncodeLaunchJob(launch));
   ASSERT_TRUE(read.ok()) << read.status();
-  EXPECT_EQ(read->vertex, job.vertex);
+  EXPECT_EQ(read->vertex, job.vertex.Copy());
 }
 
 TEST(VertexCodec, StatesAndErrorsAsVertexWritesThem) {

@@ -220,7 +220,7 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
   }
   launch.trial_id = job.trial_id;
   launch.training_input = job.training_input.value_or(model::TrainingInput{});
-  launch.vertex = job.vertex;
+  launch.vertex = job.vertex.Copy();
   launch.components = ToLaunchComponents(components);
   if (options_.credentials != nullptr) {
     auto credential = options_.credentials->IssueFor(job, /*outlives_machine=*/true);
