@@ -609,5 +609,37 @@ TEST(OperationLog, KeepsDoneOperationsNewestFirstBoundedAndForgetsOnDelete) {
   EXPECT_FALSE(log.Get("p", "us-central1", added[4].id).has_value());  // the oldest go first
 }
 
+// A job's copies share its Vertex spec (model/shared_value.h): a copy is a
+// pointer, equality is by value, and a new value never reaches the copies.
+TEST(SharedValue, CopiesShareOneValueAndCompareByValue) {
+  model::VertexJob spec;
+  spec.location = "us-central1";
+  spec.display_name = "a";
+  model::Job job;
+  EXPECT_FALSE(job.vertex.has_value());
+  EXPECT_TRUE(job.vertex == std::optional<model::VertexJob>());
+  job.vertex = spec;
+  const model::Job copy = job;
+  ASSERT_TRUE(copy.vertex.has_value());
+  EXPECT_EQ(&*copy.vertex, &*job.vertex);  // one value, not two
+  EXPECT_EQ(copy.vertex->display_name, "a");
+
+  model::Job other;
+  other.vertex = spec;  // an equal value of its own
+  EXPECT_NE(&*other.vertex, &*job.vertex);
+  EXPECT_TRUE(other.vertex == job.vertex);
+
+  spec.display_name = "b";
+  job.vertex = spec;  // a new value: the copy keeps the old one
+  EXPECT_EQ(copy.vertex->display_name, "a");
+  EXPECT_FALSE(copy.vertex == job.vertex);
+  EXPECT_TRUE(job.vertex == std::optional<model::VertexJob>(spec));
+  EXPECT_EQ(job.vertex.Copy()->display_name, "b");
+
+  job.vertex.reset();
+  EXPECT_FALSE(job.vertex == copy.vertex);
+  EXPECT_FALSE(job.vertex.Copy().has_value());
+}
+
 }  // namespace
 }  // namespace mle
