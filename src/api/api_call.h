@@ -17,6 +17,7 @@
 #include "api/route_table.h"
 #include "codec/discovery.h"
 #include "iam/iam_service.h"
+#include "service/backup_service.h"
 #include "service/cluster_view.h"
 #include "service/job_runs.h"
 #include "service/job_service.h"
@@ -63,6 +64,7 @@ struct Services {
   service::OperationLog& operations;
   const service::JobRuns& runs;
   const service::ClusterService& cluster;
+  service::BackupService* backups = nullptr;  // none: this server takes no backups
 };
 
 using HandlerFn = void (*)(const Services&, const Call&, Responder);
@@ -119,6 +121,7 @@ void GenerateUserToken(const Services&, const Call&, Responder);
 void ReadAuditLog(const Services&, const Call&, Responder);
 void GetQuotas(const Services&, const Call&, Responder);
 void SetQuotas(const Services&, const Call&, Responder);
+void CreateBackup(const Services&, const Call&, Responder);  // mlengine.backups.create (operator)
 void ResetQuotas(const Services&, const Call&, Responder);
 void GetProjectQuotas(const Services&, const Call&, Responder);  // a project's own, for its members
 void WhoAmI(const Services&, const Call&, Responder);            // the caller's principal (mlengine.whoami)

@@ -585,6 +585,7 @@ const RouteTable<Route>& Routes() {
           {"PUT", "mlengine/v1/quotas", "mlengine.quotas.set", {&SetQuotas, Access::kOperator, nullptr, kAudited}},
           {"DELETE", "mlengine/v1/quotas", "mlengine.quotas.reset",
            {&ResetQuotas, Access::kOperator, nullptr, kAudited}},
+          {"POST", "mlengine/v1/backups", "mlengine.backups.create", {&CreateBackup, Access::kOperator}},
       });
   return *routes;
 }

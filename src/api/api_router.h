@@ -26,6 +26,8 @@ class ApiRouter {
             const service::ClusterService& cluster)
       : services_{jobs, logs, iam, quotas, studies, operations_, runs, cluster}, gate_(iam) {}
   void Handle(HttpRequest request, Responder respond) const;
+  // Serve POST /mlengine/v1/backups with `backups` (before serving).
+  void ServeBackups(service::BackupService* backups) { services_.backups = backups; }
 
   // The body of an error the HTTP layer produces itself (413, malformed).
   static std::string ErrorBody(int http_status, const std::string& status, const std::string& message);
@@ -34,7 +36,7 @@ class ApiRouter {
   // Vertex AI's done operations (a job's deletion): the router's own,
   // for its operations methods.
   mutable service::OperationLog operations_;
-  const Services services_;
+  Services services_;
   const AccessGate gate_;
 };
 

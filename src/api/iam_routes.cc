@@ -390,6 +390,50 @@ void SetQuotas(const Services& s, const Call& call, Responder respond) {
   });
 }
 
+// ---- backups (docs/operations.md) ----
+
+// POST /mlengine/v1/backups {"destination": DIR}: a backup of the data
+// directory written into DIR (backup/backup.h), answered once it is whole.
+void CreateBackup(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  if (s.backups == nullptr) return respond(Fail(absl::UnimplementedError("This mlengined takes no backups."), pretty));
+  auto body = ParseJsonBody(call.body, false);
+  if (!body.ok()) return respond(Fail(body.status(), pretty));
+  const json* destination = body->is_object() && body->contains("destination") ? &(*body)["destination"] : nullptr;
+  if (destination == nullptr || !destination->is_string() || destination->get<std::string>().empty()) {
+    return respond(Fail(common::InvalidArgumentWithViolations(
+                            "The backup needs a destination.",
+                            {{"destination", "the directory to write the backup into, on mlengined's machine: an "
+                                             "absolute path, new or empty, outside the data directory"}}),
+                        pretty));
+  }
+  for (const auto& [key, value] : body->items()) {
+    if (key != "destination") {
+      return respond(Fail(common::InvalidArgumentWithViolations(
+                              "Invalid JSON payload received.", {{key, "unknown field: a backup takes destination"}}),
+                          pretty));
+    }
+  }
+  s.backups->Start(destination->get<std::string>(), [respond, pretty,
+                                                     to = destination->get<std::string>()](
+                                                        absl::StatusOr<backup::Summary> done) {
+    if (!done.ok()) return respond(Fail(done.status(), pretty));
+    respond(Render({{"destination", to},
+                    {"schemaVersion", done->schema_version},
+                    {"jobs", done->jobs},
+                    {"projects", done->projects},
+                    {"records", done->records},
+                    {"buckets", done->buckets},
+                    {"objects", done->objects},
+                    {"objectBytes", done->object_bytes},
+                    {"runFiles", done->run_files},
+                    {"runBytes", done->run_bytes},
+                    {"seconds", absl::ToDoubleSeconds(done->took)}},
+                   pretty));
+  });
+}
+
 void ResetQuotas(const Services& s, const Call& call, Responder respond) {
   const bool pretty = call.pretty;
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));

@@ -763,7 +763,8 @@ absl::StatusOr<std::optional<ObjectInfo>> BucketStore::CurrentAt(absl::string_vi
 
 absl::StatusOr<ObjectInfo> BucketStore::Install(absl::string_view bucket, absl::string_view name, int fd,
                                                 int source_dir, const std::string& source,
-                                                const WriteOptions& options, const common::Checksums& sums) {
+                                                const WriteOptions& options, const common::Checksums& sums,
+                                                const ObjectInfo* restored) {
   if (auto s = ValidateAttrs(options.attrs); !s.ok()) return s;
   if (auto s = VerifyChecksums(options, sums); !s.ok()) return s;
   // Objects are ordinary files the replicas read and replace.
@@ -790,6 +791,11 @@ absl::StatusOr<ObjectInfo> BucketStore::Install(absl::string_view bucket, absl::
   meta.generation = std::max(now_us, now ? now->generation + 1 : 0);
   meta.metageneration = 1;
   meta.created_us = now_us;
+  if (restored != nullptr) {
+    meta.generation = restored->generation;
+    meta.metageneration = restored->metageneration;
+    meta.created_us = absl::ToUnixMicros(restored->created);
+  }
   meta.attrs = options.attrs;
   meta.checksums = sums;
   // Metadata first: if we crash before the rename, it describes a file that
@@ -864,7 +870,8 @@ absl::StatusOr<ObjectInfo> BucketStore::PutRange(absl::string_view bucket, absl:
 }
 
 absl::StatusOr<ObjectInfo> BucketStore::InstallCopy(absl::string_view bucket, absl::string_view name,
-                                                    const std::vector<Piece>& pieces, const WriteOptions& options) {
+                                                    const std::vector<Piece>& pieces, const WriteOptions& options,
+                                                    const ObjectInfo* restored) {
   if (auto s = ValidateAttrs(options.attrs); !s.ok()) return s;
   std::string tmp_name;
   auto copy = MakeTemp("copy", &tmp_name);
@@ -898,9 +905,22 @@ absl::StatusOr<ObjectInfo> BucketStore::InstallCopy(absl::string_view bucket, ab
     ::unlinkat(tmp_fd_.get(), tmp_name.c_str(), 0);
     return s;
   }
-  auto info = Install(bucket, name, copy->get(), tmp_fd_.get(), tmp_name, options, sums.Finish());
+  auto info = Install(bucket, name, copy->get(), tmp_fd_.get(), tmp_name, options, sums.Finish(), restored);
   if (!info.ok()) ::unlinkat(tmp_fd_.get(), tmp_name.c_str(), 0);
   return info;
+}
+
+absl::StatusOr<ObjectInfo> BucketStore::Import(const ObjectInfo& info, int fd) {
+  if (auto s = ValidateObjectName(info.name); !s.ok()) return s;
+  if (auto b = EnsureBucket(info.bucket); !b.ok()) return b.status();
+  WriteOptions options;
+  options.attrs = info.attrs;
+  if (info.checksums) {
+    // The bytes read are the bytes the source described.
+    options.expected_md5 = info.checksums->md5;
+    options.expected_crc32c = info.checksums->crc32c;
+  }
+  return InstallCopy(info.bucket, info.name, {{fd, 0, -1}}, options, &info);
 }
 
 absl::StatusOr<ObjectInfo> BucketStore::Compose(absl::string_view bucket, absl::string_view name,

@@ -251,6 +251,13 @@ class BucketStore {
 
   // ROOT/BUCKET/PATH, the file a replica sees (path as in GcsUri: may be
   // empty or end with '/'). Names are validated; nothing is created.
+  // An object as another store had it (mlengined backup and restore): the
+  // bytes of `fd` (from offset 0 to its end) under info's bucket and name,
+  // with info's generation, metageneration, creation time and attributes.
+  // When info has checksums the bytes must match them (INVALID_ARGUMENT
+  // otherwise). Makes the bucket; replaces what is there.
+  absl::StatusOr<ObjectInfo> Import(const ObjectInfo& info, int fd);
+
   absl::StatusOr<std::string> LocalPath(absl::string_view bucket, absl::string_view path) const;
 
  private:
@@ -278,9 +285,12 @@ class BucketStore {
   // Verifies `sums` against the options' expected checksums, fsyncs `fd`
   // (the file at source_dir/source), checks the preconditions against the
   // current object, writes the metadata and renames the file into place.
+  // `restored`: the object as a backup kept it (Import): its generation,
+  // metageneration and creation time, whatever is there now.
   absl::StatusOr<ObjectInfo> Install(absl::string_view bucket, absl::string_view name, int fd, int source_dir,
                                      const std::string& source, const WriteOptions& options,
-                                     const common::Checksums& sums) ABSL_LOCKS_EXCLUDED(namespace_mu_);
+                                     const common::Checksums& sums, const ObjectInfo* restored = nullptr)
+      ABSL_LOCKS_EXCLUDED(namespace_mu_);
   // Copies `length` bytes (or to the end, length < 0) of each source into
   // a temporary file, checksumming them, and installs it.
   struct Piece {
@@ -289,7 +299,8 @@ class BucketStore {
     int64_t length;
   };
   absl::StatusOr<ObjectInfo> InstallCopy(absl::string_view bucket, absl::string_view name,
-                                         const std::vector<Piece>& pieces, const WriteOptions& options);
+                                         const std::vector<Piece>& pieces, const WriteOptions& options,
+                                         const ObjectInfo* restored = nullptr);
   absl::Status WriteMeta(absl::string_view bucket, absl::string_view name, const ObjectMeta& meta) const;
   std::optional<ObjectMeta> ReadMeta(absl::string_view bucket, absl::string_view name, const struct stat& st) const;
   void RemoveMeta(absl::string_view bucket, absl::string_view name) const;

@@ -185,6 +185,38 @@ class SqliteStore final : public Store {
     return out;
   }
 
+  absl::Status BackupTo(const std::string& path) override {
+    sqlite3* dest = nullptr;
+    if (sqlite3_open_v2(path.c_str(), &dest, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXCLUSIVE,
+                        nullptr) != SQLITE_OK) {
+      std::string msg = dest ? sqlite3_errmsg(dest) : "out of memory";
+      sqlite3_close(dest);
+      return absl::UnavailableError(absl::StrCat("cannot create ", path, ": ", msg));
+    }
+    absl::Status s;
+    {
+      // No transaction of the writer's is half done while it copies.
+      std::lock_guard<std::mutex> lock(db_mu_);
+      sqlite3_backup* backup = sqlite3_backup_init(dest, "main", db_, "main");
+      if (backup == nullptr) {
+        s = absl::InternalError(absl::StrCat("cannot back up the database: ", sqlite3_errmsg(dest)));
+      } else {
+        const int rc = sqlite3_backup_step(backup, -1);
+        sqlite3_backup_finish(backup);
+        if (rc != SQLITE_DONE) {
+          s = absl::UnavailableError(absl::StrCat("backing up the database to ", path, " failed: ",
+                                                  sqlite3_errstr(rc)));
+        }
+      }
+    }
+    // On disk before the backup says it is whole.
+    if (s.ok() && sqlite3_exec(dest, "PRAGMA journal_mode=DELETE", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      s = absl::UnavailableError(absl::StrCat("cannot finish ", path, ": ", sqlite3_errmsg(dest)));
+    }
+    sqlite3_close(dest);
+    return s;
+  }
+
   using Store::Commit;
   void Commit(std::vector<Mutation> mutations, std::function<void(absl::Status)> done, Sync sync) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -402,13 +434,13 @@ absl::Status Migrate(sqlite3* db) {
     Statement st(db, "PRAGMA user_version");
     if (st.ok() && sqlite3_step(st.get()) == SQLITE_ROW) version = sqlite3_column_int(st.get(), 0);
   }
-  constexpr int kLatest = static_cast<int>(std::size(kMigrations));
-  if (version > kLatest) {
+  const int latest = LatestSchemaVersion();
+  if (version > latest) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "the database schema is version ", version, " but this mlengined knows only up to ", kLatest,
+        "the database schema is version ", version, " but this mlengined knows only up to ", latest,
         "; run a newer mlengined"));
   }
-  for (int v = version; v < kLatest; ++v) {
+  for (int v = version; v < latest; ++v) {
     std::string sql = absl::StrCat("BEGIN IMMEDIATE;", kMigrations[v], "PRAGMA user_version=", v + 1, ";COMMIT;");
     char* err = nullptr;
     if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
@@ -422,6 +454,36 @@ absl::Status Migrate(sqlite3* db) {
 }
 
 }  // namespace
+
+int LatestSchemaVersion() { return static_cast<int>(std::size(kMigrations)); }
+
+absl::StatusOr<DatabaseSummary> DescribeDatabase(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return absl::UnavailableError(absl::StrCat("cannot open database ", path, ": ", msg));
+  }
+  DatabaseSummary out;
+  absl::Status s;
+  auto count = [&](const char* sql, int64_t* n) {
+    Statement st(db, sql);
+    if (!st.ok() || sqlite3_step(st.get()) != SQLITE_ROW) {
+      s = absl::DataLossError(absl::StrCat(path, " is not an mlengine database: ", sqlite3_errmsg(db)));
+      return;
+    }
+    *n = sqlite3_column_int64(st.get(), 0);
+  };
+  int64_t version = 0;
+  count("PRAGMA user_version", &version);
+  out.schema_version = static_cast<int>(version);
+  if (s.ok() && out.schema_version > 0) count("SELECT count(*) FROM jobs", &out.jobs);
+  if (s.ok() && out.schema_version > 0) count("SELECT count(*) FROM projects", &out.projects);
+  if (s.ok() && out.schema_version > 0) count("SELECT count(*) FROM records", &out.records);
+  sqlite3_close(db);
+  if (!s.ok()) return s;
+  return out;
+}
 
 absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options) {
   sqlite3* db = nullptr;

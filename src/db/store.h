@@ -138,6 +138,12 @@ class Store {
   // newest first, at most `limit`.
   virtual absl::StatusOr<std::vector<AuditRecord>> ReadAudit(const AuditQuery& query) = 0;
 
+  // A consistent copy of the whole database, as a new file at `path`
+  // (SQLite's online backup), taken while mlengined serves: commits wait
+  // while it copies (milliseconds for each few megabytes). `path` must not
+  // exist.
+  virtual absl::Status BackupTo(const std::string& path) = 0;
+
   // Blocking form of Commit.
   absl::Status CommitSync(std::vector<Mutation> mutations);
 };
@@ -149,5 +155,19 @@ struct SqliteOptions {
 
 // Opens (creating and migrating as needed) the SQLite database at path.
 absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& options);
+
+// The newest schema version this mlengined writes: a database of a later
+// one (a newer mlengined's) is refused, never altered.
+int LatestSchemaVersion();
+
+// What a database file no mlengined has open holds, read without changing
+// it (a backup's, mlengined backup/restore).
+struct DatabaseSummary {
+  int schema_version = 0;
+  int64_t jobs = 0;
+  int64_t projects = 0;
+  int64_t records = 0;  // users, tokens, policies, service accounts, studies, ...
+};
+absl::StatusOr<DatabaseSummary> DescribeDatabase(const std::string& path);
 
 }  // namespace mle::db

@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "api/metrics_endpoint.h"
 #include "obs/log.h"
+#include "server/maintenance.h"
 #include "server/server.h"
 
 namespace {
@@ -92,6 +93,24 @@ int main(int argc, char** argv) {
                  "Who may read /metrics: \"loopback\" (no token from this machine, the admin token from "
                  "elsewhere), \"token\" (always the admin token) or \"open\" (anyone who reaches the port)")
       ->capture_default_str();
+  // Maintenance: each runs and exits (server/maintenance.h).
+  std::string backup_to;
+  CLI::App* backup = app.add_subcommand(
+      "backup",
+      "Write a backup of --data-dir into a new or empty directory and exit: online, by the mlengined serving it, "
+      "while jobs run (or by this process when none serves it). See docs/operations.md");
+  backup->add_option("--to", backup_to, "The directory to write the backup into (absolute; outside --data-dir)")
+      ->required();
+  backup->fallthrough();
+  std::string restore_from;
+  CLI::App* restore = app.add_subcommand(
+      "restore",
+      "Restore a backup into --data-dir (a new or empty directory) and exit; then start mlengined on it");
+  restore->add_option("--from", restore_from, "The backup's directory (what `mlengined backup --to` wrote)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  restore->fallthrough();
+  app.require_subcommand(0, 1);
   CLI11_PARSE(app, argc, argv);
   {
     auto level = mle::obs::ParseLogLevel(log_level);
@@ -103,6 +122,8 @@ int main(int argc, char** argv) {
     if (!access.ok()) return Fail("--metrics-access: " + std::string(access.status().message()));
     options.metrics_access = *access;
   }
+  if (*backup) return mle::server::RunBackup(options.data_dir, backup_to);
+  if (*restore) return mle::server::RunRestore(restore_from, options.data_dir);
   if (!SplitListen(listen, &options.listen_host, &options.listen_port)) {
     return Fail("--listen must be HOST:PORT, e.g. 127.0.0.1:8080 (got " + listen + ")");
   }

@@ -153,6 +153,7 @@ struct Server::Parts {
   std::unique_ptr<service::TuningJobStudies> job_studies;
   std::unique_ptr<service::JobRuns> job_runs;
   std::unique_ptr<service::ClusterService> cluster;
+  std::unique_ptr<service::BackupService> backups;
   std::unique_ptr<api::ApiRouter> router;
   std::unique_ptr<api::MetricsEndpoint> metrics;
   std::unique_ptr<api::ConsoleEndpoint> console;
@@ -169,6 +170,7 @@ struct Server::Parts {
     console.reset();
     metrics.reset();
     router.reset();
+    backups.reset();  // waits for a backup under way: before the store and the buckets
     studies.reset();
     cluster.reset();
     job_runs.reset();
@@ -505,6 +507,8 @@ absl::Status Server::Parts::Build() {
   }
   cluster = std::make_unique<service::ClusterService>(*scheduler, std::move(cluster_options));
   router = std::make_unique<api::ApiRouter>(*jobs, *logs, *iam, *quotas, *studies, *job_runs, *cluster);
+  backups = std::make_unique<service::BackupService>(*store, *bucket_store, data_dir.string());
+  router->ServeBackups(backups.get());
   std::function<bool(uint32_t)> is_job_uid;
   if (identities) is_job_uid = [pool = identities.get()](uint32_t uid) { return pool->Contains(uid); };
   metrics = std::make_unique<api::MetricsEndpoint>(*jobs, *iam, options.metrics_access, std::move(is_job_uid));
