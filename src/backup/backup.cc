@@ -10,8 +10,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/run_layout.h"
 #include "common/time_format.h"
 #include "rundir/file_io.h"
+#include "rundir/replica_files.h"
 
 namespace mle::backup {
 namespace {
@@ -128,6 +130,37 @@ absl::Status CopyRuns(const std::string& from, const std::string& to, Summary* s
     ++summary->run_files;
     summary->run_bytes += static_cast<int64_t>(fs::file_size(target, ec));
     ec.clear();
+  }
+  return absl::OkStatus();
+}
+
+// The restored runs name no process of the machine the backup was taken
+// on: a job running then is, to the restored mlengined, one whose start was
+// undone (its replicas that had not ended are gone), so it runs again from
+// the start; its pids and uid, which may name another program here, or
+// the still running original, are dropped from its manifest.
+absl::Status ForgetProcesses(const std::string& runs) {
+  std::error_code ec;
+  if (!fs::exists(runs, ec)) return absl::OkStatus();
+  std::vector<std::string> run_dirs;
+  for (fs::recursive_directory_iterator it(runs, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_regular_file(ec) && rundir::ManifestPath(it->path().parent_path().string()) == it->path().string()) {
+      run_dirs.push_back(it->path().parent_path().string());
+    }
+  }
+  if (ec) return IoError(runs, ec);
+  for (const std::string& dir : run_dirs) {
+    auto read = rundir::ReadManifest(dir);
+    if (!read.ok() || !read->has_value()) continue;  // not a local run's (a Slurm job's has its own records)
+    rundir::RunManifest manifest = **read;
+    bool all_ended = true;
+    for (auto& replica : manifest.replicas) {
+      replica.pid = 0;
+      all_ended = all_ended && fs::exists(common::ReplicaExitPath(dir, replica.task), ec);
+    }
+    manifest.uid = 0;
+    if (!all_ended) manifest.stage = rundir::RunManifest::Stage::kStarting;
+    if (auto s = rundir::WriteManifest(dir, manifest); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -260,6 +293,7 @@ absl::StatusOr<Summary> RestoreBackup(const std::string& from, const std::string
       !s.ok()) {
     return s;
   }
+  if (auto s = ForgetProcesses((fs::path(data_dir) / "runs").string()); !s.ok()) return s;
   if (auto s = CopyPrivateFile((fs::path(from) / kToken).string(), (fs::path(data_dir) / kToken).string()); !s.ok()) {
     return s;
   }
