@@ -3,10 +3,14 @@
 // transaction per round (group commit), so N concurrent creates cost one
 // fsync rather than N.
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -186,9 +190,12 @@ class SqliteStore final : public Store {
   }
 
   absl::Status BackupTo(const std::string& path) override {
+    // A new file, never another database (an empty file is an empty one).
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return absl::UnavailableError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
+    ::close(fd);
     sqlite3* dest = nullptr;
-    if (sqlite3_open_v2(path.c_str(), &dest, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXCLUSIVE,
-                        nullptr) != SQLITE_OK) {
+    if (sqlite3_open_v2(path.c_str(), &dest, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
       std::string msg = dest ? sqlite3_errmsg(dest) : "out of memory";
       sqlite3_close(dest);
       return absl::UnavailableError(absl::StrCat("cannot create ", path, ": ", msg));

@@ -588,6 +588,46 @@ TEST_F(BucketStoreTest, LocalPaths) {
   EXPECT_FALSE(store_->LocalPath("..", "x").ok());
 }
 
+// A backup's object (mlengined backup/restore): the bytes of another
+// store's object with its generation, metageneration, creation time and
+// attributes, in a bucket made for it; bytes that do not match the
+// checksums the source described are refused, and nothing is written.
+TEST_F(BucketStoreTest, ImportKeepsTheSourcesGenerationAndRefusesOtherBytes) {
+  WriteOptions options;
+  options.attrs.content_type = "text/plain";
+  options.attrs.metadata["k"] = "v";
+  ASSERT_TRUE(store_->Put("bkt", "a/b.txt", "first", options).ok());
+  auto second = store_->Put("bkt", "a/b.txt", "second", options);
+  ASSERT_TRUE(second.ok()) << second.status();
+  auto opened = store_->OpenObject("bkt", "a/b.txt", /*compute_checksums=*/true);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+
+  auto other = BucketStore::Open((dir_ / "copy").string());
+  ASSERT_TRUE(other.ok()) << other.status();
+  auto imported = (*other)->Import(opened->info, opened->fd.get());
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  auto stat = (*other)->Stat("bkt", "a/b.txt", /*compute_checksums=*/false);
+  ASSERT_TRUE(stat.ok()) << stat.status();
+  EXPECT_EQ(stat->generation, second->generation);
+  EXPECT_EQ(stat->metageneration, second->metageneration);
+  EXPECT_EQ(stat->created, second->created);
+  EXPECT_EQ(stat->attrs.content_type, "text/plain");
+  EXPECT_EQ(stat->attrs.metadata.at("k"), "v");
+  EXPECT_EQ(Sum(*stat), SumOf("second"));
+  auto read = (*other)->Read("bkt", "a/b.txt");
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(*read, "second");
+
+  // The description of other bytes than those read: refused.
+  ObjectInfo lying = opened->info;
+  lying.name = "a/lie.txt";
+  lying.checksums = common::ChecksumsOf("something else");
+  ::lseek(opened->fd.get(), 0, SEEK_SET);
+  auto refused = (*other)->Import(lying, opened->fd.get());
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status())) << refused.status();
+  EXPECT_TRUE(absl::IsNotFound((*other)->Stat("bkt", "a/lie.txt", false).status()));
+}
+
 }  // namespace
 }  // namespace mle::buckets
 

@@ -177,5 +177,33 @@ TEST(SqliteStoreTest, LazyCommitsAreReadBackAndOnlyDurableOnesFlush) {
   fs::remove_all(dir);
 }
 
+// An online backup (mlengined backup) is a whole database another
+// SqliteStore opens, taken while the store serves; it does not overwrite.
+TEST(SqliteStoreTest, ABackupIsAWholeDatabaseAndDescribesItself) {
+  const fs::path dir = fs::temp_directory_path() / ("mle_sqlite_backup_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    auto store = OpenSqliteStore({(dir / "a.db").string(), false});
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (int i = 0; i < 50; ++i) ASSERT_TRUE((*store)->CommitSync({PutJob{JobRow(i)}}).ok());
+    ASSERT_TRUE((*store)->BackupTo((dir / "b.db").string()).ok());
+    ASSERT_TRUE((*store)->CommitSync({PutJob{JobRow(50)}}).ok());  // after the backup: not in it
+    EXPECT_FALSE((*store)->BackupTo((dir / "b.db").string()).ok());  // never over another file
+  }
+  auto described = DescribeDatabase((dir / "b.db").string());
+  ASSERT_TRUE(described.ok()) << described.status();
+  EXPECT_EQ(described->jobs, 50);
+  EXPECT_EQ(described->schema_version, LatestSchemaVersion());
+  auto copy = OpenSqliteStore({(dir / "b.db").string(), false});
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  auto loaded = (*copy)->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->jobs.size(), 50u);
+  copy->reset();
+  EXPECT_FALSE(DescribeDatabase((dir / "missing.db").string()).ok());
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace mle::db
