@@ -419,18 +419,9 @@ void CreateBackup(const Services& s, const Call& call, Responder respond) {
                                                      to = destination->get<std::string>()](
                                                         absl::StatusOr<backup::Summary> done) {
     if (!done.ok()) return respond(Fail(done.status(), pretty));
-    respond(Render({{"destination", to},
-                    {"schemaVersion", done->schema_version},
-                    {"jobs", done->jobs},
-                    {"projects", done->projects},
-                    {"records", done->records},
-                    {"buckets", done->buckets},
-                    {"objects", done->objects},
-                    {"objectBytes", done->object_bytes},
-                    {"runFiles", done->run_files},
-                    {"runBytes", done->run_bytes},
-                    {"seconds", absl::ToDoubleSeconds(done->took)}},
-                   pretty));
+    json answer = backup::SummaryJson(*done);
+    answer["destination"] = to;
+    respond(Render(answer, pretty));
   });
 }
 

@@ -173,10 +173,17 @@ absl::Status CopyPrivateFile(const std::string& from, const std::string& to) {
   return absl::OkStatus();
 }
 
+void CountDatabase(const db::DatabaseSummary& db, Summary* summary) {
+  summary->schema_version = db.schema_version;
+  summary->jobs = db.jobs;
+  summary->projects = db.projects;
+  summary->records = db.records;
+}
+
+}  // namespace
+
 json SummaryJson(const Summary& s) {
-  return {{"format", kFormat},
-          {"createTime", common::FormatRfc3339(absl::Now())},
-          {"schemaVersion", s.schema_version},
+  return {{"schemaVersion", s.schema_version},
           {"jobs", s.jobs},
           {"projects", s.projects},
           {"records", s.records},
@@ -184,10 +191,25 @@ json SummaryJson(const Summary& s) {
           {"objects", s.objects},
           {"objectBytes", s.object_bytes},
           {"runFiles", s.run_files},
-          {"runBytes", s.run_bytes}};
+          {"runBytes", s.run_bytes},
+          {"seconds", absl::ToDoubleSeconds(s.took)}};
 }
 
-}  // namespace
+Summary SummaryFromJson(const json& o) {
+  Summary s;
+  if (!o.is_object()) return s;
+  s.schema_version = o.value("schemaVersion", 0);
+  s.jobs = o.value("jobs", int64_t{0});
+  s.projects = o.value("projects", int64_t{0});
+  s.records = o.value("records", int64_t{0});
+  s.buckets = o.value("buckets", int64_t{0});
+  s.objects = o.value("objects", int64_t{0});
+  s.object_bytes = o.value("objectBytes", int64_t{0});
+  s.run_files = o.value("runFiles", int64_t{0});
+  s.run_bytes = o.value("runBytes", int64_t{0});
+  s.took = absl::Seconds(o.value("seconds", 0.0));
+  return s;
+}
 
 absl::StatusOr<Summary> WriteBackup(db::Store& store, const buckets::BucketStore& objects,
                                     const std::string& data_dir, const std::string& to) {
@@ -203,10 +225,7 @@ absl::StatusOr<Summary> WriteBackup(db::Store& store, const buckets::BucketStore
   if (::chmod(db_copy.c_str(), 0600) != 0) return absl::UnavailableError(absl::StrCat("chmod ", db_copy));
   auto described = db::DescribeDatabase(db_copy);
   if (!described.ok()) return described.status();
-  summary.schema_version = described->schema_version;
-  summary.jobs = described->jobs;
-  summary.projects = described->projects;
-  summary.records = described->records;
+  CountDatabase(*described, &summary);
 
   auto copy = buckets::BucketStore::Open((fs::path(to) / "buckets").string());
   if (!copy.ok()) return copy.status();
@@ -221,7 +240,10 @@ absl::StatusOr<Summary> WriteBackup(db::Store& store, const buckets::BucketStore
   // Whole once this is there: everything before it on disk first.
   if (auto s = rundir::SyncFilesystemOf(to); !s.ok()) return s;
   summary.took = absl::Now() - start;
-  if (auto s = rundir::WriteFileAtomically((fs::path(to) / kSummaryFile).string(), SummaryJson(summary).dump(2) + "\n",
+  json described_json = SummaryJson(summary);
+  described_json["format"] = kFormat;
+  described_json["createTime"] = common::FormatRfc3339(absl::Now());
+  if (auto s = rundir::WriteFileAtomically((fs::path(to) / kSummaryFile).string(), described_json.dump(2) + "\n",
                                            0600);
       !s.ok()) {
     return s;
@@ -241,16 +263,7 @@ absl::StatusOr<Summary> ReadSummary(const std::string& from) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, " does not describe a backup this mlengined reads (format ", kFormat, ")"));
   }
-  Summary s;
-  s.schema_version = o.value("schemaVersion", 0);
-  s.jobs = o.value("jobs", int64_t{0});
-  s.projects = o.value("projects", int64_t{0});
-  s.records = o.value("records", int64_t{0});
-  s.buckets = o.value("buckets", int64_t{0});
-  s.objects = o.value("objects", int64_t{0});
-  s.object_bytes = o.value("objectBytes", int64_t{0});
-  s.run_files = o.value("runFiles", int64_t{0});
-  s.run_bytes = o.value("runBytes", int64_t{0});
+  Summary s = SummaryFromJson(o);
   if (s.schema_version > db::LatestSchemaVersion()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the backup in ", from, " was made by a later mlengined (database schema ", s.schema_version,
@@ -275,10 +288,7 @@ absl::StatusOr<Summary> RestoreBackup(const std::string& from, const std::string
                                             expected->jobs, " (schema ", expected->schema_version,
                                             "): the backup was changed or damaged"));
   }
-  summary.schema_version = described->schema_version;
-  summary.jobs = described->jobs;
-  summary.projects = described->projects;
-  summary.records = described->records;
+  CountDatabase(*described, &summary);
 
   auto source = buckets::BucketStore::Open((fs::path(from) / "buckets").string());
   if (!source.ok()) return source.status();

@@ -28,6 +28,8 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "buckets/bucket_store.h"
@@ -49,6 +51,12 @@ struct Summary {
   int64_t run_bytes = 0;
   absl::Duration took;
 };
+
+// Its description as backup.json and the backups API say it:
+// {"schemaVersion", "jobs", "projects", "records", "buckets", "objects",
+// "objectBytes", "runFiles", "runBytes", "seconds"}; and back.
+nlohmann::json SummaryJson(const Summary& summary);
+Summary SummaryFromJson(const nlohmann::json& o);
 
 // Writes a backup of the data directory `data_dir`, whose database is
 // `store` and objects `objects`, into `to` (absolute; it must not exist or

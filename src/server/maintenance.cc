@@ -83,17 +83,7 @@ int AskServer(const std::string& data_dir, const std::string& to) {
                                       : response.body();
       return Fail(absl::StrCat("the backup failed: ", message));
     }
-    backup::Summary s;
-    s.schema_version = body.value("schemaVersion", 0);
-    s.jobs = body.value("jobs", int64_t{0});
-    s.projects = body.value("projects", int64_t{0});
-    s.records = body.value("records", int64_t{0});
-    s.buckets = body.value("buckets", int64_t{0});
-    s.objects = body.value("objects", int64_t{0});
-    s.object_bytes = body.value("objectBytes", int64_t{0});
-    s.run_files = body.value("runFiles", int64_t{0});
-    s.run_bytes = body.value("runBytes", int64_t{0});
-    s.took = absl::Seconds(body.value("seconds", 0.0));
+    const backup::Summary s = backup::SummaryFromJson(body);
     PrintSummary(s, "backed up (online, by the mlengined at " + endpoint + ") into", to);
     return 0;
   } catch (const std::exception& e) {
