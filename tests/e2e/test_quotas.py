@@ -4,7 +4,7 @@ survives kill -9 (the adopted job still counts)."""
 
 import json
 
-from conftest import config_yaml, make_cli
+from conftest import config_yaml, make_cli, wait_for
 
 
 def one_job_at_a_time(server_factory, tmp_path, names):
@@ -86,9 +86,14 @@ def test_a_vertex_job_waits_behind_an_ml_job_for_the_same_quota_and_says_why(ser
     package = stage_package(cli, tmp_path)
     created = create_custom_job(server, cli.project, custom_job(package, [], workers=0))
     job_id = created["name"].rsplit("/", 1)[1]
-    status, text = server.request("GET", f"/v1/projects/{cli.project}/jobs/{job_id}/waiting")
-    assert status == 200, text
-    waiting = json.loads(text)
+    # The reason is the scheduler's, from its first pass over the new job
+    # (just after the create's answer).
+    def waiting_now():
+        status, text = server.request("GET", f"/v1/projects/{cli.project}/jobs/{job_id}/waiting")
+        assert status == 200, text
+        return json.loads(text)
+    wait_for(lambda: "reason" in waiting_now(), "the custom job's reason to wait", timeout=30)
+    waiting = waiting_now()
     assert waiting["state"] == "QUEUED" and waiting["position"] == "1", waiting
     assert waiting["reason"].startswith(f"project quota JOBS 1 in us-central1: 1 in use by job {first}"), waiting
 
