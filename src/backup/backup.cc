@@ -1,7 +1,12 @@
 #include "backup/backup.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 #include <vector>
@@ -91,47 +96,69 @@ absl::Status CopyObjects(const buckets::BucketStore& from, buckets::BucketStore&
   return absl::OkStatus();
 }
 
-// Copies the run records under `from` into `to`: every regular file and
-// directory but each replica's work and tmp directories (RUNS/PROJECT/JOB/
-// REPLICA/{work,tmp}: the trainer's scratch, not a record).
-absl::Status CopyRuns(const std::string& from, const std::string& to, Summary* summary) {
-  std::error_code ec;
-  if (!fs::exists(from, ec)) return absl::OkStatus();
-  if (auto s = rundir::CreateDirectories(to); !s.ok()) return s;
-  fs::recursive_directory_iterator it(from, fs::directory_options::skip_permission_denied, ec);
-  if (ec) return IoError(from, ec);
-  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) return IoError(from, ec);
-    const fs::path relative = it->path().lexically_relative(from);
-    const fs::path target = fs::path(to) / relative;
-    const fs::file_status status = it->symlink_status(ec);
-    if (ec) {
-      ec.clear();  // gone since it was listed (a job's directory cleaned up)
-      continue;
+// The bytes of the open file `from` into a new file `to`.
+absl::Status CopyFile(int from, const std::string& to, int64_t* bytes) {
+  buckets::ScopedFd out(::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!out.valid()) return absl::UnavailableError(absl::StrCat("cannot create ", to, ": ", std::strerror(errno)));
+  std::vector<char> buf(1 << 16);
+  while (true) {
+    const ssize_t n = ::read(from, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return absl::UnavailableError(absl::StrCat("cannot read for ", to, ": ", std::strerror(errno)));
+    if (n == 0) return absl::OkStatus();
+    for (ssize_t done = 0; done < n;) {
+      const ssize_t w = ::write(out.get(), buf.data() + done, static_cast<size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return absl::UnavailableError(absl::StrCat("cannot write ", to, ": ", std::strerror(errno)));
+      done += w;
     }
-    if (fs::is_directory(status)) {
-      const std::string name = relative.filename().string();
-      if (it.depth() == 3 && (name == "work" || name == "tmp")) {
-        it.disable_recursion_pending();
-        continue;
-      }
-      fs::create_directories(target, ec);
-      if (ec) return IoError(target.string(), ec);
-      continue;
+    *bytes += n;
+  }
+}
+
+// Copies the run records in the directory open as `from` into `to` (made):
+// every regular file and directory but each replica's work and tmp
+// directories (RUNS/PROJECT/JOB/REPLICA/{work,tmp}, `depth` 3: the
+// trainer's scratch, not a record). Through descriptors only, each name
+// opened without following a link: part of a run (its hypertune
+// directory) is the job's own, and its trainer may swap a name for a link
+// or a pipe at any moment; the copy never leaves the tree, reads only
+// regular files and never waits on one.
+absl::Status CopyTree(int from, const fs::path& to, int depth, Summary* summary) {
+  if (auto s = rundir::CreateDirectories(to.string()); !s.ok()) return s;
+  DIR* dir = ::fdopendir(::dup(from));
+  if (dir == nullptr) return absl::UnavailableError(absl::StrCat("cannot list for ", to.string()));
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(dir)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  ::closedir(dir);
+  for (const std::string& name : names) {
+    struct stat st;
+    if (::fstatat(from, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone since it was listed
+    if (S_ISDIR(st.st_mode)) {
+      if (depth == 3 && (name == "work" || name == "tmp")) continue;
+      buckets::ScopedFd sub(::openat(from, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!sub.valid()) continue;  // gone, or no longer a directory
+      if (auto s = CopyTree(sub.get(), to / name, depth + 1, summary); !s.ok()) return s;
+    } else if (S_ISREG(st.st_mode)) {
+      buckets::ScopedFd file(::openat(from, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+      if (!file.valid() || ::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      if (auto s = CopyFile(file.get(), (to / name).string(), &summary->run_bytes); !s.ok()) return s;
+      ++summary->run_files;
     }
-    if (!fs::is_regular_file(status)) continue;  // links, sockets, pipes
-    if (!fs::copy_file(it->path(), target, fs::copy_options::overwrite_existing, ec)) {
-      if (!fs::exists(it->path())) {
-        ec.clear();
-        continue;
-      }
-      return IoError(absl::StrCat("copy ", it->path().string()), ec);
-    }
-    ++summary->run_files;
-    summary->run_bytes += static_cast<int64_t>(fs::file_size(target, ec));
-    ec.clear();
   }
   return absl::OkStatus();
+}
+
+absl::Status CopyRuns(const std::string& from, const std::string& to, Summary* summary) {
+  buckets::ScopedFd runs(::open(from.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!runs.valid()) {
+    if (errno == ENOENT) return absl::OkStatus();  // no job ever ran
+    return absl::UnavailableError(absl::StrCat("cannot open ", from, ": ", std::strerror(errno)));
+  }
+  return CopyTree(runs.get(), to, 0, summary);
 }
 
 // The restored runs name no process of the machine the backup was taken
