@@ -400,8 +400,8 @@ void CreateBackup(const Services& s, const Call& call, Responder respond) {
   if (s.backups == nullptr) return respond(Fail(absl::UnimplementedError("This mlengined takes no backups."), pretty));
   auto body = ParseJsonBody(call.body, false);
   if (!body.ok()) return respond(Fail(body.status(), pretty));
-  const json* destination = body->is_object() && body->contains("destination") ? &(*body)["destination"] : nullptr;
-  if (destination == nullptr || !destination->is_string() || destination->get<std::string>().empty()) {
+  const auto destination = body->is_object() ? body->find("destination") : body->end();
+  if (destination == body->end() || !destination->is_string() || destination->get<std::string>().empty()) {
     return respond(Fail(common::InvalidArgumentWithViolations(
                             "The backup needs a destination.",
                             {{"destination", "the directory to write the backup into, on mlengined's machine: an "

@@ -788,14 +788,9 @@ absl::StatusOr<ObjectInfo> BucketStore::Install(absl::string_view bucket, absl::
   meta.mtime_ns = MtimeNs(st);
   meta.ino = static_cast<uint64_t>(st.st_ino);
   const int64_t now_us = absl::ToUnixMicros(absl::Now());
-  meta.generation = std::max(now_us, now ? now->generation + 1 : 0);
-  meta.metageneration = 1;
-  meta.created_us = now_us;
-  if (restored != nullptr) {
-    meta.generation = restored->generation;
-    meta.metageneration = restored->metageneration;
-    meta.created_us = absl::ToUnixMicros(restored->created);
-  }
+  meta.generation = restored ? restored->generation : std::max(now_us, now ? now->generation + 1 : 0);
+  meta.metageneration = restored ? restored->metageneration : 1;
+  meta.created_us = restored ? absl::ToUnixMicros(restored->created) : now_us;
   meta.attrs = options.attrs;
   meta.checksums = sums;
   // Metadata first: if we crash before the rename, it describes a file that

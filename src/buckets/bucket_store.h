@@ -249,8 +249,6 @@ class BucketStore {
   // Ends the session and removes what it stored. NOT_FOUND when unknown.
   absl::Status CancelUpload(absl::string_view id);
 
-  // ROOT/BUCKET/PATH, the file a replica sees (path as in GcsUri: may be
-  // empty or end with '/'). Names are validated; nothing is created.
   // An object as another store had it (mlengined backup and restore): the
   // bytes of `fd` (from offset 0 to its end) under info's bucket and name,
   // with info's generation, metageneration, creation time and attributes.
@@ -258,6 +256,8 @@ class BucketStore {
   // otherwise). Makes the bucket; replaces what is there.
   absl::StatusOr<ObjectInfo> Import(const ObjectInfo& info, int fd);
 
+  // ROOT/BUCKET/PATH, the file a replica sees (path as in GcsUri: may be
+  // empty or end with '/'). Names are validated; nothing is created.
   absl::StatusOr<std::string> LocalPath(absl::string_view bucket, absl::string_view path) const;
 
  private:

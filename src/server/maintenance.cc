@@ -6,28 +6,26 @@
 
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include <curl/curl.h>
 #include <nlohmann/json.hpp>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "backup/backup.h"
 #include "buckets/bucket_store.h"
+#include "cli/client.h"
+#include "cli/config.h"
 #include "db/store.h"
-#include "rundir/file_io.h"
 
 namespace mle::server {
 namespace {
 
 namespace fs = std::filesystem;
-namespace http = boost::beast::http;
 using nlohmann::json;
+
+// A backup copies every object and log: a day is no limit a healthy one meets.
+constexpr long kBackupTimeoutSeconds = 24 * 3600;
 
 void PrintSummary(const backup::Summary& s, const std::string& verb, const std::string& where) {
   std::cout << verb << " " << where << ": " << s.jobs << " jobs, " << s.projects << " projects, " << s.records
@@ -41,54 +39,26 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-// POST /mlengine/v1/backups to the mlengined serving data_dir.
+// POST /mlengine/v1/backups to the mlengined serving data_dir, found as
+// the CLI finds it: through DATA_DIR/server.json, with its admin token.
 int AskServer(const std::string& data_dir, const std::string& to) {
-  auto text = rundir::ReadFile((fs::path(data_dir) / "server.json").string());
-  if (!text.ok()) {
-    return Fail(absl::StrCat("an mlengined serves ", data_dir, " but its server.json cannot be read: ",
-                             text.status().message()));
+  const std::string server_json = (fs::path(data_dir) / "server.json").string();
+  const cli::EnvLookup env = [&](const std::string& name) -> std::optional<std::string> {
+    if (name == "MLENGINE_CONFIG") return server_json;
+    return std::nullopt;  // nothing of the caller's own configuration
+  };
+  auto connection = cli::ResolveConnection({}, env, cli::RealFiles());
+  if (!connection.ok()) {
+    return Fail(absl::StrCat("an mlengined serves ", data_dir, " but ", server_json,
+                             " does not say where: ", connection.status().message()));
   }
-  json server = json::parse(*text, nullptr, false);
-  const std::string endpoint = server.is_object() ? server.value("endpoint", "") : "";
-  auto token = rundir::ReadFile(server.is_object() ? server.value("token_file", "") : "");
-  absl::string_view rest = endpoint;
-  const size_t colon = rest.rfind(':');
-  uint32_t port = 0;
-  if (!absl::ConsumePrefix(&rest, "http://") || colon == absl::string_view::npos || !token.ok() ||
-      !absl::SimpleAtoi(endpoint.substr(colon + 1), &port)) {
-    return Fail(absl::StrCat(data_dir, "/server.json does not say where its mlengined listens, with which token"));
-  }
-  const std::string host(rest.substr(0, rest.rfind(':')));
-  try {
-    boost::asio::io_context io;
-    boost::beast::tcp_stream stream(io);
-    boost::asio::ip::tcp::resolver resolver(io);
-    stream.connect(resolver.resolve(host, std::to_string(port)));
-    http::request<http::string_body> request{http::verb::post, "/mlengine/v1/backups", 11};
-    request.set(http::field::host, host);
-    request.set(http::field::authorization, "Bearer " + std::string(absl::StripAsciiWhitespace(*token)));
-    request.set(http::field::content_type, "application/json");
-    request.body() = json{{"destination", to}}.dump();
-    request.prepare_payload();
-    http::write(stream, request);
-    boost::beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(1 << 20);
-    http::read(stream, buffer, parser);
-    const auto& response = parser.get();
-    json body = json::parse(response.body(), nullptr, false);
-    if (response.result_int() != 200) {
-      const std::string message = body.is_object() && body.contains("error") && body["error"].is_object()
-                                      ? body["error"].value("message", response.body())
-                                      : response.body();
-      return Fail(absl::StrCat("the backup failed: ", message));
-    }
-    const backup::Summary s = backup::SummaryFromJson(body);
-    PrintSummary(s, "backed up (online, by the mlengined at " + endpoint + ") into", to);
-    return 0;
-  } catch (const std::exception& e) {
-    return Fail(absl::StrCat("cannot reach the mlengined serving ", data_dir, " at ", endpoint, ": ", e.what()));
-  }
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  cli::Client client(*connection);
+  auto answer = client.Call("POST", "/mlengine/v1/backups", {}, json{{"destination", to}}, kBackupTimeoutSeconds);
+  if (!answer.ok()) return Fail(absl::StrCat("the backup failed: ", answer.status().message()));
+  PrintSummary(backup::SummaryFromJson(*answer),
+               "backed up (online, by the mlengined at " + connection->endpoint + ") into", to);
+  return 0;
 }
 
 }  // namespace

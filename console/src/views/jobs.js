@@ -35,11 +35,8 @@ export function mount(root, ctx) {
     signal,
   });
 
-  const { changed, prevPage, nextPage, restart } = listPager(s, {
+  const { changed, restart, controls, showPage } = listPager(s, {
     signal, syncUrl, load, setError: ctx.setError, refreshMs: REFRESH_MS });
-  const prevBtn = h('button', { id: 'prev-page', type: 'button', class: 'btn', disabled: true, onclick: prevPage }, '← Previous');
-  const nextBtn = h('button', { id: 'next-page', type: 'button', class: 'btn', disabled: true, onclick: nextPage }, 'Next →');
-  const pageInfo = h('span', { class: 'page-info', 'aria-live': 'polite' });
   const { table: jobsTable, tbody } = table({ id: 'jobs-table', class: 'data' }, [
     'Job',
     'State',
@@ -63,7 +60,7 @@ export function mount(root, ctx) {
     ),
     scroller(jobsTable),
     empty.node,
-    h('div', { class: 'pager' }, prevBtn, pageInfo, nextBtn),
+    controls,
   );
 
   function syncUrl() {
@@ -107,10 +104,7 @@ export function mount(root, ctx) {
       tbody.replaceChildren(frag);
     }
     empty.show(jobs.length === 0);
-    prevBtn.disabled = !s.page && !s.prev.length;
-    nextBtn.disabled = !next;
-    // A page opened from an address has no known number.
-    text(pageInfo, s.page && !s.prev.length ? '' : `Page ${s.prev.length + 1}`);
+    showPage(next);
     text(updated, `Updated ${new Date(now).toLocaleTimeString()}`);
     // For performance checks: when the first page of a query was on screen.
     if (!s.marked) {

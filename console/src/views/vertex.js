@@ -75,11 +75,8 @@ export function mount(root, ctx) {
   // A region picked from the list (or typed, then Enter or Tab) applies at once.
   regionInput.addEventListener('change', () => changed({ region: regionInput.value.trim() || DEFAULT_REGION }));
 
-  const { changed, prevPage, nextPage, restart } = listPager(s, {
+  const { changed, restart, controls, showPage } = listPager(s, {
     signal, syncUrl, load, setError: ctx.setError, refreshMs: REFRESH_MS });
-  const prevBtn = h('button', { id: 'prev-page', type: 'button', class: 'btn', disabled: true, onclick: prevPage }, '← Previous');
-  const nextBtn = h('button', { id: 'next-page', type: 'button', class: 'btn', disabled: true, onclick: nextPage }, 'Next →');
-  const pageInfo = h('span', { class: 'page-info', 'aria-live': 'polite' });
   const { table: jobsTable, tbody } = table({ id: 'vertex-table', class: 'data' }, [
     'Job',
     'State',
@@ -114,7 +111,7 @@ export function mount(root, ctx) {
     ),
     scroller(jobsTable),
     empty.node,
-    h('div', { class: 'pager' }, prevBtn, pageInfo, nextBtn),
+    controls,
   );
 
   function syncUrl() {
@@ -168,9 +165,7 @@ export function mount(root, ctx) {
       tbody.replaceChildren(frag);
     }
     empty.show(jobs.length === 0);
-    prevBtn.disabled = !s.page && !s.prev.length;
-    nextBtn.disabled = !next;
-    text(pageInfo, s.page && !s.prev.length ? '' : `Page ${s.prev.length + 1}`);
+    showPage(next);
     text(updated, `Updated ${new Date(now).toLocaleTimeString()}`);
   }
 
