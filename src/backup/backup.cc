@@ -66,7 +66,41 @@ bool Within(const std::string& inner, const std::string& outer) {
   return a == b || absl::StartsWith(a, b + "/");
 }
 
-// Copies each object of `from` into `to`, whole and as it was described.
+// How often an object that changed while it was read is read again.
+constexpr int kObjectTries = 3;
+
+// One object into `to`, whole and as it was described. A trainer may write
+// a bucket's files in place: an object rewritten while it is read reads
+// as other bytes than described (Import refuses them), one swapped for a
+// link is refused. Each is read again; one that never holds still is left
+// out and named, and the backup goes on. An error of `to` ends it.
+absl::Status CopyObject(const buckets::BucketStore& from, buckets::BucketStore& to, const std::string& bucket,
+                        const std::string& name, Summary* summary) {
+  absl::Status last;
+  for (int attempt = 0; attempt < kObjectTries; ++attempt) {
+    auto opened = from.OpenObject(bucket, name, /*compute_checksums=*/true);
+    if (absl::IsNotFound(opened.status())) return absl::OkStatus();  // deleted since it was listed
+    if (!opened.ok()) {
+      last = opened.status();
+      continue;
+    }
+    auto copied = to.Import(opened->info, opened->fd.get());
+    if (copied.ok()) {
+      ++summary->objects;
+      summary->object_bytes += copied->size;
+      return absl::OkStatus();
+    }
+    if (!absl::IsInvalidArgument(copied.status())) {
+      return absl::Status(copied.status().code(),
+                          absl::StrCat("gs://", bucket, "/", name, ": ", copied.status().message()));
+    }
+    last = copied.status();
+  }
+  summary->skipped_objects.push_back(absl::StrCat("gs://", bucket, "/", name, " (", last.message(), ")"));
+  return absl::OkStatus();
+}
+
+// Copies each object of `from` into `to` (CopyObject).
 absl::Status CopyObjects(const buckets::BucketStore& from, buckets::BucketStore& to, Summary* summary) {
   auto list = from.ListBuckets();
   if (!list.ok()) return list.status();
@@ -78,16 +112,7 @@ absl::Status CopyObjects(const buckets::BucketStore& from, buckets::BucketStore&
       auto page = from.List(bucket.name, request);
       if (!page.ok()) return page.status();
       for (const buckets::ObjectInfo& item : page->items) {
-        auto opened = from.OpenObject(bucket.name, item.name, /*compute_checksums=*/true);
-        if (absl::IsNotFound(opened.status())) continue;  // deleted since it was listed
-        if (!opened.ok()) return opened.status();
-        auto copied = to.Import(opened->info, opened->fd.get());
-        if (!copied.ok()) {
-          return absl::Status(copied.status().code(), absl::StrCat("gs://", bucket.name, "/", item.name, ": ",
-                                                                   copied.status().message()));
-        }
-        ++summary->objects;
-        summary->object_bytes += copied->size;
+        if (auto s = CopyObject(from, to, bucket.name, item.name, summary); !s.ok()) return s;
       }
       if (page->next_page_token.empty()) break;
       request.page_token = page->next_page_token;
@@ -217,6 +242,7 @@ json SummaryJson(const Summary& s) {
           {"buckets", s.buckets},
           {"objects", s.objects},
           {"objectBytes", s.object_bytes},
+          {"skippedObjects", s.skipped_objects},
           {"runFiles", s.run_files},
           {"runBytes", s.run_bytes},
           {"seconds", absl::ToDoubleSeconds(s.took)}};
@@ -232,6 +258,11 @@ Summary SummaryFromJson(const json& o) {
   s.buckets = o.value("buckets", int64_t{0});
   s.objects = o.value("objects", int64_t{0});
   s.object_bytes = o.value("objectBytes", int64_t{0});
+  if (auto it = o.find("skippedObjects"); it != o.end() && it->is_array()) {
+    for (const auto& name : *it) {
+      if (name.is_string()) s.skipped_objects.push_back(name.get<std::string>());
+    }
+  }
   s.run_files = o.value("runFiles", int64_t{0});
   s.run_bytes = o.value("runBytes", int64_t{0});
   s.took = absl::Seconds(o.value("seconds", 0.0));

@@ -9,7 +9,8 @@
 //                  accounts, studies, quotas, the audit log
 //   buckets/       every object, with its generation, metageneration,
 //                  creation time, attributes and checksums (each object
-//                  whole, checked against its checksums)
+//                  whole, checked against its checksums; one a trainer
+//                  rewrites in place all the while is left out, and named)
 //   runs/          each job's run records: replicas' logs, exit statuses,
 //                  metrics, manifests (not their work or tmp directories)
 //   admin.token    the operator's token
@@ -27,6 +28,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -47,6 +49,9 @@ struct Summary {
   int64_t buckets = 0;
   int64_t objects = 0;
   int64_t object_bytes = 0;
+  // gs://BUCKET/NAME (why) of each object left out: rewritten in place, or
+  // turned into a link, each time it was read (a trainer writing it then).
+  std::vector<std::string> skipped_objects;
   int64_t run_files = 0;
   int64_t run_bytes = 0;
   absl::Duration took;
@@ -54,7 +59,8 @@ struct Summary {
 
 // Its description as backup.json and the backups API say it:
 // {"schemaVersion", "jobs", "projects", "records", "buckets", "objects",
-// "objectBytes", "runFiles", "runBytes", "seconds"}; and back.
+// "objectBytes", "skippedObjects", "runFiles", "runBytes", "seconds"}; and
+// back.
 nlohmann::json SummaryJson(const Summary& summary);
 Summary SummaryFromJson(const nlohmann::json& o);
 

@@ -32,6 +32,11 @@ void PrintSummary(const backup::Summary& s, const std::string& verb, const std::
             << " records (users, tokens, policies, studies, ...), " << s.objects << " objects in " << s.buckets
             << " buckets (" << s.object_bytes << " bytes), " << s.run_files << " run files (" << s.run_bytes
             << " bytes); database schema " << s.schema_version << "; " << absl::FormatDuration(s.took) << "\n";
+  if (!s.skipped_objects.empty()) {
+    std::cout << s.skipped_objects.size() << " objects left out: each was rewritten while it was read, every time "
+              << "(a job writing it); back up again once it is done:\n";
+    for (const std::string& skipped : s.skipped_objects) std::cout << "  " << skipped << "\n";
+  }
 }
 
 int Fail(const std::string& message) {

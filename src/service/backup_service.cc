@@ -33,6 +33,9 @@ void BackupService::Start(const std::string& to, Done done) {
         obs::Log("backup").info("backup in {} is whole: {} jobs, {} objects ({} bytes), {} run files, in {}", to,
                                 summary->jobs, summary->objects, summary->object_bytes, summary->run_files,
                                 absl::FormatDuration(summary->took));
+        for (const std::string& skipped : summary->skipped_objects) {
+          obs::Log("backup").warn("left out of the backup in {}: {}", to, skipped);
+        }
       } else {
         obs::Log("backup").error("backup to {} failed: {}", to, summary.status().ToString());
       }
