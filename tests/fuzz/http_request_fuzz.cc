@@ -96,6 +96,11 @@ class MemoryStore final : public mle::db::Store {
   absl::StatusOr<std::vector<mle::db::AuditRecord>> ReadAudit(const mle::db::AuditQuery&) override {
     return std::vector<mle::db::AuditRecord>{};
   }
+  // The fuzzer never routes a backup to a store (POST /mlengine/v1/backups
+  // needs a BackupService, which this harness has none of).
+  absl::Status BackupTo(const std::string&) override {
+    return absl::UnimplementedError("the fuzz harness's store keeps no backups");
+  }
   using mle::db::Store::Commit;
   void Commit(std::vector<mle::db::Mutation> mutations, std::function<void(absl::Status)> done,
               mle::db::Sync) override {
