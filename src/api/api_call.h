@@ -122,6 +122,7 @@ void ReadAuditLog(const Services&, const Call&, Responder);
 void GetQuotas(const Services&, const Call&, Responder);
 void SetQuotas(const Services&, const Call&, Responder);
 void CreateBackup(const Services&, const Call&, Responder);  // mlengine.backups.create (operator)
+void ReportUsage(const Services&, const Call&, Responder);   // mlengine.usage.get (operator)
 void ResetQuotas(const Services&, const Call&, Responder);
 void GetProjectQuotas(const Services&, const Call&, Responder);  // a project's own, for its members
 void WhoAmI(const Services&, const Call&, Responder);            // the caller's principal (mlengine.whoami)

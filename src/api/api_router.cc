@@ -586,6 +586,7 @@ const RouteTable<Route>& Routes() {
           {"DELETE", "mlengine/v1/quotas", "mlengine.quotas.reset",
            {&ResetQuotas, Access::kOperator, nullptr, kAudited}},
           {"POST", "mlengine/v1/backups", "mlengine.backups.create", {&CreateBackup, Access::kOperator}},
+          {"GET", "mlengine/v1/usage", "mlengine.usage.get", {&ReportUsage, Access::kOperator}},
       });
   return *routes;
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "api/api_call.h"
 #include "api/http_util.h"
 #include "codec/iam_codec.h"
@@ -14,6 +15,7 @@
 #include "common/time_format.h"
 #include "iam/roles.h"
 #include "service/project_list.h"
+#include "service/usage_report.h"
 
 namespace mle::api::iam_routes {
 namespace {
@@ -423,6 +425,65 @@ void CreateBackup(const Services& s, const Call& call, Responder respond) {
     answer["destination"] = to;
     respond(Render(answer, pretty));
   });
+}
+
+// ---- usage accounting (docs/operations.md) ----
+
+namespace {
+json UsageJson(const model::Usage& u) {
+  return {{"mlUnits", u.ml_units},       {"cpuHours", u.cpu_hours}, {"gpuHours", u.gpu_hours},
+          {"tpuCoreHours", u.tpu_core_hours}, {"runHours", u.run_hours}, {"queueHours", u.queue_hours}};
+}
+}  // namespace
+
+// GET /mlengine/v1/usage?startTime=&endTime=&groupBy=project,user&project=:
+// what jobs used within [startTime, endTime) (RFC 3339; open bounds by
+// default), per project, user or both (service/usage_report.h).
+void ReportUsage(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {"startTime", "endTime", "groupBy", "project"}); !st.ok()) {
+    return respond(Fail(st, pretty));
+  }
+  service::UsageQuery query;
+  for (const char* name : {"startTime", "endTime"}) {
+    const std::string text = call.Param(name);
+    if (text.empty()) continue;
+    const std::optional<absl::Time> t = common::ParseRfc3339(text);
+    if (!t) return respond(Fail(BadParam(name, "must be a time in RFC 3339, e.g. 2026-11-01T00:00:00Z"), pretty));
+    (std::string_view(name) == "startTime" ? query.period.start : query.period.end) = *t;
+  }
+  if (query.period.start && query.period.end && *query.period.end <= *query.period.start) {
+    return respond(Fail(BadParam("endTime", "must be after startTime"), pretty));
+  }
+  query.by_project = false;
+  const std::string group_by = call.Param("groupBy").empty() ? "project" : call.Param("groupBy");
+  for (absl::string_view part : absl::StrSplit(group_by, ',')) {
+    if (part == "project") {
+      query.by_project = true;
+    } else if (part == "user") {
+      query.by_user = true;
+    } else if (part != "none") {
+      return respond(Fail(BadParam("groupBy", "must be project, user, project,user or none"), pretty));
+    }
+  }
+  query.project = call.Param("project");
+  json rows = json::array();
+  model::Usage total;
+  int64_t jobs = 0;
+  for (const auto& row : s.jobs.ReportUsage(query)) {
+    json r = UsageJson(row.usage);
+    if (query.by_project) r["project"] = row.project;
+    if (query.by_user) r["user"] = row.user;
+    r["jobs"] = row.jobs;
+    rows.push_back(std::move(r));
+    total += row.usage;
+    jobs += row.jobs;
+  }
+  json out = {{"rows", rows}, {"total", UsageJson(total)}};
+  out["total"]["jobs"] = jobs;
+  if (query.period.start) out["startTime"] = common::FormatRfc3339(*query.period.start);
+  if (query.period.end) out["endTime"] = common::FormatRfc3339(*query.period.end);
+  respond(Render(out, pretty));
 }
 
 void ResetQuotas(const Services& s, const Call& call, Responder respond) {

@@ -6,6 +6,7 @@
 //   mlengine auth print-access-token [--impersonate-service-account=EMAIL]
 //   mlengine admin users create|list|delete|create-token   (the operator's)
 //   mlengine admin quotas describe|set FILE|reset; mlengine projects describe-quotas
+//   mlengine admin usage [--start=DATE] [--end=DATE] [--by=project,user] [--project=P]
 // Each is one or two REST calls; policy edits are read-modify-write with the
 // policy's etag, retried when another change came between (409 ABORTED).
 
@@ -15,11 +16,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <tuple>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "cli/commands.h"
@@ -29,6 +32,7 @@ namespace mle::cli {
 namespace {
 
 using nlohmann::json;
+
 
 struct IamArgs {
   std::string project;  // positional PROJECT (default: the connection's)
@@ -72,6 +76,93 @@ void Run(Context& ctx, const std::string& command, F body) {
   auto format = ParseFormat(ctx.format);
   if (!format.ok()) return void(ctx.exit_code = PrintError(command, format.status()));
   if (auto s = body(**client, *format); !s.ok()) ctx.exit_code = PrintError(command, s);
+}
+
+// A date (2026-11-01, midnight UTC) or an RFC 3339 time, as RFC 3339.
+absl::StatusOr<std::string> TimeArgument(const std::string& flag, const std::string& value) {
+  absl::Time t;
+  std::string err;
+  if (absl::ParseTime("%Y-%m-%d", value, absl::UTCTimeZone(), &t, &err) ||
+      absl::ParseTime(absl::RFC3339_full, value, &t, &err)) {
+    return absl::FormatTime(absl::RFC3339_full, t, absl::UTCTimeZone());
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, "=", value, ": expected a date (2026-11-01, midnight UTC) or a time in RFC 3339 "
+                   "(2026-11-01T08:00:00Z)"));
+}
+
+std::string Hours(const json& row, const char* key) {
+  return absl::StrFormat("%.2f", row.value(key, 0.0));
+}
+
+struct UsageArgs {
+  std::string start;
+  std::string end;
+  std::string by = "project";
+  std::string project;
+};
+
+void AddUsageCommand(CLI::App* admin, Context& ctx) {
+  auto args = std::make_shared<UsageArgs>();
+  CLI::App* usage = admin->add_subcommand(
+      "usage", "What jobs used, per project and/or user: ML units, CPU, GPU and TPU-core hours, hours waited");
+  Usage(usage, "mlengine admin usage [--start=DATE] [--end=DATE] [--by=project,user] [--project=PROJECT]");
+  MoreHelp(usage,
+           "\nCounts every attempt of every job (a tuning job's trials included) for the time it ran within\n"
+           "the period, and each job's wait from its creation to its start. ML units are\n"
+           "trainingOutput.consumedMLUnits' (one unit: one hour of scale tier BASIC); CPU hours are what\n"
+           "the cluster set aside for the replicas. The formula and its rates: docs/operations.md,\n"
+           "\"Usage accounting\".\n"
+           "\nExamples:\n"
+           "  mlengine admin usage --start=2026-11-01 --end=2026-12-01\n"
+           "  mlengine admin usage --by=user --project=my-project --format=json\n");
+  usage->add_option("--start", args->start, "From this date or time (default: the beginning)");
+  usage->add_option("--end", args->end, "Until this date or time, not included (default: now)");
+  usage->add_option("--by", args->by, "Group by project, user, project,user or none")
+      ->default_str("project");
+  usage->add_option("--project", args->project, "Only this project's jobs");
+  usage->callback([&ctx, args] {
+    Run(ctx, "admin.usage", [&](Client& c, Format f) -> absl::Status {
+      Query q;
+      for (const auto& [flag, value, param] : {std::tuple<const char*, std::string, const char*>{"start", args->start, "startTime"},
+                                               {"end", args->end, "endTime"}}) {
+        if (value.empty()) continue;
+        auto t = TimeArgument(flag, value);
+        if (!t.ok()) return t.status();
+        q.push_back({param, *t});
+      }
+      q.push_back({"groupBy", args->by});
+      if (!args->project.empty()) q.push_back({"project", args->project});
+      auto r = c.Call("GET", "/mlengine/v1/usage", q);
+      if (!r.ok()) return r.status();
+      if (f != Format::kDefault) return PrintResource(*r, f), absl::OkStatus();
+      const bool by_project = absl::StrContains(args->by, "project");
+      const bool by_user = absl::StrContains(args->by, "user");
+      std::vector<std::string> header;
+      if (by_project) header.push_back("PROJECT");
+      if (by_user) header.push_back("USER");
+      for (const char* h : {"JOBS", "ML UNITS", "CPU HOURS", "GPU HOURS", "TPU CORE HOURS", "RUN HOURS", "QUEUE HOURS"}) {
+        header.push_back(h);
+      }
+      std::vector<std::vector<std::string>> rows = {header};
+      auto add = [&](const json& row, const std::string& project, const std::string& user) {
+        std::vector<std::string> cells;
+        if (by_project) cells.push_back(project);
+        if (by_user) cells.push_back(user);
+        cells.push_back(std::to_string(row.value("jobs", int64_t{0})));
+        for (const char* key : {"mlUnits", "cpuHours", "gpuHours", "tpuCoreHours", "runHours", "queueHours"}) {
+          cells.push_back(Hours(row, key));
+        }
+        rows.push_back(std::move(cells));
+      };
+      for (const auto& row : r->value("rows", json::array())) add(row, row.value("project", ""), row.value("user", ""));
+      if (by_project || by_user) add(r->value("total", json::object()), by_project ? "TOTAL" : "", by_project ? "" : "TOTAL");
+      std::cout << "Usage from " << r->value("startTime", std::string("the beginning")) << " until "
+                << r->value("endTime", std::string("now")) << ":\n"
+                << Table(rows);
+      return absl::OkStatus();
+    });
+  });
 }
 
 std::string ProjectOf(const IamArgs& a, Client& client) {
@@ -397,6 +488,8 @@ void AddIamCommands(CLI::App& app, Context& ctx) {
   // ---- admin users ----
   CLI::App* admin = app.add_subcommand("admin", "The operator's commands (with mlengined's admin token)");
   admin->require_subcommand(1);
+
+  AddUsageCommand(admin, ctx);
 
   // ---- admin quotas ----
   CLI::App* quotas = admin->add_subcommand("quotas", "Quotas and fair-share weights of every project");

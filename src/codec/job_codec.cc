@@ -438,6 +438,7 @@ std::string SerializeJobForStorage(const Job& job) {
   if (!job.resolved_images.empty()) o["_resolvedImages"] = job.resolved_images;
   if (!job.trial_of.empty()) o["_trial"] = {{"of", job.trial_of}, {"id", job.trial_id}};
   if (!job.preempted_by.empty()) o["_preemptedBy"] = job.preempted_by;
+  if (!job.creator.empty()) o["_creator"] = job.creator;
   if (job.vertex) o["_vertex"] = EncodeVertexForStorage(*job.vertex);
   return o.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -465,6 +466,7 @@ absl::StatusOr<Job> ParseStoredJob(absl::string_view text) {
     job.trial_id = Str(*trial, "id");
   }
   job.preempted_by = Str(o, "_preemptedBy");
+  job.creator = Str(o, "_creator");
   if (const json* vertex = Obj(o, "_vertex")) {
     job.vertex = DecodeVertexFromStorage(*vertex);
     if (!job.training_input) {

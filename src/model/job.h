@@ -180,6 +180,10 @@ struct Job {
   std::optional<TrainingInput> training_input;
   bool has_prediction_input = false;  // batch prediction is not offered
   std::map<std::string, std::string> labels;
+  // Server-internal: who created the job ("user:alice@example.com",
+  // "serviceAccount:...", "operator"; a trial, its tuning job's creator),
+  // for usage reports. Empty for jobs created before mlengine kept it.
+  std::string creator;
   // Status (output only).
   JobState state = JobState::kUnspecified;
   std::optional<absl::Time> create_time;

@@ -110,7 +110,23 @@ Metrics::Metrics()
       requeues_(prometheus::BuildCounter()
                     .Name("mlengine_requeues_total")
                     .Help("Jobs queued again to run another attempt (why: preempted, retried)")
-                    .Register(*registry_)) {}
+                    .Register(*registry_)),
+      usage_ml_units_(prometheus::BuildCounter()
+                          .Name("mlengine_usage_ml_units_total")
+                          .Help("ML units used by jobs' attempts that ended, by project (docs/operations.md)")
+                          .Register(*registry_)),
+      usage_cpu_hours_(prometheus::BuildCounter()
+                           .Name("mlengine_usage_cpu_hours_total")
+                           .Help("CPU hours set aside for jobs' attempts that ended, by project")
+                           .Register(*registry_)),
+      usage_gpu_hours_(prometheus::BuildCounter()
+                           .Name("mlengine_usage_gpu_hours_total")
+                           .Help("GPU hours of jobs' attempts that ended, by project")
+                           .Register(*registry_)),
+      usage_tpu_core_hours_(prometheus::BuildCounter()
+                                .Name("mlengine_usage_tpu_core_hours_total")
+                                .Help("TPU core hours of jobs' attempts that ended, by project")
+                                .Register(*registry_)) {}
 
 Metrics& Metrics::Default() {
   static Metrics* metrics = new Metrics;  // never destroyed: threads may observe during exit
@@ -180,5 +196,14 @@ prometheus::Counter& Metrics::AttemptsEnded(absl::string_view end) {
 }
 
 prometheus::Counter& Metrics::Requeues(absl::string_view why) { return requeues_.Add({{"why", Text(why)}}); }
+
+void Metrics::AddUsage(absl::string_view project, double ml_units, double cpu_hours, double gpu_hours,
+                       double tpu_core_hours) {
+  const std::map<std::string, std::string> labels = {{"project", Text(project)}};
+  usage_ml_units_.Add(labels).Increment(ml_units);
+  usage_cpu_hours_.Add(labels).Increment(cpu_hours);
+  if (gpu_hours > 0) usage_gpu_hours_.Add(labels).Increment(gpu_hours);
+  if (tpu_core_hours > 0) usage_tpu_core_hours_.Add(labels).Increment(tpu_core_hours);
+}
 
 }  // namespace mle::obs

@@ -79,6 +79,12 @@ class Metrics {
   // Attempts run again: after a preemption, or retried after a failure.
   prometheus::Counter& Requeues(absl::string_view why);
 
+  // ---- usage (model/usage.h), as each attempt of a job ends ----
+  // What the attempt of a job of `project` used: ML units, and CPU, GPU
+  // and TPU-core hours.
+  void AddUsage(absl::string_view project, double ml_units, double cpu_hours, double gpu_hours,
+                double tpu_core_hours);
+
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Histogram>& requests_;
@@ -103,6 +109,10 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& stalls_;
   prometheus::Family<prometheus::Counter>& attempts_ended_;
   prometheus::Family<prometheus::Counter>& requeues_;
+  prometheus::Family<prometheus::Counter>& usage_ml_units_;
+  prometheus::Family<prometheus::Counter>& usage_cpu_hours_;
+  prometheus::Family<prometheus::Counter>& usage_gpu_hours_;
+  prometheus::Family<prometheus::Counter>& usage_tpu_core_hours_;
 };
 
 // Observes the time from its construction to its destruction (monotonic

@@ -467,6 +467,7 @@ absl::Status Server::Parts::Build() {
   if (local_executor) local_executor->SetEvents(scheduler.get());
   if (slurm_executor) slurm_executor->SetEvents(scheduler.get());
   jobs->AttachScheduler(scheduler.get());
+  jobs->SetAccounting(sched_options.resources, config.usage_rates);  // before any job is recorded
   tuning = std::make_unique<service::TuningCoordinator>(*jobs, service::TuningOptions{runs.string()});
   jobs->AttachTuning(tuning.get());
   jobs->AttachIam(iam.get());

@@ -57,6 +57,52 @@ absl::StatusOr<std::map<std::string, int64_t>> AmountsByName(const YAML::Node& n
   return amounts;
 }
 
+// `accounting:` (ml_units_per_hour: machine_types, accelerators), over the
+// default rates.
+absl::Status ParseAccounting(const YAML::Node& node, model::UsageRates* rates) {
+  if (!node.IsMap()) return absl::InvalidArgumentError("accounting: expected a map (ml_units_per_hour)");
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>();
+    if (key != "ml_units_per_hour") {
+      return absl::InvalidArgumentError(absl::StrCat("accounting.", key, ": unknown key; known: ml_units_per_hour"));
+    }
+    if (!kv.second.IsMap()) {
+      return absl::InvalidArgumentError("accounting.ml_units_per_hour: expected a map (machine_types, accelerators)");
+    }
+    for (const auto& section : kv.second) {
+      const std::string name = section.first.as<std::string>();
+      const bool machines = name == "machine_types";
+      if (!machines && name != "accelerators") {
+        return absl::InvalidArgumentError(absl::StrCat("accounting.ml_units_per_hour.", name,
+                                                       ": unknown key; known: machine_types, accelerators"));
+      }
+      const std::string where = absl::StrCat("accounting.ml_units_per_hour.", name);
+      if (!section.second.IsMap()) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": expected a map of names to ML units per hour"));
+      }
+      for (const auto& rate : section.second) {
+        const std::string type = rate.first.as<std::string>();
+        const bool known = machines ? model::FindMachineType(type) != nullptr
+                                    : model::FindAcceleratorType(type) != nullptr;
+        if (!known) {
+          return absl::InvalidArgumentError(absl::StrCat(where, ".", type, ": not ",
+                                                         machines ? "a machine type" : "an accelerator type",
+                                                         " of AI Platform (e.g. ",
+                                                         machines ? "n1-standard-4" : "NVIDIA_TESLA_T4", ")"));
+        }
+        double value = -1;
+        if (!rate.second.IsScalar() || !YAML::convert<double>::decode(rate.second, value) || !(value >= 0) ||
+            value > 1e6) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(where, ".", type, ": expected ML units per hour, a number from 0 to 1000000"));
+        }
+        (machines ? rates->machine_types : rates->accelerators)[type] = value;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 // `quotas:` as the operator wrote it; names and amounts are checked when compiled.
 absl::StatusOr<scheduler::QuotaSpec> ParseQuotaSpec(const YAML::Node& node) {
   scheduler::QuotaSpec spec;
@@ -323,6 +369,11 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
           }
           for (const auto& project : exempt) p.exempt_projects.insert(project.as<std::string>());
         }
+      }
+    }
+    if (auto accounting = root["accounting"]) {
+      if (auto s = ParseAccounting(accounting, &config.usage_rates); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(origin, ": ", s.message()));
       }
     }
     if (auto shares = root["shares"]) {

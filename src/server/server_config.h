@@ -13,6 +13,7 @@
 #include "containers/images.h"
 #include "executor/slurm/slurm_plan.h"
 #include "model/demand.h"
+#include "model/usage.h"
 #include "model/resources.h"
 #include "runtime/runtimes.h"
 #include "sandbox/host.h"
@@ -75,6 +76,9 @@ struct ServerConfig {
   // `console_dir:` the web console's files; nullopt: `console` beside the
   // mlengined executable; "": no console.
   std::optional<std::string> console_dir;
+  // `accounting.ml_units_per_hour` (machine_types, accelerators): rates
+  // that replace the defaults of model/usage.h.
+  model::UsageRates usage_rates = model::UsageRates::Defaults();
 };
 
 // Reads the file; an empty path gives the built-in defaults (the runtime

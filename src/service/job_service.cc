@@ -202,6 +202,7 @@ void JobService::CreateJob(const std::string& project, Job job, JobCallback done
                            std::vector<common::FieldViolation> wire_violations, const iam::Principal& caller,
                            std::vector<db::Mutation> with_job, bool validate_only) {
   job.project = project;
+  job.creator = caller.Member();
   if (job.vertex && job.training_input) {
     // A Vertex package runs with the runtime its executor image stands for.
     for (const auto& pool : job.vertex->pools) {
@@ -426,6 +427,37 @@ JobService::JobCounts JobService::CountJobs() const {
   return counts;
 }
 
+model::Usage JobService::UsageOfJob(const Job& job, absl::Time now, const model::Period& period) const {
+  return model::UsageOf(job, model::DemandOf(job, accounting_resources_), accounting_rates_, now, period);
+}
+
+double JobService::TrialUnits(const Key& key) const {
+  double units = 0;
+  const std::string prefix = key.job_id + ".";
+  for (auto it = jobs_.lower_bound({key.project, prefix});
+       it != jobs_.end() && it->first.project == key.project && absl::StartsWith(it->first.job_id, prefix); ++it) {
+    const Job& trial = it->second;
+    if (trial.trial_of == key.job_id && trial.training_output) units += trial.training_output->consumed_ml_units;
+  }
+  return units;
+}
+
+std::vector<UsageRow> JobService::ReportUsage(const UsageQuery& query) const {
+  UsageReport report(query);
+  const absl::Time now = clock_.Now();
+  std::shared_lock lock(mu_);
+  auto add = [&](const Job& job) { report.Add(job, UsageOfJob(job, now, query.period), now); };
+  if (query.project.empty()) {
+    for (const auto& [key, job] : jobs_) add(job);
+  } else {
+    for (auto it = jobs_.lower_bound({query.project, ""}); it != jobs_.end() && it->first.project == query.project;
+         ++it) {
+      add(it->second);
+    }
+  }
+  return report.Rows();
+}
+
 void JobService::PatchJob(const std::string& project, const std::string& job_id, PatchJobRequest request,
                           JobCallback done) {
   std::vector<common::FieldViolation> violations;
@@ -580,7 +612,23 @@ void JobService::Record(const Key& key, const scheduler::JobUpdate& update, Done
     if (job.create_time) obs::Metrics::Default().ObserveQueueWait(key.project, now - *job.create_time);
   }
   if (model::IsTerminal(update.state)) job.end_time = now;
-  if (update.attempt && model::CurrentAttempt(job) == update.attempt->number) job.attempts.push_back(*update.attempt);
+  if (update.attempt && model::CurrentAttempt(job) == update.attempt->number) {
+    job.attempts.push_back(*update.attempt);
+    const model::Usage used = model::AttemptUsage(
+        *update.attempt, model::DemandOf(job, accounting_resources_), accounting_rates_);
+    if (used.run_hours > 0) {
+      obs::Metrics::Default().AddUsage(key.project, used.ml_units, used.cpu_hours, used.gpu_hours, used.tpu_core_hours);
+    }
+  }
+  if (model::IsTerminal(update.state)) {
+    // trainingOutput.consumedMLUnits, as AI Platform reported it once a
+    // job ended; a tuning job's are its trials'.
+    const double units = model::IsTuningJob(job) ? TrialUnits(key) : UsageOfJob(job, now).ml_units;
+    if (units > 0 || (job.training_output && job.training_output->consumed_ml_units != 0)) {
+      if (!job.training_output) job.training_output.emplace();
+      job.training_output->consumed_ml_units = units;
+    }
+  }
   if (update.preempted_by) job.preempted_by = *update.preempted_by;
   if (update.state == JobState::kQueued || model::IsTerminal(update.state)) job.preempted_by.clear();
   ++job.version;
@@ -674,6 +722,7 @@ void JobService::StartTrials(const Key& key, std::vector<Job> trials, model::Tra
           absl::StrCat("Job ", JobNameOf(key.project, key.job_id), " has ended or is being cancelled.")));
     }
     Job& parent = it->second;
+    output.consumed_ml_units = TrialUnits(key);
     parent.training_output = std::move(output);
     ++parent.version;
     writes.push_back(Stored(parent));
@@ -713,6 +762,7 @@ void JobService::SetTrainingOutput(const Key& key, model::TrainingOutput output)
   std::unique_lock lock(mu_);
   auto it = jobs_.find(key);
   if (it == jobs_.end()) return;
+  output.consumed_ml_units = TrialUnits(key);
   it->second.training_output = std::move(output);
   ++it->second.version;
   store_.Commit({Stored(it->second)}, [name = JobNameOf(key.project, key.job_id)](absl::Status s) {

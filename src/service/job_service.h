@@ -24,8 +24,11 @@
 #include "iam/iam_service.h"
 #include "containers/resolver.h"
 #include "model/job.h"
+#include "model/demand.h"
 #include "model/project.h"
+#include "model/usage.h"
 #include "scheduler/scheduler.h"
+#include "service/usage_report.h"
 #include "validate/validate.h"
 
 namespace mle::service {
@@ -80,6 +83,13 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   // Connects the study API: a tuning job is a study named by its id, so a
   // user study of that name in the project refuses the job.
   void AttachStudies(const StudyService* studies) { studies_ = studies; }
+  // How usage is counted (model/usage.h): the CPUs and memory the cluster
+  // sets aside per machine type, and the ML-unit rates. Call before
+  // serving (the defaults otherwise).
+  void SetAccounting(model::ResourceTable resources, model::UsageRates rates) {
+    accounting_resources_ = std::move(resources);
+    accounting_rates_ = std::move(rates);
+  }
 
   // Loads projects and jobs from the store and hands unfinished jobs back to
   // the scheduler. Call once, before serving.
@@ -132,6 +142,10 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   };
   JobCounts CountJobs() const;
 
+  // What jobs used (service/usage_report.h), as of now. Reads every job of
+  // the query's projects: O(jobs).
+  std::vector<UsageRow> ReportUsage(const UsageQuery& query) const;
+
   // Every project mlengine knows (registered by getConfig or a first job),
   // by id. O(projects).
   std::vector<model::Project> ListProjects() const;
@@ -177,6 +191,10 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   absl::Status CheckResume(const std::string& project, const model::Job& job) const;
   // Fills in derived, read-time fields (jobPosition).
   model::Job Present(const model::Job& job) const;
+  // What a job used up to `now` (model::UsageOf).
+  model::Usage UsageOfJob(const model::Job& job, absl::Time now, const model::Period& period = {}) const;
+  // The ML units of tuning job `key`'s trials that ended (mu_ held).
+  double TrialUnits(const Key& key) const;
 
   db::Store& store_;
   common::Clock& clock_;
@@ -186,6 +204,8 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   const containers::ImageResolver* images_ = nullptr;
   TuningCoordinator* tuning_ = nullptr;
   const StudyService* studies_ = nullptr;
+  model::ResourceTable accounting_resources_ = model::ResourceTable::Defaults();
+  model::UsageRates accounting_rates_ = model::UsageRates::Defaults();
 
   mutable std::shared_mutex mu_;
   std::map<std::string, model::Project> projects_;

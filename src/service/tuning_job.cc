@@ -130,6 +130,7 @@ model::Job TrialJobOf(const model::Job& tuning_job, const std::string& trial_id,
   trial.trial_of = tuning_job.job_id;
   trial.trial_id = trial_id;
   trial.labels = tuning_job.labels;
+  trial.creator = tuning_job.creator;
   trial.resolved_images = tuning_job.resolved_images;
   model::TrainingInput t = tuning_job.training_input.value_or(model::TrainingInput{});
   const std::optional<HyperparameterSpec> h = std::move(t.hyperparameters);

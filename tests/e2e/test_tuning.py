@@ -81,6 +81,11 @@ def test_trials_run_with_their_parameters_and_come_back_best_first(server, cli, 
     assert out["isHyperparameterTuningJob"] is True
     assert out["hyperparameterMetricTag"] == "training/hptuning/metric"
     assert out["completedTrialCount"] == "4"
+    # What it used is its trials' (docs/operations.md, "Usage accounting"):
+    # the operator's report counts them as its project's, and one job.
+    usage = cli.ok("admin", "usage", f"--project={cli.project}", "--format=json").json()["total"]
+    assert out["consumedMLUnits"] > 0 and abs(usage["mlUnits"] - out["consumedMLUnits"]) < 1e-9, (out, usage)
+    assert usage["jobs"] == 1 and usage["runHours"] > 0, usage
     trials = out["trials"]
     assert sorted(t["trialId"] for t in trials) == ["1", "2", "3", "4"], trials
     values = [t["finalMetric"]["objectiveValue"] for t in trials]

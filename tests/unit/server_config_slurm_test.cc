@@ -71,6 +71,41 @@ TEST(ServerConfigRegions, Table) {
   });
 }
 
+// `accounting.ml_units_per_hour`: rates that replace the defaults
+// (model/usage.h) for the machine types and accelerators named; names must
+// be AI Platform's, rates numbers from 0 up.
+TEST(ServerConfigAccounting, Table) {
+  struct Row {
+    std::string yaml;
+    double standard = 0;  // the rate of `standard` after parsing
+    double t4 = 0;        // of one NVIDIA_TESLA_T4
+    std::string error;    // part of the refusal; "" accepted
+  };
+  const model::UsageRates defaults = model::UsageRates::Defaults();
+  const double standard = defaults.MachineRate("standard"), t4 = defaults.AcceleratorRate("NVIDIA_TESLA_T4");
+  const std::vector<Row> rows = {
+      {"", standard, t4, ""},
+      {"accounting: {ml_units_per_hour: {machine_types: {standard: 3}}}\n", 3, t4, ""},
+      {"accounting: {ml_units_per_hour: {accelerators: {NVIDIA_TESLA_T4: 0.5}, machine_types: {}}}\n", standard, 0.5,
+       ""},
+      {"accounting: {ml_units_per_hour: {machine_types: {standrd: 3}}}\n", 0, 0,
+       "accounting.ml_units_per_hour.machine_types.standrd: not a machine type of AI Platform"},
+      {"accounting: {ml_units_per_hour: {accelerators: {T4: 1}}}\n", 0, 0,
+       "accounting.ml_units_per_hour.accelerators.T4: not an accelerator type of AI Platform"},
+      {"accounting: {ml_units_per_hour: {machine_types: {standard: -1}}}\n", 0, 0,
+       "accounting.ml_units_per_hour.machine_types.standard: expected ML units per hour"},
+      {"accounting: {ml_units_per_hour: {machine_types: {standard: lots}}}\n", 0, 0,
+       "accounting.ml_units_per_hour.machine_types.standard: expected ML units per hour"},
+      {"accounting: {ml_units_per_hour: {gpus: {}}}\n", 0, 0,
+       "accounting.ml_units_per_hour.gpus: unknown key; known: machine_types, accelerators"},
+      {"accounting: {prices: {}}\n", 0, 0, "accounting.prices: unknown key; known: ml_units_per_hour"},
+  };
+  ParseRows(rows, [](const Row& row, const ServerConfig& config) {
+    EXPECT_DOUBLE_EQ(config.usage_rates.MachineRate("standard"), row.standard) << row.yaml;
+    EXPECT_DOUBLE_EQ(config.usage_rates.AcceleratorRate("NVIDIA_TESLA_T4"), row.t4) << row.yaml;
+  });
+}
+
 // `local.` and `slurm.` stall_after_seconds / stall_action /
 // join_timeout_seconds: an hour, a flag and off by default; 0 turns the
 // stall watch off; anything else is refused saying which key.
