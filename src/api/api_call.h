@@ -25,6 +25,7 @@
 #include "service/operation_log.h"
 #include "service/quota_service.h"
 #include "service/study_service.h"
+#include "service/webhook_service.h"
 
 namespace mle::api {
 
@@ -65,6 +66,7 @@ struct Services {
   const service::JobRuns& runs;
   const service::ClusterService& cluster;
   service::BackupService* backups = nullptr;  // none: this server takes no backups
+  service::WebhookService* webhooks = nullptr;  // none: this server has no webhooks
 };
 
 using HandlerFn = void (*)(const Services&, const Call&, Responder);
@@ -127,6 +129,14 @@ void ResetQuotas(const Services&, const Call&, Responder);
 void GetProjectQuotas(const Services&, const Call&, Responder);  // a project's own, for its members
 void WhoAmI(const Services&, const Call&, Responder);            // the caller's principal (mlengine.whoami)
 }  // namespace iam_routes
+
+// A project's webhooks (webhook_routes.cc; docs/notifications.md).
+namespace webhook_routes {
+void CreateWebhook(const Services&, const Call&, Responder);  // mlengine.projects.webhooks.create
+void ListWebhooks(const Services&, const Call&, Responder);
+void GetWebhook(const Services&, const Call&, Responder);
+void DeleteWebhook(const Services&, const Call&, Responder);
+}  // namespace webhook_routes
 
 // The read-only views the web console needs beyond the ml API
 // (console_routes.cc): mlengine's own methods.

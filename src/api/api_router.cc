@@ -587,6 +587,15 @@ const RouteTable<Route>& Routes() {
            {&ResetQuotas, Access::kOperator, nullptr, kAudited}},
           {"POST", "mlengine/v1/backups", "mlengine.backups.create", {&CreateBackup, Access::kOperator}},
           {"GET", "mlengine/v1/usage", "mlengine.usage.get", {&ReportUsage, Access::kOperator}},
+          // mlengine's own: a project's webhooks, its owner's
+          {"POST", "mlengine/v1/projects/{project}/webhooks", "mlengine.projects.webhooks.create",
+           {&webhook_routes::CreateWebhook, Access::kPermission, perm::kWebhooksUpdate, kAudited}},
+          {"GET", "mlengine/v1/projects/{project}/webhooks", "mlengine.projects.webhooks.list",
+           {&webhook_routes::ListWebhooks, Access::kPermission, perm::kWebhooksList}},
+          {"GET", "mlengine/v1/projects/{project}/webhooks/{webhook}", "mlengine.projects.webhooks.get",
+           {&webhook_routes::GetWebhook, Access::kPermission, perm::kWebhooksList}},
+          {"DELETE", "mlengine/v1/projects/{project}/webhooks/{webhook}", "mlengine.projects.webhooks.delete",
+           {&webhook_routes::DeleteWebhook, Access::kPermission, perm::kWebhooksUpdate, kAudited}},
       });
   return *routes;
 }

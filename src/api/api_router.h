@@ -28,6 +28,8 @@ class ApiRouter {
   void Handle(HttpRequest request, Responder respond) const;
   // Serve POST /mlengine/v1/backups with `backups` (before serving).
   void ServeBackups(service::BackupService* backups) { services_.backups = backups; }
+  // Serve a project's webhooks with `webhooks` (before serving).
+  void ServeWebhooks(service::WebhookService* webhooks) { services_.webhooks = webhooks; }
 
   // The body of an error the HTTP layer produces itself (413, malformed).
   static std::string ErrorBody(int http_status, const std::string& status, const std::string& message);

@@ -7,6 +7,7 @@
 //   mlengine admin users create|list|delete|create-token   (the operator's)
 //   mlengine admin quotas describe|set FILE|reset; mlengine projects describe-quotas
 //   mlengine admin usage [--start=DATE] [--end=DATE] [--by=project,user] [--project=P]
+//   mlengine webhooks create --url=URL [--states=S,...] | list | describe ID | delete ID   (a project's owners)
 // Each is one or two REST calls; policy edits are read-modify-write with the
 // policy's etag, retried when another change came between (409 ABORTED).
 
@@ -165,6 +166,84 @@ void AddUsageCommand(CLI::App* admin, Context& ctx) {
   });
 }
 
+struct WebhookArgs {
+  std::string url;
+  std::vector<std::string> states;
+  std::string description;
+  std::string id;
+};
+
+void AddWebhookCommands(CLI::App& app, Context& ctx) {
+  CLI::App* hooks = app.add_subcommand("webhooks", "URLs told of every state change of the project's jobs (its owners')");
+  hooks->require_subcommand(1);
+  MoreHelp(hooks,
+           "\nEach change is POSTed as JSON, signed with the webhook's secret (header X-Mlengine-Signature:\n"
+           "t=UNIX_SECONDS,v1=HMAC-SHA256(secret, \"UNIX_SECONDS.\" + body), in hex). A delivery that fails\n"
+           "is tried again (1 s, doubling to 10 min, for a day); the later ones wait behind it.\n"
+           "docs/notifications.md says what is sent and how to check the signature.\n");
+  auto args = std::make_shared<WebhookArgs>();
+  auto path = [](Client& c) { return absl::StrCat("/mlengine/v1/projects/", c.connection().project, "/webhooks"); };
+  CLI::App* create = hooks->add_subcommand("create", "Register a URL; prints its secret, shown this once");
+  Usage(create, "mlengine webhooks create --url=URL [--states=SUCCEEDED,FAILED] [--description=TEXT]");
+  create->add_option("--url", args->url, "Where to POST each event (http:// or https://)")->required();
+  create->add_option("--states", args->states, "Only changes into these states (default: every change)")
+      ->delimiter(',');
+  create->add_option("--description", args->description, "What it is for");
+  create->callback([&ctx, args, path] {
+    Run(ctx, "webhooks.create", [&](Client& c, Format f) -> absl::Status {
+      json body = {{"url", args->url}};
+      if (!args->states.empty()) body["states"] = args->states;
+      if (!args->description.empty()) body["description"] = args->description;
+      auto made = c.Call("POST", path(c), {}, body);
+      if (!made.ok()) return made.status();
+      if (f != Format::kDefault) return PrintResource(*made, f), absl::OkStatus();
+      std::cerr << "Created " << made->value("name", "") << ". Its secret (shown only now; keep it to check each "
+                << "delivery's X-Mlengine-Signature):\n";
+      std::cout << made->value("secret", "") << "\n";
+      return absl::OkStatus();
+    });
+  });
+  CLI::App* list = hooks->add_subcommand("list", "The project's webhooks and how their deliveries go");
+  list->callback([&ctx, path] {
+    Run(ctx, "webhooks.list", [&](Client& c, Format f) -> absl::Status {
+      auto r = c.Call("GET", path(c));
+      if (!r.ok()) return r.status();
+      const json hooks = r->value("webhooks", json::array());
+      if (f != Format::kDefault) return PrintResource(hooks, f), absl::OkStatus();
+      std::vector<std::vector<std::string>> rows = {{"ID", "URL", "STATES", "PENDING", "LAST ERROR"}};
+      for (const auto& h : hooks) {
+        const json status = h.value("status", json::object());
+        std::vector<std::string> states = h.value("states", std::vector<std::string>{});
+        rows.push_back({h.value("name", "").substr(h.value("name", "").rfind('/') + 1), h.value("url", ""),
+                        states.empty() ? "(all)" : absl::StrJoin(states, ","),
+                        std::to_string(status.value("pendingDeliveries", int64_t{0})), status.value("lastError", "")});
+      }
+      std::cout << Table(rows);
+      return absl::OkStatus();
+    });
+  });
+  CLI::App* describe = hooks->add_subcommand("describe", "One webhook, with its deliveries' status");
+  describe->add_option("ID", args->id, "The webhook's id (wh-...)")->required();
+  describe->callback([&ctx, args, path] {
+    Run(ctx, "webhooks.describe", [&](Client& c, Format f) -> absl::Status {
+      auto r = c.Call("GET", absl::StrCat(path(c), "/", args->id));
+      if (!r.ok()) return r.status();
+      PrintResource(*r, f);
+      return absl::OkStatus();
+    });
+  });
+  CLI::App* remove = hooks->add_subcommand("delete", "Delete a webhook and what it is still owed");
+  remove->add_option("ID", args->id, "The webhook's id (wh-...)")->required();
+  remove->callback([&ctx, args, path] {
+    Run(ctx, "webhooks.delete", [&](Client& c, Format) -> absl::Status {
+      auto r = c.Call("DELETE", absl::StrCat(path(c), "/", args->id));
+      if (!r.ok()) return r.status();
+      std::cerr << "Deleted webhook " << args->id << ".\n";
+      return absl::OkStatus();
+    });
+  });
+}
+
 std::string ProjectOf(const IamArgs& a, Client& client) {
   return a.project.empty() ? client.connection().project : a.project;
 }
@@ -226,6 +305,7 @@ absl::Status WritePrivateFile(const std::string& path, const std::string& text) 
 }
 
 void AddIamCommands(CLI::App& app, Context& ctx) {
+  AddWebhookCommands(app, ctx);
   // ---- projects ----
   CLI::App* projects = app.add_subcommand("projects", "Read and change who may do what in a project (IAM policy)");
   projects->require_subcommand(1);

@@ -52,7 +52,7 @@ const std::vector<std::string> kEditor =
 const std::vector<std::string> kOwner =
     Union({kEditor,
            {kJobsSetIamPolicy, kProjectsSetIamPolicy, kServiceAccountsSetIamPolicy, kServiceAccountsGetAccessToken,
-            kAuditLogList}});
+            kAuditLogList, kWebhooksList, kWebhooksUpdate}});
 
 constexpr auto kProject = ResourceKind::kProject;
 constexpr auto kJob = ResourceKind::kJob;

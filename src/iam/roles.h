@@ -84,6 +84,9 @@ inline constexpr char kObjectsUpdate[] = "storage.objects.update";
 
 // Reading the project's audit log (Google keeps it as private log entries).
 inline constexpr char kAuditLogList[] = "logging.privateLogEntries.list";
+// A project's webhooks (mlengine's own; its owners').
+inline constexpr char kWebhooksList[] = "mlengine.webhooks.list";
+inline constexpr char kWebhooksUpdate[] = "mlengine.webhooks.update";
 }  // namespace perm
 
 struct Role {

@@ -126,7 +126,12 @@ Metrics::Metrics()
       usage_tpu_core_hours_(prometheus::BuildCounter()
                                 .Name("mlengine_usage_tpu_core_hours_total")
                                 .Help("TPU core hours of jobs' attempts that ended, by project")
-                                .Register(*registry_)) {}
+                                .Register(*registry_)),
+      webhook_deliveries_(prometheus::BuildCounter()
+                              .Name("mlengine_webhook_deliveries_total")
+                              .Help("Webhook delivery attempts by result: delivered, failed (tried again), given_up "
+                                    "(too old), dropped (too many waiting)")
+                              .Register(*registry_)) {}
 
 Metrics& Metrics::Default() {
   static Metrics* metrics = new Metrics;  // never destroyed: threads may observe during exit
@@ -196,6 +201,10 @@ prometheus::Counter& Metrics::AttemptsEnded(absl::string_view end) {
 }
 
 prometheus::Counter& Metrics::Requeues(absl::string_view why) { return requeues_.Add({{"why", Text(why)}}); }
+
+prometheus::Counter& Metrics::WebhookDeliveries(absl::string_view result) {
+  return webhook_deliveries_.Add({{"result", Text(result)}});
+}
 
 void Metrics::AddUsage(absl::string_view project, double ml_units, double cpu_hours, double gpu_hours,
                        double tpu_core_hours) {

@@ -85,6 +85,11 @@ class Metrics {
   void AddUsage(absl::string_view project, double ml_units, double cpu_hours, double gpu_hours,
                 double tpu_core_hours);
 
+  // ---- webhooks (service/webhook_service.h) ----
+  // Delivery attempts by result: delivered, failed (to be tried again),
+  // given_up (too old), dropped (too many waiting).
+  prometheus::Counter& WebhookDeliveries(absl::string_view result);
+
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Histogram>& requests_;
@@ -113,6 +118,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& usage_cpu_hours_;
   prometheus::Family<prometheus::Counter>& usage_gpu_hours_;
   prometheus::Family<prometheus::Counter>& usage_tpu_core_hours_;
+  prometheus::Family<prometheus::Counter>& webhook_deliveries_;
 };
 
 // Observes the time from its construction to its destruction (monotonic

@@ -51,6 +51,7 @@
 #include "service/quota_service.h"
 #include "service/log_service.h"
 #include "service/study_service.h"
+#include "service/webhook_service.h"
 #include "validate/validate.h"
 
 namespace mle::server {
@@ -154,6 +155,8 @@ struct Server::Parts {
   std::unique_ptr<service::JobRuns> job_runs;
   std::unique_ptr<service::ClusterService> cluster;
   std::unique_ptr<service::BackupService> backups;
+  // Told of job changes by the store's callbacks: kept until the store is gone.
+  std::unique_ptr<service::WebhookService> webhooks;
   std::unique_ptr<api::ApiRouter> router;
   std::unique_ptr<api::MetricsEndpoint> metrics;
   std::unique_ptr<api::ConsoleEndpoint> console;
@@ -193,6 +196,7 @@ struct Server::Parts {
     cgroup_pool.reset();
     cgroups.reset();
     store.reset();  // drains the writer: every acknowledged write is on disk
+    webhooks.reset();
     if (lock_fd >= 0) ::close(lock_fd);
   }
 
@@ -204,6 +208,7 @@ struct Server::Parts {
     if (storage) storage->Stop();  // finish queued storage work while the io_context still exists
     if (tuning) tuning->Stop();
     if (scheduler) scheduler->Stop();
+    if (webhooks) webhooks->Stop();  // what is not delivered stays stored
     // Executor threads may still report into the (stopped) scheduler: end
     // them while it exists. Jobs keep running; a restart finds them again.
     slurm_executor.reset();
@@ -384,6 +389,15 @@ absl::Status Server::Parts::Build() {
   const std::string& host = options.listen_host;
   endpoint = absl::StrCat("http://", host.find(':') != std::string::npos ? "[" + host + "]" : host, ":", http->port());
   jobs = std::make_unique<service::JobService>(*store, clock, validation);
+  service::WebhookOptions webhook_options;
+  webhook_options.enabled = config.webhooks.enabled;
+  webhook_options.allow_loopback = config.webhooks.allow_loopback;
+  webhook_options.max_per_project = config.webhooks.max_per_project;
+  webhooks = std::make_unique<service::WebhookService>(*store, clock, webhook_options);
+  if (auto s = webhooks->Recover(); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("cannot recover webhooks: ", s.message()));
+  }
+  jobs->Subscribe(webhooks.get());
   jobs->AttachImages(images.get());
   credentials = std::make_unique<service::JobCredentials>(*iam, *jobs);
   if (config.sandbox.enabled && options.executor != "none") {
@@ -510,6 +524,8 @@ absl::Status Server::Parts::Build() {
   router = std::make_unique<api::ApiRouter>(*jobs, *logs, *iam, *quotas, *studies, *job_runs, *cluster);
   backups = std::make_unique<service::BackupService>(*store, *bucket_store, data_dir.string());
   router->ServeBackups(backups.get());
+  router->ServeWebhooks(webhooks.get());
+  webhooks->Start();
   std::function<bool(uint32_t)> is_job_uid;
   if (identities) is_job_uid = [pool = identities.get()](uint32_t uid) { return pool->Contains(uid); };
   metrics = std::make_unique<api::MetricsEndpoint>(*jobs, *iam, options.metrics_access, std::move(is_job_uid));

@@ -371,6 +371,24 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
         }
       }
     }
+    if (auto webhooks = root["webhooks"]) {
+      if (!webhooks.IsMap()) return absl::InvalidArgumentError(absl::StrCat(origin, ": webhooks: expected a map"));
+      for (const auto& kv : webhooks) {
+        const std::string key = kv.first.as<std::string>();
+        if (key != "enabled" && key != "allow_loopback" && key != "max_per_project") {
+          return absl::InvalidArgumentError(absl::StrCat(
+              origin, ": webhooks.", key, ": unknown key; known: enabled, allow_loopback, max_per_project"));
+        }
+      }
+      auto& w = config.webhooks;
+      w.enabled = webhooks["enabled"].as<bool>(w.enabled);
+      w.allow_loopback = webhooks["allow_loopback"].as<bool>(w.allow_loopback);
+      w.max_per_project = webhooks["max_per_project"].as<int>(w.max_per_project);
+      if (w.max_per_project < 1 || w.max_per_project > 1000) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(origin, ": webhooks.max_per_project must be from 1 to 1000"));
+      }
+    }
     if (auto accounting = root["accounting"]) {
       if (auto s = ParseAccounting(accounting, &config.usage_rates); !s.ok()) {
         return absl::InvalidArgumentError(absl::StrCat(origin, ": ", s.message()));

@@ -79,6 +79,12 @@ struct ServerConfig {
   // `accounting.ml_units_per_hour` (machine_types, accelerators): rates
   // that replace the defaults of model/usage.h.
   model::UsageRates usage_rates = model::UsageRates::Defaults();
+  // `webhooks:` (docs/notifications.md).
+  struct Webhooks {
+    bool enabled = true;
+    bool allow_loopback = false;  // deliveries to this machine (tests, a receiver beside mlengined)
+    int max_per_project = 10;
+  } webhooks;
 };
 
 // Reads the file; an empty path gives the built-in defaults (the runtime

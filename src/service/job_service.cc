@@ -309,7 +309,9 @@ void JobService::Accept(const std::string& project, Job job, JobCallback done, s
   }
   writes.push_back(StoredNow(job));
   for (auto& w : with_job) writes.push_back(std::move(w));
-  store_.Commit(std::move(writes), [this, key, job, done = std::move(done)](absl::Status s) {
+  auto change = Publish(job, JobState::kUnspecified, *job.create_time, &writes);
+  store_.Commit(std::move(writes), [this, key, job, change = std::move(change), done = std::move(done)](absl::Status s) {
+    if (change) subscriber_->Committed(*change, s);
     {
       std::unique_lock lock(mu_);
       pending_creates_.erase(key);
@@ -425,6 +427,14 @@ JobService::JobCounts JobService::CountJobs() const {
     if (job.create_time) queue.oldest_wait = std::max(queue.oldest_wait, now - *job.create_time);
   }
   return counts;
+}
+
+std::optional<JobStateChange> JobService::Publish(const Job& job, JobState from, absl::Time now,
+                                                 std::vector<db::Mutation>* writes) const {
+  if (subscriber_ == nullptr || model::IsTrialJob(job) || !subscriber_->Wants(job.project)) return std::nullopt;
+  JobStateChange change{job, from, now};
+  for (auto& w : subscriber_->Writes(change)) writes->push_back(std::move(w));
+  return change;
 }
 
 model::Usage JobService::UsageOfJob(const Job& job, absl::Time now, const model::Period& period) const {
@@ -556,14 +566,18 @@ void JobService::CancelJob(const std::string& project, const std::string& job_id
         "Job ", JobNameOf(project, job_id), " is ", state,
         " and cannot be cancelled; only QUEUED, PREPARING or RUNNING jobs can be.")));
   }
+  const JobState from = job.state;
   job.state = JobState::kCancelling;
   job.error_message = absl::StrCat("Cancelled by a user request (",
                                    caller.IsOperator() ? "the operator" : caller.Member(), ").");
   ++job.version;
   const Key key{project, job_id};
   const bool tuning = model::IsTuningJob(job);
-  store_.Commit({Stored(job)}, [this, key, tuning, reason = job.error_message,
+  std::vector<db::Mutation> writes{Stored(job)};
+  auto change = Publish(job, from, clock_.Now(), &writes);
+  store_.Commit(std::move(writes), [this, key, tuning, change = std::move(change), reason = job.error_message,
                                     done = std::move(done)](absl::Status s) {
+    if (change) subscriber_->Committed(*change, s);
     if (s.ok()) obs::Log("service").info("cancel requested for {}: {}", JobNameOf(key.project, key.job_id), reason);
     if (s.ok() && tuning && tuning_ != nullptr) tuning_->Cancel(key);
     if (s.ok() && !tuning && scheduler_ != nullptr) scheduler_->Cancel(key, reason);
@@ -604,6 +618,7 @@ void JobService::Record(const Key& key, const scheduler::JobUpdate& update, Done
                              model::JobStateName(update.state), update.error_message.empty() ? "" : ": ",
                              update.error_message);
   }
+  const JobState from = job.state;
   job.state = update.state;
   if (update.replace_message || !update.error_message.empty()) job.error_message = update.error_message;
   const absl::Time now = clock_.Now();
@@ -637,10 +652,13 @@ void JobService::Record(const Key& key, const scheduler::JobUpdate& update, Done
   // and to the caller, who must not act on an update that is not durable.
   // A job's end is flushed whatever the caller says (clients were told).
   const db::Sync sync = update.flush || model::IsTerminal(update.state) ? db::Sync::kDurable : db::Sync::kLazy;
+  std::vector<db::Mutation> writes{Stored(job)};
+  auto change = from != job.state ? Publish(job, from, now, &writes) : std::nullopt;
   store_.Commit(
-      {Stored(job)},
-      [name = JobNameOf(key.project, key.job_id), state = std::string(model::JobStateName(update.state)),
-       done = std::move(done)](absl::Status s) {
+      std::move(writes),
+      [this, change = std::move(change), name = JobNameOf(key.project, key.job_id),
+       state = std::string(model::JobStateName(update.state)), done = std::move(done)](absl::Status s) {
+        if (change) subscriber_->Committed(*change, s);
         if (!s.ok()) obs::Log("service").error("could not record {} -> {}: {}", name, state, s.ToString());
         if (done) done(std::move(s));
       },

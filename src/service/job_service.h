@@ -28,6 +28,7 @@
 #include "model/project.h"
 #include "model/usage.h"
 #include "scheduler/scheduler.h"
+#include "service/job_events.h"
 #include "service/usage_report.h"
 #include "validate/validate.h"
 
@@ -86,6 +87,9 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   // How usage is counted (model/usage.h): the CPUs and memory the cluster
   // sets aside per machine type, and the ML-unit rates. Call before
   // serving (the defaults otherwise).
+  // Connects a subscriber to job state changes (service/job_events.h):
+  // webhooks. Before serving.
+  void Subscribe(JobSubscriber* subscriber) { subscriber_ = subscriber; }
   void SetAccounting(model::ResourceTable resources, model::UsageRates rates) {
     accounting_resources_ = std::move(resources);
     accounting_rates_ = std::move(rates);
@@ -191,6 +195,11 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   absl::Status CheckResume(const std::string& project, const model::Job& job) const;
   // Fills in derived, read-time fields (jobPosition).
   model::Job Present(const model::Job& job) const;
+  // The subscriber's part of `job`'s change from `from`: its writes added to
+  // `writes`, and the change to tell it of once committed (none when no
+  // subscriber wants it). mu_ may be held.
+  std::optional<JobStateChange> Publish(const model::Job& job, model::JobState from, absl::Time now,
+                                        std::vector<db::Mutation>* writes) const;
   // What a job used up to `now` (model::UsageOf).
   model::Usage UsageOfJob(const model::Job& job, absl::Time now, const model::Period& period = {}) const;
   // The ML units of tuning job `key`'s trials that ended (mu_ held).
@@ -204,6 +213,7 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   const containers::ImageResolver* images_ = nullptr;
   TuningCoordinator* tuning_ = nullptr;
   const StudyService* studies_ = nullptr;
+  JobSubscriber* subscriber_ = nullptr;
   model::ResourceTable accounting_resources_ = model::ResourceTable::Defaults();
   model::UsageRates accounting_rates_ = model::UsageRates::Defaults();
 

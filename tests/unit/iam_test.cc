@@ -113,6 +113,8 @@ const std::vector<Row> kTable = {
     {perm::kBucketsDelete, {"roles/owner", "roles/editor", "roles/storage.admin"}},
     // the audit log
     {perm::kAuditLogList, {"roles/owner"}},
+    {perm::kWebhooksList, {"roles/owner"}},
+    {perm::kWebhooksUpdate, {"roles/owner"}},
 };
 
 TEST(RolesTest, EveryMethodsPermissionIsHeldByExactlyTheRolesOfTheTable) {
