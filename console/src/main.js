@@ -4,6 +4,7 @@ import './console.css';
 import { api, clearToken, getToken, isAbort, onUnauthorized } from './api.js';
 import { fill, h, text } from './dom.js';
 import { navigate, start } from './router.js';
+import { poll } from './poll.js';
 import * as signin from './views/signin.js';
 import * as jobs from './views/jobs.js';
 import * as job from './views/job.js';
@@ -51,6 +52,9 @@ const header = h(
   ),
 );
 const pageError = h('div', { id: 'page-error', role: 'alert', class: 'page-error', hidden: true });
+// What everyone should know of the service (GET /mlengine/v1/status): a full
+// disk, say. Looked at every 15 s while signed in, whatever the page.
+const serviceStatus = h('div', { id: 'service-status', role: 'status', class: 'service-status', hidden: true });
 const page = h('main', { id: 'page', class: 'page', tabindex: '-1' });
 const skip = h('a', { class: 'skip-link', href: '#page', onclick: skipToMain }, 'Skip to content');
 
@@ -59,7 +63,32 @@ function skipToMain(ev) {
   page.focus();
 }
 
-document.body.replaceChildren(skip, header, pageError, page);
+document.body.replaceChildren(skip, header, serviceStatus, pageError, page);
+
+const STATUS_EVERY_MS = 15000;
+let statusWatch = null; // the AbortController of the status poll, while signed in
+
+function watchStatus(signedIn) {
+  if (!signedIn) {
+    if (statusWatch) statusWatch.abort();
+    statusWatch = null;
+    serviceStatus.hidden = true;
+    return;
+  }
+  if (statusWatch) return;
+  statusWatch = new AbortController();
+  poll(
+    async (signal) => {
+      const s = await api('/mlengine/v1/status', { signal });
+      const disk = (s && s.dataDisk) || {};
+      text(serviceStatus, disk.full ? disk.message || 'mlengine\'s disk is full.' : '');
+      serviceStatus.hidden = !disk.full;
+      return true;
+    },
+    STATUS_EVERY_MS,
+    statusWatch.signal,
+  );
+}
 
 function setError(e) {
   if (isAbort(e)) return;
@@ -102,6 +131,7 @@ function route(r) {
     return;
   }
   header.hidden = r.name === 'signin';
+  watchStatus(r.name !== 'signin' && signedIn);
   NAV.forEach(([, , , names], i) => {
     if (names.includes(r.name)) navLinks[i].setAttribute('aria-current', 'page');
     else navLinks[i].removeAttribute('aria-current');

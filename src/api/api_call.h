@@ -19,6 +19,7 @@
 #include "iam/iam_service.h"
 #include "service/backup_service.h"
 #include "service/cluster_view.h"
+#include "service/disk_watch.h"
 #include "service/job_runs.h"
 #include "service/job_service.h"
 #include "service/log_service.h"
@@ -67,6 +68,7 @@ struct Services {
   const service::ClusterService& cluster;
   service::BackupService* backups = nullptr;  // none: this server takes no backups
   service::WebhookService* webhooks = nullptr;  // none: this server has no webhooks
+  const service::DiskWatch* disk = nullptr;      // none: not watched
 };
 
 using HandlerFn = void (*)(const Services&, const Call&, Responder);
@@ -128,6 +130,7 @@ void ReportUsage(const Services&, const Call&, Responder);   // mlengine.usage.g
 void ResetQuotas(const Services&, const Call&, Responder);
 void GetProjectQuotas(const Services&, const Call&, Responder);  // a project's own, for its members
 void WhoAmI(const Services&, const Call&, Responder);            // the caller's principal (mlengine.whoami)
+void ServerStatus(const Services&, const Call&, Responder);      // mlengine.status.get: a full disk, say
 }  // namespace iam_routes
 
 // A project's webhooks (webhook_routes.cc; docs/notifications.md).

@@ -580,6 +580,7 @@ const RouteTable<Route>& Routes() {
           {"GET", "mlengine/v1/projects/{project}/quotas", "mlengine.projects.quotas.get",
            {&GetProjectQuotas, Access::kPermission, perm::kProjectsGetConfig}},
           {"GET", "mlengine/v1/whoami", "mlengine.whoami", {&WhoAmI, Access::kAnyCaller}},
+          {"GET", "mlengine/v1/status", "mlengine.status.get", {&ServerStatus, Access::kAnyCaller}},
           {"GET", "mlengine/v1/cluster", "mlengine.cluster.get", {&console_routes::GetCluster, Access::kAnyCaller}},
           {"GET", "mlengine/v1/quotas", "mlengine.quotas.get", {&GetQuotas, Access::kOperator}},
           {"PUT", "mlengine/v1/quotas", "mlengine.quotas.set", {&SetQuotas, Access::kOperator, nullptr, kAudited}},

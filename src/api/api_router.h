@@ -30,6 +30,8 @@ class ApiRouter {
   void ServeBackups(service::BackupService* backups) { services_.backups = backups; }
   // Serve a project's webhooks with `webhooks` (before serving).
   void ServeWebhooks(service::WebhookService* webhooks) { services_.webhooks = webhooks; }
+  // Say how full the data directory's disk is (GET mlengine/v1/status).
+  void AttachDisk(const service::DiskWatch* disk) { services_.disk = disk; }
 
   // The body of an error the HTTP layer produces itself (413, malformed).
   static std::string ErrorBody(int http_status, const std::string& status, const std::string& message);

@@ -545,6 +545,13 @@ class Session : public std::enable_shared_from_this<Session> {
       return Close();
     }
     if (ec == http::error::body_limit) return WriteTooLarge();
+    if (ec == boost::system::errc::no_space_on_device ||
+        (ec.category() == boost::system::system_category() && ec.value() == EDQUOT)) {
+      RemoveUpload();  // nothing half written stays
+      return WriteError(429, "RESOURCE_EXHAUSTED",
+                        "The disk of mlengine's data directory is full: the upload was not stored. Objects already "
+                        "stored are intact; uploads are taken again as soon as space is freed on that disk.");
+    }
     if (ec) return WriteError(400, "INVALID_ARGUMENT", absl::StrCat("Malformed HTTP request: ", ec.message()));
 
     body_read_ = true;

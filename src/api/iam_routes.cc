@@ -534,4 +534,28 @@ void WhoAmI(const Services&, const Call& call, Responder respond) {
   respond(Render({{"principal", call.caller.Member()}, {"operator", call.caller.IsOperator()}}, pretty));
 }
 
+// GET /mlengine/v1/status: what every signed-in caller should know of the
+// service (the console's banner): whether its data directory's disk is full.
+// The operator also gets the figures and the path.
+void ServerStatus(const Services& s, const Call& call, Responder respond) {
+  const bool pretty = call.pretty;
+  if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
+  json disk = {{"full", false}};
+  if (s.disk != nullptr) {
+    const service::DiskState d = s.disk->State();
+    disk["full"] = d.full;
+    if (d.full) {
+      disk["message"] = "mlengine's disk is full: new jobs and uploads are refused until the operator frees "
+                        "space. Jobs already running go on.";
+    }
+    if (call.caller.IsOperator()) {
+      disk["path"] = s.disk->path();
+      disk["sizeBytes"] = d.size_bytes;
+      disk["freeBytes"] = d.free_bytes;
+      disk["reserveBytes"] = d.reserve_bytes;
+    }
+  }
+  respond(Render({{"dataDisk", disk}}, pretty));
+}
+
 }  // namespace mle::api::iam_routes

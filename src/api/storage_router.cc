@@ -10,6 +10,7 @@
 #include <set>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -1272,6 +1273,7 @@ void StorageRouter::CheckUpload(const HttpRequest& head,
   call->vars = std::move(found.vars);
   absl::Status checked = CheckUploadCall(*call);
   if (checked.ok()) checked = CheckAccess(gate_, found.route->handler, *call);
+  if (checked.ok()) checked = CheckRoom(found.route->name);
   if (checked.ok()) return done(std::nullopt);
   // A write refused: in the audit log first, as Handle records one.
   Responder respond = [done](HttpResponse r) { done(std::move(r)); };
@@ -1303,7 +1305,17 @@ void StorageRouter::Handle(HttpRequest request, Responder respond) const {
                                std::move(respond));
   }
   if (auto s = CheckAccess(gate_, route, *call); !s.ok()) return respond(StorageError(s, pretty));
+  if (auto s = CheckRoom(found.route->name); !s.ok()) return respond(StorageError(s, pretty));
   route.handler(Context{store_, *workers_, iam_}, std::move(call), std::move(request), std::move(respond));
+}
+
+absl::Status StorageRouter::CheckRoom(absl::string_view method) const {
+  // The methods that store new bytes; a delete, a metadata change or a
+  // read goes on (freeing space must stay possible).
+  static const absl::flat_hash_set<absl::string_view> kWrites = {
+      "storage.objects.insert", "storage.objects.compose", "storage.objects.copy", "storage.objects.rewrite"};
+  if (disk_ == nullptr || !kWrites.contains(method)) return absl::OkStatus();
+  return disk_->CheckRoom("the object was not stored; objects already stored are intact");
 }
 
 }  // namespace mle::api

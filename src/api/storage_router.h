@@ -35,6 +35,7 @@
 #include "api/http_server.h"
 #include "buckets/bucket_store.h"
 #include "common/worker_pool.h"
+#include "service/disk_watch.h"
 
 namespace mle::api {
 
@@ -63,11 +64,18 @@ class StorageRouter {
 
   using Workers = common::WorkerPool;  // drains what is queued when stopped
 
+  // Refuse writes of new objects (RESOURCE_EXHAUSTED) while the data
+  // directory's disk is full. Before serving.
+  void AttachDisk(const service::DiskWatch* disk) { disk_ = disk; }
+
  private:
+  absl::Status CheckRoom(absl::string_view method) const;
+
   buckets::BucketStore& store_;
   iam::IamService& iam_;
   const AccessGate gate_;
   std::unique_ptr<Workers> workers_;
+  const service::DiskWatch* disk_ = nullptr;
 };
 
 }  // namespace mle::api

@@ -94,8 +94,8 @@ class Statement {
 
 class SqliteStore final : public Store {
  public:
-  SqliteStore(sqlite3* db, bool synchronous_full)
-      : db_(db), synchronous_full_(synchronous_full), flushing_(synchronous_full) {
+  SqliteStore(sqlite3* db, std::string path, bool synchronous_full)
+      : db_(db), path_(std::move(path)), synchronous_full_(synchronous_full), flushing_(synchronous_full) {
     writer_ = std::thread([this] { WriterLoop(); });
   }
   ~SqliteStore() override {
@@ -244,7 +244,22 @@ class SqliteStore final : public Store {
   }
 
   absl::Status Error(absl::string_view what) {
+    if (DiskFull()) return FullError();
     return absl::InternalError(absl::StrCat("sqlite: ", what, ": ", sqlite3_errmsg(db_)));
+  }
+
+  // The last error was the disk's: SQLITE_FULL, or an I/O error of ENOSPC
+  // or EDQUOT (a write, a sync, the WAL growing).
+  bool DiskFull() const {
+    const int code = sqlite3_errcode(db_);
+    const int err = sqlite3_system_errno(db_);
+    return code == SQLITE_FULL || ((code & 0xff) == SQLITE_IOERR && (err == ENOSPC || err == EDQUOT));
+  }
+  absl::Status FullError() const {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "The disk of mlengine's data directory is full (", path_,
+        " could not grow): nothing was written. Jobs already running go on; mlengined takes new work again as "
+        "soon as space is freed on that disk, without a restart."));
   }
 
   absl::Status Exec(const char* sql) {
@@ -252,6 +267,7 @@ class SqliteStore final : public Store {
     if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
       std::string msg = err ? err : "unknown error";
       sqlite3_free(err);
+      if (DiskFull()) return FullError();
       return absl::InternalError(absl::StrCat("sqlite: ", msg));
     }
     return absl::OkStatus();
@@ -422,6 +438,7 @@ class SqliteStore final : public Store {
   }
 
   sqlite3* db_;
+  const std::string path_;
   const bool synchronous_full_;  // SqliteOptions::synchronous_full
   std::mutex db_mu_;  // guards db_ use (Load vs the writer), writes_ and flushing_
   // The connection's synchronous setting is FULL (as opened when
@@ -518,7 +535,7 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& opti
     sqlite3_close(db);
     return s;
   }
-  return std::unique_ptr<Store>(new SqliteStore(db, options.synchronous_full));
+  return std::unique_ptr<Store>(new SqliteStore(db, options.path, options.synchronous_full));
 }
 
 }  // namespace mle::db

@@ -131,7 +131,23 @@ Metrics::Metrics()
                               .Name("mlengine_webhook_deliveries_total")
                               .Help("Webhook delivery attempts by result: delivered, failed (tried again), given_up "
                                     "(too old), dropped (too many waiting)")
-                              .Register(*registry_)) {}
+                              .Register(*registry_)),
+      data_disk_size_(prometheus::BuildGauge()
+                          .Name("mlengine_data_disk_size_bytes")
+                          .Help("Size of the file system holding mlengine's data directory")
+                          .Register(*registry_)
+                          .Add({})),
+      data_disk_free_(prometheus::BuildGauge()
+                          .Name("mlengine_data_disk_free_bytes")
+                          .Help("Bytes mlengined may still write on the data directory's file system")
+                          .Register(*registry_)
+                          .Add({})),
+      data_disk_full_(prometheus::BuildGauge()
+                          .Name("mlengine_data_disk_full")
+                          .Help("1 while the data directory's disk has less free than the reserve kept for running "
+                                "jobs: new jobs and uploads are refused")
+                          .Register(*registry_)
+                          .Add({})) {}
 
 Metrics& Metrics::Default() {
   static Metrics* metrics = new Metrics;  // never destroyed: threads may observe during exit
@@ -201,6 +217,12 @@ prometheus::Counter& Metrics::AttemptsEnded(absl::string_view end) {
 }
 
 prometheus::Counter& Metrics::Requeues(absl::string_view why) { return requeues_.Add({{"why", Text(why)}}); }
+
+void Metrics::SetDataDisk(double size_bytes, double free_bytes, bool full) {
+  data_disk_size_.Set(size_bytes);
+  data_disk_free_.Set(free_bytes);
+  data_disk_full_.Set(full ? 1 : 0);
+}
 
 prometheus::Counter& Metrics::WebhookDeliveries(absl::string_view result) {
   return webhook_deliveries_.Add({{"result", Text(result)}});

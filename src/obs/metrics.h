@@ -85,6 +85,9 @@ class Metrics {
   void AddUsage(absl::string_view project, double ml_units, double cpu_hours, double gpu_hours,
                 double tpu_core_hours);
 
+  // ---- the data directory's disk (service/disk_watch.h) ----
+  void SetDataDisk(double size_bytes, double free_bytes, bool full);
+
   // ---- webhooks (service/webhook_service.h) ----
   // Delivery attempts by result: delivered, failed (to be tried again),
   // given_up (too old), dropped (too many waiting).
@@ -119,6 +122,9 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& usage_gpu_hours_;
   prometheus::Family<prometheus::Counter>& usage_tpu_core_hours_;
   prometheus::Family<prometheus::Counter>& webhook_deliveries_;
+  prometheus::Gauge& data_disk_size_;
+  prometheus::Gauge& data_disk_free_;
+  prometheus::Gauge& data_disk_full_;
 };
 
 // Observes the time from its construction to its destruction (monotonic

@@ -51,6 +51,8 @@
 #include "service/quota_service.h"
 #include "service/log_service.h"
 #include "service/study_service.h"
+#include "obs/metrics.h"
+#include "service/disk_watch.h"
 #include "service/webhook_service.h"
 #include "validate/validate.h"
 
@@ -157,6 +159,7 @@ struct Server::Parts {
   std::unique_ptr<service::BackupService> backups;
   // Told of job changes by the store's callbacks: kept until the store is gone.
   std::unique_ptr<service::WebhookService> webhooks;
+  std::unique_ptr<service::DiskWatch> disk;  // asks `jobs` to write what the store refused
   std::unique_ptr<api::ApiRouter> router;
   std::unique_ptr<api::MetricsEndpoint> metrics;
   std::unique_ptr<api::ConsoleEndpoint> console;
@@ -204,6 +207,7 @@ struct Server::Parts {
     if (stopped) return;
     stopped = true;
     if (http) http->Stop();
+    if (disk) disk->Stop();
     if (jobs) jobs->StopAdmission();  // before the scheduler it hands jobs to
     if (storage) storage->Stop();  // finish queued storage work while the io_context still exists
     if (tuning) tuning->Stop();
@@ -525,6 +529,17 @@ absl::Status Server::Parts::Build() {
   backups = std::make_unique<service::BackupService>(*store, *bucket_store, data_dir.string());
   router->ServeBackups(backups.get());
   router->ServeWebhooks(webhooks.get());
+  disk = std::make_unique<service::DiskWatch>(
+      data_dir.string(), static_cast<uint64_t>(config.disk.reserve_mb) << 20, absl::Seconds(config.disk.check_seconds),
+      [jobs = jobs.get()](const service::DiskState& d) {
+        obs::Metrics::Default().SetDataDisk(static_cast<double>(d.size_bytes), static_cast<double>(d.free_bytes),
+                                            d.full);
+        jobs->SaveUnsaved();
+      });
+  disk->Start();
+  jobs->AttachDisk(disk.get());
+  router->AttachDisk(disk.get());
+  storage->AttachDisk(disk.get());
   webhooks->Start();
   std::function<bool(uint32_t)> is_job_uid;
   if (identities) is_job_uid = [pool = identities.get()](uint32_t uid) { return pool->Contains(uid); };

@@ -389,6 +389,24 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
             absl::StrCat(origin, ": webhooks.max_per_project must be from 1 to 1000"));
       }
     }
+    if (auto disk = root["disk"]) {
+      if (!disk.IsMap()) return absl::InvalidArgumentError(absl::StrCat(origin, ": disk: expected a map"));
+      for (const auto& kv : disk) {
+        const std::string key = kv.first.as<std::string>();
+        if (key != "reserve_mb" && key != "check_seconds") {
+          return absl::InvalidArgumentError(
+              absl::StrCat(origin, ": disk.", key, ": unknown key; known: reserve_mb, check_seconds"));
+        }
+      }
+      config.disk.reserve_mb = disk["reserve_mb"].as<int64_t>(config.disk.reserve_mb);
+      config.disk.check_seconds = disk["check_seconds"].as<int>(config.disk.check_seconds);
+      if (config.disk.reserve_mb < 0 || config.disk.reserve_mb > (int64_t{1} << 30)) {
+        return absl::InvalidArgumentError(absl::StrCat(origin, ": disk.reserve_mb must be 0 or more (MiB)"));
+      }
+      if (config.disk.check_seconds < 1 || config.disk.check_seconds > 3600) {
+        return absl::InvalidArgumentError(absl::StrCat(origin, ": disk.check_seconds must be from 1 to 3600"));
+      }
+    }
     if (auto accounting = root["accounting"]) {
       if (auto s = ParseAccounting(accounting, &config.usage_rates); !s.ok()) {
         return absl::InvalidArgumentError(absl::StrCat(origin, ": ", s.message()));

@@ -85,6 +85,13 @@ struct ServerConfig {
     bool allow_loopback = false;  // deliveries to this machine (tests, a receiver beside mlengined)
     int max_per_project = 10;
   } webhooks;
+  // `disk:` the data directory's (docs/operations.md, "A full disk"): below
+  // reserve_mb free, new jobs and uploads are refused; looked at every
+  // check_seconds.
+  struct Disk {
+    int64_t reserve_mb = 256;
+    int check_seconds = 2;
+  } disk;
 };
 
 // Reads the file; an empty path gives the built-in defaults (the runtime

@@ -296,6 +296,12 @@ void JobService::Accept(const std::string& project, Job job, JobCallback done, s
       lock.unlock();
       return done(job);
     }
+    if (disk_ != nullptr) {
+      if (auto s = disk_->CheckRoom("the job was not created"); !s.ok()) {
+        lock.unlock();
+        return done(s);
+      }
+    }
     if (!projects_.count(project)) {
       model::Project p = NewProject(project);
       AddProject(p);
@@ -567,6 +573,7 @@ void JobService::CancelJob(const std::string& project, const std::string& job_id
         " and cannot be cancelled; only QUEUED, PREPARING or RUNNING jobs can be.")));
   }
   const JobState from = job.state;
+  Job before = job;  // put back if the cancel cannot be stored (a full disk)
   job.state = JobState::kCancelling;
   job.error_message = absl::StrCat("Cancelled by a user request (",
                                    caller.IsOperator() ? "the operator" : caller.Member(), ").");
@@ -576,8 +583,16 @@ void JobService::CancelJob(const std::string& project, const std::string& job_id
   std::vector<db::Mutation> writes{Stored(job)};
   auto change = Publish(job, from, clock_.Now(), &writes);
   store_.Commit(std::move(writes), [this, key, tuning, change = std::move(change), reason = job.error_message,
+                                    before = std::move(before), version = job.version,
                                     done = std::move(done)](absl::Status s) {
     if (change) subscriber_->Committed(*change, s);
+    if (!s.ok()) {
+      // Not stored, so not done: the job is as it was (unless it changed
+      // meanwhile), and a cancel asked again is carried out.
+      std::unique_lock lock(mu_);
+      auto it = jobs_.find(key);
+      if (it != jobs_.end() && it->second.version == version) it->second = before;
+    }
     if (s.ok()) obs::Log("service").info("cancel requested for {}: {}", JobNameOf(key.project, key.job_id), reason);
     if (s.ok() && tuning && tuning_ != nullptr) tuning_->Cancel(key);
     if (s.ok() && !tuning && scheduler_ != nullptr) scheduler_->Cancel(key, reason);
@@ -656,10 +671,14 @@ void JobService::Record(const Key& key, const scheduler::JobUpdate& update, Done
   auto change = from != job.state ? Publish(job, from, now, &writes) : std::nullopt;
   store_.Commit(
       std::move(writes),
-      [this, change = std::move(change), name = JobNameOf(key.project, key.job_id),
+      [this, key, change = std::move(change), name = JobNameOf(key.project, key.job_id),
        state = std::string(model::JobStateName(update.state)), done = std::move(done)](absl::Status s) {
         if (change) subscriber_->Committed(*change, s);
-        if (!s.ok()) obs::Log("service").error("could not record {} -> {}: {}", name, state, s.ToString());
+        if (!s.ok()) {
+          obs::Log("service").error("could not record {} -> {}: {}; written again once the store takes it", name,
+                                    state, s.ToString());
+          MarkUnsaved(key);
+        }
         if (done) done(std::move(s));
       },
       sync);
@@ -783,9 +802,46 @@ void JobService::SetTrainingOutput(const Key& key, model::TrainingOutput output)
   output.consumed_ml_units = TrialUnits(key);
   it->second.training_output = std::move(output);
   ++it->second.version;
-  store_.Commit({Stored(it->second)}, [name = JobNameOf(key.project, key.job_id)](absl::Status s) {
-    if (!s.ok()) obs::Log("service").error("could not record the trials of {}: {}", name, s.ToString());
+  store_.Commit({Stored(it->second)}, [this, key, name = JobNameOf(key.project, key.job_id)](absl::Status s) {
+    if (!s.ok()) {
+      obs::Log("service").error("could not record the trials of {}: {}; written again once the store takes it",
+                                name, s.ToString());
+      MarkUnsaved(key);
+    }
   });
+}
+
+void JobService::MarkUnsaved(const Key& key) {
+  std::unique_lock lock(mu_);
+  unsaved_.insert(key);
+}
+
+void JobService::SaveUnsaved() {
+  std::vector<db::Mutation> writes;
+  std::vector<Key> keys;
+  {
+    std::unique_lock lock(mu_);
+    if (unsaved_.empty() || saving_unsaved_) return;
+    for (const Key& key : unsaved_) {
+      auto it = jobs_.find(key);
+      if (it == jobs_.end()) continue;
+      writes.push_back(Stored(it->second));
+      keys.push_back(key);
+    }
+    unsaved_.clear();
+    if (writes.empty()) return;
+    saving_unsaved_ = true;
+    // Under the lock: the store sees them in memory order, after any change already committed.
+    store_.Commit(std::move(writes), [this, keys](absl::Status s) {
+      std::unique_lock lock(mu_);
+      saving_unsaved_ = false;
+      if (s.ok()) {
+        obs::Log("service").info("wrote {} job changes the store had refused before", keys.size());
+      } else {
+        unsaved_.insert(keys.begin(), keys.end());
+      }
+    });
+  }
 }
 
 void JobService::StopTrial(const Key& trial, const std::string& reason) {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "model/project.h"
 #include "model/usage.h"
 #include "scheduler/scheduler.h"
+#include "service/disk_watch.h"
 #include "service/job_events.h"
 #include "service/usage_report.h"
 #include "validate/validate.h"
@@ -90,6 +92,13 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   // Connects a subscriber to job state changes (service/job_events.h):
   // webhooks. Before serving.
   void Subscribe(JobSubscriber* subscriber) { subscriber_ = subscriber; }
+  // Connects the data directory's disk: no job is created while it is full
+  // (RESOURCE_EXHAUSTED). Before serving.
+  void AttachDisk(const DiskWatch* disk) { disk_ = disk; }
+  // Writes again every change of a job the store refused (a full disk): the
+  // job moved on in memory (its replicas ran, ended) and its row is behind.
+  // Called by the disk watch after each look; cheap when there is none.
+  void SaveUnsaved();
   void SetAccounting(model::ResourceTable resources, model::UsageRates rates) {
     accounting_resources_ = std::move(resources);
     accounting_rates_ = std::move(rates);
@@ -200,6 +209,7 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   // subscriber wants it). mu_ may be held.
   std::optional<JobStateChange> Publish(const model::Job& job, model::JobState from, absl::Time now,
                                         std::vector<db::Mutation>* writes) const;
+  void MarkUnsaved(const Key& key);
   // What a job used up to `now` (model::UsageOf).
   model::Usage UsageOfJob(const model::Job& job, absl::Time now, const model::Period& period = {}) const;
   // The ML units of tuning job `key`'s trials that ended (mu_ held).
@@ -214,6 +224,7 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   TuningCoordinator* tuning_ = nullptr;
   const StudyService* studies_ = nullptr;
   JobSubscriber* subscriber_ = nullptr;
+  const DiskWatch* disk_ = nullptr;
   model::ResourceTable accounting_resources_ = model::ResourceTable::Defaults();
   model::UsageRates accounting_rates_ = model::UsageRates::Defaults();
 
@@ -228,6 +239,9 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   std::map<std::string, std::map<int64_t, std::string, std::greater<>>> by_sequence_;
   // Jobs whose create is being made durable: reserved ids.
   std::map<Key, int64_t> pending_creates_;
+  // Jobs whose last change the store refused (SaveUnsaved writes them).
+  std::set<Key> unsaved_;
+  bool saving_unsaved_ = false;
   int64_t next_sequence_ = 1;
   // Admission that waits on another server (an image registry's answer, up
   // to its timeout): a slow registry holds up the creates that need it, not

@@ -372,14 +372,32 @@ void OnStopSignal(int) {
   errno = saved;
 }
 
-// Atomic (a reader sees no file or the whole of it), not fsynced: what it
-// records ends with the machine, and a server that restarts on the same
-// machine reads the page cache.
-bool WriteExitFile(const std::string& exit_path, const std::string& text) {
+// The exit record's file, made with its block allocated as the replica
+// starts: recording how the replica ended then needs no free space (on a
+// full disk the record, and with it how the job ended, would be lost). -1
+// when it cannot be made; WriteExitFile then makes the file as it writes.
+int ReserveExitFile(const std::string& exit_path) {
   const std::string tmp = exit_path + ".tmp";
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  if (posix_fallocate(fd, 0, 4096) != 0) {
+    close(fd);
+    unlink(tmp.c_str());
+    return -1;
+  }
+  return fd;
+}
+
+// Atomic (a reader sees no file or the whole of it), not fsynced: what it
+// records ends with the machine, and a server that restarts on the same
+// machine reads the page cache. Writes into `reserved` (ReserveExitFile's;
+// closed here) when there is one.
+bool WriteExitFile(const std::string& exit_path, const std::string& text, int reserved) {
+  const std::string tmp = exit_path + ".tmp";
+  int fd = reserved >= 0 ? reserved : open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return false;
-  bool ok = WriteAll(fd, text);
+  bool ok = lseek(fd, 0, SEEK_SET) == 0 && WriteAll(fd, text) &&
+            ftruncate(fd, static_cast<off_t>(text.size())) == 0;
   ok = close(fd) == 0 && ok;
   return ok && rename(tmp.c_str(), exit_path.c_str()) == 0;
 }
@@ -658,6 +676,7 @@ int RunShim(int argc, char** argv) {
     fprintf(stderr, "mlengine-replica: cannot open %s: %s\n", log_path.c_str(), strerror(errno));
     return 126;
   }
+  const int exit_reserved = ReserveExitFile(exit_path);
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 || pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     fprintf(stderr, "mlengine-replica: cannot create pipes: %s\n", strerror(errno));
@@ -826,8 +845,10 @@ int RunShim(int argc, char** argv) {
     code = WEXITSTATUS(c.status);
     snprintf(text, sizeof(text), "exit %d\n", code);
   }
-  if (!WriteExitFile(exit_path, text)) {
-    fprintf(stderr, "mlengine-replica: cannot record the exit status in %s: %s\n", exit_path.c_str(), strerror(errno));
+  bool recorded = WriteExitFile(exit_path, text, exit_reserved);
+  if (!recorded) {
+    fprintf(stderr, "mlengine-replica: cannot record the exit status in %s: %s; trying again every second\n",
+            exit_path.c_str(), strerror(errno));
   }
   // Leftovers (daemons, helpers in their own sessions, children that
   // ignored SIGTERM or outlived a successful PROGRAM) end with the replica,
@@ -840,6 +861,14 @@ int RunShim(int argc, char** argv) {
     RunHelper({podman, "rm", "-f", "-t", "0", "--ignore", container}, 60000);
   }
   KillAllDescendants(c);
+  // How the replica ended is owed to mlengined (without it the job's end is
+  // unknown and it would be run again): on a full disk, wait for room. The
+  // shim stays (the job shows RUNNING) until then, or until it is stopped.
+  while (!recorded) {
+    pollfd stop{signal_pipe[0], POLLIN, 0};
+    if (poll(&stop, 1, 1000) > 0) break;  // stopped (SIGTERM): give up the record
+    recorded = WriteExitFile(exit_path, text, -1);
+  }
   return code;
 }
 
