@@ -140,7 +140,7 @@ void WebhookService::Loop() {
         continue;
       }
       e.sending = true;
-      senders_->Post([this, key, webhook = e.webhook, delivery = front] { Send(key, webhook, delivery); });
+      senders_->Post([this, key = key, webhook = e.webhook, delivery = front] { Send(key, webhook, delivery); });
     }
     // Woken by a new delivery, a send's end or Stop; else at the next due
     // time (a second at most: the clock may be another's).
