@@ -147,7 +147,16 @@ Metrics::Metrics()
                           .Help("1 while the data directory's disk has less free than the reserve kept for running "
                                 "jobs: new jobs and uploads are refused")
                           .Register(*registry_)
-                          .Add({})) {}
+                          .Add({})),
+      retention_removed_(prometheus::BuildCounter()
+                             .Name("mlengine_retention_removed_total")
+                             .Help("Ended jobs' run directories retention removed, by kind: run_files (the replicas' "
+                                   "work/ and tmp/), logs (the whole directory)")
+                             .Register(*registry_)),
+      retention_freed_(prometheus::BuildCounter()
+                           .Name("mlengine_retention_freed_bytes_total")
+                           .Help("Bytes retention freed, by kind (run_files, logs)")
+                           .Register(*registry_)) {}
 
 Metrics& Metrics::Default() {
   static Metrics* metrics = new Metrics;  // never destroyed: threads may observe during exit
@@ -217,6 +226,11 @@ prometheus::Counter& Metrics::AttemptsEnded(absl::string_view end) {
 }
 
 prometheus::Counter& Metrics::Requeues(absl::string_view why) { return requeues_.Add({{"why", Text(why)}}); }
+
+void Metrics::RetentionRemoved(absl::string_view kind, int64_t count, int64_t bytes) {
+  retention_removed_.Add({{"kind", Text(kind)}}).Increment(static_cast<double>(count));
+  retention_freed_.Add({{"kind", Text(kind)}}).Increment(static_cast<double>(bytes));
+}
 
 void Metrics::SetDataDisk(double size_bytes, double free_bytes, bool full) {
   data_disk_size_.Set(size_bytes);

@@ -88,6 +88,10 @@ class Metrics {
   // ---- the data directory's disk (service/disk_watch.h) ----
   void SetDataDisk(double size_bytes, double free_bytes, bool full);
 
+  // ---- retention (service/retention.h) ----
+  // `count` run directories' `kind` ("run_files", "logs") removed, `bytes` freed.
+  void RetentionRemoved(absl::string_view kind, int64_t count, int64_t bytes);
+
   // ---- webhooks (service/webhook_service.h) ----
   // Delivery attempts by result: delivered, failed (to be tried again),
   // given_up (too old), dropped (too many waiting).
@@ -125,6 +129,8 @@ class Metrics {
   prometheus::Gauge& data_disk_size_;
   prometheus::Gauge& data_disk_free_;
   prometheus::Gauge& data_disk_full_;
+  prometheus::Family<prometheus::Counter>& retention_removed_;
+  prometheus::Family<prometheus::Counter>& retention_freed_;
 };
 
 // Observes the time from its construction to its destruction (monotonic

@@ -53,6 +53,7 @@
 #include "service/study_service.h"
 #include "obs/metrics.h"
 #include "service/disk_watch.h"
+#include "service/retention.h"
 #include "service/webhook_service.h"
 #include "validate/validate.h"
 
@@ -160,6 +161,7 @@ struct Server::Parts {
   // Told of job changes by the store's callbacks: kept until the store is gone.
   std::unique_ptr<service::WebhookService> webhooks;
   std::unique_ptr<service::DiskWatch> disk;  // asks `jobs` to write what the store refused
+  std::unique_ptr<service::RetentionService> retention;
   std::unique_ptr<api::ApiRouter> router;
   std::unique_ptr<api::MetricsEndpoint> metrics;
   std::unique_ptr<api::ConsoleEndpoint> console;
@@ -208,6 +210,7 @@ struct Server::Parts {
     stopped = true;
     if (http) http->Stop();
     if (disk) disk->Stop();
+    if (retention) retention->Stop();
     if (jobs) jobs->StopAdmission();  // before the scheduler it hands jobs to
     if (storage) storage->Stop();  // finish queued storage work while the io_context still exists
     if (tuning) tuning->Stop();
@@ -537,6 +540,19 @@ absl::Status Server::Parts::Build() {
         jobs->SaveUnsaved();
       });
   disk->Start();
+  service::RetentionOptions retention_options;
+  retention_options.runs = runs.string();
+  retention_options.interval = absl::Seconds(config.retention.check_seconds);
+  auto budget = [](const ServerConfig::RetentionBudget& b) {
+    service::RetentionBudget out;
+    if (b.max_age_days) out.max_age = absl::Seconds(*b.max_age_days * 86400);
+    if (b.max_size_mb) out.max_bytes = *b.max_size_mb << 20;
+    return out;
+  };
+  retention_options.run_files = budget(config.retention.run_files);
+  retention_options.logs = budget(config.retention.logs);
+  retention = std::make_unique<service::RetentionService>(*jobs, clock, std::move(retention_options));
+  retention->Start();
   jobs->AttachDisk(disk.get());
   router->AttachDisk(disk.get());
   storage->AttachDisk(disk.get());

@@ -103,6 +103,50 @@ absl::Status ParseAccounting(const YAML::Node& node, model::UsageRates* rates) {
   return absl::OkStatus();
 }
 
+// `retention:` (run_files, logs: max_age_days, max_size_mb; check_seconds).
+absl::Status ParseRetention(const YAML::Node& node, ServerConfig::Retention* retention) {
+  if (!node.IsMap()) return absl::InvalidArgumentError("retention: expected a map (run_files, logs, check_seconds)");
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>();
+    if (key == "check_seconds") {
+      int seconds = 0;
+      if (!kv.second.IsScalar() || !YAML::convert<int>::decode(kv.second, seconds) || seconds < 1 || seconds > 86400) {
+        return absl::InvalidArgumentError("retention.check_seconds must be from 1 to 86400");
+      }
+      retention->check_seconds = seconds;
+      continue;
+    }
+    if (key != "run_files" && key != "logs") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("retention.", key, ": unknown key; known: run_files, logs, check_seconds"));
+    }
+    ServerConfig::RetentionBudget& budget = key == "run_files" ? retention->run_files : retention->logs;
+    if (!kv.second.IsMap()) {
+      return absl::InvalidArgumentError(absl::StrCat("retention.", key, ": expected a map (max_age_days, max_size_mb)"));
+    }
+    for (const auto& b : kv.second) {
+      const std::string name = b.first.as<std::string>();
+      const std::string where = absl::StrCat("retention.", key, ".", name);
+      if (name == "max_age_days") {
+        double days = -1;
+        if (!b.second.IsScalar() || !YAML::convert<double>::decode(b.second, days) || !(days >= 0) || days > 36500) {
+          return absl::InvalidArgumentError(absl::StrCat(where, " must be a number of days from 0 to 36500"));
+        }
+        budget.max_age_days = days;
+      } else if (name == "max_size_mb") {
+        int64_t mb = -1;
+        if (!b.second.IsScalar() || !YAML::convert<int64_t>::decode(b.second, mb) || mb < 0) {
+          return absl::InvalidArgumentError(absl::StrCat(where, " must be a whole number of MiB, 0 or more"));
+        }
+        budget.max_size_mb = mb;
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": unknown key; known: max_age_days, max_size_mb"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 // `quotas:` as the operator wrote it; names and amounts are checked when compiled.
 absl::StatusOr<scheduler::QuotaSpec> ParseQuotaSpec(const YAML::Node& node) {
   scheduler::QuotaSpec spec;
@@ -387,6 +431,11 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
       if (w.max_per_project < 1 || w.max_per_project > 1000) {
         return absl::InvalidArgumentError(
             absl::StrCat(origin, ": webhooks.max_per_project must be from 1 to 1000"));
+      }
+    }
+    if (auto retention = root["retention"]) {
+      if (auto s = ParseRetention(retention, &config.retention); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(origin, ": ", s.message()));
       }
     }
     if (auto disk = root["disk"]) {

@@ -92,6 +92,17 @@ struct ServerConfig {
     int64_t reserve_mb = 256;
     int check_seconds = 2;
   } disk;
+  // `retention:` (docs/operations.md, "Retention"): ended jobs' run files
+  // and logs, each an age (days) and a size (MiB) budget; unset: kept.
+  struct RetentionBudget {
+    std::optional<double> max_age_days;
+    std::optional<int64_t> max_size_mb;
+  };
+  struct Retention {
+    RetentionBudget run_files;
+    RetentionBudget logs;
+    int check_seconds = 600;
+  } retention;
 };
 
 // Reads the file; an empty path gives the built-in defaults (the runtime

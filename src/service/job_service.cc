@@ -458,6 +458,15 @@ double JobService::TrialUnits(const Key& key) const {
   return units;
 }
 
+std::map<scheduler::JobKey, std::optional<absl::Time>> JobService::EndTimes() const {
+  std::map<Key, std::optional<absl::Time>> out;
+  std::shared_lock lock(mu_);
+  for (const auto& [key, job] : jobs_) {
+    out.emplace_hint(out.end(), key, model::IsTerminal(job.state) ? job.end_time : std::nullopt);
+  }
+  return out;
+}
+
 std::vector<UsageRow> JobService::ReportUsage(const UsageQuery& query) const {
   UsageReport report(query);
   const absl::Time now = clock_.Now();

@@ -155,6 +155,10 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   };
   JobCounts CountJobs() const;
 
+  // Every job (trials too) and when it ended (nullopt: not yet), for
+  // retention (service/retention.h). O(jobs).
+  std::map<scheduler::JobKey, std::optional<absl::Time>> EndTimes() const;
+
   // What jobs used (service/usage_report.h), as of now. Reads every job of
   // the query's projects: O(jobs).
   std::vector<UsageRow> ReportUsage(const UsageQuery& query) const;

@@ -106,6 +106,54 @@ TEST(ServerConfigAccounting, Table) {
   });
 }
 
+// `retention:`, `disk:` and `webhooks:`: defaults, accepted rows, and
+// refusals naming the key.
+TEST(ServerConfigServiceKeys, Table) {
+  struct Row {
+    std::string yaml;
+    std::string error;  // part of the refusal; "" accepted
+  };
+  const std::vector<Row> rows = {
+      {"", ""},
+      {"retention: {run_files: {max_age_days: 7}, logs: {max_age_days: 0.5, max_size_mb: 2048}, check_seconds: 60}\n",
+       ""},
+      {"retention: {logs: {max_size_gb: 2}}\n", "retention.logs.max_size_gb: unknown key; known: max_age_days, max_size_mb"},
+      {"retention: {run_files: {max_age_days: -1}}\n", "retention.run_files.max_age_days must be a number of days"},
+      {"retention: {run_files: {max_size_mb: lots}}\n", "retention.run_files.max_size_mb must be a whole number"},
+      {"retention: {packages: {}}\n", "retention.packages: unknown key; known: run_files, logs, check_seconds"},
+      {"retention: {check_seconds: 0}\n", "retention.check_seconds must be from 1 to 86400"},
+      {"disk: {reserve_mb: 64, check_seconds: 5}\n", ""},
+      {"disk: {reserve_mb: -1}\n", "disk.reserve_mb must be 0 or more"},
+      {"disk: {check_seconds: 0}\n", "disk.check_seconds must be from 1 to 3600"},
+      {"disk: {free_mb: 1}\n", "disk.free_mb: unknown key; known: reserve_mb, check_seconds"},
+      {"webhooks: {enabled: false, allow_loopback: true, max_per_project: 3}\n", ""},
+      {"webhooks: {max_per_project: 0}\n", "webhooks.max_per_project must be from 1 to 1000"},
+      {"webhooks: {secret: x}\n", "webhooks.secret: unknown key; known: enabled, allow_loopback, max_per_project"},
+  };
+  ParseRows(rows, [](const Row& row, const ServerConfig& config) {
+    if (row.yaml.empty()) {
+      EXPECT_FALSE(config.retention.run_files.max_age_days.has_value());
+      EXPECT_FALSE(config.retention.logs.max_size_mb.has_value());
+      EXPECT_EQ(config.disk.reserve_mb, 256);
+      EXPECT_TRUE(config.webhooks.enabled);
+      EXPECT_FALSE(config.webhooks.allow_loopback);
+    }
+    if (row.yaml.starts_with("retention")) {
+      EXPECT_EQ(config.retention.run_files.max_age_days, 7.0);
+      EXPECT_EQ(config.retention.logs.max_age_days, 0.5);
+      EXPECT_EQ(config.retention.logs.max_size_mb, 2048);
+      EXPECT_EQ(config.retention.check_seconds, 60);
+    }
+    if (row.yaml.starts_with("disk")) {
+      EXPECT_EQ(config.disk.reserve_mb, 64);
+    }
+    if (row.yaml.starts_with("webhooks")) {
+      EXPECT_FALSE(config.webhooks.enabled);
+      EXPECT_EQ(config.webhooks.max_per_project, 3);
+    }
+  });
+}
+
 // `local.` and `slurm.` stall_after_seconds / stall_action /
 // join_timeout_seconds: an hour, a flag and off by default; 0 turns the
 // stall watch off; anything else is refused saying which key.

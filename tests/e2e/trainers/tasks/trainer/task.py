@@ -5,6 +5,7 @@
                          job's token (MLENGINE_ACCESS_TOKEN); print
                          "api M PATH -> STATUS" (repeatable)
   --lines N              print N numbered lines to stdout and one to stderr
+  --scratch BYTES        write BYTES bytes to scratch.bin in the working directory
   --ignore-term          ignore SIGTERM (so only SIGKILL ends it)
   --child                start a child process that sleeps (600 s)
   --stubborn-child       start a child process that ignores SIGTERM and sleeps
@@ -119,6 +120,10 @@ def main(argv):
         except urllib.error.HTTPError as e:
             status = e.code
         log(f"api {method} {path} -> {status}")
+    for n in opts.get("scratch", []):
+        with open("scratch.bin", "wb") as f:
+            f.write(os.urandom(int(n)))
+        log(f"wrote {n} bytes to scratch.bin in {os.getcwd()}")
     for n in opts.get("lines", []):
         for i in range(int(n)):
             log(f"{task} line {i}")
