@@ -9,7 +9,7 @@ PKGS=(
   libboost-dev libboost-system-dev libboost-program-options-dev
   nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev sqlite3
   libabsl-dev libcli11-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
-  libcurl4-openssl-dev libarchive-dev libssl-dev libisal-dev
+  libcurl4-openssl-dev libarchive-dev libssl-dev libisal-dev libsystemd-dev
   libeigen3-dev libnlopt-cxx-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev lld
@@ -18,7 +18,7 @@ PKGS=(
   python3-numpy python3-sklearn python3-torch
   procps curl wrk bc python3-pytest python3-prometheus-client
   slurm-wlm munge slurmdbd mariadb-server
-  podman runc catatonit docker-registry mmdebstrap
+  podman runc catatonit docker-registry mmdebstrap lintian
   chromium
 )
 

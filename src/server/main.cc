@@ -3,6 +3,7 @@
 // SIGTERM and stops it. No application logic lives here.
 
 #include <signal.h>
+#include <systemd/sd-daemon.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -134,6 +135,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   RaiseOpenFileLimit();
@@ -142,10 +144,29 @@ int main(int argc, char** argv) {
   if (!server.ok()) return Fail(std::string(server.status().message()));
   std::cout << "mlengined listening on " << (*server)->endpoint() << std::endl;
   mle::obs::Log("server").info("listening on {}", (*server)->endpoint());
+  // Under systemd (Type=notify): `systemctl start` returns now. Elsewhere a no-op.
+  sd_notifyf(0, "READY=1\nSTATUS=Listening on %s", (*server)->endpoint().c_str());
 
-  int sig = 0;
-  sigwait(&signals, &sig);
-  mle::obs::Log("server").info("received signal {}, shutting down", sig);
+  for (;;) {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (sig != SIGHUP) {
+      mle::obs::Log("server").info("received signal {}, shutting down", sig);
+      sd_notify(0, "STOPPING=1\nSTATUS=Stopping: running jobs go on and are adopted at the next start");
+      break;
+    }
+    sd_notify(0, "RELOADING=1\nSTATUS=Reading the configuration again");
+    const absl::Status reloaded = (*server)->Reload();
+    if (reloaded.ok()) {
+      mle::obs::Log("server").info("reloaded {}: quotas, shares, accounting, retention and disk.reserve_mb are in "
+                                   "force; other settings take effect at the next start",
+                                   options.config_path);
+    } else {
+      mle::obs::Log("server").error("reload refused, nothing changed: {}", reloaded.ToString());
+    }
+    sd_notifyf(0, "READY=1\nSTATUS=Listening on %s%s", (*server)->endpoint().c_str(),
+               reloaded.ok() ? "" : " (the last reload was refused: see the log)");
+  }
   (*server)->Stop();
   return 0;
 }

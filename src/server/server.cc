@@ -100,6 +100,13 @@ fs::path ExecutableDirectory(const std::string& argv0) {
   return self.parent_path();
 }
 
+service::RetentionBudget RetentionBudgetOf(const ServerConfig::RetentionBudget& b) {
+  service::RetentionBudget out;
+  if (b.max_age_days) out.max_age = absl::Seconds(*b.max_age_days * 86400);
+  if (b.max_size_mb) out.max_bytes = *b.max_size_mb << 20;
+  return out;
+}
+
 // Where mlengine's helper files are, relative to this executable: the build
 // tree (build/src/server/mlengined) or an installed layout.
 fs::path FindBeside(const std::string& argv0, const std::vector<std::string>& candidates) {
@@ -162,6 +169,7 @@ struct Server::Parts {
   std::unique_ptr<service::WebhookService> webhooks;
   std::unique_ptr<service::DiskWatch> disk;  // asks `jobs` to write what the store refused
   std::unique_ptr<service::RetentionService> retention;
+  model::ResourceTable accounting_resources;  // the cluster's machine shapes, for usage
   std::unique_ptr<api::ApiRouter> router;
   std::unique_ptr<api::MetricsEndpoint> metrics;
   std::unique_ptr<api::ConsoleEndpoint> console;
@@ -224,6 +232,7 @@ struct Server::Parts {
   }
 
   absl::Status Build();
+  absl::Status Reload();
   // The sandbox's parts, once the host has shown it can sandbox a replica;
   // FAILED_PRECONDITION saying what is missing otherwise.
   absl::Status BuildSandbox(const fs::path& data_dir, const fs::path& python_dir);
@@ -488,7 +497,8 @@ absl::Status Server::Parts::Build() {
   if (local_executor) local_executor->SetEvents(scheduler.get());
   if (slurm_executor) slurm_executor->SetEvents(scheduler.get());
   jobs->AttachScheduler(scheduler.get());
-  jobs->SetAccounting(sched_options.resources, config.usage_rates);  // before any job is recorded
+  accounting_resources = sched_options.resources;
+  jobs->SetAccounting(accounting_resources, config.usage_rates);  // before any job is recorded
   tuning = std::make_unique<service::TuningCoordinator>(*jobs, service::TuningOptions{runs.string()});
   jobs->AttachTuning(tuning.get());
   jobs->AttachIam(iam.get());
@@ -543,14 +553,8 @@ absl::Status Server::Parts::Build() {
   service::RetentionOptions retention_options;
   retention_options.runs = runs.string();
   retention_options.interval = absl::Seconds(config.retention.check_seconds);
-  auto budget = [](const ServerConfig::RetentionBudget& b) {
-    service::RetentionBudget out;
-    if (b.max_age_days) out.max_age = absl::Seconds(*b.max_age_days * 86400);
-    if (b.max_size_mb) out.max_bytes = *b.max_size_mb << 20;
-    return out;
-  };
-  retention_options.run_files = budget(config.retention.run_files);
-  retention_options.logs = budget(config.retention.logs);
+  retention_options.run_files = RetentionBudgetOf(config.retention.run_files);
+  retention_options.logs = RetentionBudgetOf(config.retention.logs);
   retention = std::make_unique<service::RetentionService>(*jobs, clock, std::move(retention_options));
   retention->Start();
   jobs->AttachDisk(disk.get());
@@ -582,5 +586,22 @@ Server::Server(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
 Server::~Server() = default;
 const std::string& Server::endpoint() const { return parts_->endpoint; }
 void Server::Stop() { parts_->Stop(); }
+absl::Status Server::Reload() { return parts_->Reload(); }
+
+absl::Status Server::Parts::Reload() {
+  if (options.config_path.empty()) {
+    return absl::FailedPreconditionError("mlengined was started without --config: there is no file to read again");
+  }
+  auto loaded = LoadServerConfig(options.config_path);
+  if (!loaded.ok()) return loaded.status();
+  const ServerConfig& next = *loaded;
+  service::QuotaSettings file_quotas{next.quotas.spec(), {}};
+  for (const auto& [project, weight] : next.shares.weights()) file_quotas.shares[project] = weight;
+  if (auto s = quotas->ReloadFile(std::move(file_quotas)); !s.ok()) return s;
+  jobs->SetAccounting(accounting_resources, next.usage_rates);
+  retention->SetBudgets(RetentionBudgetOf(next.retention.run_files), RetentionBudgetOf(next.retention.logs));
+  disk->SetReserve(static_cast<uint64_t>(next.disk.reserve_mb) << 20);
+  return absl::OkStatus();
+}
 
 }  // namespace mle::server

@@ -44,6 +44,12 @@ class Server {
   // Stops serving, then the scheduler, then the executor's threads; running
   // replicas keep running (a restart finds them). Idempotent.
   void Stop();
+  // Reads the configuration file again (SIGHUP, `systemctl reload`) and
+  // applies what may change while serving: quotas and shares (unless the
+  // admin API's are in force), accounting.ml_units_per_hour, retention and
+  // disk.reserve_mb. The rest takes effect at the next start. A file that
+  // cannot be read or is refused changes nothing (the error says why).
+  absl::Status Reload();
 
   struct Parts;
 

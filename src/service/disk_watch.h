@@ -51,10 +51,12 @@ class DiskWatch {
   absl::Status CheckRoom(absl::string_view refused) const;
   // Looks now (after a write failed for want of space, say).
   void Look();
+  // A new reserve (mlengined's reload), from the next look on.
+  void SetReserve(uint64_t reserve_bytes) { reserve_ = reserve_bytes; }
 
  private:
   const std::string path_;
-  const uint64_t reserve_;
+  std::atomic<uint64_t> reserve_;
   const absl::Duration interval_;
   const std::function<void(const DiskState&)> on_check_;
   mutable std::mutex mu_;

@@ -86,9 +86,6 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   // Connects the study API: a tuning job is a study named by its id, so a
   // user study of that name in the project refuses the job.
   void AttachStudies(const StudyService* studies) { studies_ = studies; }
-  // How usage is counted (model/usage.h): the CPUs and memory the cluster
-  // sets aside per machine type, and the ML-unit rates. Call before
-  // serving (the defaults otherwise).
   // Connects a subscriber to job state changes (service/job_events.h):
   // webhooks. Before serving.
   void Subscribe(JobSubscriber* subscriber) { subscriber_ = subscriber; }
@@ -99,7 +96,11 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   // job moved on in memory (its replicas ran, ended) and its row is behind.
   // Called by the disk watch after each look; cheap when there is none.
   void SaveUnsaved();
+  // How usage is counted (model/usage.h): the CPUs and memory the cluster
+  // sets aside per machine type, and the ML-unit rates (the defaults until
+  // set). Any time: jobs that end afterwards are counted with these.
   void SetAccounting(model::ResourceTable resources, model::UsageRates rates) {
+    std::unique_lock lock(mu_);
     accounting_resources_ = std::move(resources);
     accounting_rates_ = std::move(rates);
   }
@@ -229,6 +230,7 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   const StudyService* studies_ = nullptr;
   JobSubscriber* subscriber_ = nullptr;
   const DiskWatch* disk_ = nullptr;
+  // Guarded by mu_ (SetAccounting may come while jobs end).
   model::ResourceTable accounting_resources_ = model::ResourceTable::Defaults();
   model::UsageRates accounting_rates_ = model::UsageRates::Defaults();
 

@@ -101,7 +101,7 @@ absl::Status QuotaService::Apply(const QuotaSettings& settings) {
 absl::Status QuotaService::Recover() {
   auto records = store_.LoadRecords(kKind);
   if (!records.ok()) return records.status();
-  if (records->empty()) return Mirror(from_file_.quotas);
+  if (records->empty()) return Mirror(FromFile().quotas);
   const json body = json::parse(records->front().body, nullptr, false);
   auto settings = DecodeQuotaSettings(body);
   if (!settings.ok()) {
@@ -165,14 +165,40 @@ void QuotaService::Answer(absl::Status s, scheduler::QuotaSpec quotas, std::func
 
 void QuotaService::Reset(std::function<void(absl::Status)> done) {
   store_.Commit({db::DeleteRecord{kKind, kKey}}, [this, done = std::move(done)](absl::Status s) {
-    if (s.ok()) s = Apply(from_file_);
+    const QuotaSettings file = FromFile();
+    if (s.ok()) s = Apply(file);
     if (s.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
-      current_ = {from_file_, true};
-      requested_ = from_file_;
+      current_ = {file, true};
+      requested_ = file;
     }
-    Answer(std::move(s), from_file_.quotas, std::move(done));
+    Answer(std::move(s), file.quotas, std::move(done));
   });
+}
+
+QuotaSettings QuotaService::FromFile() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return from_file_;
+}
+
+absl::Status QuotaService::ReloadFile(QuotaSettings from_file) {
+  bool in_force = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_force = current_.from_file;
+  }
+  if (in_force) {
+    if (auto s = Apply(from_file); !s.ok()) return absl::InvalidArgumentError(s.message());
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    from_file_ = from_file;
+    if (current_.from_file) {
+      current_ = {from_file, true};
+      requested_ = from_file;
+    }
+  }
+  return in_force ? Mirror(from_file.quotas) : absl::OkStatus();
 }
 
 }  // namespace mle::service

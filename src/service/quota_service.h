@@ -72,9 +72,14 @@ class QuotaService {
   void Set(QuotaSettings update, QuotaSections present, std::function<void(absl::Status)> done);
   // Back to the configuration file's settings.
   void Reset(std::function<void(absl::Status)> done);
+  // The configuration file read again (mlengined's reload): its settings
+  // replace the file's; in force at once unless the admin API's are.
+  // INVALID_ARGUMENT (nothing changed) when the scheduler refuses them.
+  absl::Status ReloadFile(QuotaSettings from_file);
 
  private:
   absl::Status Apply(const QuotaSettings& settings);
+  QuotaSettings FromFile() const;
   // Tells the mirror, if any; an error says the change is in force all the same.
   absl::Status Mirror(const scheduler::QuotaSpec& quotas);
   // Set/Reset answer through here: after the mirror, on its own thread.
@@ -82,7 +87,7 @@ class QuotaService {
 
   db::Store& store_;
   scheduler::Scheduler& scheduler_;
-  const QuotaSettings from_file_;
+  QuotaSettings from_file_;  // guarded by mu_ (a reload replaces it)
   scheduler::QuotaMirror* const mirror_;
   mutable std::mutex mu_;
   Current current_;

@@ -69,8 +69,13 @@ RetentionService::RetentionService(const JobService& jobs, common::Clock& clock,
 
 RetentionService::~RetentionService() { Stop(); }
 
+void RetentionService::SetBudgets(RetentionBudget run_files, RetentionBudget logs) {
+  std::lock_guard<std::mutex> lock(mu_);
+  options_.run_files = run_files;
+  options_.logs = logs;
+}
+
 void RetentionService::Start() {
-  if (!options_.run_files.Set() && !options_.logs.Set()) return;
   thread_ = std::thread([this] {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stopping_) {
@@ -103,6 +108,13 @@ RetentionService::Sizes RetentionService::Measure(const std::string& dir) {
 }
 
 void RetentionService::RunOnce() {
+  RetentionBudget run_files_budget, logs_budget;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    run_files_budget = options_.run_files;
+    logs_budget = options_.logs;
+  }
+  if (!run_files_budget.Set() && !logs_budget.Set()) return;
   const absl::Time now = clock_.Now();
   const auto ends = jobs_.EndTimes();
   // Each run directory (RUNS/<project>/<job>[@attempt]) with its job's end.
@@ -140,8 +152,8 @@ void RetentionService::RunOnce() {
   }
   for (auto it = sizes_.begin(); it != sizes_.end();) it = seen.count(it->first) ? std::next(it) : sizes_.erase(it);
 
-  if (options_.run_files.Set()) {
-    const RetentionCut cut = PlanRetention(run_files, options_.run_files, now);
+  if (run_files_budget.Set()) {
+    const RetentionCut cut = PlanRetention(run_files, run_files_budget, now);
     for (const auto& dir : cut.ids) {
       for (const auto& replica : fs::directory_iterator(dir, ec)) {
         if (!replica.is_directory(ec) || replica.is_symlink(ec)) continue;
@@ -160,8 +172,8 @@ void RetentionService::RunOnce() {
       if (s != sizes_.end()) item.bytes = s->second.run_files + s->second.rest;
     }
   }
-  if (options_.logs.Set()) {
-    const RetentionCut cut = PlanRetention(logs, options_.logs, now);
+  if (logs_budget.Set()) {
+    const RetentionCut cut = PlanRetention(logs, logs_budget, now);
     for (const auto& dir : cut.ids) {
       fs::remove_all(dir, ec);
       if (ec) obs::Log("retention").warn("could not remove all of {}: {}", dir, ec.message());

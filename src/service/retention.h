@@ -66,8 +66,11 @@ class RetentionService {
   RetentionService(const RetentionService&) = delete;
   RetentionService& operator=(const RetentionService&) = delete;
 
-  // Nothing when neither budget is set.
+  // Its thread looks every interval (a round does nothing while neither
+  // budget is set).
   void Start();
+  // New budgets (mlengined's reload), from the next round on.
+  void SetBudgets(RetentionBudget run_files, RetentionBudget logs);
   void Stop();
   // One round now (tests; Start's thread runs them).
   void RunOnce();
@@ -81,7 +84,7 @@ class RetentionService {
 
   const JobService& jobs_;
   common::Clock& clock_;
-  const RetentionOptions options_;
+  RetentionOptions options_;  // budgets guarded by mu_ (SetBudgets)
   std::map<std::string, Sizes> sizes_;  // ended jobs' run directories: they no longer change
   std::mutex mu_;
   std::condition_variable cv_;
