@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test unit demo demo-slurm bench clean
+.PHONY: all deps build test unit demo demo-slurm bench package clean
 
 all: build
 
@@ -37,6 +37,11 @@ demo-slurm: build
 
 bench: build
 	./bench/run.sh $(BUILD)
+
+# mlengine_VERSION_amd64.deb in $(BUILD) (docs/operations.md, "Install and run as a service").
+package: build
+	cmake --build $(BUILD) --target debian_docs
+	cd $(BUILD) && cpack -G DEB
 
 clean:
 	rm -rf $(BUILD)

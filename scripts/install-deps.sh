@@ -18,7 +18,7 @@ PKGS=(
   python3-numpy python3-sklearn python3-torch
   procps curl wrk bc python3-pytest python3-prometheus-client
   slurm-wlm munge slurmdbd mariadb-server
-  podman runc catatonit docker-registry mmdebstrap lintian
+  podman runc catatonit docker-registry mmdebstrap lintian help2man
   chromium
 )
 

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
       "A local server writes such a file as DATA_DIR/server.json, so\n"
       "  export MLENGINE_CONFIG=DATA_DIR/server.json\n"
       "points mlengine at it."};
+  app.set_version_flag("--version", "mlengine " MLE_VERSION);
   app.name("mlengine");
   app.fallthrough();
   app.require_subcommand(1);

@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
       "Keeps all state under --data-dir; on first start it writes an admin token to\n"
       "DATA_DIR/admin.token (mode 0600). Every request needs\n"
       "\"Authorization: Bearer <that token>\"."};
+  app.set_version_flag("--version", "mlengined " MLE_VERSION);
   mle::server::ServerOptions options;
   std::string listen = "127.0.0.1:8080";
   app.add_option("--listen", listen, "Address and port to serve on; port 0 picks a free one and prints it")

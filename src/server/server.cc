@@ -123,7 +123,11 @@ fs::path FindBeside(const std::string& argv0, const std::vector<std::string>& ca
 // build puts it: build/src/server/console); "" when disabled.
 std::string ConsoleDirectory(const std::optional<std::string>& configured, const std::string& argv0) {
   if (configured) return configured->empty() ? "" : fs::absolute(*configured).lexically_normal().string();
-  return (ExecutableDirectory(argv0) / "console").string();
+  const fs::path beside = ExecutableDirectory(argv0) / "console";
+  // Installed (mlengine's Debian package): /usr/sbin/mlengined, /usr/share/mlengine/console.
+  const fs::path installed = (ExecutableDirectory(argv0) / "../share/mlengine/console").lexically_normal();
+  std::error_code ec;
+  return (!fs::exists(beside, ec) && fs::exists(installed, ec) ? installed : beside).string();
 }
 
 }  // namespace
@@ -252,10 +256,13 @@ absl::Status Server::Parts::BuildSandbox(const fs::path& data_dir, const fs::pat
   } else {
     problems.push_back(std::string(detected.status().message()));
   }
+  // The build tree's places, then beside mlengined, then the package's
+  // (/usr/sbin/mlengined, /usr/lib/mlengine/...).
   const fs::path lib = FindBeside(options.executable, {"../sandbox/libmlengine-sandbox.so", "libmlengine-sandbox.so",
                                                        "../lib/mlengine/libmlengine-sandbox.so"});
   if (lib.empty()) problems.push_back("cannot find libmlengine-sandbox.so next to mlengined");
-  const fs::path tool = FindBeside(options.executable, {"../sandbox/mlengine-sandbox", "mlengine-sandbox"});
+  const fs::path tool = FindBeside(options.executable, {"../sandbox/mlengine-sandbox", "mlengine-sandbox",
+                                                        "../lib/mlengine/mlengine-sandbox"});
   if (tool.empty()) problems.push_back("cannot find mlengine-sandbox next to mlengined");
   sandbox_read_only = {python_dir.string(), lib.parent_path().string()};
   for (const auto& rt : config.runtimes.runtimes()) {
@@ -356,7 +363,8 @@ absl::Status Server::Parts::Build() {
   }
   storage = std::make_unique<api::StorageRouter>(*bucket_store, *iam);
 
-  const fs::path shim = FindBeside(options.executable, {"../shim/mlengine-replica", "mlengine-replica"});
+  const fs::path shim = FindBeside(options.executable, {"../shim/mlengine-replica", "mlengine-replica",
+                                                        "../lib/mlengine/mlengine-replica"});
   if (shim.empty()) return absl::FailedPreconditionError("cannot find mlengine-replica next to mlengined");
   const fs::path python_dir = FindBeside(options.executable, {"../../../python", "../share/mlengine/python"});
   const fs::path runs = data_dir / "runs";
@@ -461,7 +469,8 @@ absl::Status Server::Parts::Build() {
     executor = local_executor.get();
   } else if (options.executor == "slurm") {
     const fs::path launcher =
-        FindBeside(options.executable, {"../executor/slurm/mlengine-slurm-launch", "mlengine-slurm-launch"});
+        FindBeside(options.executable, {"../executor/slurm/mlengine-slurm-launch", "mlengine-slurm-launch",
+                                        "../lib/mlengine/mlengine-slurm-launch"});
     if (launcher.empty()) return absl::FailedPreconditionError("cannot find mlengine-slurm-launch next to mlengined");
     std::map<std::string, std::string> slurm_env;
     if (!config.slurm.conf.empty()) slurm_env["SLURM_CONF"] = config.slurm.conf;
