@@ -76,7 +76,7 @@ set(CPACK_STRIP_FILES ON)  # the build's line tables stay in the build tree
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3, python3-venv, python3-pip, python3-setuptools")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3, python3-venv, python3-pip, python3-setuptools, procps")  # procps: /bin/kill (ExecReload)
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-numpy, python3-torch, python3-sklearn")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "podman, runc, slurm-client")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA

@@ -47,15 +47,26 @@ _BASE_PATH = None  # sys.path after the preloads, without the pool's own entries
 
 
 def preload(names):
+    """Imports each of `names` that is installed (a module missing, torch on
+    a machine without it, is left to the replicas that ask for it, as a cold
+    start would); returns those imported."""
+    loaded = []
     for name in names:
-        if name:
+        if not name:
+            continue
+        try:
             __import__(name)
+        except ImportError as e:
+            print(f"mlengine._warm: not preloading {name}: {e}", file=sys.stderr, flush=True)
+            continue
+        loaded.append(name)
     global _BASELINE, _BASE_PATH
     _BASELINE = set(sys.modules)
     own = set(_pythonpath(os.environ))
     own.add(os.getcwd())
     own.add("")
     _BASE_PATH = [p for p in sys.path if p not in own]
+    return loaded
 
 
 def _pythonpath(env):
@@ -457,10 +468,10 @@ def main(argv=None):
     if args.sandbox_lib:
         _load_sandbox(args.sandbox_lib)
     names = [n for n in args.preload.split(",") if n]
-    preload(names)
+    loaded = preload(names)
     if os.getppid() != server:
         return 0
-    return serve(args.serve, names, server)
+    return serve(args.serve, loaded, server)
 
 
 if __name__ == "__main__":
