@@ -163,6 +163,23 @@ def wait_for(predicate, what, timeout=120, on_fail=None, interval=0.1):
     raise AssertionError(f"{what}: not within {timeout}s" + (f"\n{on_fail()}" if on_fail else ""))
 
 
+def call_as(server, token, method, path, body=None):
+    """One call with another caller's token: (HTTP status, the answer's JSON or {})."""
+    u = urllib.parse.urlparse(server.endpoint)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    try:
+        conn.request(method, path, body=json.dumps(body) if body is not None else None,
+                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        resp = conn.getresponse()
+        text = resp.read().decode(errors="replace")
+    finally:
+        conn.close()
+    try:
+        return resp.status, (json.loads(text) if text else {})
+    except ValueError:
+        return resp.status, {"text": text}
+
+
 def run_node_job(server, client, project, job, timeout=300):
     """One Vertex AI custom job run through Google's Node.js client `client`
     ("googleapis" or "gax", tests/vertex_client/run_job.js) against `server`

@@ -11,7 +11,7 @@ import subprocess
 import threading
 import urllib.parse
 
-from conftest import MLENGINED, REGION, Server, config_yaml, make_cli, wait_for
+from conftest import MLENGINED, REGION, Server, call_as, config_yaml, make_cli, wait_for
 
 
 def mlengined(*args, timeout=300):
@@ -32,20 +32,6 @@ def put_object(server, bucket, name, data):
         conn.close()
     assert resp.status == 200, f"upload gs://{bucket}/{name} -> {resp.status}: {text}"
     return json.loads(text)
-
-
-def request_as(server, token, method, path, body=None):
-    """The HTTP status of a call with another caller's token."""
-    u = urllib.parse.urlparse(server.endpoint)
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
-    try:
-        conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-        resp = conn.getresponse()
-        resp.read()
-        return resp.status
-    finally:
-        conn.close()
 
 
 def objects(server, bucket):
@@ -188,8 +174,8 @@ def test_backup_under_load_restores_every_job_log_policy_token_study_and_object(
 
         # The policy, the user's token and role, the study.
         assert copy.request("POST", f"/v1/projects/{project}:getIamPolicy", {})[1] == before_policy
-        assert request_as(copy, user_token, "GET", f"/v1/projects/{project}/jobs") == 200
-        assert request_as(copy, user_token, "POST", f"/v1/projects/{project}/jobs", {"jobId": "x"}) == 403
+        assert call_as(copy, user_token, "GET", f"/v1/projects/{project}/jobs")[0] == 200
+        assert call_as(copy, user_token, "POST", f"/v1/projects/{project}/jobs", {"jobId": "x"})[0] == 403
         assert copy.get_json(f"/v1/{study}")["name"] == study
 
         # The job that ran at the backup is, to the copy, one whose start was

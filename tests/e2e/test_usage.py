@@ -5,12 +5,9 @@ configuration), the operator's report per project and user (`mlengine admin
 usage`), and /metrics. Known jobs, checked against their own recorded
 attempts; kept across a restart."""
 
-import http.client
-import json
-import urllib.parse
 from datetime import datetime, timedelta
 
-from conftest import REGION, RUNTIME, config_yaml, make_cli
+from conftest import REGION, RUNTIME, call_as, config_yaml, make_cli
 
 # The operator's rate for `standard` (BASIC's machine): 3 ML units an hour
 # instead of AI Platform's 1. n1-standard-4 keeps the default (1 an hour).
@@ -19,19 +16,6 @@ ACCOUNTING = """accounting:
     machine_types: {standard: 3}
     accelerators: {NVIDIA_TESLA_T4: 2}
 """
-
-
-def call_as(server, token, method, path, body=None):
-    u = urllib.parse.urlparse(server.endpoint)
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
-    try:
-        conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-        resp = conn.getresponse()
-        text = resp.read().decode()
-        return resp.status, (json.loads(text) if text else {})
-    finally:
-        conn.close()
 
 
 def parse_time(text):
