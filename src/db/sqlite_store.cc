@@ -452,18 +452,25 @@ class SqliteStore final : public Store {
   std::thread writer_;
 };
 
-absl::Status Migrate(sqlite3* db) {
-  int version = 0;
-  {
-    Statement st(db, "PRAGMA user_version");
-    if (st.ok() && sqlite3_step(st.get()) == SQLITE_ROW) version = sqlite3_column_int(st.get(), 0);
-  }
+int SchemaVersion(sqlite3* db) {
+  Statement st(db, "PRAGMA user_version");
+  return st.ok() && sqlite3_step(st.get()) == SQLITE_ROW ? sqlite3_column_int(st.get(), 0) : 0;
+}
+
+// A database a later mlengined wrote: refused before anything is written to it.
+absl::Status CheckNotNewer(sqlite3* db) {
+  const int version = SchemaVersion(db);
   const int latest = LatestSchemaVersion();
-  if (version > latest) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the database schema is version ", version, " but this mlengined knows only up to ", latest,
-        "; run a newer mlengined"));
-  }
+  if (version <= latest) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the database schema is version ", version, " but this mlengined knows only up to ", latest,
+      " (a later release wrote this data directory; nothing in it was changed): run a newer mlengined"));
+}
+
+absl::Status Migrate(sqlite3* db) {
+  if (auto s = CheckNotNewer(db); !s.ok()) return s;
+  const int version = SchemaVersion(db);
+  const int latest = LatestSchemaVersion();
   for (int v = version; v < latest; ++v) {
     std::string sql = absl::StrCat("BEGIN IMMEDIATE;", kMigrations[v], "PRAGMA user_version=", v + 1, ";COMMIT;");
     char* err = nullptr;
@@ -518,6 +525,10 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& opti
     return absl::UnavailableError(absl::StrCat("cannot open database ", options.path, ": ", msg));
   }
   sqlite3_busy_timeout(db, 5000);
+  if (auto s = CheckNotNewer(db); !s.ok()) {  // before the pragmas below write anything
+    sqlite3_close(db);
+    return s;
+  }
   // The database is mlengined's alone (one connection, in one process): it
   // holds the file's lock from its first write until it closes, so no
   // transaction takes and gives back POSIX locks, and WAL's index lives in
