@@ -246,6 +246,20 @@ TEST(ParseJobsJson, NewerShape) {
   EXPECT_EQ(j.end_time, 0);
 }
 
+// A number's flags of another type than Slurm writes (the fuzzer's find):
+// read as unset, never an exception.
+TEST(ParseJobsJson, FlagsOfAnotherTypeReadAsUnset) {
+  const std::string doc = R"({"jobs":[{"job_id": 24, "name": "n", "job_state": ["FAILED"], "nodes": "h1",
+      "start_time": {"set": 1, "number": 5}, "end_time": {"set": true, "infinite": "no", "number": 9},
+      "exit_code": {"return_code": {"set": true, "number": 3}}}], "errors": []})";
+  auto jobs = ParseJobsJson(doc);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].start_time, 0);
+  EXPECT_EQ((*jobs)[0].end_time, 0);
+  EXPECT_EQ((*jobs)[0].exit_code, 3);
+}
+
 TEST(ParseJobsJson, Malformed) {
   EXPECT_FALSE(ParseJobsJson("").ok());
   EXPECT_FALSE(ParseJobsJson("squeue: error: slurm_load_jobs error: Unable to contact slurm controller").ok());

@@ -39,7 +39,14 @@ int64_t Number(const json& j, const char* key, int64_t fallback = 0) {
   if (v.is_number_integer()) return v.get<int64_t>();
   if (v.is_number_unsigned()) return static_cast<int64_t>(v.get<uint64_t>());
   if (v.is_object()) {
-    if (v.value("set", true) == false || v.value("infinite", false) == true) return fallback;
+    // Flags of another type (never Slurm's own) read as unset: value<bool>
+    // would throw on them.
+    auto flag = [&v](const char* name, bool absent) {
+      auto f = v.find(name);
+      if (f == v.end()) return absent;
+      return f->is_boolean() ? f->get<bool>() : !absent;
+    };
+    if (!flag("set", true) || flag("infinite", false)) return fallback;
     auto n = v.find("number");
     if (n != v.end() && n->is_number_integer()) return n->get<int64_t>();
   }
