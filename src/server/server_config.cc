@@ -57,6 +57,21 @@ absl::StatusOr<std::map<std::string, int64_t>> AmountsByName(const YAML::Node& n
   return amounts;
 }
 
+// `node` is a map whose keys are all among `known`; `where` ("disk") names
+// it in the refusal.
+absl::Status CheckKeys(const YAML::Node& node, absl::string_view where,
+                       std::initializer_list<absl::string_view> known) {
+  if (!node.IsMap()) return absl::InvalidArgumentError(absl::StrCat(where, ": expected a map"));
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>();
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".", key, ": unknown key; known: ", absl::StrJoin(known, ", ")));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // `accounting:` (ml_units_per_hour: machine_types, accelerators), over the
 // default rates.
 absl::Status ParseAccounting(const YAML::Node& node, model::UsageRates* rates) {
@@ -381,14 +396,11 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
       if (!compiled.ok()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", compiled.status().message()));
       config.quotas = *std::move(compiled);
     }
+    auto in_file = [&origin](const absl::Status& s) {
+      return absl::InvalidArgumentError(absl::StrCat(origin, ": ", s.message()));
+    };
     if (auto scheduling = root["scheduling"]) {
-      for (const auto& kv : scheduling) {
-        const std::string key = kv.first.as<std::string>();
-        if (key != "preemption" && key != "max_retries") {
-          return absl::InvalidArgumentError(
-              absl::StrCat(origin, ": scheduling.", key, ": unknown key; known: preemption, max_retries"));
-        }
-      }
+      if (auto s = CheckKeys(scheduling, "scheduling", {"preemption", "max_retries"}); !s.ok()) return in_file(s);
       config.retries.infrastructure = scheduling["max_retries"].as<int>(config.retries.infrastructure);
       if (config.retries.infrastructure < 0 || config.retries.infrastructure > 10) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -396,12 +408,9 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
                     "infrastructure is run again)"));
       }
       if (auto preemption = scheduling["preemption"]) {
-        for (const auto& kv : preemption) {
-          const std::string key = kv.first.as<std::string>();
-          if (key != "enabled" && key != "fair_share" && key != "exempt_projects") {
-            return absl::InvalidArgumentError(absl::StrCat(
-                origin, ": scheduling.preemption.", key, ": unknown key; known: enabled, fair_share, exempt_projects"));
-          }
+        if (auto s = CheckKeys(preemption, "scheduling.preemption", {"enabled", "fair_share", "exempt_projects"});
+            !s.ok()) {
+          return in_file(s);
         }
         auto& p = config.preemption;
         p.enabled = preemption["enabled"].as<bool>(p.enabled);
@@ -416,13 +425,8 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
       }
     }
     if (auto webhooks = root["webhooks"]) {
-      if (!webhooks.IsMap()) return absl::InvalidArgumentError(absl::StrCat(origin, ": webhooks: expected a map"));
-      for (const auto& kv : webhooks) {
-        const std::string key = kv.first.as<std::string>();
-        if (key != "enabled" && key != "allow_loopback" && key != "max_per_project") {
-          return absl::InvalidArgumentError(absl::StrCat(
-              origin, ": webhooks.", key, ": unknown key; known: enabled, allow_loopback, max_per_project"));
-        }
+      if (auto s = CheckKeys(webhooks, "webhooks", {"enabled", "allow_loopback", "max_per_project"}); !s.ok()) {
+        return in_file(s);
       }
       auto& w = config.webhooks;
       w.enabled = webhooks["enabled"].as<bool>(w.enabled);
@@ -439,14 +443,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& text, const st
       }
     }
     if (auto disk = root["disk"]) {
-      if (!disk.IsMap()) return absl::InvalidArgumentError(absl::StrCat(origin, ": disk: expected a map"));
-      for (const auto& kv : disk) {
-        const std::string key = kv.first.as<std::string>();
-        if (key != "reserve_mb" && key != "check_seconds") {
-          return absl::InvalidArgumentError(
-              absl::StrCat(origin, ": disk.", key, ": unknown key; known: reserve_mb, check_seconds"));
-        }
-      }
+      if (auto s = CheckKeys(disk, "disk", {"reserve_mb", "check_seconds"}); !s.ok()) return in_file(s);
       config.disk.reserve_mb = disk["reserve_mb"].as<int64_t>(config.disk.reserve_mb);
       config.disk.check_seconds = disk["check_seconds"].as<int>(config.disk.check_seconds);
       if (config.disk.reserve_mb < 0 || config.disk.reserve_mb > (int64_t{1} << 30)) {
