@@ -4,11 +4,13 @@ fresh Debian 12 root file system (mmdebstrap, as the container base images
 are made) booted with systemd as PID 1 in a podman container, pulling only
 Debian's packages; the service starts when it listens, runs a job, keeps
 a running job's replicas across `systemctl stop` and adopts them at the
-next start, reloads its configuration, logs to the journal, and stops on
-removal keeping the data directory."""
+next start, reloads its configuration, logs to the journal, runs the
+walkthrough (with the package's Recommends: torch, scikit-learn), and stops
+on removal keeping the data directory."""
 
 import glob
 import hashlib
+import json
 import os
 import subprocess
 import time
@@ -63,6 +65,7 @@ def booted(deb):
     name = f"mle-package-{os.getpid()}"
     run("podman", "run", "-d", "--name", name, "--runtime", "runc", "--systemd=always", "--privileged",
         "-v", f"{os.path.dirname(deb)}:/deb:ro", "-v", f"{os.path.join(TRAINERS, 'tasks')}:/root/tasks:ro",
+        "-v", f"{os.path.join(SOURCE_DIR, 'examples', 'mnist')}:/root/mnist:ro",
         image, "/sbin/init")
     try:
         deadline = time.time() + 60
@@ -152,6 +155,29 @@ def test_installed_on_debian_12_it_runs_as_a_systemd_service(booted, deb):
         journal = sh(c, "journalctl -u mlengined --no-pager").stdout
     assert "reloaded /etc/mlengine/mlengined.yaml" in journal, journal[-3000:]
     assert "listening on http://127.0.0.1:8080" in journal and "created projects/demo/jobs/first" in journal
+
+    # The walkthrough (scripts/demo.sh's first job) against the installed
+    # service, with the package's Recommends (torch, scikit-learn): the
+    # digits staged, the TPU guide's access steps, BASIC_TPU on a simulated
+    # TPU host, the model read back.
+    sh(c, "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch python3-sklearn python3-numpy",
+       timeout=900)
+    sh(c, "rm -rf /tmp/mnist && cp -r /root/mnist /tmp/mnist && cd /tmp/mnist && "
+          "python3 stage_data.py gs://demo-bucket/datasets/digits", timeout=300)
+    identity = sh(c, "mlengine services identity create --service=tpu.googleapis.com --format='value(email)'").stdout
+    sh(c, f"mlengine projects add-iam-policy-binding --member=serviceAccount:{identity.strip()} "
+          "--role=roles/ml.serviceAgent >/dev/null")
+    out = sh(c, "cd /tmp/mnist && mlengine jobs submit training walkthrough --staging-bucket=gs://demo-bucket "
+                "--package-path=trainer --module-name=trainer.task --runtime-version=pytorch-1.13-cpu "
+                "--region=us-central1 --scale-tier=BASIC_TPU --stream-logs -- --distribution_strategy=tpu "
+                "--data_dir=gs://demo-bucket/datasets/digits --model_dir=gs://demo-bucket/walkthrough_output",
+             timeout=900).stdout
+    assert "SIMULATED" in out, out[-3000:]
+    assert state_of(c, "walkthrough") == "SUCCEEDED"
+    listed = sh(c, "mlengine storage ls gs://demo-bucket/walkthrough_output").stdout
+    assert "model.pt" in listed and "metrics.json" in listed, listed
+    metrics = json.loads(sh(c, "mlengine storage cat gs://demo-bucket/walkthrough_output/metrics.json").stdout)
+    assert metrics["accuracy"] > 0.85, metrics
 
     # Removed: the service stops; the data directory stays.
     sh(c, "DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq mlengine")
