@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/rand.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/random.h"
 #include "common/sha256.h"
 
 namespace mle::buckets {
@@ -228,12 +228,9 @@ absl::StatusOr<std::vector<Entry>> ReadDir(int dir_fd) {
 }
 
 std::string RandomHex(int bytes) {
-  std::string raw(bytes, '\0');
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), bytes) != 1) {
-    // Not security relevant (O_EXCL makes clashes harmless); fall back to the clock.
-    raw = absl::StrCat(absl::ToUnixNanos(absl::Now()), ::getpid());
-  }
-  return absl::BytesToHexString(raw);
+  // Not security relevant (O_EXCL makes clashes harmless): the clock when the generator fails.
+  return common::RandomHex(static_cast<size_t>(bytes))
+      .value_or(absl::BytesToHexString(absl::StrCat(absl::ToUnixNanos(absl::Now()), ::getpid())));
 }
 
 BucketInfo BucketInfoAt(int root_fd, absl::string_view name) {
@@ -1128,11 +1125,9 @@ absl::StatusOr<UploadSession> BucketStore::CreateUpload(SessionRecord record) {
   if (auto s = ValidateAttrs(record.options.attrs); !s.ok()) return s;
   if (auto b = OpenBucketDir(record.bucket); !b.ok()) return b.status();
   UploadSession session;
-  std::string raw(32, '\0');
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(raw.size())) != 1) {
-    return absl::InternalError("cannot draw a random upload session id");
-  }
-  session.id = absl::BytesToHexString(raw);
+  const std::optional<std::string> id = common::RandomHex(32);
+  if (!id) return absl::InternalError("cannot draw a random upload session id");
+  session.id = *id;
   record.created_us = absl::ToUnixMicros(absl::Now());
   // The data file first: a session record always has one.
   ScopedFd data(::openat(uploads_fd_.get(), UploadFile(session.id, ".data").c_str(),

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/bytes.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
@@ -31,18 +32,6 @@ absl::StatusCode ErrorCode(const std::string& name, long http_status) {
   return common::CodeForHttpStatus(static_cast<int>(http_status));
 }
 
-std::string HumanBytes(int64_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(n);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
-}
 
 }  // namespace
 
@@ -69,7 +58,7 @@ class ProgressBar {
     bar.resize(kWidth, '.');
     std::fprintf(stderr, "\r%s [%s] %3d%% %s / %s", label_.c_str(), bar.c_str(),
                  static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total)),
-                 HumanBytes(done).c_str(), HumanBytes(total).c_str());
+                 common::HumanBytes(done).c_str(), common::HumanBytes(total).c_str());
     std::fflush(stderr);
   }
 

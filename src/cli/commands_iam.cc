@@ -28,6 +28,7 @@
 #include "absl/time/time.h"
 #include "cli/commands.h"
 #include "cli/schema.h"
+#include "common/time_format.h"
 
 namespace mle::cli {
 namespace {
@@ -81,12 +82,10 @@ void Run(Context& ctx, const std::string& command, F body) {
 
 // A date (2026-11-01, midnight UTC) or an RFC 3339 time, as RFC 3339.
 absl::StatusOr<std::string> TimeArgument(const std::string& flag, const std::string& value) {
-  absl::Time t;
+  absl::Time day;
   std::string err;
-  if (absl::ParseTime("%Y-%m-%d", value, absl::UTCTimeZone(), &t, &err) ||
-      absl::ParseTime(absl::RFC3339_full, value, &t, &err)) {
-    return absl::FormatTime(absl::RFC3339_full, t, absl::UTCTimeZone());
-  }
+  if (absl::ParseTime("%Y-%m-%d", value, absl::UTCTimeZone(), &day, &err)) return common::FormatRfc3339(day);
+  if (auto t = common::ParseRfc3339(value)) return common::FormatRfc3339(*t);
   return absl::InvalidArgumentError(
       absl::StrCat("--", flag, "=", value, ": expected a date (2026-11-01, midnight UTC) or a time in RFC 3339 "
                    "(2026-11-01T08:00:00Z)"));

@@ -1,7 +1,6 @@
 #include "server/server.h"
 
 #include <fcntl.h>
-#include <openssl/rand.h>
 #include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -24,6 +23,7 @@
 #include "api/storage_router.h"
 #include "buckets/bucket_store.h"
 #include "common/clock.h"
+#include "common/random.h"
 #include "common/sha256.h"
 #include "db/store.h"
 #include "executor/local_executor.h"
@@ -77,9 +77,9 @@ absl::StatusOr<std::string> LoadOrCreateAdminToken(const fs::path& dir) {
   }
   // Missing or empty (a crash during the first start): write a fresh one,
   // atomically, so a half-written token can never be read.
-  unsigned char bytes[32];
-  if (RAND_bytes(bytes, sizeof(bytes)) != 1) return absl::InternalError("cannot generate a random token");
-  std::string token = absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(bytes), sizeof(bytes)));
+  const std::optional<std::string> random = common::RandomHex(32);
+  if (!random) return absl::InternalError("cannot generate a random token");
+  const std::string token = *random;
   if (auto s = rundir::WriteFileAtomically(path.string(), token + "\n", 0600); !s.ok()) return s;
   return token;
 }
@@ -98,6 +98,13 @@ fs::path ExecutableDirectory(const std::string& argv0) {
   fs::path self = fs::canonical("/proc/self/exe", ec);
   if (ec) self = fs::absolute(argv0);
   return self.parent_path();
+}
+
+// The configuration file's quotas and fair-share weights, as QuotaService keeps them.
+service::QuotaSettings FileQuotaSettings(const ServerConfig& config) {
+  service::QuotaSettings settings{config.quotas.spec(), {}};
+  for (const auto& [project, weight] : config.shares.weights()) settings.shares[project] = weight;
+  return settings;
 }
 
 service::RetentionBudget RetentionBudgetOf(const ServerConfig::RetentionBudget& b) {
@@ -512,9 +519,7 @@ absl::Status Server::Parts::Build() {
   jobs->AttachTuning(tuning.get());
   jobs->AttachIam(iam.get());
   iam->AttachProjects(jobs.get());
-  service::QuotaSettings file_quotas{config.quotas.spec(), {}};
-  for (const auto& [project, weight] : config.shares.weights()) file_quotas.shares[project] = weight;
-  quotas = std::make_unique<service::QuotaService>(*store, *scheduler, std::move(file_quotas), slurm_executor.get());
+  quotas = std::make_unique<service::QuotaService>(*store, *scheduler, FileQuotaSettings(config), slurm_executor.get());
   // Before recovery: adopted and queued jobs meet the quotas in force.
   if (auto s = quotas->Recover(); !s.ok()) return absl::Status(s.code(), absl::StrCat("cannot recover quotas: ", s.message()));
   if (slurm_executor) {
@@ -604,9 +609,7 @@ absl::Status Server::Parts::Reload() {
   auto loaded = LoadServerConfig(options.config_path);
   if (!loaded.ok()) return loaded.status();
   const ServerConfig& next = *loaded;
-  service::QuotaSettings file_quotas{next.quotas.spec(), {}};
-  for (const auto& [project, weight] : next.shares.weights()) file_quotas.shares[project] = weight;
-  if (auto s = quotas->ReloadFile(std::move(file_quotas)); !s.ok()) return s;
+  if (auto s = quotas->ReloadFile(FileQuotaSettings(next)); !s.ok()) return s;
   jobs->SetAccounting(accounting_resources, next.usage_rates);
   retention->SetBudgets(RetentionBudgetOf(next.retention.run_files), RetentionBudgetOf(next.retention.logs));
   disk->SetReserve(static_cast<uint64_t>(next.disk.reserve_mb) << 20);

@@ -6,16 +6,13 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "common/bytes.h"
 #include "obs/log.h"
 
 namespace mle::service {
 namespace {
 
-std::string Bytes(uint64_t n) {
-  if (n >= (uint64_t{1} << 30)) return absl::StrFormat("%.1f GiB", static_cast<double>(n) / (1 << 30));
-  return absl::StrFormat("%.0f MiB", static_cast<double>(n) / (1 << 20));
-}
+std::string Bytes(uint64_t n) { return common::HumanBytes(static_cast<int64_t>(n)); }
 
 }  // namespace
 

@@ -27,7 +27,7 @@ struct DiskState {
   bool known = false;          // looked at least once
   bool full = false;           // free below the reserve
   static DiskState Of(uint64_t size, uint64_t free, uint64_t reserve);
-  // "12 MB free of 96 MB, below the 64 MB kept for running jobs"
+  // "12.0 MiB free of 96.0 MiB, below the 64.0 MiB kept for running jobs"
   std::string Describe() const;
 };
 

@@ -651,18 +651,24 @@ void JobService::Record(const Key& key, const scheduler::JobUpdate& update, Done
     if (job.create_time) obs::Metrics::Default().ObserveQueueWait(key.project, now - *job.create_time);
   }
   if (model::IsTerminal(update.state)) job.end_time = now;
-  if (update.attempt && model::CurrentAttempt(job) == update.attempt->number) {
-    job.attempts.push_back(*update.attempt);
-    const model::Usage used = model::AttemptUsage(
-        *update.attempt, model::DemandOf(job, accounting_resources_), accounting_rates_);
+  const bool attempt_ended = update.attempt && model::CurrentAttempt(job) == update.attempt->number;
+  if (attempt_ended) job.attempts.push_back(*update.attempt);
+  // What the ended attempt used (/metrics), and at the job's end
+  // trainingOutput.consumedMLUnits, as AI Platform reported it; a tuning
+  // job's are its trials'.
+  std::optional<model::JobDemand> demand;
+  if (attempt_ended || (model::IsTerminal(update.state) && !model::IsTuningJob(job))) {
+    demand = model::DemandOf(job, accounting_resources_);
+  }
+  if (attempt_ended) {
+    const model::Usage used = model::AttemptUsage(*update.attempt, *demand, accounting_rates_);
     if (used.run_hours > 0) {
       obs::Metrics::Default().AddUsage(key.project, used.ml_units, used.cpu_hours, used.gpu_hours, used.tpu_core_hours);
     }
   }
   if (model::IsTerminal(update.state)) {
-    // trainingOutput.consumedMLUnits, as AI Platform reported it once a
-    // job ended; a tuning job's are its trials'.
-    const double units = model::IsTuningJob(job) ? TrialUnits(key) : UsageOfJob(job, now).ml_units;
+    const double units = model::IsTuningJob(job) ? TrialUnits(key)
+                                                 : model::UsageOf(job, *demand, accounting_rates_, now).ml_units;
     if (units > 0 || (job.training_output && job.training_output->consumed_ml_units != 0)) {
       if (!job.training_output) job.training_output.emplace();
       job.training_output->consumed_ml_units = units;

@@ -9,7 +9,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "common/bytes.h"
 #include "obs/log.h"
 #include "obs/metrics.h"
 
@@ -17,12 +17,6 @@ namespace mle::service {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string Bytes(int64_t n) {
-  if (n >= (int64_t{1} << 30)) return absl::StrFormat("%.1f GiB", static_cast<double>(n) / (1 << 30));
-  if (n >= (int64_t{1} << 20)) return absl::StrFormat("%.1f MiB", static_cast<double>(n) / (1 << 20));
-  return absl::StrFormat("%.0f KiB", static_cast<double>(n) / 1024);
-}
 
 // The bytes of the regular files under `dir`, links never followed.
 int64_t TreeBytes(const fs::path& dir) {
@@ -164,7 +158,7 @@ void RetentionService::RunOnce() {
     if (!cut.ids.empty()) {
       obs::Log("retention").info("removed the run files (replicas' work/ and tmp/) of {} ended jobs: {} freed ({} "
                                  "past their age, the others over the size budget)",
-                                 cut.ids.size(), Bytes(cut.bytes), cut.past_age);
+                                 cut.ids.size(), common::HumanBytes(cut.bytes), cut.past_age);
       obs::Metrics::Default().RetentionRemoved("run_files", static_cast<int64_t>(cut.ids.size()), cut.bytes);
     }
     for (auto& item : logs) {  // what is left of each for the logs' budget
@@ -182,7 +176,7 @@ void RetentionService::RunOnce() {
     if (!cut.ids.empty()) {
       obs::Log("retention").info("removed the run directories (logs included) of {} ended jobs: {} freed ({} past "
                                  "their age, the others over the size budget)",
-                                 cut.ids.size(), Bytes(cut.bytes), cut.past_age);
+                                 cut.ids.size(), common::HumanBytes(cut.bytes), cut.past_age);
       obs::Metrics::Default().RetentionRemoved("logs", static_cast<int64_t>(cut.ids.size()), cut.bytes);
     }
   }

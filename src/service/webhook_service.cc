@@ -1,15 +1,13 @@
 #include "service/webhook_service.h"
 
-#include <openssl/rand.h>
-
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "codec/job_codec.h"
 #include "codec/vertex_codec.h"
+#include "common/random.h"
 #include "common/time_format.h"
 #include "model/job_state.h"
 #include "model/vertex.h"
@@ -20,12 +18,6 @@ namespace mle::service {
 namespace {
 
 using nlohmann::json;
-
-std::string RandomHex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(bytes)) != 1) return "";
-  return absl::BytesToHexString(raw);
-}
 
 std::string StageKey(const model::Job& job) {
   return absl::StrCat(job.project, "/", job.job_id, "/", job.version);
@@ -230,7 +222,7 @@ std::vector<db::Mutation> WebhookService::Writes(const JobStateChange& change) {
     d.project = e.webhook.project;
     d.webhook_id = e.webhook.id;
     d.sequence = next_sequence_++;
-    d.event_id = RandomHex(12);
+    d.event_id = common::RandomHex(12).value_or(absl::StrCat(d.sequence));  // unique either way
     d.body = EventBody(change, e.webhook, d.event_id);
     d.create_time = change.time;
     d.next_attempt = change.time;
@@ -293,12 +285,14 @@ void WebhookService::Create(notify::Webhook request, std::function<void(absl::St
   if (request.description.size() > 1024) {
     return done(absl::InvalidArgumentError("The webhook's description is longer than 1024 characters."));
   }
-  request.id = "wh-" + RandomHex(6);
-  request.secret = RandomHex(32);
-  request.create_time = clock_.Now();
-  if (request.id.size() != 15 || request.secret.size() != 64) {
+  auto id = common::RandomHex(6);
+  auto secret = common::RandomHex(32);
+  if (!id || !secret) {
     return done(absl::InternalError("could not make the webhook's id and secret (OpenSSL's random generator failed)"));
   }
+  request.id = "wh-" + *id;
+  request.secret = *std::move(secret);
+  request.create_time = clock_.Now();
   std::lock_guard<std::mutex> lock(mu_);
   if (per_project_[request.project] >= options_.max_per_project) {
     if (per_project_[request.project] == 0) per_project_.erase(request.project);
