@@ -225,20 +225,13 @@ absl::Status CopyPrivateFile(const std::string& from, const std::string& to) {
   return absl::OkStatus();
 }
 
-void CountDatabase(const db::DatabaseSummary& db, Summary* summary) {
-  summary->schema_version = db.schema_version;
-  summary->jobs = db.jobs;
-  summary->projects = db.projects;
-  summary->records = db.records;
-}
-
 }  // namespace
 
 json SummaryJson(const Summary& s) {
-  return {{"schemaVersion", s.schema_version},
-          {"jobs", s.jobs},
-          {"projects", s.projects},
-          {"records", s.records},
+  return {{"schemaVersion", s.database.schema_version},
+          {"jobs", s.database.jobs},
+          {"projects", s.database.projects},
+          {"records", s.database.records},
           {"buckets", s.buckets},
           {"objects", s.objects},
           {"objectBytes", s.object_bytes},
@@ -251,10 +244,10 @@ json SummaryJson(const Summary& s) {
 Summary SummaryFromJson(const json& o) {
   Summary s;
   if (!o.is_object()) return s;
-  s.schema_version = o.value("schemaVersion", 0);
-  s.jobs = o.value("jobs", int64_t{0});
-  s.projects = o.value("projects", int64_t{0});
-  s.records = o.value("records", int64_t{0});
+  s.database.schema_version = o.value("schemaVersion", 0);
+  s.database.jobs = o.value("jobs", int64_t{0});
+  s.database.projects = o.value("projects", int64_t{0});
+  s.database.records = o.value("records", int64_t{0});
   s.buckets = o.value("buckets", int64_t{0});
   s.objects = o.value("objects", int64_t{0});
   s.object_bytes = o.value("objectBytes", int64_t{0});
@@ -283,7 +276,7 @@ absl::StatusOr<Summary> WriteBackup(db::Store& store, const buckets::BucketStore
   if (::chmod(db_copy.c_str(), 0600) != 0) return absl::UnavailableError(absl::StrCat("chmod ", db_copy));
   auto described = db::DescribeDatabase(db_copy);
   if (!described.ok()) return described.status();
-  CountDatabase(*described, &summary);
+  summary.database = *described;
 
   auto copy = buckets::BucketStore::Open((fs::path(to) / "buckets").string());
   if (!copy.ok()) return copy.status();
@@ -322,9 +315,9 @@ absl::StatusOr<Summary> ReadSummary(const std::string& from) {
         absl::StrCat(path, " does not describe a backup this mlengined reads (format ", kFormat, ")"));
   }
   Summary s = SummaryFromJson(o);
-  if (s.schema_version > db::LatestSchemaVersion()) {
+  if (s.database.schema_version > db::LatestSchemaVersion()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "the backup in ", from, " was made by a later mlengined (database schema ", s.schema_version,
+        "the backup in ", from, " was made by a later mlengined (database schema ", s.database.schema_version,
         "; this one knows up to ", db::LatestSchemaVersion(), "): restore it with that mlengined or a later one"));
   }
   return s;
@@ -340,13 +333,13 @@ absl::StatusOr<Summary> RestoreBackup(const std::string& from, const std::string
   if (auto s = CopyPrivateFile((fs::path(from) / kDatabase).string(), db_path); !s.ok()) return s;
   auto described = db::DescribeDatabase(db_path);
   if (!described.ok()) return described.status();
-  if (described->jobs != expected->jobs || described->schema_version != expected->schema_version) {
+  if (described->jobs != expected->database.jobs || described->schema_version != expected->database.schema_version) {
     return absl::DataLossError(absl::StrCat("the backup's database holds ", described->jobs, " jobs (schema ",
                                             described->schema_version, ") but its ", kSummaryFile, " says ",
-                                            expected->jobs, " (schema ", expected->schema_version,
+                                            expected->database.jobs, " (schema ", expected->database.schema_version,
                                             "): the backup was changed or damaged"));
   }
-  CountDatabase(*described, &summary);
+  summary.database = *described;
 
   auto source = buckets::BucketStore::Open((fs::path(from) / "buckets").string());
   if (!source.ok()) return source.status();

@@ -42,10 +42,7 @@ namespace mle::backup {
 inline constexpr char kFormat[] = "mlengine-backup-v1";
 
 struct Summary {
-  int schema_version = 0;  // the database's
-  int64_t jobs = 0;
-  int64_t projects = 0;
-  int64_t records = 0;
+  db::DatabaseSummary database;  // its schema and counts
   int64_t buckets = 0;
   int64_t objects = 0;
   int64_t object_bytes = 0;

@@ -28,10 +28,10 @@ using nlohmann::json;
 constexpr long kBackupTimeoutSeconds = 24 * 3600;
 
 void PrintSummary(const backup::Summary& s, const std::string& verb, const std::string& where) {
-  std::cout << verb << " " << where << ": " << s.jobs << " jobs, " << s.projects << " projects, " << s.records
+  std::cout << verb << " " << where << ": " << s.database.jobs << " jobs, " << s.database.projects << " projects, " << s.database.records
             << " records (users, tokens, policies, studies, ...), " << s.objects << " objects in " << s.buckets
             << " buckets (" << s.object_bytes << " bytes), " << s.run_files << " run files (" << s.run_bytes
-            << " bytes); database schema " << s.schema_version << "; " << absl::FormatDuration(s.took) << "\n";
+            << " bytes); database schema " << s.database.schema_version << "; " << absl::FormatDuration(s.took) << "\n";
   if (!s.skipped_objects.empty()) {
     std::cout << s.skipped_objects.size() << " objects left out: each was rewritten while it was read, every time "
               << "(a job writing it); back up again once it is done:\n";

@@ -31,7 +31,7 @@ void BackupService::Start(const std::string& to, Done done) {
       absl::StatusOr<backup::Summary> summary = backup::WriteBackup(store_, objects_, data_dir_, to);
       if (summary.ok()) {
         obs::Log("backup").info("backup in {} is whole: {} jobs, {} objects ({} bytes), {} run files, in {}", to,
-                                summary->jobs, summary->objects, summary->object_bytes, summary->run_files,
+                                summary->database.jobs, summary->objects, summary->object_bytes, summary->run_files,
                                 absl::FormatDuration(summary->took));
         for (const std::string& skipped : summary->skipped_objects) {
           obs::Log("backup").warn("left out of the backup in {}: {}", to, skipped);
