@@ -76,7 +76,6 @@ absl::Status WebhookService::Recover() {
   for (const auto& r : *hooks) {
     auto w = notify::DecodeWebhook(r.body);
     if (!w.ok()) return absl::DataLossError(absl::StrCat("webhook ", r.key, ": ", w.status().message()));
-    ++per_project_[w->project];
     Key key{w->project, w->id};
     webhooks_[key].webhook = *std::move(w);
   }
@@ -200,7 +199,8 @@ void WebhookService::Send(Key key, notify::Webhook webhook, notify::Delivery del
 
 bool WebhookService::Wants(const std::string& project) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return per_project_.count(project) > 0;
+  auto it = webhooks_.lower_bound({project, ""});
+  return it != webhooks_.end() && it->first.first == project;
 }
 
 std::vector<db::Mutation> WebhookService::Writes(const JobStateChange& change) {
@@ -294,15 +294,18 @@ void WebhookService::Create(notify::Webhook request, std::function<void(absl::St
   request.secret = *std::move(secret);
   request.create_time = clock_.Now();
   std::lock_guard<std::mutex> lock(mu_);
-  if (per_project_[request.project] >= options_.max_per_project) {
-    if (per_project_[request.project] == 0) per_project_.erase(request.project);
+  int registered = 0;
+  for (auto it = webhooks_.lower_bound({request.project, ""});
+       it != webhooks_.end() && it->first.first == request.project; ++it) {
+    ++registered;
+  }
+  if (registered >= options_.max_per_project) {
     return done(absl::ResourceExhaustedError(absl::StrCat("Project ", request.project, " has ",
                                                           options_.max_per_project,
                                                           " webhooks already, the most a project may have; delete "
                                                           "one first.")));
   }
   // Registered at once (a change meanwhile is owed to it too), undone if the write fails.
-  ++per_project_[request.project];
   const Key key{request.project, request.id};
   webhooks_[key].webhook = request;
   store_.Commit({db::PutRecord{{notify::kWebhookKind, notify::WebhookKey(request), notify::EncodeWebhook(request)}}},
@@ -311,7 +314,6 @@ void WebhookService::Create(notify::Webhook request, std::function<void(absl::St
                     {
                       std::lock_guard<std::mutex> lock(mu_);
                       webhooks_.erase(key);
-                      if (--per_project_[key.first] <= 0) per_project_.erase(key.first);
                     }
                     return done(s);
                   }
@@ -350,7 +352,6 @@ void WebhookService::Delete(const std::string& project, const std::string& id, s
   for (const auto& d : it->second.pending) writes.push_back(Remove(d));
   const std::string name = it->second.webhook.Name();
   webhooks_.erase(it);
-  if (--per_project_[project] <= 0) per_project_.erase(project);
   store_.Commit(std::move(writes), [name, done = std::move(done)](absl::Status s) {
     if (s.ok()) obs::Log("webhooks").info("{} deleted", name);
     done(s);

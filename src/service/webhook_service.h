@@ -111,7 +111,6 @@ class WebhookService final : public JobSubscriber {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<Key, Entry> webhooks_;
-  std::map<std::string, int> per_project_;  // webhooks of each project
   // Deliveries written with a job's change, until it is committed: by
   // "PROJECT/JOB/VERSION".
   std::map<std::string, std::vector<notify::Delivery>> staged_;
