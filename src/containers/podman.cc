@@ -1,5 +1,7 @@
 #include "containers/podman.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/ascii.h"
@@ -175,6 +177,60 @@ absl::StatusOr<std::vector<std::string>> Podman::LocalImages() const {
     if (absl::StartsWith(line, "localhost/")) out.emplace_back(line);
   }
   return out;
+}
+
+absl::StatusOr<std::vector<StoredImage>> ParseStoredImages(absl::string_view json) {
+  const nlohmann::json parsed = nlohmann::json::parse(json.begin(), json.end(), nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_array()) return absl::InvalidArgumentError("podman images did not print a JSON list");
+  auto strings = [](const nlohmann::json& image, const char* key) {
+    std::vector<std::string> out;
+    if (auto it = image.find(key); it != image.end() && it->is_array()) {
+      for (const auto& v : *it) {
+        if (v.is_string()) out.push_back(v.get<std::string>());
+      }
+    }
+    return out;
+  };
+  std::vector<StoredImage> out;
+  for (const auto& image : parsed) {
+    if (!image.is_object() || !image.contains("Id") || !image["Id"].is_string()) {
+      return absl::InvalidArgumentError("podman images printed an image without an Id");
+    }
+    StoredImage stored;
+    stored.id = image["Id"].get<std::string>();
+    if (!absl::StartsWith(stored.id, "sha256:")) stored.id = absl::StrCat("sha256:", stored.id);
+    // podman 4 lists an image once for each of its names.
+    if (std::any_of(out.begin(), out.end(), [&](const StoredImage& s) { return s.id == stored.id; })) continue;
+    stored.names = strings(image, "Names");
+    stored.repo_digests = strings(image, "RepoDigests");
+    if (auto size = image.find("Size"); size != image.end() && size->is_number_integer()) {
+      stored.bytes = size->get<int64_t>();
+    }
+    out.push_back(std::move(stored));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<StoredImage>> Podman::StoredImages() const {
+  auto r = Run(Command({"images", "--format", "json"}), Environment(), absl::Minutes(1));
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) return absl::UnavailableError(absl::StrCat("podman images: ", Trimmed(r->output)));
+  return ParseStoredImages(r->output);
+}
+
+absl::StatusOr<bool> Podman::RemoveImage(const StoredImage& image, const std::function<bool()>& still_unused) const {
+  absl::MutexLock lock(&mu_);
+  if (!still_unused()) return false;
+  // Without --force: podman refuses an image a container holds.
+  auto r = Run(Command({"rmi", image.id}), Environment(), absl::Minutes(2));
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    if (absl::StrContains(r->output, "image is in use")) return false;
+    if (absl::StrContains(r->output, "image not known")) return false;  // gone already
+    return absl::UnavailableError(absl::StrCat("podman rmi ", image.id, ": ", Trimmed(r->output)));
+  }
+  present_.clear();  // rare: the next pull of each asks the store again
+  return true;
 }
 
 absl::StatusOr<int> Podman::RemoveRunContainers(const std::string& run_dir) const {

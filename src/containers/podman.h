@@ -14,6 +14,8 @@
 // Thread-safe (Podman holds only immutable settings).
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -22,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "containers/images.h"
 
@@ -64,6 +67,19 @@ std::string ContainerName(const std::string& project, const std::string& job_id,
 // The containers.conf mlengined uses (see above).
 std::string ContainersConf(const ContainerSettings& settings);
 
+// An image in the node's store (podman images).
+struct StoredImage {
+  std::string id;                         // "sha256:..."
+  std::vector<std::string> names;         // "127.0.0.1:5000/e2e/trainer:1"
+  std::vector<std::string> repo_digests;  // "127.0.0.1:5000/e2e/trainer@sha256:..."
+  int64_t bytes = 0;                      // its size as podman counts it (shared layers in each image's)
+};
+
+// The images of `podman images --format json` (podman 4's output: an
+// image with several names is listed once for each), each once;
+// INVALID_ARGUMENT when it is not that.
+absl::StatusOr<std::vector<StoredImage>> ParseStoredImages(absl::string_view json);
+
 class Podman {
  public:
   // `containers_conf`: the file written from ContainersConf (CONTAINERS_CONF).
@@ -83,6 +99,14 @@ class Podman {
   absl::StatusOr<std::optional<std::string>> LocalImageId(const std::string& reference) const;
   // Every image in the node's store: "localhost/trainer:1", ...
   absl::StatusOr<std::vector<std::string>> LocalImages() const;
+  // Every image in the node's store.
+  absl::StatusOr<std::vector<StoredImage>> StoredImages() const;
+  // Removes `image` from the node's store when `still_unused()`, asked
+  // under the lock Pull checks what it already pulled under, still says so:
+  // a job whose pull was skipped because the image was there has been seen
+  // by then. True when removed; false when `still_unused` said no or a
+  // container holds the image (podman refuses). Later pulls fetch it again.
+  absl::StatusOr<bool> RemoveImage(const StoredImage& image, const std::function<bool()>& still_unused) const;
   // Removes (killing first) every container labelled kRunDirLabel=run_dir;
   // returns how many there were.
   absl::StatusOr<int> RemoveRunContainers(const std::string& run_dir) const;

@@ -152,7 +152,7 @@ std::optional<codec::WarmSpec> WarmSpecOf(const model::Job& job, const runtime::
   spec.env = env_map;
   if (!env.digest.empty()) {
     // The job's packages, in a virtual environment over the runtime's.
-    spec.prefix = fs::path(env.python).parent_path().parent_path().string();
+    spec.prefix = env.dir;
     std::error_code ec;
     for (const auto& lib : fs::directory_iterator(fs::path(spec.prefix) / "lib", ec)) {
       const fs::path site = lib.path() / "site-packages";
@@ -404,6 +404,12 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
       !s.ok()) {
     return fail(Ending::kFailed, absl::StrCat("cannot create the job's run directory ", run_dir, ": ", s.message()));
   }
+  // Its package environment is kept while the job runs (retention).
+  if (!env.dir.empty()) {
+    if (auto s = rundir::WriteRunEnvironment(run_dir, env.dir); !s.ok()) {
+      return fail(Ending::kFailed, absl::StrCat("cannot write the job's run directory: ", s.message()));
+    }
+  }
 
   // The job's identity and what its account reaches, before anything of
   // it is written that a restart would adopt.
@@ -453,7 +459,7 @@ void LocalExecutor::PrepareAndStart(const std::string& key, model::Job job, mode
   std::map<std::string, model::ReplicaDemand> demands;  // task -> what the scheduler counted for it
   for (const auto& r : demand.replicas) demands[r.TaskName()] = r;
   std::vector<std::string> read_only;  // the job's package environment
-  if (!env.digest.empty()) read_only.push_back(fs::path(env.python).parent_path().parent_path().string());
+  if (!env.dir.empty()) read_only.push_back(env.dir);
   for (const auto& launch : launches) {
     if (prepared.ok()) {
       prepared = rundir::CreateDirectories(common::ReplicaDir(run_dir, launch.task_name) + "/work",

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -169,6 +170,21 @@ absl::StatusOr<std::optional<RunManifest>> ReadManifest(const std::string& run_d
   auto m = ParseManifest(*text);
   if (!m.ok()) return absl::DataLossError(absl::StrCat(ManifestPath(run_dir), ": ", m.status().message()));
   return std::optional<RunManifest>(*std::move(m));
+}
+
+absl::Status WriteRunEnvironment(const std::string& run_dir, const std::string& environment_dir) {
+  return WriteFileAtomically(run_dir + "/environment", environment_dir + "\n", 0644, Durability::kProcessCrash);
+}
+
+absl::StatusOr<std::optional<std::string>> ReadRunEnvironment(const std::string& run_dir) {
+  auto text = ReadFile(run_dir + "/environment");
+  if (absl::IsNotFound(text.status())) return std::nullopt;
+  if (!text.ok()) return text.status();
+  const absl::string_view dir = absl::StripAsciiWhitespace(*text);
+  if (dir.empty() || dir.front() != '/') {
+    return absl::DataLossError(absl::StrCat(run_dir, "/environment holds no directory"));
+  }
+  return std::optional<std::string>(dir);
 }
 
 std::string FormatExit(const ReplicaExit& e) { return absl::StrCat(e.signaled ? "signal " : "exit ", e.value, "\n"); }

@@ -3,6 +3,10 @@
 //
 //   RUN/replicas        the run manifest (LocalExecutor): what was placed
 //                       where, and how far the start got; see RunManifest.
+//   RUN/environment     the package environment (its directory) the run's
+//                       replicas use, when the job has packages: retention
+//                       keeps an environment while a job that names it
+//                       has not ended. Both executors write it.
 //   RUN/<task>/exit     "exit N" | "signal N": how the replica's program
 //                       ended (written by mlengine-replica, which is
 //                       dependency-free and so writes it itself; this is the
@@ -63,6 +67,12 @@ absl::Status WriteManifest(const std::string& run_dir, const RunManifest& manife
 absl::Status MarkManifestStarted(const std::string& run_dir, const std::map<std::string, pid_t>& pids);
 // nullopt when the run has no manifest (nothing was ever started).
 absl::StatusOr<std::optional<RunManifest>> ReadManifest(const std::string& run_dir);
+
+// The package environment a run uses (RUN/environment): written before
+// its first replica starts (kProcessCrash, as the manifest); nullopt when
+// the run has none (no packages, or a container job).
+absl::Status WriteRunEnvironment(const std::string& run_dir, const std::string& environment_dir);
+absl::StatusOr<std::optional<std::string>> ReadRunEnvironment(const std::string& run_dir);
 
 // How a replica's program ended, as mlengine-replica records it.
 struct ReplicaExit {

@@ -2,10 +2,12 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -125,6 +127,19 @@ absl::Status PackageCache::CheckArchive(const std::string& path) {
   return result;
 }
 
+// The mtime of an environment's .ready, nullopt when it has none.
+std::optional<absl::Time> PackageCache::LastUse(const fs::path& ready) {
+  struct stat st {};
+  if (::stat(ready.c_str(), &st) != 0) return std::nullopt;
+  return absl::TimeFromTimespec(st.st_mtim);
+}
+
+// Sets .ready's mtime to now: false when there is none (not built).
+bool PackageCache::MarkUsed(const fs::path& ready) {
+  if (::utimensat(AT_FDCWD, ready.c_str(), nullptr, 0) == 0) return true;
+  return errno != ENOENT && fs::exists(ready);  // marked or not, it is there (a read-only cache)
+}
+
 std::mutex* PackageCache::LockFor(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& m = locks_[key];
@@ -149,6 +164,40 @@ void PackageCache::SweepStaging(const fs::path& parent, const std::string& final
     std::error_code ignored;
     fs::remove_all(it->path(), ignored);
   }
+}
+
+std::vector<PackageCache::CachedEnvironment> PackageCache::Environments() const {
+  std::vector<CachedEnvironment> out;
+  std::error_code ec;
+  for (fs::directory_iterator runtimes(root_, ec), end; !ec && runtimes != end; runtimes.increment(ec)) {
+    if (!runtimes->is_directory() || runtimes->is_symlink()) continue;
+    std::error_code ec2;
+    for (fs::directory_iterator it(runtimes->path(), ec2); !ec2 && it != end; it.increment(ec2)) {
+      if (it->path().filename().string().front() == '.') continue;  // staging
+      if (auto used = LastUse(it->path() / ".ready")) out.push_back({it->path().string(), *used});
+    }
+  }
+  return out;
+}
+
+void PackageCache::Touch(const std::string& dir) {
+  std::lock_guard<std::mutex> guard(*LockFor(dir));
+  MarkUsed(fs::path(dir) / ".ready");
+}
+
+absl::StatusOr<bool> PackageCache::Remove(const std::string& dir, absl::Time last_used) {
+  const fs::path path(dir);
+  if (path.parent_path().parent_path() != fs::path(root_)) {
+    return absl::InvalidArgumentError(absl::StrCat(dir, " is not an environment of ", root_));
+  }
+  std::lock_guard<std::mutex> guard(*LockFor(dir));
+  if (LastUse(path / ".ready") != last_used) return false;
+  const fs::path aside = path.parent_path() / StagingName(path.filename().string());
+  std::error_code ec;
+  fs::rename(path, aside, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("cannot move aside ", dir, ": ", ec.message()));
+  fs::remove_all(aside, ec);  // what is left is swept with the staging directories
+  return true;
 }
 
 void PackageCache::RemoveLeftovers() {
@@ -312,13 +361,13 @@ absl::StatusOr<PreparedEnvironment> PackageCache::Prepare(const Runtime& runtime
   }
   env.digest = *digest;
   const fs::path dir = fs::path(root_) / runtime.name / digest->substr(0, 32);
+  env.dir = dir.string();
   env.python = (dir / "bin" / "python").string();
-  if (fs::exists(dir / ".ready")) {
-    env.cache_hit = true;
-    return env;
-  }
+  // Handed out under the environment's lock, marked used (its .ready's
+  // mtime): retention's Remove takes the same lock and spares one used
+  // since it looked.
   std::lock_guard<std::mutex> guard(*LockFor(dir.string()));
-  if (fs::exists(dir / ".ready")) {
+  if (MarkUsed(dir / ".ready")) {
     env.cache_hit = true;
     return env;
   }

@@ -9,8 +9,10 @@
 // one rename, so a crash mid-install never leaves an environment that looks
 // usable, and a build cut short (its pip left running after the server was
 // killed) never writes into a later build. Leftover staging directories are
-// removed by the next build of the same digest and by RemoveLeftovers. Thread-safe: concurrent
-// installs of the same digest wait for one.
+// removed by the next build of the same digest and by RemoveLeftovers.
+// Retention removes environments no running job uses (Remove), under the
+// same lock as Prepare's, so one is never removed while it is handed out.
+// Thread-safe: concurrent installs of the same digest wait for one.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "common/subprocess.h"
 #include "runtime/runtimes.h"
 
@@ -40,6 +43,7 @@ struct PackageFile {
 
 struct PreparedEnvironment {
   std::string python;  // interpreter to run the trainer with
+  std::string dir;     // the environment's directory (python is its bin/python); empty without packages
   std::string digest;  // the SHA-256 of the packages' contents, in order (empty without packages)
   bool cache_hit = false;
 };
@@ -112,11 +116,29 @@ class PackageCache {
   // behind (a server killed mid-install). Call before the first Prepare.
   void RemoveLeftovers();
 
+  // For retention (service/retention.h). An environment's last use is its
+  // .ready marker's mtime: set when it is built, and again by each Prepare
+  // that hands it out and by Touch.
+  struct CachedEnvironment {
+    std::string dir;
+    absl::Time last_used;
+  };
+  std::vector<CachedEnvironment> Environments() const;
+  // Marks an environment used now (one a running job uses).
+  void Touch(const std::string& dir);
+  // Removes the environment unless it was used after `last_used` (as
+  // Environments gave it): true when removed, false when used since or
+  // gone. Unpublished by one rename first, so a Prepare never hands out a
+  // half-removed one; a later Prepare of the same packages builds it again.
+  absl::StatusOr<bool> Remove(const std::string& dir, absl::Time last_used);
+
   // OK, or FAILED_PRECONDITION naming the first unsafe entry.
   static absl::Status CheckArchive(const std::string& path);
 
  private:
   std::mutex* LockFor(const std::string& key);
+  static std::optional<absl::Time> LastUse(const std::filesystem::path& ready);
+  static bool MarkUsed(const std::filesystem::path& ready);
   static std::string StagingName(const std::string& final_name);
   static void SweepStaging(const std::filesystem::path& parent, const std::string& final_name);
   absl::Status Build(const Runtime& runtime, const std::vector<std::string>& packages,

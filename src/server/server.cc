@@ -107,11 +107,14 @@ service::QuotaSettings FileQuotaSettings(const ServerConfig& config) {
   return settings;
 }
 
-service::RetentionBudget RetentionBudgetOf(const ServerConfig::RetentionBudget& b) {
-  service::RetentionBudget out;
-  if (b.max_age_days) out.max_age = absl::Seconds(*b.max_age_days * 86400);
-  if (b.max_size_mb) out.max_bytes = *b.max_size_mb << 20;
-  return out;
+service::RetentionBudgets RetentionBudgetsOf(const ServerConfig::Retention& r) {
+  auto of = [](const ServerConfig::RetentionBudget& b) {
+    service::RetentionBudget out;
+    if (b.max_age_days) out.max_age = absl::Seconds(*b.max_age_days * 86400);
+    if (b.max_size_mb) out.max_bytes = *b.max_size_mb << 20;
+    return out;
+  };
+  return {of(r.run_files), of(r.logs), of(r.packages), of(r.images)};
 }
 
 // Where mlengine's helper files are, relative to this executable: the build
@@ -567,8 +570,11 @@ absl::Status Server::Parts::Build() {
   service::RetentionOptions retention_options;
   retention_options.runs = runs.string();
   retention_options.interval = absl::Seconds(config.retention.check_seconds);
-  retention_options.run_files = RetentionBudgetOf(config.retention.run_files);
-  retention_options.logs = RetentionBudgetOf(config.retention.logs);
+  retention_options.budgets = RetentionBudgetsOf(config.retention);
+  retention_options.packages = packages.get();
+  // Images in this node's store: the local executor's (Slurm's nodes each
+  // keep their own).
+  if (options.executor != "slurm") retention_options.podman = podman.get();
   retention = std::make_unique<service::RetentionService>(*jobs, clock, std::move(retention_options));
   retention->Start();
   jobs->AttachDisk(disk.get());
@@ -611,7 +617,7 @@ absl::Status Server::Parts::Reload() {
   const ServerConfig& next = *loaded;
   if (auto s = quotas->ReloadFile(FileQuotaSettings(next)); !s.ok()) return s;
   jobs->SetAccounting(accounting_resources, next.usage_rates);
-  retention->SetBudgets(RetentionBudgetOf(next.retention.run_files), RetentionBudgetOf(next.retention.logs));
+  retention->SetBudgets(RetentionBudgetsOf(next.retention));
   disk->SetReserve(static_cast<uint64_t>(next.disk.reserve_mb) << 20);
   return absl::OkStatus();
 }

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <map>
 #include <fstream>
 #include <sstream>
 
@@ -118,9 +119,16 @@ absl::Status ParseAccounting(const YAML::Node& node, model::UsageRates* rates) {
   return absl::OkStatus();
 }
 
-// `retention:` (run_files, logs: max_age_days, max_size_mb; check_seconds).
+// `retention:` (run_files, logs, packages, images: max_age_days,
+// max_size_mb; check_seconds).
 absl::Status ParseRetention(const YAML::Node& node, ServerConfig::Retention* retention) {
-  if (!node.IsMap()) return absl::InvalidArgumentError("retention: expected a map (run_files, logs, check_seconds)");
+  const std::map<std::string, ServerConfig::RetentionBudget*> budgets = {{"run_files", &retention->run_files},
+                                                                         {"logs", &retention->logs},
+                                                                         {"packages", &retention->packages},
+                                                                         {"images", &retention->images}};
+  if (!node.IsMap()) {
+    return absl::InvalidArgumentError("retention: expected a map (run_files, logs, packages, images, check_seconds)");
+  }
   for (const auto& kv : node) {
     const std::string key = kv.first.as<std::string>();
     if (key == "check_seconds") {
@@ -131,11 +139,12 @@ absl::Status ParseRetention(const YAML::Node& node, ServerConfig::Retention* ret
       retention->check_seconds = seconds;
       continue;
     }
-    if (key != "run_files" && key != "logs") {
+    auto named = budgets.find(key);
+    if (named == budgets.end()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("retention.", key, ": unknown key; known: run_files, logs, check_seconds"));
+          absl::StrCat("retention.", key, ": unknown key; known: run_files, logs, packages, images, check_seconds"));
     }
-    ServerConfig::RetentionBudget& budget = key == "run_files" ? retention->run_files : retention->logs;
+    ServerConfig::RetentionBudget& budget = *named->second;
     if (!kv.second.IsMap()) {
       return absl::InvalidArgumentError(absl::StrCat("retention.", key, ": expected a map (max_age_days, max_size_mb)"));
     }

@@ -93,7 +93,8 @@ struct ServerConfig {
     int check_seconds = 2;
   } disk;
   // `retention:` (docs/operations.md, "Retention"): ended jobs' run files
-  // and logs, each an age (days) and a size (MiB) budget; unset: kept.
+  // and logs, package environments and images no job uses, each an age
+  // (days) and a size (MiB) budget; unset: kept.
   struct RetentionBudget {
     std::optional<double> max_age_days;
     std::optional<int64_t> max_size_mb;
@@ -101,6 +102,8 @@ struct ServerConfig {
   struct Retention {
     RetentionBudget run_files;
     RetentionBudget logs;
+    RetentionBudget packages;
+    RetentionBudget images;
     int check_seconds = 600;
   } retention;
 };

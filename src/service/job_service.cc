@@ -458,13 +458,36 @@ double JobService::TrialUnits(const Key& key) const {
   return units;
 }
 
-std::map<scheduler::JobKey, std::optional<absl::Time>> JobService::EndTimes() const {
-  std::map<Key, std::optional<absl::Time>> out;
+JobService::Uses JobService::RetentionUses() const {
+  Uses uses;
   std::shared_lock lock(mu_);
   for (const auto& [key, job] : jobs_) {
-    out.emplace_hint(out.end(), key, model::IsTerminal(job.state) ? job.end_time : std::nullopt);
+    const bool ended = model::IsTerminal(job.state);
+    const std::optional<absl::Time> end =
+        ended ? std::optional<absl::Time>(job.end_time.value_or(absl::InfinitePast())) : std::nullopt;
+    uses.ends.emplace_hint(uses.ends.end(), key, end);
+    for (const auto& [uri, pinned] : job.resolved_images) {
+      auto [it, first] = uses.images.emplace(pinned, end);
+      if (!first && it->second) it->second = end ? std::max(*it->second, *end) : end;
+    }
+    if (!ended && job.training_input && !job.training_input->package_uris.empty()) uses.packaged.insert(key);
+    if (!ended && job.state != JobState::kRunning && job.state != JobState::kCancelling &&
+        (!uses.oldest_not_running || job.create_time.value_or(absl::InfinitePast()) < *uses.oldest_not_running)) {
+      uses.oldest_not_running = job.create_time.value_or(absl::InfinitePast());
+    }
   }
-  return out;
+  return uses;
+}
+
+bool JobService::PinnedByUnfinishedJob(const std::vector<std::string>& images) const {
+  std::shared_lock lock(mu_);
+  for (const auto& [key, job] : jobs_) {
+    if (model::IsTerminal(job.state)) continue;
+    for (const auto& [uri, pinned] : job.resolved_images) {
+      if (std::find(images.begin(), images.end(), pinned) != images.end()) return true;
+    }
+  }
+  return false;
 }
 
 std::vector<UsageRow> JobService::ReportUsage(const UsageQuery& query) const {

@@ -156,9 +156,25 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   };
   JobCounts CountJobs() const;
 
-  // Every job (trials too) and when it ended (nullopt: not yet), for
-  // retention (service/retention.h). O(jobs).
-  std::map<scheduler::JobKey, std::optional<absl::Time>> EndTimes() const;
+  // What retention (service/retention.h) needs of the jobs, trials too.
+  // O(jobs).
+  struct Uses {
+    // Every job and when it ended (nullopt: not yet).
+    std::map<scheduler::JobKey, std::optional<absl::Time>> ends;
+    // Every image a container job pinned (resolved_images' values) and
+    // when the last job pinning it ended (nullopt: one has not).
+    std::map<std::string, std::optional<absl::Time>> images;
+    // The jobs that have not ended and run trainer packages (each uses a
+    // package environment).
+    std::set<scheduler::JobKey> packaged;
+    // When the oldest job that has not ended and not yet started running
+    // (queued, preparing) was created: what it will run may be in use
+    // already, not yet recorded in its run directory.
+    std::optional<absl::Time> oldest_not_running;
+  };
+  Uses RetentionUses() const;
+  // Whether a job that has not ended pins any of `images`.
+  bool PinnedByUnfinishedJob(const std::vector<std::string>& images) const;
 
   // What jobs used (service/usage_report.h), as of now. Reads every job of
   // the query's projects: O(jobs).

@@ -8,10 +8,12 @@
 #include <system_error>
 #include <tuple>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/bytes.h"
 #include "obs/log.h"
 #include "obs/metrics.h"
+#include "rundir/replica_files.h"
 
 namespace mle::service {
 namespace fs = std::filesystem;
@@ -63,10 +65,9 @@ RetentionService::RetentionService(const JobService& jobs, common::Clock& clock,
 
 RetentionService::~RetentionService() { Stop(); }
 
-void RetentionService::SetBudgets(RetentionBudget run_files, RetentionBudget logs) {
+void RetentionService::SetBudgets(RetentionBudgets budgets) {
   std::lock_guard<std::mutex> lock(mu_);
-  options_.run_files = run_files;
-  options_.logs = logs;
+  options_.budgets = budgets;
 }
 
 void RetentionService::Start() {
@@ -102,15 +103,31 @@ RetentionService::Sizes RetentionService::Measure(const std::string& dir) {
 }
 
 void RetentionService::RunOnce() {
-  RetentionBudget run_files_budget, logs_budget;
+  RetentionBudgets budgets;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    run_files_budget = options_.run_files;
-    logs_budget = options_.logs;
+    budgets = options_.budgets;
   }
-  if (!run_files_budget.Set() && !logs_budget.Set()) return;
+  const bool packages = budgets.packages.Set() && options_.packages != nullptr;
+  const bool images = budgets.images.Set() && options_.podman != nullptr;
+  if (!budgets.run_files.Set() && !budgets.logs.Set() && !packages && !images) return;
   const absl::Time now = clock_.Now();
-  const auto ends = jobs_.EndTimes();
+  const JobService::Uses uses = jobs_.RetentionUses();
+  EnvironmentsInUse environments;
+  RunDirectories(budgets, uses, now, &environments);
+  if (packages) Packages(budgets.packages, uses, environments, now);
+  if (images) Images(budgets.images, uses, now);
+}
+
+void RetentionService::Report(const char* kind, const std::string& what, const RetentionCut& cut) {
+  if (cut.ids.empty()) return;
+  obs::Log("retention").info("removed {}: {} freed ({} past their age, the others over the size budget)", what,
+                             common::HumanBytes(cut.bytes), cut.past_age);
+  obs::Metrics::Default().RetentionRemoved(kind, static_cast<int64_t>(cut.ids.size()), cut.bytes);
+}
+
+void RetentionService::RunDirectories(const RetentionBudgets& budgets, const JobService::Uses& uses, absl::Time now,
+                                      EnvironmentsInUse* environments) {
   // Each run directory (RUNS/<project>/<job>[@attempt]) with its job's end.
   std::vector<RetentionItem> run_files, logs;
   std::set<std::string> seen;
@@ -122,10 +139,10 @@ void RetentionService::RunOnce() {
       if (!run.is_directory(ec2) || run.is_symlink(ec2)) continue;
       const std::string name = run.path().filename().string();
       const std::string job_id = name.substr(0, name.find('@'));
-      auto end = ends.find({project.path().filename().string(), job_id});
+      auto end = uses.ends.find({project.path().filename().string(), job_id});
       RetentionItem item;
       item.id = run.path().string();
-      if (end != ends.end()) {
+      if (end != uses.ends.end()) {
         item.in_use = !end->second.has_value();
         item.ended = end->second.value_or(now);
       } else {
@@ -133,7 +150,15 @@ void RetentionService::RunOnce() {
         struct stat s {};
         item.ended = ::lstat(item.id.c_str(), &s) == 0 ? absl::FromUnixSeconds(s.st_mtime) : now;
       }
-      if (item.in_use) continue;  // not measured: it still changes
+      if (item.in_use) {  // not measured: it still changes
+        auto environment = rundir::ReadRunEnvironment(item.id);
+        if (environment.ok() && environment->has_value()) {
+          environments->dirs.insert(**environment);
+        } else if (uses.packaged.count(end->first)) {
+          environments->unknown = true;
+        }
+        continue;
+      }
       auto sized = sizes_.find(item.id);
       if (sized == sizes_.end()) sized = sizes_.emplace(item.id, Measure(item.id)).first;
       seen.insert(item.id);
@@ -146,8 +171,8 @@ void RetentionService::RunOnce() {
   }
   for (auto it = sizes_.begin(); it != sizes_.end();) it = seen.count(it->first) ? std::next(it) : sizes_.erase(it);
 
-  if (run_files_budget.Set()) {
-    const RetentionCut cut = PlanRetention(run_files, run_files_budget, now);
+  if (budgets.run_files.Set()) {
+    const RetentionCut cut = PlanRetention(run_files, budgets.run_files, now);
     for (const auto& dir : cut.ids) {
       for (const auto& replica : fs::directory_iterator(dir, ec)) {
         if (!replica.is_directory(ec) || replica.is_symlink(ec)) continue;
@@ -155,31 +180,126 @@ void RetentionService::RunOnce() {
       }
       sizes_[dir].run_files = 0;
     }
-    if (!cut.ids.empty()) {
-      obs::Log("retention").info("removed the run files (replicas' work/ and tmp/) of {} ended jobs: {} freed ({} "
-                                 "past their age, the others over the size budget)",
-                                 cut.ids.size(), common::HumanBytes(cut.bytes), cut.past_age);
-      obs::Metrics::Default().RetentionRemoved("run_files", static_cast<int64_t>(cut.ids.size()), cut.bytes);
-    }
+    Report("run_files", absl::StrCat("the run files (replicas' work/ and tmp/) of ", cut.ids.size(), " ended jobs"),
+           cut);
     for (auto& item : logs) {  // what is left of each for the logs' budget
       auto s = sizes_.find(item.id);
       if (s != sizes_.end()) item.bytes = s->second.run_files + s->second.rest;
     }
   }
-  if (logs_budget.Set()) {
-    const RetentionCut cut = PlanRetention(logs, logs_budget, now);
+  if (budgets.logs.Set()) {
+    const RetentionCut cut = PlanRetention(logs, budgets.logs, now);
     for (const auto& dir : cut.ids) {
       fs::remove_all(dir, ec);
       if (ec) obs::Log("retention").warn("could not remove all of {}: {}", dir, ec.message());
       sizes_.erase(dir);
     }
-    if (!cut.ids.empty()) {
-      obs::Log("retention").info("removed the run directories (logs included) of {} ended jobs: {} freed ({} past "
-                                 "their age, the others over the size budget)",
-                                 cut.ids.size(), common::HumanBytes(cut.bytes), cut.past_age);
-      obs::Metrics::Default().RetentionRemoved("logs", static_cast<int64_t>(cut.ids.size()), cut.bytes);
-    }
+    Report("logs", absl::StrCat("the run directories (logs included) of ", cut.ids.size(), " ended jobs"), cut);
   }
+}
+
+void RetentionService::Packages(const RetentionBudget& budget, const JobService::Uses& uses,
+                                const EnvironmentsInUse& environments, absl::Time now) {
+  if (environments.unknown) return;  // until those jobs end
+  std::vector<RetentionItem> items;
+  std::map<std::string, absl::Time> listed;  // each environment's last use as listed: Remove checks it is unchanged
+  std::set<std::string> seen;
+  for (const auto& env : options_.packages->Environments()) {
+    RetentionItem item;
+    item.id = env.dir;
+    item.ended = env.last_used;
+    if (environments.dirs.count(env.dir)) {
+      // Used now: its last use follows the job (what is left after it ends
+      // is counted from about then).
+      options_.packages->Touch(env.dir);
+      item.in_use = true;
+    } else if (uses.oldest_not_running && env.last_used >= *uses.oldest_not_running) {
+      item.in_use = true;
+    }
+    auto sized = environment_sizes_.find(env.dir);
+    if (sized == environment_sizes_.end()) sized = environment_sizes_.emplace(env.dir, TreeBytes(env.dir)).first;
+    item.bytes = sized->second;
+    seen.insert(env.dir);
+    listed[env.dir] = env.last_used;
+    items.push_back(std::move(item));
+  }
+  for (auto it = environment_sizes_.begin(); it != environment_sizes_.end();) {
+    it = seen.count(it->first) ? std::next(it) : environment_sizes_.erase(it);
+  }
+  RetentionCut cut = PlanRetention(items, budget, now);
+  RetentionCut removed;
+  for (size_t i = 0; i < cut.ids.size(); ++i) {
+    const std::string& dir = cut.ids[i];
+    auto gone = options_.packages->Remove(dir, listed[dir]);
+    if (!gone.ok()) {
+      obs::Log("retention").warn("could not remove the package environment {}: {}", dir,
+                                 std::string(gone.status().message()));
+      continue;
+    }
+    if (!*gone) continue;  // handed to a job since
+    removed.ids.push_back(dir);
+    removed.bytes += environment_sizes_[dir];
+    if (now - listed[dir] > budget.max_age.value_or(absl::InfiniteDuration())) ++removed.past_age;
+    environment_sizes_.erase(dir);
+  }
+  Report("packages", absl::StrCat(removed.ids.size(), " package environments no running job uses"), removed);
+}
+
+void RetentionService::Images(const RetentionBudget& budget, const JobService::Uses& uses, absl::Time now) {
+  auto stored = options_.podman->StoredImages();
+  if (!stored.ok()) {
+    obs::Log("retention").warn("could not list the node's images: {}", std::string(stored.status().message()));
+    return;
+  }
+  const std::string registry = options_.podman->settings().registry + "/";
+  std::vector<RetentionItem> items;
+  std::map<std::string, const containers::StoredImage*> by_id;
+  for (const auto& image : *stored) {
+    // Only what mlengined pulled for its jobs: every name from its
+    // registry, pinned by a job of its own.
+    std::vector<std::string> pins = image.repo_digests;
+    pins.push_back(image.id);
+    bool ours = !options_.podman->settings().registry.empty() && !(image.names.empty() && image.repo_digests.empty());
+    for (const auto& name : image.names) ours = ours && absl::StartsWith(name, registry);
+    for (const auto& name : image.repo_digests) ours = ours && absl::StartsWith(name, registry);
+    if (!ours) continue;
+    RetentionItem item;
+    item.id = image.id;
+    item.bytes = image.bytes;
+    bool pinned = false;
+    item.ended = absl::InfinitePast();
+    for (const auto& pin : pins) {
+      auto use = uses.images.find(pin);
+      if (use == uses.images.end()) continue;
+      pinned = true;
+      if (!use->second) {
+        item.in_use = true;
+      } else {
+        item.ended = std::max(item.ended, *use->second);
+      }
+    }
+    if (!pinned) continue;
+    by_id[image.id] = &image;
+    items.push_back(std::move(item));
+  }
+  const RetentionCut cut = PlanRetention(items, budget, now);
+  RetentionCut removed;
+  for (const auto& id : cut.ids) {
+    const containers::StoredImage& image = *by_id[id];
+    std::vector<std::string> pins = image.repo_digests;
+    pins.push_back(image.id);
+    auto gone = options_.podman->RemoveImage(image, [&] { return !jobs_.PinnedByUnfinishedJob(pins); });
+    if (!gone.ok()) {
+      obs::Log("retention").warn("could not remove the image {}: {}", id, std::string(gone.status().message()));
+      continue;
+    }
+    if (!*gone) continue;  // pinned by a new job since, or a container holds it
+    removed.ids.push_back(id);
+    removed.bytes += image.bytes;
+    auto item = std::find_if(items.begin(), items.end(), [&](const RetentionItem& i) { return i.id == id; });
+    if (now - item->ended > budget.max_age.value_or(absl::InfiniteDuration())) ++removed.past_age;
+  }
+  Report("images", absl::StrCat(removed.ids.size(), " images no unfinished job pins"), removed);
 }
 
 }  // namespace mle::service

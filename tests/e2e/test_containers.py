@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from conftest import (REGION, TERMINAL, Server, assert_secret_untouched, config_yaml, make_cli, run_node_job,
-                      other_project_with_a_secret, procs_of_job, wait_no_procs)
+                      other_project_with_a_secret, procs_of_job, wait_for, wait_no_procs)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
 import images  # noqa: E402
@@ -512,3 +512,72 @@ def test_the_guides_custom_container_tpu_configuration_as_a_custom_job(ccli, nam
     assert json.loads(c["TF_CONFIG"])["task"]["type"] == "chief"
     ccli.wait_log(job_id, "TPU ready")
     assert_nothing_left(ccli, job_id)
+
+
+def image_present(reference):
+    return images.podman("image", "exists", reference, check=False).returncode == 0
+
+
+def metric_value(server, name, kind):
+    code, text = server.request("GET", "/metrics")
+    assert code == 200
+    for line in text.splitlines():
+        if line.startswith(name + "{") and f'kind="{kind}"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_images_no_unfinished_job_pins_are_pruned_and_pulled_again(registry, tmp_path_factory, tmp_path, names):
+    """Retention's images (docs/operations.md, "Retention") under a budget
+    of 0: an ended job's image goes, a running job's stays until it ends;
+    images no job of the server pinned (the module's trainer) and the
+    operator's own (localhost/...) are never touched; a job pinning a
+    removed image pulls it again and runs."""
+    with open(images.TRAINER_TASK) as f:
+        task = f.read()
+    entry = ["python3", "/app/task.py"]
+    # Images of their own (their own contents, so no other name shares them).
+    keep = registry.build("e2e/retention-keep:1", {"/app/task.py": task, "/app/which": names.job("keep")},
+                          entrypoint=entry)
+    drop = registry.build("e2e/retention-drop:1", {"/app/task.py": task, "/app/which": names.job("drop")},
+                          entrypoint=entry)
+    config = (config_yaml() + registry.server_config()
+              + "retention:\n  images: {max_size_mb: 0}\n  check_seconds: 1\n")
+    server = Server(tmp_path_factory.mktemp("container-retention"), config)
+    try:
+        cli = make_cli(server, tmp_path, names)
+
+        def run(job, image, *args):
+            r = cli("jobs", "submit", "training", job, "--region", REGION, "--master-image-uri", image,
+                    "--scale-tier", "BASIC", "--", *args, timeout=300)
+            assert r.rc == 0, r
+
+        running = names.job("running")
+        run(running, keep, "sleep")
+        cli.wait_log(running, "SLEEPING")
+        ended = names.job("ended")
+        run(ended, drop, "contract")
+        assert wait_end(cli, ended)["state"] == "SUCCEEDED", cli.explain(ended)
+        wait_for(lambda: not image_present(drop), "the ended job's image removed", timeout=60)
+        assert image_present(keep), "a running job's image is kept"
+        assert image_present(registry.trainer), "an image no job of this server pinned is kept"
+        assert image_present("localhost/mlengine/python:bookworm"), "the operator's own image is kept"
+        assert metric_value(server, "mlengine_retention_removed_total", "images") >= 1
+        assert metric_value(server, "mlengine_retention_freed_bytes_total", "images") > 0
+        assert "images no unfinished job pins" in open(server.stderr_path).read()
+
+        # Pinned again: pulled again from the registry, and it runs.
+        again = names.job("again")
+        run(again, drop, "contract")
+        assert wait_end(cli, again)["state"] == "SUCCEEDED", cli.explain(again)
+        assert contract_of(cli, again)["in_container"] is True
+
+        # Once the running job ends, its image goes too.
+        cli.ok("jobs", "cancel", running)
+        assert wait_end(cli, running, timeout=120)["state"] == "CANCELLED"
+        wait_for(lambda: not image_present(keep), "the image removed once its job ended", timeout=60)
+        assert_nothing_left(cli, running)
+    finally:
+        problems = server.finish()
+    assert not problems, problems
+    assert images.containers_under(server.data_dir) == [], "containers left behind"

@@ -150,6 +150,36 @@ TEST(PodmanRunArgv, TheImagesOwnEntrypointAndGpusOff) {
   EXPECT_EQ(argv.back(), "i");
 }
 
+// podman 4.3's `images --format json`: an image with two names is listed
+// twice (once is kept), ids come without "sha256:".
+TEST(ParseStoredImages, Table) {
+  const std::string listed = R"([
+    {"Id": "e712f1", "RepoTags": null, "Size": 218452549, "Containers": 0,
+     "RepoDigests": ["localhost/mlengine/python@sha256:50a0"],
+     "Names": ["localhost/mlengine/python:f620", "localhost/mlengine/python:bookworm"]},
+    {"Id": "e712f1", "RepoTags": null, "Size": 218452549, "Containers": 0,
+     "RepoDigests": ["localhost/mlengine/python@sha256:50a0"],
+     "Names": ["localhost/mlengine/python:f620", "localhost/mlengine/python:bookworm"]},
+    {"Id": "sha256:77aa", "Size": 1024, "RepoDigests": ["127.0.0.1:5000/e2e/t@sha256:99"], "Names": null}
+  ])";
+  auto images = ParseStoredImages(listed);
+  ASSERT_TRUE(images.ok()) << images.status();
+  ASSERT_EQ(images->size(), 2u);
+  EXPECT_EQ((*images)[0].id, "sha256:e712f1");
+  EXPECT_THAT((*images)[0].names,
+              ::testing::ElementsAre("localhost/mlengine/python:f620", "localhost/mlengine/python:bookworm"));
+  EXPECT_THAT((*images)[0].repo_digests, ::testing::ElementsAre("localhost/mlengine/python@sha256:50a0"));
+  EXPECT_EQ((*images)[0].bytes, 218452549);
+  EXPECT_EQ((*images)[1].id, "sha256:77aa");
+  EXPECT_TRUE((*images)[1].names.empty());
+  EXPECT_EQ((*images)[1].bytes, 1024);
+
+  EXPECT_TRUE(ParseStoredImages("[]")->empty());
+  for (const char* bad : {"", "{}", "[{\"Names\": []}]", "[1]", "not json"}) {
+    EXPECT_EQ(ParseStoredImages(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 TEST(ContainerName, UniqueAndSafe) {
   const std::string a = ContainerName("my-project", "job_1", "master-replica-0");
   EXPECT_EQ(a.rfind("mle-my-project-job_1-master-replica-0-", 0), 0u) << a;

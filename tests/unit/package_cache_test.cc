@@ -89,6 +89,54 @@ TEST_F(PackageCacheTest, PublishedEnvironmentRunsItsScriptsAndLeavesNoStaging) {
   EXPECT_EQ(again->python, env->python);
 }
 
+// Retention's side: each Prepare that hands an environment out marks it
+// used; Remove spares one used since it was listed, and otherwise takes it
+// away whole, so the next Prepare builds it again.
+TEST_F(PackageCacheTest, RemoveSparesAnEnvironmentUsedSinceItWasListedAndTheNextPrepareBuildsItAgain) {
+  PackageCache cache(EnvRoot().string());
+  auto env = Prepare(cache, package_);
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ(env->dir, fs::path(env->python).parent_path().parent_path().string());
+  auto listed = cache.Environments();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].dir, env->dir);
+
+  // Handed out again (a cache hit): used later than listed, so kept.
+  ::usleep(5000);  // file times in ns; the clock moves on
+  auto hit = Prepare(cache, package_);
+  ASSERT_TRUE(hit.ok() && hit->cache_hit);
+  EXPECT_GT(cache.Environments()[0].last_used, listed[0].last_used);
+  auto kept = cache.Remove(env->dir, listed[0].last_used);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_FALSE(*kept);
+  EXPECT_TRUE(fs::exists(fs::path(env->dir) / ".ready"));
+
+  // Touch (a running job's) moves the last use on too.
+  listed = cache.Environments();
+  ::usleep(5000);
+  cache.Touch(env->dir);
+  EXPECT_FALSE(*cache.Remove(env->dir, listed[0].last_used));
+
+  // Unchanged since listed: removed, nothing left beside it.
+  listed = cache.Environments();
+  auto removed = cache.Remove(env->dir, listed[0].last_used);
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_TRUE(*removed);
+  EXPECT_FALSE(fs::exists(env->dir));
+  EXPECT_TRUE(Entries().empty());
+  EXPECT_TRUE(cache.Environments().empty());
+  EXPECT_FALSE(*cache.Remove(env->dir, listed[0].last_used)) << "gone already";
+  EXPECT_EQ(cache.Remove((root_ / "elsewhere" / "x").string(), listed[0].last_used).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  auto rebuilt = Prepare(cache, package_);
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
+  EXPECT_FALSE(rebuilt->cache_hit);
+  EXPECT_EQ(rebuilt->python, env->python);
+  auto run = common::RunCommand({(fs::path(rebuilt->dir) / "bin" / "greet").string()});
+  ASSERT_TRUE(run.ok() && run->exit_code == 0);
+}
+
 // A runtime that is a venv of its own (torch in /opt/.../venv, as on many
 // GPU hosts): the job's environment sees what the runtime sees (its
 // packages, and what its own .pth files add), after the job's own, and the

@@ -115,12 +115,14 @@ TEST(ServerConfigServiceKeys, Table) {
   };
   const std::vector<Row> rows = {
       {"", ""},
-      {"retention: {run_files: {max_age_days: 7}, logs: {max_age_days: 0.5, max_size_mb: 2048}, check_seconds: 60}\n",
+      {"retention: {run_files: {max_age_days: 7}, logs: {max_age_days: 0.5, max_size_mb: 2048}, packages: "
+       "{max_size_mb: 4096}, images: {max_age_days: 30}, check_seconds: 60}\n",
        ""},
       {"retention: {logs: {max_size_gb: 2}}\n", "retention.logs.max_size_gb: unknown key; known: max_age_days, max_size_mb"},
       {"retention: {run_files: {max_age_days: -1}}\n", "retention.run_files.max_age_days must be a number of days"},
       {"retention: {run_files: {max_size_mb: lots}}\n", "retention.run_files.max_size_mb must be a whole number"},
-      {"retention: {packages: {}}\n", "retention.packages: unknown key; known: run_files, logs, check_seconds"},
+      {"retention: {envs: {}}\n", "retention.envs: unknown key; known: run_files, logs, packages, images, check_seconds"},
+      {"retention: {images: {max_size_mb: 1.5}}\n", "retention.images.max_size_mb must be a whole number"},
       {"retention: {check_seconds: 0}\n", "retention.check_seconds must be from 1 to 86400"},
       {"disk: {reserve_mb: 64, check_seconds: 5}\n", ""},
       {"disk: {reserve_mb: -1}\n", "disk.reserve_mb must be 0 or more"},
@@ -142,6 +144,9 @@ TEST(ServerConfigServiceKeys, Table) {
       EXPECT_EQ(config.retention.run_files.max_age_days, 7.0);
       EXPECT_EQ(config.retention.logs.max_age_days, 0.5);
       EXPECT_EQ(config.retention.logs.max_size_mb, 2048);
+      EXPECT_EQ(config.retention.packages.max_size_mb, 4096);
+      EXPECT_FALSE(config.retention.packages.max_age_days.has_value());
+      EXPECT_EQ(config.retention.images.max_age_days, 30.0);
       EXPECT_EQ(config.retention.check_seconds, 60);
     }
     if (row.yaml.starts_with("disk")) {

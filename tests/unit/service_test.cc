@@ -191,6 +191,54 @@ TEST_F(ServiceTest, RecordRefusesIllegalMovesAndReportsDurability) {
   EXPECT_EQ(p.get_future().get().code(), absl::StatusCode::kNotFound);
 }
 
+// What retention reads of the jobs: when each ended, when each pinned
+// image was last used (not ended: in use), the jobs with packages not
+// ended, and the oldest job not yet running.
+TEST_F(ServiceTest, RetentionUsesFollowTheJobsThatPinEachImage) {
+  auto pinned = [](const std::string& id, std::map<std::string, std::string> images) {
+    model::Job job = ValidJob(id);
+    job.resolved_images = std::move(images);
+    return job;
+  };
+  auto record = [&](const std::string& id, JobState state) {
+    std::promise<absl::Status> p;
+    service_->Record({"proj", id}, {state, ""}, [&](absl::Status s) { p.set_value(s); });
+    return p.get_future().get();
+  };
+  const absl::Time t0 = clock_.Now();
+  ASSERT_TRUE(Create(pinned("a", {{"u/x", "r/x@sha256:1"}})).ok());
+  clock_.Advance(absl::Hours(1));
+  ASSERT_TRUE(Create(pinned("b", {{"u/x", "r/x@sha256:1"}, {"u/y", "r/y@sha256:2"}})).ok());
+  clock_.Advance(absl::Hours(1));
+  ASSERT_TRUE(Create(pinned("c", {{"u/z", "r/z@sha256:3"}})).ok());
+  ASSERT_TRUE(record("a", JobState::kPreparing).ok());
+  ASSERT_TRUE(record("a", JobState::kRunning).ok());
+  ASSERT_TRUE(Cancel("b").ok());
+
+  JobService::Uses uses = service_->RetentionUses();
+  ASSERT_EQ(uses.ends.size(), 3u);
+  EXPECT_FALSE(uses.ends.at({"proj", "a"}).has_value());
+  EXPECT_EQ(uses.ends.at({"proj", "b"}), t0 + absl::Hours(2));
+  EXPECT_FALSE(uses.ends.at({"proj", "c"}).has_value());
+  EXPECT_FALSE(uses.images.at("r/x@sha256:1").has_value()) << "a runs with it";
+  EXPECT_EQ(uses.images.at("r/y@sha256:2"), t0 + absl::Hours(2));
+  EXPECT_FALSE(uses.images.at("r/z@sha256:3").has_value()) << "c waits to run it";
+  EXPECT_EQ(uses.oldest_not_running, t0 + absl::Hours(2)) << "c: a runs, b ended";
+  EXPECT_EQ(uses.packaged, (std::set<scheduler::JobKey>{{"proj", "a"}, {"proj", "c"}})) << "with packages, not ended";
+  EXPECT_TRUE(service_->PinnedByUnfinishedJob({"r/z@sha256:3"}));
+  EXPECT_FALSE(service_->PinnedByUnfinishedJob({"r/y@sha256:2", "sha256:9"}));
+
+  clock_.Advance(absl::Hours(1));
+  ASSERT_TRUE(record("a", JobState::kSucceeded).ok());
+  ASSERT_TRUE(Cancel("c").ok());
+  uses = service_->RetentionUses();
+  EXPECT_EQ(uses.images.at("r/x@sha256:1"), t0 + absl::Hours(3)) << "the later of a's and b's ends";
+  EXPECT_EQ(uses.images.at("r/z@sha256:3"), t0 + absl::Hours(3));
+  EXPECT_FALSE(uses.oldest_not_running.has_value());
+  EXPECT_TRUE(uses.packaged.empty());
+  EXPECT_FALSE(service_->PinnedByUnfinishedJob({"r/x@sha256:1", "r/z@sha256:3"}));
+}
+
 TEST_F(ServiceTest, PatchLabelsWithEtag) {
   auto job = Create(ValidJob("p"));
   ASSERT_TRUE(job.ok());

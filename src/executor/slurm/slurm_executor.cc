@@ -199,14 +199,20 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
   // only runs mlengine's own helpers (the simulated TPU worker).
   const bool containers = IsContainerJob(job);
   std::string python = runtimes_.runtimes().empty() ? "/usr/bin/python3" : runtimes_.runtimes().front().python;
+  std::string environment;  // the package environment's directory, if it has one
   if (!containers) {
     auto env = PrepareJobEnvironment(job, runtimes_, cache_, options_.buckets);
     if (!env.ok()) return env.status();
     python = env->python;
+    environment = env->dir;
   }
 
   const auto components = PlanComponents(demand, options_.settings);
   if (auto s = rundir::ClearRunDirectory(t.dir); !s.ok()) return s;
+  // Its package environment is kept while the job runs (retention).
+  if (!environment.empty()) {
+    if (auto s = rundir::WriteRunEnvironment(t.dir, environment); !s.ok()) return s;
+  }
   codec::LaunchJob launch;
   launch.project = job.project;
   launch.job_id = job.job_id;
@@ -255,7 +261,8 @@ absl::StatusOr<int64_t> SlurmExecutor::SubmitToSlurm(const TrackedJob& t, const 
     for (const auto& b : begun->buckets) ls.buckets[b.bucket] = b.writable;
     ls.read_only = options_.sandbox_read_only;
     // The job's package environment (the interpreter is its bin/python).
-    ls.read_only.push_back(std::filesystem::path(python).parent_path().parent_path().string());
+    ls.read_only.push_back(environment.empty() ? std::filesystem::path(python).parent_path().parent_path().string()
+                                               : environment);
     ls.pids_limit = options_.sandbox->pids_limit();
     for (const auto& r : demand.replicas) ls.limits[r.TaskName()] = {r.cpu_milli, r.memory_mib};
     launch.sandbox = std::move(ls);
