@@ -206,6 +206,7 @@ absl::StatusOr<std::vector<StoredImage>> ParseStoredImages(absl::string_view jso
     if (auto size = image.find("Size"); size != image.end() && size->is_number_integer()) {
       stored.bytes = size->get<int64_t>();
     }
+    if (auto n = image.find("Containers"); n != image.end() && n->is_number_integer()) stored.containers = n->get<int>();
     out.push_back(std::move(stored));
   }
   return out;
@@ -221,7 +222,10 @@ absl::StatusOr<std::vector<StoredImage>> Podman::StoredImages() const {
 absl::StatusOr<bool> Podman::RemoveImage(const StoredImage& image, const std::function<bool()>& still_unused) const {
   absl::MutexLock lock(&mu_);
   if (!still_unused()) return false;
-  // Without --force: podman refuses an image a container holds.
+  // Without --force: podman refuses an image a container holds. Untagged
+  // first: by id, podman removes an image with several names only by force.
+  auto untag = Run(Command({"untag", image.id}), Environment(), absl::Minutes(1));
+  if (!untag.ok()) return untag.status();
   auto r = Run(Command({"rmi", image.id}), Environment(), absl::Minutes(2));
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {

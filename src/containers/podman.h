@@ -73,6 +73,7 @@ struct StoredImage {
   std::vector<std::string> names;         // "127.0.0.1:5000/e2e/trainer:1"
   std::vector<std::string> repo_digests;  // "127.0.0.1:5000/e2e/trainer@sha256:..."
   int64_t bytes = 0;                      // its size as podman counts it (shared layers in each image's)
+  int containers = 0;                     // containers made from it (running or not)
 };
 
 // The images of `podman images --format json` (podman 4's output: an
@@ -105,7 +106,9 @@ class Podman {
   // under the lock Pull checks what it already pulled under, still says so:
   // a job whose pull was skipped because the image was there has been seen
   // by then. True when removed; false when `still_unused` said no or a
-  // container holds the image (podman refuses). Later pulls fetch it again.
+  // container holds the image (podman refuses). Its names go first (podman
+  // removes an image with several only by force, which would remove the
+  // containers too). Later pulls fetch it again.
   absl::StatusOr<bool> RemoveImage(const StoredImage& image, const std::function<bool()>& still_unused) const;
   // Removes (killing first) every container labelled kRunDirLabel=run_dir;
   // returns how many there were.

@@ -262,7 +262,7 @@ void RetentionService::Images(const RetentionBudget& budget, const JobService::U
     bool ours = !options_.podman->settings().registry.empty() && !(image.names.empty() && image.repo_digests.empty());
     for (const auto& name : image.names) ours = ours && absl::StartsWith(name, registry);
     for (const auto& name : image.repo_digests) ours = ours && absl::StartsWith(name, registry);
-    if (!ours) continue;
+    if (!ours || image.containers > 0) continue;  // a container holds it
     RetentionItem item;
     item.id = image.id;
     item.bytes = image.bytes;

@@ -160,7 +160,8 @@ TEST(ParseStoredImages, Table) {
     {"Id": "e712f1", "RepoTags": null, "Size": 218452549, "Containers": 0,
      "RepoDigests": ["localhost/mlengine/python@sha256:50a0"],
      "Names": ["localhost/mlengine/python:f620", "localhost/mlengine/python:bookworm"]},
-    {"Id": "sha256:77aa", "Size": 1024, "RepoDigests": ["127.0.0.1:5000/e2e/t@sha256:99"], "Names": null}
+    {"Id": "sha256:77aa", "Size": 1024, "RepoDigests": ["127.0.0.1:5000/e2e/t@sha256:99"], "Names": null,
+     "Containers": 2}
   ])";
   auto images = ParseStoredImages(listed);
   ASSERT_TRUE(images.ok()) << images.status();
@@ -173,6 +174,8 @@ TEST(ParseStoredImages, Table) {
   EXPECT_EQ((*images)[1].id, "sha256:77aa");
   EXPECT_TRUE((*images)[1].names.empty());
   EXPECT_EQ((*images)[1].bytes, 1024);
+  EXPECT_EQ((*images)[0].containers, 0);
+  EXPECT_EQ((*images)[1].containers, 2);
 
   EXPECT_TRUE(ParseStoredImages("[]")->empty());
   for (const char* bad : {"", "{}", "[{\"Names\": []}]", "[1]", "not json"}) {
