@@ -200,7 +200,6 @@ void RetentionService::RunDirectories(const RetentionBudgets& budgets, const Job
 
 void RetentionService::Packages(const RetentionBudget& budget, const JobService::Uses& uses,
                                 const EnvironmentsInUse& environments, absl::Time now) {
-  if (environments.unknown) return;  // until those jobs end
   std::vector<RetentionItem> items;
   std::map<std::string, absl::Time> listed;  // each environment's last use as listed: Remove checks it is unchanged
   std::set<std::string> seen;
@@ -226,10 +225,9 @@ void RetentionService::Packages(const RetentionBudget& budget, const JobService:
   for (auto it = environment_sizes_.begin(); it != environment_sizes_.end();) {
     it = seen.count(it->first) ? std::next(it) : environment_sizes_.erase(it);
   }
-  RetentionCut cut = PlanRetention(items, budget, now);
+  if (environments.unknown) return;  // nothing removed until those jobs end
   RetentionCut removed;
-  for (size_t i = 0; i < cut.ids.size(); ++i) {
-    const std::string& dir = cut.ids[i];
+  for (const auto& dir : PlanRetention(items, budget, now).ids) {
     auto gone = options_.packages->Remove(dir, listed[dir]);
     if (!gone.ok()) {
       obs::Log("retention").warn("could not remove the package environment {}: {}", dir,
