@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import images  # noqa: E402
 
 from images import GUIDE_MASTER, GUIDE_WORKER, PYTORCH_XLA as XLA  # noqa: E402
+from test_retention import metric  # noqa: E402
 from test_vertex import create_custom_job, wait_ended  # noqa: E402
 
 
@@ -518,15 +519,6 @@ def image_present(reference):
     return images.podman("image", "exists", reference, check=False).returncode == 0
 
 
-def metric_value(server, name, kind):
-    code, text = server.request("GET", "/metrics")
-    assert code == 200
-    for line in text.splitlines():
-        if line.startswith(name + "{") and f'kind="{kind}"' in line:
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
-
-
 def test_images_no_unfinished_job_pins_are_pruned_and_pulled_again(registry, tmp_path_factory, tmp_path, names):
     """Retention's images (docs/operations.md, "Retention") under a budget
     of 0: an ended job's image goes, a running job's stays until it ends;
@@ -562,8 +554,8 @@ def test_images_no_unfinished_job_pins_are_pruned_and_pulled_again(registry, tmp
         assert image_present(keep), "a running job's image is kept"
         assert image_present(registry.trainer), "an image no job of this server pinned is kept"
         assert image_present("localhost/mlengine/python:bookworm"), "the operator's own image is kept"
-        assert metric_value(server, "mlengine_retention_removed_total", "images") >= 1
-        assert metric_value(server, "mlengine_retention_freed_bytes_total", "images") > 0
+        assert metric(server, "mlengine_retention_removed_total", "images") >= 1
+        assert metric(server, "mlengine_retention_freed_bytes_total", "images") > 0
         assert "images no unfinished job pins" in open(server.stderr_path).read()
 
         # Pinned again: pulled again from the registry, and it runs.
