@@ -170,8 +170,8 @@ std::vector<PackageCache::CachedEnvironment> PackageCache::Environments() const 
   std::vector<CachedEnvironment> out;
   std::error_code ec;
   for (fs::directory_iterator runtimes(root_, ec), end; !ec && runtimes != end; runtimes.increment(ec)) {
-    if (!runtimes->is_directory() || runtimes->is_symlink()) continue;
     std::error_code ec2;
+    if (!runtimes->is_directory(ec2) || runtimes->is_symlink(ec2)) continue;
     for (fs::directory_iterator it(runtimes->path(), ec2); !ec2 && it != end; it.increment(ec2)) {
       if (it->path().filename().string().front() == '.') continue;  // staging
       if (auto used = LastUse(it->path() / ".ready")) out.push_back({it->path().string(), *used});
