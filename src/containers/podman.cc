@@ -226,6 +226,7 @@ absl::StatusOr<bool> Podman::RemoveImage(const StoredImage& image, const std::fu
   // first: by id, podman removes an image with several names only by force.
   auto untag = Run(Command({"untag", image.id}), Environment(), absl::Minutes(1));
   if (!untag.ok()) return untag.status();
+  present_.clear();  // its names may be gone, whatever rmi says: the next pull of each asks the store again
   auto r = Run(Command({"rmi", image.id}), Environment(), absl::Minutes(2));
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {
@@ -233,7 +234,6 @@ absl::StatusOr<bool> Podman::RemoveImage(const StoredImage& image, const std::fu
     if (absl::StrContains(r->output, "image not known")) return false;  // gone already
     return absl::UnavailableError(absl::StrCat("podman rmi ", image.id, ": ", Trimmed(r->output)));
   }
-  present_.clear();  // rare: the next pull of each asks the store again
   return true;
 }
 
