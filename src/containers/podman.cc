@@ -206,7 +206,9 @@ absl::StatusOr<std::vector<StoredImage>> ParseStoredImages(absl::string_view jso
     if (auto size = image.find("Size"); size != image.end() && size->is_number_integer()) {
       stored.bytes = size->get<int64_t>();
     }
-    if (auto n = image.find("Containers"); n != image.end() && n->is_number_integer()) stored.containers = n->get<int>();
+    if (auto n = image.find("Containers"); n != image.end() && n->is_number_integer()) {
+      stored.containers = n->get<int>();
+    }
     out.push_back(std::move(stored));
   }
   return out;

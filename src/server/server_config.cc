@@ -122,50 +122,39 @@ absl::Status ParseAccounting(const YAML::Node& node, model::UsageRates* rates) {
 // `retention:` (run_files, logs, packages, images: max_age_days,
 // max_size_mb; check_seconds).
 absl::Status ParseRetention(const YAML::Node& node, ServerConfig::Retention* retention) {
-  const std::map<std::string, ServerConfig::RetentionBudget*> budgets = {{"run_files", &retention->run_files},
-                                                                         {"logs", &retention->logs},
-                                                                         {"packages", &retention->packages},
-                                                                         {"images", &retention->images}};
-  if (!node.IsMap()) {
-    return absl::InvalidArgumentError("retention: expected a map (run_files, logs, packages, images, check_seconds)");
+  if (auto s = CheckKeys(node, "retention", {"run_files", "logs", "packages", "images", "check_seconds"}); !s.ok()) {
+    return s;
   }
-  for (const auto& kv : node) {
-    const std::string key = kv.first.as<std::string>();
-    if (key == "check_seconds") {
-      int seconds = 0;
-      if (!kv.second.IsScalar() || !YAML::convert<int>::decode(kv.second, seconds) || seconds < 1 || seconds > 86400) {
-        return absl::InvalidArgumentError("retention.check_seconds must be from 1 to 86400");
+  if (const YAML::Node n = node["check_seconds"]) {
+    int seconds = 0;
+    if (!n.IsScalar() || !YAML::convert<int>::decode(n, seconds) || seconds < 1 || seconds > 86400) {
+      return absl::InvalidArgumentError("retention.check_seconds must be from 1 to 86400");
+    }
+    retention->check_seconds = seconds;
+  }
+  const std::pair<const char*, ServerConfig::RetentionBudget*> budgets[] = {{"run_files", &retention->run_files},
+                                                                            {"logs", &retention->logs},
+                                                                            {"packages", &retention->packages},
+                                                                            {"images", &retention->images}};
+  for (const auto& [key, budget] : budgets) {
+    const YAML::Node b = node[key];
+    if (!b) continue;
+    const std::string where = absl::StrCat("retention.", key);
+    if (auto s = CheckKeys(b, where, {"max_age_days", "max_size_mb"}); !s.ok()) return s;
+    if (const YAML::Node n = b["max_age_days"]) {
+      double days = -1;
+      if (!n.IsScalar() || !YAML::convert<double>::decode(n, days) || !(days >= 0) || days > 36500) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ".max_age_days must be a number of days from 0 to 36500"));
       }
-      retention->check_seconds = seconds;
-      continue;
+      budget->max_age_days = days;
     }
-    auto named = budgets.find(key);
-    if (named == budgets.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("retention.", key, ": unknown key; known: run_files, logs, packages, images, check_seconds"));
-    }
-    ServerConfig::RetentionBudget& budget = *named->second;
-    if (!kv.second.IsMap()) {
-      return absl::InvalidArgumentError(absl::StrCat("retention.", key, ": expected a map (max_age_days, max_size_mb)"));
-    }
-    for (const auto& b : kv.second) {
-      const std::string name = b.first.as<std::string>();
-      const std::string where = absl::StrCat("retention.", key, ".", name);
-      if (name == "max_age_days") {
-        double days = -1;
-        if (!b.second.IsScalar() || !YAML::convert<double>::decode(b.second, days) || !(days >= 0) || days > 36500) {
-          return absl::InvalidArgumentError(absl::StrCat(where, " must be a number of days from 0 to 36500"));
-        }
-        budget.max_age_days = days;
-      } else if (name == "max_size_mb") {
-        int64_t mb = -1;
-        if (!b.second.IsScalar() || !YAML::convert<int64_t>::decode(b.second, mb) || mb < 0) {
-          return absl::InvalidArgumentError(absl::StrCat(where, " must be a whole number of MiB, 0 or more"));
-        }
-        budget.max_size_mb = mb;
-      } else {
-        return absl::InvalidArgumentError(absl::StrCat(where, ": unknown key; known: max_age_days, max_size_mb"));
+    if (const YAML::Node n = b["max_size_mb"]) {
+      int64_t mb = -1;
+      if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, mb) || mb < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ".max_size_mb must be a whole number of MiB, 0 or more"));
       }
+      budget->max_size_mb = mb;
     }
   }
   return absl::OkStatus();

@@ -123,6 +123,8 @@ TEST(ServerConfigServiceKeys, Table) {
       {"retention: {run_files: {max_size_mb: lots}}\n", "retention.run_files.max_size_mb must be a whole number"},
       {"retention: {envs: {}}\n", "retention.envs: unknown key; known: run_files, logs, packages, images, check_seconds"},
       {"retention: {images: {max_size_mb: 1.5}}\n", "retention.images.max_size_mb must be a whole number"},
+      {"retention: {logs: 5}\n", "retention.logs: expected a map"},
+      {"retention: 30\n", "retention: expected a map"},
       {"retention: {check_seconds: 0}\n", "retention.check_seconds must be from 1 to 86400"},
       {"disk: {reserve_mb: 64, check_seconds: 5}\n", ""},
       {"disk: {reserve_mb: -1}\n", "disk.reserve_mb must be 0 or more"},
