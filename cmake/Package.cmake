@@ -33,22 +33,20 @@ file(WRITE ${MLE_CHANGELOG}
      "  * Built from the mlengine source tree.\n\n"
      " -- ${MLE_MAINTAINER}  Sun, 06 Dec 2026 00:00:00 +0000\n")
 add_custom_command(OUTPUT ${MLE_CHANGELOG}.gz COMMAND gzip -9nf -k ${MLE_CHANGELOG} DEPENDS ${MLE_CHANGELOG})
-add_custom_command(
-  OUTPUT ${MLE_GEN}/mlengined.8.gz
-  COMMAND help2man --no-info --section=8 --name="AI Platform Training's jobs API server"
-          --output=${MLE_GEN}/mlengined.8 $<TARGET_FILE:mlengined>
-  COMMAND gzip -9nf ${MLE_GEN}/mlengined.8
-  DEPENDS mlengined VERBATIM)
-add_custom_command(
-  OUTPUT ${MLE_GEN}/mlengine.1.gz
-  COMMAND help2man --no-info --section=1 --name="the command line of mlengine, after gcloud ai-platform"
-          --output=${MLE_GEN}/mlengine.1 $<TARGET_FILE:mlengine>
-  COMMAND gzip -9nf ${MLE_GEN}/mlengine.1
-  DEPENDS mlengine VERBATIM)
+# A program's manual page in SECTION, from its --help.
+function(mle_man_page target section description)
+  set(page ${MLE_GEN}/${target}.${section})
+  add_custom_command(
+    OUTPUT ${page}.gz
+    COMMAND help2man --no-info --section=${section} --name=${description} --output=${page} $<TARGET_FILE:${target}>
+    COMMAND gzip -9nf ${page}
+    DEPENDS ${target} VERBATIM)
+  install(FILES ${page}.gz DESTINATION share/man/man${section})
+endfunction()
+mle_man_page(mlengined 8 "AI Platform Training's jobs API server")
+mle_man_page(mlengine 1 "the command line of mlengine, after gcloud ai-platform")
 add_custom_target(debian_docs DEPENDS ${MLE_CHANGELOG}.gz ${MLE_GEN}/mlengined.8.gz ${MLE_GEN}/mlengine.1.gz)
 install(FILES ${MLE_CHANGELOG}.gz DESTINATION share/doc/mlengine)
-install(FILES ${MLE_GEN}/mlengined.8.gz DESTINATION share/man/man8)
-install(FILES ${MLE_GEN}/mlengine.1.gz DESTINATION share/man/man1)
 # Explained to lintian: the replica shim and the Slurm launcher are static on
 # purpose (they run inside sandboxes and on cluster nodes with nothing of
 # mlengine's libraries at hand).
