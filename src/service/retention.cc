@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <system_error>
 #include <tuple>
@@ -198,15 +199,48 @@ void RetentionService::RunDirectories(const RetentionBudgets& budgets, const Job
   }
 }
 
+namespace {
+
+// Plans the cut of `items` and removes each item of it with `remove`
+// (false: no longer removable, as when used since it was listed): what was
+// removed. `what` names an item in a warning when `remove` fails.
+RetentionCut RemoveEach(const std::vector<RetentionItem>& items, const RetentionBudget& budget, absl::Time now,
+                        const char* what, const std::function<absl::StatusOr<bool>(const RetentionItem&)>& remove) {
+  std::map<std::string, const RetentionItem*> by_id;
+  for (const auto& item : items) by_id[item.id] = &item;
+  RetentionCut removed;
+  for (const auto& id : PlanRetention(items, budget, now).ids) {
+    const RetentionItem& item = *by_id.at(id);
+    auto gone = remove(item);
+    if (!gone.ok()) {
+      obs::Log("retention").warn("could not remove the {} {}: {}", what, id, std::string(gone.status().message()));
+      continue;
+    }
+    if (!*gone) continue;
+    removed.ids.push_back(id);
+    removed.bytes += item.bytes;
+    if (budget.max_age && now - item.ended > *budget.max_age) ++removed.past_age;
+  }
+  return removed;
+}
+
+// What a job may pin an image by: each of its digests and its id.
+std::vector<std::string> PinsOf(const containers::StoredImage& image) {
+  std::vector<std::string> pins = image.repo_digests;
+  pins.push_back(image.id);
+  return pins;
+}
+
+}  // namespace
+
 void RetentionService::Packages(const RetentionBudget& budget, const JobService::Uses& uses,
                                 const EnvironmentsInUse& environments, absl::Time now) {
   std::vector<RetentionItem> items;
-  std::map<std::string, absl::Time> listed;  // each environment's last use as listed: Remove checks it is unchanged
   std::set<std::string> seen;
   for (const auto& env : options_.packages->Environments()) {
     RetentionItem item;
     item.id = env.dir;
-    item.ended = env.last_used;
+    item.ended = env.last_used;  // Remove checks it is unchanged
     if (environments.dirs.count(env.dir)) {
       // Used now: its last use follows the job (what is left after it ends
       // is counted from about then).
@@ -219,27 +253,17 @@ void RetentionService::Packages(const RetentionBudget& budget, const JobService:
     if (sized == environment_sizes_.end()) sized = environment_sizes_.emplace(env.dir, TreeBytes(env.dir)).first;
     item.bytes = sized->second;
     seen.insert(env.dir);
-    listed[env.dir] = env.last_used;
     items.push_back(std::move(item));
   }
   for (auto it = environment_sizes_.begin(); it != environment_sizes_.end();) {
     it = seen.count(it->first) ? std::next(it) : environment_sizes_.erase(it);
   }
   if (environments.unknown) return;  // nothing removed until those jobs end
-  RetentionCut removed;
-  for (const auto& dir : PlanRetention(items, budget, now).ids) {
-    auto gone = options_.packages->Remove(dir, listed[dir]);
-    if (!gone.ok()) {
-      obs::Log("retention").warn("could not remove the package environment {}: {}", dir,
-                                 std::string(gone.status().message()));
-      continue;
-    }
-    if (!*gone) continue;  // handed to a job since
-    removed.ids.push_back(dir);
-    removed.bytes += environment_sizes_[dir];
-    if (now - listed[dir] > budget.max_age.value_or(absl::InfiniteDuration())) ++removed.past_age;
-    environment_sizes_.erase(dir);
-  }
+  // Not when handed to a job since it was listed.
+  const RetentionCut removed = RemoveEach(items, budget, now, "package environment", [&](const RetentionItem& item) {
+    return options_.packages->Remove(item.id, item.ended);
+  });
+  for (const auto& dir : removed.ids) environment_sizes_.erase(dir);
   Report("packages", absl::StrCat(removed.ids.size(), " package environments no running job uses"), removed);
 }
 
@@ -255,8 +279,6 @@ void RetentionService::Images(const RetentionBudget& budget, const JobService::U
   for (const auto& image : *stored) {
     // Only what mlengined pulled for its jobs: every name from its
     // registry, pinned by a job of its own.
-    std::vector<std::string> pins = image.repo_digests;
-    pins.push_back(image.id);
     bool ours = !options_.podman->settings().registry.empty() && !(image.names.empty() && image.repo_digests.empty());
     for (const auto& name : image.names) ours = ours && absl::StartsWith(name, registry);
     for (const auto& name : image.repo_digests) ours = ours && absl::StartsWith(name, registry);
@@ -266,7 +288,7 @@ void RetentionService::Images(const RetentionBudget& budget, const JobService::U
     item.bytes = image.bytes;
     bool pinned = false;
     item.ended = absl::InfinitePast();
-    for (const auto& pin : pins) {
+    for (const auto& pin : PinsOf(image)) {
       auto use = uses.images.find(pin);
       if (use == uses.images.end()) continue;
       pinned = true;
@@ -280,23 +302,11 @@ void RetentionService::Images(const RetentionBudget& budget, const JobService::U
     by_id[image.id] = &image;
     items.push_back(std::move(item));
   }
-  const RetentionCut cut = PlanRetention(items, budget, now);
-  RetentionCut removed;
-  for (const auto& id : cut.ids) {
-    const containers::StoredImage& image = *by_id[id];
-    std::vector<std::string> pins = image.repo_digests;
-    pins.push_back(image.id);
-    auto gone = options_.podman->RemoveImage(image, [&] { return !jobs_.PinnedByUnfinishedJob(pins); });
-    if (!gone.ok()) {
-      obs::Log("retention").warn("could not remove the image {}: {}", id, std::string(gone.status().message()));
-      continue;
-    }
-    if (!*gone) continue;  // pinned by a new job since, or a container holds it
-    removed.ids.push_back(id);
-    removed.bytes += image.bytes;
-    auto item = std::find_if(items.begin(), items.end(), [&](const RetentionItem& i) { return i.id == id; });
-    if (now - item->ended > budget.max_age.value_or(absl::InfiniteDuration())) ++removed.past_age;
-  }
+  // Not when pinned by a new job since, or a container holds it.
+  const RetentionCut removed = RemoveEach(items, budget, now, "image", [&](const RetentionItem& item) {
+    const containers::StoredImage& image = *by_id.at(item.id);
+    return options_.podman->RemoveImage(image, [&] { return !jobs_.PinnedByUnfinishedJob(PinsOf(image)); });
+  });
   Report("images", absl::StrCat(removed.ids.size(), " images no unfinished job pins"), removed);
 }
 
