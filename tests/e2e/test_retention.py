@@ -34,6 +34,13 @@ def metric(server, name, kind):
     return 0.0
 
 
+def wait_counted(server, name, kind, at_least):
+    """Waits until the metric has reached at_least. What retention removed
+    is gone from disk a moment before its round is logged and counted."""
+    return wait_for(lambda: metric(server, name, kind) >= at_least, f"{name}{{kind={kind}}} >= {at_least}",
+                    timeout=30, on_fail=lambda: metric(server, name, kind))
+
+
 def test_run_files_go_at_their_age_and_logs_over_their_budget_never_a_running_jobs(server_factory, tmp_path, names):
     server = server_factory(CONFIG)
     cli = make_cli(server, tmp_path, names)
@@ -65,10 +72,12 @@ def test_run_files_go_at_their_age_and_logs_over_their_budget_never_a_running_jo
     assert tree_bytes(run_dir[running]) > 1 << 20
     assert cli.describe(running)["state"] == "RUNNING"
 
+    # Each round counts what it removed (removed, then freed) after it is gone.
+    wait_counted(server, "mlengine_retention_freed_bytes_total", "logs", 1)
+    wait_counted(server, "mlengine_retention_freed_bytes_total", "run_files", 2 * 300000)
+    assert metric(server, "mlengine_retention_removed_total", "logs") >= 1
     log = open(server.stderr_path).read()
     assert "retention" in log and "removed the run files" in log and "removed the run directories" in log, log[-3000:]
-    assert metric(server, "mlengine_retention_removed_total", "logs") >= 1
-    assert metric(server, "mlengine_retention_freed_bytes_total", "run_files") >= 2 * 300000
 
     # Once it ends it is like any other: its run files go.
     from test_backup import put_object
@@ -123,8 +132,8 @@ def test_package_environments_go_once_no_running_job_uses_them_and_are_built_aga
     # Over the budget once its job ended: removed. The running job's stays.
     wait_for(lambda: not os.path.exists(unused), "the ended job's environment removed", timeout=30)
     assert os.path.exists(os.path.join(in_use, ".ready"))
+    wait_counted(server, "mlengine_retention_freed_bytes_total", "packages", 1)
     assert metric(server, "mlengine_retention_removed_total", "packages") >= 1
-    assert metric(server, "mlengine_retention_freed_bytes_total", "packages") > 0
     log = open(server.stderr_path).read()
     assert "package environments no running job uses" in log, log[-3000:]
     # Nothing of it left beside the others (no staging directory either).
