@@ -33,9 +33,9 @@ absl::StatusOr<iam::Principal> AccessGate::Authenticate(absl::string_view author
 namespace {
 
 // The canonical code a response carries ("OK", "PERMISSION_DENIED", ...).
-std::string OutcomeOf(const HttpResponse& r) {
+std::string OutcomeOf(HttpResponse& r) {
   if (r.status < 300) return "OK";
-  const auto body = nlohmann::json::parse(r.body, nullptr, false);
+  const auto body = nlohmann::json::parse(r.Body(), nullptr, false);
   if (body.is_object() && body.contains("error") && body["error"].contains("status") &&
       body["error"]["status"].is_string()) {
     return body["error"]["status"].get<std::string>();

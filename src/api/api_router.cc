@@ -183,7 +183,8 @@ void CreateJob(const Services& s, const Call& call, Responder respond) {
       [respond, pretty, audit = call.audit](absl::StatusOr<model::Job> j) {
         if (!j.ok()) return respond(RenderError(j.status(), pretty));
         if (audit != nullptr) audit->written = true;
-        respond(Render(codec::EncodeJob(*j), pretty));
+        // Answered on the store's writer thread: encoded where it is written.
+        respond(RenderJsonDeferred([job = *std::move(j)] { return codec::EncodeJob(job); }, pretty));
       },
       std::move(decoded.violations), call.caller, std::move(audit_line), validate_only);
 }
@@ -668,7 +669,7 @@ void ApiRouter::Handle(HttpRequest request, Responder respond) const {
     if (!mask.ok()) return respond(Fail(mask.status(), pretty));
     respond = [respond, mask = *std::move(mask), pretty](HttpResponse r) {
       if (r.status == 200) {
-        json body = json::parse(r.body, nullptr, false);
+        json body = json::parse(r.Body(), nullptr, false);
         if (!body.is_discarded()) r = Render(mask.Apply(body), pretty);
       }
       respond(std::move(r));

@@ -731,6 +731,7 @@ class Session : public std::enable_shared_from_this<Session> {
     Answered(response.status, response.route);
     if (response.stream) return WriteStream(std::move(response));
     if (response.body_fd || !response.file_path.empty()) return WriteFile(std::move(response));
+    response.Body();
     if (head_request_) return WriteHeadersOnly(response, response.body.size());
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(response.status), 11);
@@ -1043,6 +1044,14 @@ std::string HttpRequest::Header(std::string_view name) const {
     if (k == name) return v;
   }
   return "";
+}
+
+const std::string& HttpResponse::Body() {
+  if (deferred_body) {
+    body = deferred_body();
+    deferred_body = nullptr;
+  }
+  return body;
 }
 
 std::shared_ptr<const int> OwnBodyFd(int fd) {

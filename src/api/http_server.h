@@ -106,6 +106,13 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json; charset=UTF-8";
   std::string body;
+  // The body made where the response is written (the connection's own
+  // thread) instead of where the handler answered: a create answers from
+  // the store's single writer thread once its commit is done, and the
+  // encoding of its answer is as costly as the commit; left to the
+  // connection, it runs beside other requests, not in every commit's way.
+  // Whoever reads the body before it is written calls Body().
+  std::function<std::string()> deferred_body;
   // A file to send as the body instead of `body`, from its start: an open
   // descriptor (shared so responses stay copyable; the last owner closes it),
   // or else a path the server opens (O_NOFOLLOW on the last component only:
@@ -124,6 +131,9 @@ struct HttpResponse {
   // The route that answered (e.g. "ml.projects.jobs.get"), for the access
   // log and the request metrics; "" when none did.
   std::string route;
+
+  // `body`, made first where it was deferred.
+  const std::string& Body();
 };
 
 // Takes ownership of `fd` for HttpResponse::body_fd.

@@ -100,11 +100,26 @@ std::string QueryParam(const QueryParams& query, const std::string& name) {
   return it == query.end() ? "" : it->second;
 }
 
+namespace {
+
+std::string JsonText(const nlohmann::json& value, bool pretty) {
+  std::string text = value.dump(pretty ? 2 : -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (pretty) text.push_back('\n');
+  return text;
+}
+
+}  // namespace
+
 HttpResponse RenderJson(const nlohmann::json& value, bool pretty, int status) {
   HttpResponse r;
   r.status = status;
-  r.body = value.dump(pretty ? 2 : -1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (pretty) r.body.push_back('\n');
+  r.body = JsonText(value, pretty);
+  return r;
+}
+
+HttpResponse RenderJsonDeferred(std::function<nlohmann::json()> encode, bool pretty) {
+  HttpResponse r;
+  r.deferred_body = [encode = std::move(encode), pretty] { return JsonText(encode(), pretty); };
   return r;
 }
 

@@ -5,6 +5,7 @@
 // Pure functions, thread-safe.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -44,6 +45,10 @@ absl::StatusOr<nlohmann::json> ParseJsonBody(const std::string& body, bool allow
 
 // `value` as the response body (pretty: indented, with a final newline).
 HttpResponse RenderJson(const nlohmann::json& value, bool pretty, int status = 200);
+// A 200 whose JSON is encoded and rendered where the response is written
+// (HttpResponse::deferred_body): for an answer made on a thread that others
+// wait on, such as the store's writer.
+HttpResponse RenderJsonDeferred(std::function<nlohmann::json()> encode, bool pretty);
 // `status` as Google's error body, with the HTTP status of its code.
 HttpResponse RenderError(const absl::Status& status, bool pretty);
 

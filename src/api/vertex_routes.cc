@@ -55,13 +55,17 @@ constexpr Kind kTuningJobs{true,
                            "GoogleCloudAiplatformV1ListHyperparameterTuningJobsResponse",
                            "GoogleCloudAiplatformV1CancelHyperparameterTuningJobRequest"};
 
-// A response of schema `schema`, its enums as numbers where the call asked
-// for them (Call::enum_numbers).
-HttpResponse RenderAs(json value, const char* schema, bool enum_numbers, bool pretty) {
+// A value of schema `schema`, its enums as numbers where the call asked for
+// them (Call::enum_numbers).
+json EnumsAs(json value, const char* schema, bool enum_numbers) {
   if (enum_numbers) {
     codec::DiscoverySchema::Aiplatform().RecodeEnums(value, schema, codec::DiscoverySchema::EnumEncoding::kNumbers);
   }
-  return Render(value, pretty);
+  return value;
+}
+
+HttpResponse RenderAs(json value, const char* schema, bool enum_numbers, bool pretty) {
+  return Render(EnumsAs(std::move(value), schema, enum_numbers), pretty);
 }
 
 absl::Status NotFound(const Kind& kind, const Call& call) {
@@ -121,7 +125,10 @@ void Create(const Services& s, const Call& call, Responder respond) {
       [respond, pretty, numbers = call.enum_numbers, audit = call.audit](absl::StatusOr<model::Job> j) {
         if (!j.ok()) return respond(RenderError(j.status(), pretty));
         if (audit != nullptr) audit->written = true;
-        respond(RenderAs(codec::EncodeVertexJob(*j), K.schema, numbers, pretty));
+        // Answered on the store's writer thread: encoded where it is written.
+        respond(RenderJsonDeferred(
+            [job = *std::move(j), numbers] { return EnumsAs(codec::EncodeVertexJob(job), K.schema, numbers); },
+            pretty));
       },
       std::move(decoded.violations), call.caller, std::move(audit_line), /*validate_only=*/false);
 }

@@ -695,3 +695,7 @@ def test_fields_gives_a_partial_response(server, project):
     assert r.status == 404 and r.json["error"]["status"] == "NOT_FOUND"
     r = server.request("GET", "/v1/projects/%s/jobs/partial" % project, query={"fields": "jobs(jobId"})
     assert r.status == 400 and violation_fields(r.json) == ["fields"], r.json
+    # A create's answer too: it is encoded after its commit, where it is written.
+    r = server.request("POST", "/v1/projects/%s/jobs" % project, body=tpu_job("partial_create"),
+                       query={"fields": "jobId,state"})
+    assert r.status == 200 and r.json == {"jobId": "partial_create", "state": "QUEUED"}, r.json

@@ -85,6 +85,10 @@ def test_create_get_list_cancel(vertex, server, project):
     assert seen == list(reversed(names))
     # Another location lists none of them.
     assert jobs.list(parent=f"projects/{project}/locations/europe-west4").execute() == {}
+    # Raw, as a client asking for enums as numbers and a partial answer sees a create.
+    r = server.request("POST", f"/v1/{parent}/customJobs", body=package_job("numbers"),
+                       query={"$alt": "json;enum-encoding=int", "fields": "displayName,state"})
+    assert r.status == 200 and r.json == {"displayName": "numbers", "state": 1}, r.json
 
     assert jobs.cancel(name=name, body={}).execute() == {}
     assert jobs.get(name=name).execute()["state"] in ("JOB_STATE_CANCELLING", "JOB_STATE_CANCELLED")
