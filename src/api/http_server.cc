@@ -316,6 +316,11 @@ class Session : public std::enable_shared_from_this<Session> {
   Session(tcp::socket socket, const HttpServerOptions& options, const Handler& handler,
           const asio::any_io_executor& checksum_pool)
       : stream_(std::move(socket)), options_(options), handler_(handler), checksum_pool_(checksum_pool) {
+    // Beast reads at most 512 bytes at a time into a buffer with less room:
+    // a request of headers and a small JSON body over that (a Vertex AI
+    // create, any call from Google's clients with their longer headers)
+    // took two reads and two passes of the parser.
+    buffer_.reserve(kReadBuffer);
     beast::error_code ec;
     const auto peer = stream_.socket().remote_endpoint(ec);
     if (!ec) {
@@ -995,6 +1000,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   beast::tcp_stream stream_;
   asio::steady_timer send_timer_{stream_.get_executor()};  // SendFileSome's idle timeout
+  // Room for a request's headers and a small body in one read.
+  static constexpr size_t kReadBuffer = 8 * 1024;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> header_parser_;
   std::optional<http::request_parser<http::string_body>> string_parser_;
