@@ -116,7 +116,10 @@ before(async () => {
   await tuning;
   const tuningPackages = (await server.job(P, 'tune')).trainingInput.packageUris;
   vertex.ran = await server.vertexCreate(P, 'customJobs', { displayName: 'vertex census', labels: { team: 'vertex' },
-    jobSpec: { workerPoolSpecs: [pool(['--say', 'hello from vertex']), pool(['--say', 'hello from vertex'])],
+    // The chief lingers: once it ends the job has SUCCEEDED and the worker is
+    // stopped, and the worker starts a moment after it (its line must be there).
+    jobSpec: { workerPoolSpecs: [pool(['--say', 'hello from vertex', '--sleep', '2']),
+      pool(['--say', 'hello from vertex', '--sleep', '2'])],
       baseOutputDirectory: { outputUriPrefix: `gs://${B}/vertex` } } });
   [vertex.failing, vertex.waiting, vertex.tuning, vertex.sleeper] = await Promise.all([
     server.vertexCreate(P, 'customJobs', { displayName: 'vertex failing',

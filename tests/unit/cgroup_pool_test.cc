@@ -256,9 +256,12 @@ TEST_F(CgroupPoolKernel, RemoveSparesTakesThisPoolsAndAnEarlierOnes) {
   for (const std::string& leaf : leaves) ASSERT_TRUE(pool_->Acquire(Group(leaf), {}).ok());
   for (const std::string& leaf : leaves) ASSERT_TRUE(pool_->Release(Group(leaf)).ok());
   EXPECT_EQ(pool_->spares(), 2u);
-  // A pool of a restarted mlengined finds them.
+  // A pool of a restarted mlengined finds them. (At least them: it sweeps
+  // the host's whole mlengine tree, where an mlengined of the e2e tests
+  // running beside this one may have left spares of its own; the loop
+  // below checks that none of this test's is left.)
   CgroupPool restarted(*cgroups_);
-  EXPECT_EQ(restarted.RemoveSpares(), 2u);
+  EXPECT_GE(restarted.RemoveSpares(), 2u);
   EXPECT_EQ(pool_->RemoveSpares(), 0u);
   EXPECT_EQ(pool_->spares(), 0u);
   for (const std::string& leaf : cgroups_->List()) {
