@@ -39,6 +39,29 @@ int64_t TreeBytes(const fs::path& dir) {
 // A replica's scratch: what its trainer wrote beside it.
 constexpr const char* kScratch[] = {"work", "tmp"};
 
+// Plans the cut of `items` and removes each item of it with `remove`
+// (false: no longer removable, as when used since it was listed): what was
+// removed. `what` names an item in a warning when `remove` fails.
+RetentionCut RemoveEach(const std::vector<RetentionItem>& items, const RetentionBudget& budget, absl::Time now,
+                        const char* what, const std::function<absl::StatusOr<bool>(const RetentionItem&)>& remove) {
+  std::map<std::string, const RetentionItem*> by_id;
+  for (const auto& item : items) by_id[item.id] = &item;
+  RetentionCut removed;
+  for (const auto& id : PlanRetention(items, budget, now).ids) {
+    const RetentionItem& item = *by_id.at(id);
+    auto gone = remove(item);
+    if (!gone.ok()) {
+      obs::Log("retention").warn("could not remove the {} {}: {}", what, id, std::string(gone.status().message()));
+      continue;
+    }
+    if (!*gone) continue;
+    removed.ids.push_back(id);
+    removed.bytes += item.bytes;
+    if (budget.max_age && now - item.ended > *budget.max_age) ++removed.past_age;
+  }
+  return removed;
+}
+
 }  // namespace
 
 RetentionCut PlanRetention(std::vector<RetentionItem> items, const RetentionBudget& budget, absl::Time now) {
@@ -173,14 +196,16 @@ void RetentionService::RunDirectories(const RetentionBudgets& budgets, const Job
   for (auto it = sizes_.begin(); it != sizes_.end();) it = seen.count(it->first) ? std::next(it) : sizes_.erase(it);
 
   if (budgets.run_files.Set()) {
-    const RetentionCut cut = PlanRetention(run_files, budgets.run_files, now);
-    for (const auto& dir : cut.ids) {
-      for (const auto& replica : fs::directory_iterator(dir, ec)) {
+    auto remove_scratch = [&](const RetentionItem& item) -> absl::StatusOr<bool> {
+      std::error_code ec;
+      for (const auto& replica : fs::directory_iterator(item.id, ec)) {
         if (!replica.is_directory(ec) || replica.is_symlink(ec)) continue;
         for (const char* scratch : kScratch) fs::remove_all(replica.path() / scratch, ec);
       }
-      sizes_[dir].run_files = 0;
-    }
+      sizes_[item.id].run_files = 0;
+      return true;
+    };
+    const RetentionCut cut = RemoveEach(run_files, budgets.run_files, now, "run files of", remove_scratch);
     Report("run_files", absl::StrCat("the run files (replicas' work/ and tmp/) of ", cut.ids.size(), " ended jobs"),
            cut);
     for (auto& item : logs) {  // what is left of each for the logs' budget
@@ -189,40 +214,19 @@ void RetentionService::RunDirectories(const RetentionBudgets& budgets, const Job
     }
   }
   if (budgets.logs.Set()) {
-    const RetentionCut cut = PlanRetention(logs, budgets.logs, now);
-    for (const auto& dir : cut.ids) {
-      fs::remove_all(dir, ec);
-      if (ec) obs::Log("retention").warn("could not remove all of {}: {}", dir, ec.message());
-      sizes_.erase(dir);
-    }
+    auto remove_run = [&](const RetentionItem& item) -> absl::StatusOr<bool> {
+      std::error_code ec;
+      fs::remove_all(item.id, ec);
+      sizes_.erase(item.id);  // what is left of it is measured again
+      if (ec) return absl::InternalError(ec.message());
+      return true;
+    };
+    const RetentionCut cut = RemoveEach(logs, budgets.logs, now, "run directory", remove_run);
     Report("logs", absl::StrCat("the run directories (logs included) of ", cut.ids.size(), " ended jobs"), cut);
   }
 }
 
 namespace {
-
-// Plans the cut of `items` and removes each item of it with `remove`
-// (false: no longer removable, as when used since it was listed): what was
-// removed. `what` names an item in a warning when `remove` fails.
-RetentionCut RemoveEach(const std::vector<RetentionItem>& items, const RetentionBudget& budget, absl::Time now,
-                        const char* what, const std::function<absl::StatusOr<bool>(const RetentionItem&)>& remove) {
-  std::map<std::string, const RetentionItem*> by_id;
-  for (const auto& item : items) by_id[item.id] = &item;
-  RetentionCut removed;
-  for (const auto& id : PlanRetention(items, budget, now).ids) {
-    const RetentionItem& item = *by_id.at(id);
-    auto gone = remove(item);
-    if (!gone.ok()) {
-      obs::Log("retention").warn("could not remove the {} {}: {}", what, id, std::string(gone.status().message()));
-      continue;
-    }
-    if (!*gone) continue;
-    removed.ids.push_back(id);
-    removed.bytes += item.bytes;
-    if (budget.max_age && now - item.ended > *budget.max_age) ++removed.past_age;
-  }
-  return removed;
-}
 
 // What a job may pin an image by: each of its digests and its id.
 std::vector<std::string> PinsOf(const containers::StoredImage& image) {
