@@ -5,6 +5,12 @@
 #   images.sh build [IMAGE...]            into podman's image store
 #   images.sh push REGISTRY [IMAGE...]    build if needed, then push, e.g.
 #                                         images.sh push 127.0.0.1:5000
+#   images.sh base IMAGE                  build if needed and print the
+#                                         reference of IMAGE's plain Debian
+#                                         root file system, without
+#                                         mlengine's helpers (tests/e2e/
+#                                         test_package.py installs the .deb
+#                                         on the pytorch one)
 #
 #   mlengine/python:bookworm   python3-minimal, numpy and mlengine's helper
 #                              packages (python/mlengine, python/hypertune as
@@ -24,13 +30,14 @@
 # only pushes (and the registry keeps blobs it has). Needs root; podman runs
 # with mlengine's containers.conf (runc, no default ulimits).
 set -euo pipefail
-usage="usage: images.sh build [python|pytorch ...] | images.sh push REGISTRY [python|pytorch ...]"
+usage="usage: images.sh build [python|pytorch ...] | images.sh push REGISTRY [python|pytorch ...] | images.sh base python|pytorch"
 CMD=${1:?$usage}
 shift
 REGISTRY=
 case $CMD in
   build) ;;
   push) REGISTRY=${1:?$usage}; shift ;;
+  base) [ $# -eq 1 ] || { echo "$usage" >&2; exit 2; } ;;
   *) echo "$usage" >&2; exit 2 ;;
 esac
 IMAGES=("$@")
@@ -52,10 +59,45 @@ packages() {
 
 log() { echo "images.sh: $*" >&2; }
 
-for name in "${IMAGES[@]}"; do
+# The key of image $1's root file system: a hash of its package list.
+base_key_of() {
+  local pkgs
+  pkgs=$(packages "$1")
+  printf '%s\n' "bookworm" "$pkgs" "$MIRROR" | sha256sum | cut -c1-16
+}
+
+# Builds (if needed) the plain root file system of image $1 and imports it;
+# sets base_ref.
+build_base() {
+  local name=$1 pkgs base_key rootfs
   pkgs=$(packages "$name")
-  base_key=$(printf '%s\n' "bookworm" "$pkgs" "$MIRROR" | sha256sum | cut -c1-16)
+  base_key=$(base_key_of "$name")
   rootfs="$CACHE/rootfs-$name-$base_key.tar"
+  base_ref="localhost/mlengine/$name-base:$base_key"
+  podman image exists "$base_ref" && return 0
+  if [ ! -s "$rootfs" ]; then
+    log "building the $name root file system (mmdebstrap: $pkgs)"
+    # shellcheck disable=SC2016  # "$1" is for mmdebstrap's hook: the root's path
+    mmdebstrap --quiet --variant=apt --include="$pkgs" \
+      --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+      --dpkgopt='path-exclude=/usr/share/locale/*' \
+      --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/*' \
+      bookworm "$rootfs.partial.tar" "$MIRROR"  # the .tar suffix makes mmdebstrap write a tarball
+    mv "$rootfs.partial.tar" "$rootfs"
+  fi
+  log "importing $rootfs"
+  podman import --quiet --change 'CMD ["/usr/bin/python3"]' --change 'ENV PYTHONUNBUFFERED=1' \
+    "$rootfs" "$base_ref" >/dev/null
+}
+
+if [ "$CMD" = base ]; then
+  build_base "${IMAGES[0]}"
+  echo "$base_ref"
+  exit 0
+fi
+
+for name in "${IMAGES[@]}"; do
+  base_key=$(base_key_of "$name")
   # What the final image holds: the root file system and mlengine's package.
   key=$( (echo "$base_key"; cd "$SOURCE/python" &&
           find mlengine hypertune cloudml_hypertune-*.dist-info -type f ! -name '*.pyc' -print0 | sort -z |
@@ -63,21 +105,7 @@ for name in "${IMAGES[@]}"; do
          sha256sum | cut -c1-16)
   local_ref="localhost/mlengine/$name:$key"
   if ! podman image exists "$local_ref"; then
-    if [ ! -s "$rootfs" ]; then
-      log "building the $name root file system (mmdebstrap: $pkgs)"
-      mmdebstrap --quiet --variant=apt --include="$pkgs" \
-        --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
-        --dpkgopt='path-exclude=/usr/share/locale/*' \
-        --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/*' \
-        bookworm "$rootfs.partial.tar" "$MIRROR"  # the .tar suffix makes mmdebstrap write a tarball
-      mv "$rootfs.partial.tar" "$rootfs"
-    fi
-    base_ref="localhost/mlengine/$name-base:$base_key"
-    if ! podman image exists "$base_ref"; then
-      log "importing $rootfs"
-      podman import --quiet --change 'CMD ["/usr/bin/python3"]' --change 'ENV PYTHONUNBUFFERED=1' \
-        "$rootfs" "$base_ref" >/dev/null
-    fi
+    build_base "$name"
     ctx=$(mktemp -d)
     trap 'rm -rf "$ctx"' EXIT
     mkdir "$ctx/python"
