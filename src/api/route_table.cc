@@ -77,29 +77,35 @@ PathPattern::PathPattern(absl::string_view pattern, PathSyntax syntax) : syntax_
   }
 }
 
-bool PathPattern::Match(const RequestPath& path, PathVars* vars) const {
+bool PathPattern::Fits(const RequestPath& path) const {
   if (path.verb != verb_) return false;
   const auto& got = path.segments;
   size_t i = 0;
   for (const Segment& seg : segments_) {
-    if (seg.rest) {
-      if (i >= got.size()) return false;
-      std::string value = absl::StrJoin(got.begin() + static_cast<std::ptrdiff_t>(i), got.end(), "/");
-      if (value.empty()) return false;
-      (*vars)[seg.var] = std::move(value);
-      return true;
-    }
     if (i >= got.size()) return false;
-    if (seg.var.empty()) {
-      if (got[i] != seg.literal) return false;
-    } else {
-      (*vars)[seg.var] = got[i];
-    }
+    if (seg.rest) return !(got.size() == i + 1 && got[i].empty());  // the rest, '/'s included, is not empty
+    if (seg.var.empty() && got[i] != seg.literal) return false;
     ++i;
   }
   if (i == got.size()) return true;
   // One trailing '/' ("b/x/o/") when empty segments are kept.
   return !syntax_.ignore_empty_segments && i + 1 == got.size() && got[i].empty();
+}
+
+bool PathPattern::Match(const RequestPath& path, PathVars* vars) const {
+  // A router tries its routes in turn: nothing is written for one that
+  // does not fit.
+  if (!Fits(path)) return false;
+  const auto& got = path.segments;
+  for (size_t i = 0; i < segments_.size(); ++i) {
+    const Segment& seg = segments_[i];
+    if (seg.rest) {
+      (*vars)[seg.var] = absl::StrJoin(got.begin() + static_cast<std::ptrdiff_t>(i), got.end(), "/");
+    } else if (!seg.var.empty()) {
+      (*vars)[seg.var] = got[i];
+    }
+  }
+  return true;
 }
 
 }  // namespace mle::api

@@ -58,6 +58,9 @@ class PathPattern {
   bool Match(const RequestPath& path, PathVars* vars) const;
 
  private:
+  // Whether `path` fits, its variables unread.
+  bool Fits(const RequestPath& path) const;
+
   struct Segment {
     std::string literal;  // when var is empty
     std::string var;

@@ -72,9 +72,8 @@ TEST(PathPatternTest, Rows) {
     ASSERT_TRUE(path.ok());
     PathVars vars;
     EXPECT_EQ(PathPattern(row.pattern, row.syntax).Match(*path, &vars), row.match);
-    if (row.match) {
-      EXPECT_EQ(vars, row.vars);
-    }
+    // A pattern that does not fit writes nothing (a router tries the next).
+    EXPECT_EQ(vars, row.vars);
   }
 }
 
