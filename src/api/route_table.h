@@ -54,7 +54,8 @@ class PathPattern {
   // (with the pattern in the message), so every test finds it.
   PathPattern(absl::string_view pattern, PathSyntax syntax);
 
-  // Whether `path` fits; then `vars` holds the variables' values.
+  // Whether `path` fits; then `vars` holds the variables' values (nothing
+  // is written to it otherwise).
   bool Match(const RequestPath& path, PathVars* vars) const;
 
  private:
@@ -104,10 +105,8 @@ class RouteTable {
     Found found;
     for (const Route& r : routes_) {
       if (r.method != "*" && r.method != method) continue;
-      PathVars vars;
-      if (!r.pattern.Match(path, &vars)) continue;
+      if (!r.pattern.Match(path, &found.vars)) continue;  // writes nothing unless it fits
       found.route = &r;
-      found.vars = std::move(vars);
       break;
     }
     return found;
