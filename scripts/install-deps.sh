@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config
   libboost-dev libboost-system-dev libboost-program-options-dev
-  nlohmann-json3-dev libyaml-cpp-dev libsqlite3-dev sqlite3
+  nlohmann-json3-dev rapidjson-dev libyaml-cpp-dev libsqlite3-dev sqlite3
   libabsl-dev libcli11-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
   libcurl4-openssl-dev libarchive-dev libssl-dev libisal-dev libsystemd-dev
   libeigen3-dev libnlopt-cxx-dev

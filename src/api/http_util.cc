@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "codec/job_codec.h"
+#include "codec/json_text.h"
 #include "common/status.h"
 
 namespace mle::api {
@@ -46,7 +47,7 @@ absl::StatusOr<nlohmann::json> ParseJsonBody(const std::string& body, bool allow
         "Invalid JSON payload received.", {{"(body)", absl::StrCat("JSON is nested deeper than ", kMaxJsonDepth, " levels")}});
   }
   try {
-    return nlohmann::json::parse(body);
+    return codec::ParseJson(body);
   } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for numbers like 1e999
     return common::InvalidArgumentWithViolations("Invalid JSON payload received.", {{"(body)", e.what()}});
   }
@@ -103,7 +104,7 @@ std::string QueryParam(const QueryParams& query, const std::string& name) {
 namespace {
 
 std::string JsonText(const nlohmann::json& value, bool pretty) {
-  std::string text = value.dump(pretty ? 2 : -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string text = codec::DumpJson(value, pretty ? 2 : -1);
   if (pretty) text.push_back('\n');
   return text;
 }

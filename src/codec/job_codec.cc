@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "codec/discovery.h"
 #include "codec/json_fields.h"
+#include "codec/json_text.h"
 #include "codec/vertex_codec.h"
 #include "common/status.h"
 #include "common/time_format.h"
@@ -440,7 +441,7 @@ std::string SerializeJobForStorage(const Job& job) {
   if (!job.preempted_by.empty()) o["_preemptedBy"] = job.preempted_by;
   if (!job.creator.empty()) o["_creator"] = job.creator;
   if (job.vertex) o["_vertex"] = EncodeVertexForStorage(*job.vertex);
-  return o.dump(-1, ' ', false, json::error_handler_t::replace);
+  return DumpJson(o);
 }
 
 absl::StatusOr<TrainingInput> DecodeEncodedTrainingInput(const json& o) {
@@ -453,8 +454,13 @@ absl::StatusOr<TrainingInput> DecodeEncodedTrainingInput(const json& o) {
 }
 
 absl::StatusOr<Job> ParseStoredJob(absl::string_view text) {
-  json o = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (o.is_discarded() || !o.is_object()) return absl::DataLossError("stored job is not valid JSON");
+  json o;
+  try {
+    o = ParseJson(std::string_view(text.data(), text.size()));
+  } catch (const json::exception&) {
+    return absl::DataLossError("stored job is not valid JSON");
+  }
+  if (!o.is_object()) return absl::DataLossError("stored job is not valid JSON");
   Job job;
   job.project = o.value("_project", "");
   job.version = o.value("_version", int64_t{0});

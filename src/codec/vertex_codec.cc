@@ -433,7 +433,11 @@ json EncodeVertexJob(const model::Job& job) {
   PutTimeField(o, "startTime", job.start_time);
   PutTimeField(o, "endTime", job.end_time);
   // The last change a client can see: its end, its start, or its creation.
-  PutTimeField(o, "updateTime", job.end_time ? job.end_time : job.start_time ? job.start_time : job.create_time);
+  if (job.end_time || job.start_time) {
+    PutTimeField(o, "updateTime", job.end_time ? job.end_time : job.start_time);
+  } else if (auto created = o.find("createTime"); created != o.end()) {
+    o["updateTime"] = *created;  // the same instant, formatted once
+  }
   if (job.state == model::JobState::kFailed || job.state == model::JobState::kCancelled) {
     const bool cancelled = job.state == model::JobState::kCancelled;
     o["error"] = {{"code", cancelled ? 1 : 3},
@@ -457,7 +461,10 @@ json EncodeListVertexJobsResponse(const std::vector<model::Job>& jobs, bool tuni
 json EncodeVertexJobSpec(const VertexJob& vertex) { return EncodeSpec(vertex); }
 
 json EncodeVertexForStorage(const VertexJob& v) {
-  json o = {{"location", v.location}, {"displayName", v.display_name}, {"jobSpec", EncodeSpec(v)}};
+  json o = json::object();
+  o["location"] = v.location;
+  o["displayName"] = v.display_name;
+  o["jobSpec"] = EncodeSpec(v);
   if (!v.unserved.empty()) o["unserved"] = v.unserved;
   if (v.study) {
     json study = EncodeStudySpec(*v.study);

@@ -7,13 +7,26 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/civil_time.h"
 
 namespace mle::common {
 
 std::string FormatRfc3339(absl::Time t) {
   // Always six fraction digits (proto3 JSON uses 0, 3, 6 or 9).
   t = absl::FromUnixMicros(absl::ToUnixMicros(t));
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", t, absl::UTCTimeZone());
+  const absl::TimeZone utc = absl::UTCTimeZone();
+  const absl::CivilSecond c = absl::ToCivilSecond(t, utc);
+  if (t == absl::InfiniteFuture() || t == absl::InfinitePast() || c.year() < 1000 || c.year() > 9999) {
+    return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", t, utc);
+  }
+  // Each job written or answered formats its times: absl::FormatTime (and
+  // absl::StrFormat) read their pattern every time, at a few thousand
+  // instructions a call; absl::StrCat's padded numbers take a tenth of that.
+  const int64_t micros = absl::ToInt64Microseconds(t - absl::FromCivil(c, utc));
+  return absl::StrCat(absl::Dec(c.year(), absl::kZeroPad4), "-", absl::Dec(c.month(), absl::kZeroPad2), "-",
+                      absl::Dec(c.day(), absl::kZeroPad2), "T", absl::Dec(c.hour(), absl::kZeroPad2), ":",
+                      absl::Dec(c.minute(), absl::kZeroPad2), ":", absl::Dec(c.second(), absl::kZeroPad2), ".",
+                      absl::Dec(micros, absl::kZeroPad6), "Z");
 }
 
 std::optional<absl::Time> ParseRfc3339(absl::string_view s) {

@@ -316,7 +316,8 @@ void JobService::Accept(const std::string& project, Job job, JobCallback done, s
   writes.push_back(StoredNow(job));
   for (auto& w : with_job) writes.push_back(std::move(w));
   auto change = Publish(job, JobState::kUnspecified, *job.create_time, &writes);
-  store_.Commit(std::move(writes), [this, key, job, change = std::move(change), done = std::move(done)](absl::Status s) {
+  store_.Commit(std::move(writes), [this, key, job = std::move(job), change = std::move(change),
+                                     done = std::move(done)](absl::Status s) mutable {
     if (change) subscriber_->Committed(*change, s);
     {
       std::unique_lock lock(mu_);
@@ -333,15 +334,16 @@ void JobService::Accept(const std::string& project, Job job, JobCallback done, s
     } else if (scheduler_ != nullptr) {
       scheduler_->Submit(job);
     }
-    done(Present(job));
+    // The caller's copy is this one, with its queue position.
+    done(Present(std::move(job)));
   });
 }
 
-model::Job JobService::Present(const Job& job) const {
-  if (job.state != JobState::kQueued || scheduler_ == nullptr) return job;
-  Job out = job;
-  out.job_position = scheduler_->QueuePosition({job.project, job.job_id});
-  return out;
+model::Job JobService::Present(Job job) const {
+  if (job.state == JobState::kQueued && scheduler_ != nullptr) {
+    job.job_position = scheduler_->QueuePosition({job.project, job.job_id});
+  }
+  return job;
 }
 
 absl::StatusOr<Job> JobService::GetJob(const std::string& project, const std::string& job_id) const {

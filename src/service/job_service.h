@@ -224,7 +224,7 @@ class JobService final : public scheduler::StateRecorder, public iam::ProjectDir
   // (mu_ held, shared).
   absl::Status CheckResume(const std::string& project, const model::Job& job) const;
   // Fills in derived, read-time fields (jobPosition).
-  model::Job Present(const model::Job& job) const;
+  model::Job Present(model::Job job) const;
   // The subscriber's part of `job`'s change from `from`: its writes added to
   // `writes`, and the change to tell it of once committed (none when no
   // subscriber wants it). mu_ may be held.

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <vector>
+
 namespace mle::common {
 namespace {
 
@@ -36,6 +39,37 @@ TEST(TimestampTest, Rfc3339RoundTrip) {
   EXPECT_EQ(ParseRfc3339(s), t);
   EXPECT_EQ(FormatRfc3339(absl::FromUnixSeconds(1700000000)), "2023-11-14T22:13:20.000000Z");
   EXPECT_EQ(ParseRfc3339("yesterday"), std::nullopt);
+}
+
+// The fast path writes what absl::FormatTime's pattern does, for instants
+// across the years a job may carry, leap days and the microsecond edges.
+TEST(TimestampTest, Rfc3339MatchesAbslFormatTime) {
+  auto absl_form = [](absl::Time t) {
+    return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", absl::FromUnixMicros(absl::ToUnixMicros(t)),
+                            absl::UTCTimeZone());
+  };
+  std::vector<absl::Time> times = {
+      absl::UnixEpoch(),
+      absl::FromUnixMicros(-1),
+      absl::FromUnixMicros(1),
+      absl::FromUnixNanos(1700000000123456789),  // sub-microsecond: cut, as before
+      absl::FromCivil(absl::CivilSecond(2024, 2, 29, 23, 59, 59), absl::UTCTimeZone()) + absl::Microseconds(999999),
+      absl::FromCivil(absl::CivilSecond(1, 1, 1, 0, 0, 0), absl::UTCTimeZone()),
+      absl::FromCivil(absl::CivilSecond(9999, 12, 31, 23, 59, 59), absl::UTCTimeZone()),
+      absl::FromCivil(absl::CivilSecond(10000, 1, 1, 0, 0, 0), absl::UTCTimeZone()),
+      absl::FromCivil(absl::CivilSecond(-1, 6, 1, 0, 0, 0), absl::UTCTimeZone()),
+      absl::InfiniteFuture(),
+      absl::InfinitePast(),
+  };
+  uint64_t x = 88172645463325252ULL;  // xorshift: a fixed spread of instants, 1900 to 2100
+  for (int i = 0; i < 20000; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    const int64_t span = int64_t{200} * 365 * 86400 * 1000000;
+    times.push_back(absl::FromUnixMicros(-int64_t{70} * 365 * 86400 * 1000000 + static_cast<int64_t>(x % span)));
+  }
+  for (absl::Time t : times) ASSERT_EQ(FormatRfc3339(t), absl_form(t)) << absl::ToUnixMicros(t);
 }
 
 }  // namespace
