@@ -103,10 +103,14 @@ std::string QueryParam(const QueryParams& query, const std::string& name) {
 
 namespace {
 
-std::string JsonText(const nlohmann::json& value, bool pretty) {
-  std::string text = codec::DumpJson(value, pretty ? 2 : -1);
+std::string JsonText(const std::function<std::string(int indent)>& write, bool pretty) {
+  std::string text = write(pretty ? 2 : -1);
   if (pretty) text.push_back('\n');
   return text;
+}
+
+std::string JsonText(const nlohmann::json& value, bool pretty) {
+  return JsonText([&](int indent) { return codec::DumpJson(value, indent); }, pretty);
 }
 
 }  // namespace
@@ -121,6 +125,19 @@ HttpResponse RenderJson(const nlohmann::json& value, bool pretty, int status) {
 HttpResponse RenderJsonDeferred(std::function<nlohmann::json()> encode, bool pretty) {
   HttpResponse r;
   r.deferred_body = [encode = std::move(encode), pretty] { return JsonText(encode(), pretty); };
+  return r;
+}
+
+HttpResponse RenderJsonText(const std::function<std::string(int indent)>& write, bool pretty) {
+  HttpResponse r;
+  r.status = 200;
+  r.body = JsonText(write, pretty);
+  return r;
+}
+
+HttpResponse RenderJsonTextDeferred(std::function<std::string(int indent)> write, bool pretty) {
+  HttpResponse r;
+  r.deferred_body = [write = std::move(write), pretty] { return JsonText(write, pretty); };
   return r;
 }
 

@@ -49,6 +49,11 @@ HttpResponse RenderJson(const nlohmann::json& value, bool pretty, int status = 2
 // (HttpResponse::deferred_body): for an answer made on a thread that others
 // wait on, such as the store's writer.
 HttpResponse RenderJsonDeferred(std::function<nlohmann::json()> encode, bool pretty);
+// The same two for a codec that writes the text itself (a JSON text as
+// DumpJson gives it, codec/json_text.h) for the indent they pass: 2 when
+// pretty, else -1 (compact).
+HttpResponse RenderJsonText(const std::function<std::string(int indent)>& write, bool pretty);
+HttpResponse RenderJsonTextDeferred(std::function<std::string(int indent)> write, bool pretty);
 // `status` as Google's error body, with the HTTP status of its code.
 HttpResponse RenderError(const absl::Status& status, bool pretty);
 

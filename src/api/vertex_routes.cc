@@ -126,9 +126,12 @@ void Create(const Services& s, const Call& call, Responder respond) {
         if (!j.ok()) return respond(RenderError(j.status(), pretty));
         if (audit != nullptr) audit->written = true;
         // Answered on the store's writer thread: encoded where it is written.
-        respond(RenderJsonDeferred(
-            [job = *std::move(j), numbers] { return EnumsAs(codec::EncodeVertexJob(job), K.schema, numbers); },
-            pretty));
+        if (numbers) {
+          return respond(RenderJsonDeferred(
+              [job = *std::move(j)] { return EnumsAs(codec::EncodeVertexJob(job), K.schema, true); }, pretty));
+        }
+        respond(RenderJsonTextDeferred(
+            [job = *std::move(j)](int indent) { return codec::VertexJobText(job, indent); }, pretty));
       },
       std::move(decoded.violations), call.caller, std::move(audit_line), /*validate_only=*/false);
 }
@@ -178,7 +181,8 @@ void Get(const Services& s, const Call& call, Responder respond) {
   if (auto st = CheckQuery(call, {}); !st.ok()) return respond(Fail(st, pretty));
   auto job = FindVertexJob(K, s, call);
   if (!job.ok()) return respond(Fail(job.status(), pretty));
-  respond(RenderAs(codec::EncodeVertexJob(*job), K.schema, call.enum_numbers, pretty));
+  if (call.enum_numbers) return respond(RenderAs(codec::EncodeVertexJob(*job), K.schema, true, pretty));
+  respond(RenderJsonText([&](int indent) { return codec::VertexJobText(*job, indent); }, pretty));
 }
 
 template <const Kind& K>

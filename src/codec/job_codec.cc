@@ -440,8 +440,15 @@ std::string SerializeJobForStorage(const Job& job) {
   if (!job.trial_of.empty()) o["_trial"] = {{"of", job.trial_of}, {"id", job.trial_id}};
   if (!job.preempted_by.empty()) o["_preemptedBy"] = job.preempted_by;
   if (!job.creator.empty()) o["_creator"] = job.creator;
-  if (job.vertex) o["_vertex"] = EncodeVertexForStorage(*job.vertex);
-  return DumpJson(o);
+  std::string row = DumpJson(o);
+  if (job.vertex) {
+    // A Vertex job's spec, written as text (VertexStorageText) and put in
+    // as the row's last member: `o` is a non-empty object, its text ends
+    // in '}'. ParseStoredJob reads members in any order.
+    row.pop_back();
+    absl::StrAppend(&row, ",\"_vertex\":", VertexStorageText(*job.vertex), "}");
+  }
+  return row;
 }
 
 absl::StatusOr<TrainingInput> DecodeEncodedTrainingInput(const json& o) {

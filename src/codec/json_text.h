@@ -9,8 +9,11 @@
 // so errors, escapes and numbers read as they did. Pure, thread-safe.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -24,5 +27,63 @@ nlohmann::json ParseJson(std::string_view text);
 // As value.dump(indent, ' ', false, error_handler_t::replace): compact for
 // indent < 0, else pretty with `indent` spaces a level.
 std::string DumpJson(const nlohmann::json& value, int indent = -1);
+
+// Sinks an encoder writes a value to, member by member (an encoder written
+// once as a template over its sink; codec/vertex_codec.cc): JsonTree builds
+// nlohmann's tree, JsonText writes the text DumpJson gives for that tree
+// without building it. Members are written in the order nlohmann keeps
+// them (by key); JsonText gives up (ok() false) on a key out of that order
+// and on a string nlohmann could write otherwise (a control or non-ASCII
+// byte), and the caller writes the tree instead.
+class JsonTree {
+ public:
+  JsonTree();
+  ~JsonTree();
+  JsonTree(const JsonTree&) = delete;
+  JsonTree& operator=(const JsonTree&) = delete;
+
+  void StartObject();
+  void EndObject();
+  void StartArray();
+  void EndArray();
+  void Key(std::string_view key);
+  void String(std::string_view s);
+  void Int64(int64_t v);
+  void Bool(bool v);
+  void Value(const nlohmann::json& v);  // a whole value, as it is
+  nlohmann::json Take();
+
+  class Builder;  // also ParseJson's, for RapidJSON's reader
+
+ private:
+  std::unique_ptr<Builder> builder_;
+};
+
+class JsonText {
+ public:
+  explicit JsonText(int indent);  // as DumpJson's
+  ~JsonText();
+  JsonText(const JsonText&) = delete;
+  JsonText& operator=(const JsonText&) = delete;
+
+  void StartObject();
+  void EndObject();
+  void StartArray();
+  void EndArray();
+  void Key(std::string_view key);
+  void String(std::string_view s);
+  void Int64(int64_t v);
+  void Bool(bool v);
+  void Value(const nlohmann::json& v);  // a whole value, as DumpJson writes it
+  bool ok() const { return ok_; }
+  std::string Take();
+
+ private:
+  class Writer;
+  std::unique_ptr<Writer> writer_;
+  // Per open object, the last key written (its members must come sorted).
+  std::vector<std::string> last_keys_;
+  bool ok_ = true;
+};
 
 }  // namespace mle::codec

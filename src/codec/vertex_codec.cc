@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "codec/discovery.h"
 #include "codec/json_fields.h"
+#include "codec/json_text.h"
 #include "common/time_format.h"
 
 namespace mle::codec {
@@ -112,65 +113,132 @@ VertexWorkerPool DecodePool(const json& o, const std::string& path, std::vector<
   return pool;
 }
 
-json EncodeEnvList(const std::vector<model::VertexEnvVar>& env) {
-  json out = json::array();
-  for (const auto& e : env) out.push_back({{"name", e.name}, {"value", e.value}});
-  return out;
+// The spec and a custom job are written once, to a sink (codec/json_text.h):
+// JsonTree for nlohmann's tree, JsonText for an answer's text without it.
+// Each object's members go in key order, as nlohmann keeps them (JsonText
+// checks that, and gives the tree's text back otherwise).
+
+template <typename Sink>
+void WriteStrings(Sink& out, std::string_view key, const std::vector<std::string>& values) {
+  out.Key(key);
+  out.StartArray();
+  for (const auto& v : values) out.String(v);
+  out.EndArray();
 }
 
-json EncodePool(const VertexWorkerPool& pool) {
-  json o = json::object();
-  if (pool.Empty()) return o;
-  json machine = json::object();
-  if (!pool.machine_type.empty()) machine["machineType"] = pool.machine_type;
-  if (!pool.accelerator_type.empty()) machine["acceleratorType"] = pool.accelerator_type;
-  if (pool.accelerator_count != 0) machine["acceleratorCount"] = pool.accelerator_count;
-  if (!pool.tpu_topology.empty()) machine["tpuTopology"] = pool.tpu_topology;
-  o["machineSpec"] = std::move(machine);
-  o["replicaCount"] = absl::StrCat(pool.replica_count);
-  if (pool.has_container) {
-    json c = {{"imageUri", pool.image_uri}};
-    if (!pool.command.empty()) c["command"] = pool.command;
-    if (!pool.args.empty()) c["args"] = pool.args;
-    if (!pool.env.empty()) c["env"] = EncodeEnvList(pool.env);
-    o["containerSpec"] = std::move(c);
+template <typename Sink>
+void WriteStr(Sink& out, std::string_view key, const std::string& value) {
+  out.Key(key);
+  out.String(value);
+}
+
+template <typename Sink>
+void WriteEnv(Sink& out, const std::vector<model::VertexEnvVar>& env) {
+  out.Key("env");
+  out.StartArray();
+  for (const auto& e : env) {
+    out.StartObject();
+    WriteStr(out, "name", e.name);
+    WriteStr(out, "value", e.value);
+    out.EndObject();
   }
-  if (pool.has_python_package) {
-    json p = json::object();
-    if (!pool.executor_image_uri.empty()) p["executorImageUri"] = pool.executor_image_uri;
-    if (!pool.package_uris.empty()) p["packageUris"] = pool.package_uris;
-    if (!pool.python_module.empty()) p["pythonModule"] = pool.python_module;
-    if (!pool.has_container && !pool.args.empty()) p["args"] = pool.args;
-    if (!pool.has_container && !pool.env.empty()) p["env"] = EncodeEnvList(pool.env);
-    o["pythonPackageSpec"] = std::move(p);
+  out.EndArray();
+}
+
+template <typename Sink>
+void WritePool(Sink& out, const VertexWorkerPool& pool) {
+  out.StartObject();
+  if (pool.Empty()) return out.EndObject();
+  if (pool.has_container) {
+    out.Key("containerSpec");
+    out.StartObject();
+    if (!pool.args.empty()) WriteStrings(out, "args", pool.args);
+    if (!pool.command.empty()) WriteStrings(out, "command", pool.command);
+    if (!pool.env.empty()) WriteEnv(out, pool.env);
+    WriteStr(out, "imageUri", pool.image_uri);
+    out.EndObject();
   }
   if (!pool.boot_disk_type.empty() || pool.boot_disk_size_gb) {
-    json d = json::object();
-    if (!pool.boot_disk_type.empty()) d["bootDiskType"] = pool.boot_disk_type;
-    if (pool.boot_disk_size_gb) d["bootDiskSizeGb"] = *pool.boot_disk_size_gb;
-    o["diskSpec"] = std::move(d);
+    out.Key("diskSpec");
+    out.StartObject();
+    if (pool.boot_disk_size_gb) {
+      out.Key("bootDiskSizeGb");
+      out.Int64(*pool.boot_disk_size_gb);
+    }
+    if (!pool.boot_disk_type.empty()) WriteStr(out, "bootDiskType", pool.boot_disk_type);
+    out.EndObject();
   }
-  return o;
+  out.Key("machineSpec");
+  out.StartObject();
+  if (pool.accelerator_count != 0) {
+    out.Key("acceleratorCount");
+    out.Int64(pool.accelerator_count);
+  }
+  if (!pool.accelerator_type.empty()) WriteStr(out, "acceleratorType", pool.accelerator_type);
+  if (!pool.machine_type.empty()) WriteStr(out, "machineType", pool.machine_type);
+  if (!pool.tpu_topology.empty()) WriteStr(out, "tpuTopology", pool.tpu_topology);
+  out.EndObject();
+  if (pool.has_python_package) {
+    out.Key("pythonPackageSpec");
+    out.StartObject();
+    if (!pool.has_container && !pool.args.empty()) WriteStrings(out, "args", pool.args);
+    if (!pool.has_container && !pool.env.empty()) WriteEnv(out, pool.env);
+    if (!pool.executor_image_uri.empty()) WriteStr(out, "executorImageUri", pool.executor_image_uri);
+    if (!pool.package_uris.empty()) WriteStrings(out, "packageUris", pool.package_uris);
+    if (!pool.python_module.empty()) WriteStr(out, "pythonModule", pool.python_module);
+    out.EndObject();
+  }
+  WriteStr(out, "replicaCount", absl::StrCat(pool.replica_count));
+  out.EndObject();
+}
+
+template <typename Sink>
+void WriteSpec(Sink& out, const VertexJob& v) {
+  out.StartObject();
+  if (!v.base_output_directory.empty()) {
+    out.Key("baseOutputDirectory");
+    out.StartObject();
+    WriteStr(out, "outputUriPrefix", v.base_output_directory);
+    out.EndObject();
+  }
+  if (v.enable_dashboard_access) {
+    out.Key("enableDashboardAccess");
+    out.Bool(true);
+  }
+  if (v.enable_web_access) {
+    out.Key("enableWebAccess");
+    out.Bool(true);
+  }
+  if (!v.network.empty()) WriteStr(out, "network", v.network);
+  if (v.disable_retries || !v.max_wait_duration.empty() || v.restart_job_on_worker_restart || !v.strategy.empty() ||
+      !v.timeout.empty()) {
+    out.Key("scheduling");
+    out.StartObject();
+    if (v.disable_retries) {
+      out.Key("disableRetries");
+      out.Bool(true);
+    }
+    if (!v.max_wait_duration.empty()) WriteStr(out, "maxWaitDuration", v.max_wait_duration);
+    if (v.restart_job_on_worker_restart) {
+      out.Key("restartJobOnWorkerRestart");
+      out.Bool(true);
+    }
+    if (!v.strategy.empty()) WriteStr(out, "strategy", v.strategy);
+    if (!v.timeout.empty()) WriteStr(out, "timeout", v.timeout);
+    out.EndObject();
+  }
+  if (!v.service_account.empty()) WriteStr(out, "serviceAccount", v.service_account);
+  out.Key("workerPoolSpecs");
+  out.StartArray();
+  for (const auto& p : v.pools) WritePool(out, p);
+  out.EndArray();
+  out.EndObject();
 }
 
 json EncodeSpec(const VertexJob& v) {
-  json spec = json::object();
-  json pools = json::array();
-  for (const auto& p : v.pools) pools.push_back(EncodePool(p));
-  spec["workerPoolSpecs"] = std::move(pools);
-  if (!v.base_output_directory.empty()) spec["baseOutputDirectory"] = {{"outputUriPrefix", v.base_output_directory}};
-  if (!v.service_account.empty()) spec["serviceAccount"] = v.service_account;
-  if (!v.network.empty()) spec["network"] = v.network;
-  json scheduling = json::object();
-  if (!v.timeout.empty()) scheduling["timeout"] = v.timeout;
-  if (v.restart_job_on_worker_restart) scheduling["restartJobOnWorkerRestart"] = true;
-  if (!v.strategy.empty()) scheduling["strategy"] = v.strategy;
-  if (!v.max_wait_duration.empty()) scheduling["maxWaitDuration"] = v.max_wait_duration;
-  if (v.disable_retries) scheduling["disableRetries"] = true;
-  if (!scheduling.empty()) spec["scheduling"] = std::move(scheduling);
-  if (v.enable_web_access) spec["enableWebAccess"] = true;
-  if (v.enable_dashboard_access) spec["enableDashboardAccess"] = true;
-  return spec;
+  JsonTree tree;
+  WriteSpec(tree, v);
+  return tree.Take();
 }
 
 // `field`: where the spec is ("jobSpec", a tuning job's "trialJobSpec").
@@ -411,13 +479,74 @@ std::string VertexJobName(const model::Job& job) {
   return absl::StrCat("projects/", job.project, "/locations/", v.location, "/", v.Collection(), "/", job.job_id);
 }
 
+namespace {
+
+// A CustomJob (a job without a study): its members in key order.
+template <typename Sink>
+void WriteCustomJob(Sink& out, const model::Job& job, const VertexJob& v) {
+  // The last change a client can see: its end, its start, or its creation.
+  const std::string created = job.create_time ? common::FormatRfc3339(*job.create_time) : "";
+  const std::optional<absl::Time> updated = job.end_time ? job.end_time : job.start_time;
+  out.StartObject();
+  if (job.create_time) WriteStr(out, "createTime", created);
+  WriteStr(out, "displayName", v.display_name);
+  if (job.end_time) WriteStr(out, "endTime", common::FormatRfc3339(*job.end_time));
+  if (job.state == model::JobState::kFailed || job.state == model::JobState::kCancelled) {
+    const bool cancelled = job.state == model::JobState::kCancelled;
+    out.Key("error");
+    out.StartObject();
+    out.Key("code");
+    out.Int64(cancelled ? 1 : 3);
+    WriteStr(out, "message",
+             job.error_message.empty() ? std::string(cancelled ? "CANCELED" : "The job failed.") : job.error_message);
+    out.EndObject();
+  }
+  out.Key("jobSpec");
+  WriteSpec(out, v);
+  if (!job.labels.empty()) {
+    out.Key("labels");
+    out.StartObject();
+    for (const auto& [key, value] : job.labels) WriteStr(out, key, value);
+    out.EndObject();
+  }
+  WriteStr(out, "name", VertexJobName(job));
+  if (job.start_time) WriteStr(out, "startTime", common::FormatRfc3339(*job.start_time));
+  WriteStr(out, "state", model::VertexStateName(job.state));
+  if (updated) {
+    WriteStr(out, "updateTime", common::FormatRfc3339(*updated));
+  } else if (job.create_time) {
+    WriteStr(out, "updateTime", created);  // the same instant, formatted once
+  }
+  out.EndObject();
+}
+
+}  // namespace
+
+std::optional<std::string> VertexJobTextWithoutTree(const model::Job& job, int indent) {
+  if (!job.vertex || job.vertex->study) return std::nullopt;
+  JsonText text(indent);
+  WriteCustomJob(text, job, *job.vertex);
+  if (!text.ok()) return std::nullopt;
+  return text.Take();
+}
+
+std::string VertexJobText(const model::Job& job, int indent) {
+  if (auto text = VertexJobTextWithoutTree(job, indent)) return *std::move(text);
+  return DumpJson(EncodeVertexJob(job), indent);
+}
+
 json EncodeVertexJob(const model::Job& job) {
-  json o = json::object();
-  o["name"] = VertexJobName(job);
   const VertexJob empty;
   const VertexJob& v = job.vertex ? *job.vertex : empty;
+  if (!v.study) {
+    JsonTree tree;
+    WriteCustomJob(tree, job, v);
+    return tree.Take();
+  }
+  json o = json::object();
+  o["name"] = VertexJobName(job);
   o["displayName"] = v.display_name;
-  if (v.study) {
+  {
     o["studySpec"] = EncodeStudySpec(*v.study);
     o["maxTrialCount"] = v.study->max_trial_count;
     o["parallelTrialCount"] = v.study->parallel_trial_count;
@@ -425,8 +554,6 @@ json EncodeVertexJob(const model::Job& job) {
     o["trialJobSpec"] = EncodeSpec(v);
     json trials = EncodeTrials(job, *v.study);
     if (!trials.empty()) o["trials"] = std::move(trials);
-  } else {
-    o["jobSpec"] = EncodeSpec(v);
   }
   o["state"] = model::VertexStateName(job.state);
   PutTimeField(o, "createTime", job.create_time);
@@ -460,20 +587,40 @@ json EncodeListVertexJobsResponse(const std::vector<model::Job>& jobs, bool tuni
 
 json EncodeVertexJobSpec(const VertexJob& vertex) { return EncodeSpec(vertex); }
 
-json EncodeVertexForStorage(const VertexJob& v) {
-  json o = json::object();
-  o["location"] = v.location;
-  o["displayName"] = v.display_name;
-  o["jobSpec"] = EncodeSpec(v);
-  if (!v.unserved.empty()) o["unserved"] = v.unserved;
+namespace {
+
+template <typename Sink>
+void WriteVertexForStorage(Sink& out, const VertexJob& v) {
+  out.StartObject();
+  WriteStr(out, "displayName", v.display_name);
+  out.Key("jobSpec");
+  WriteSpec(out, v);
+  WriteStr(out, "location", v.location);
   if (v.study) {
     json study = EncodeStudySpec(*v.study);
     study["maxTrialCount"] = v.study->max_trial_count;
     study["parallelTrialCount"] = v.study->parallel_trial_count;
     study["maxFailedTrialCount"] = v.study->max_failed_trial_count;
-    o["study"] = std::move(study);
+    out.Key("study");
+    out.Value(study);
   }
-  return o;
+  if (!v.unserved.empty()) WriteStrings(out, "unserved", v.unserved);
+  out.EndObject();
+}
+
+}  // namespace
+
+json EncodeVertexForStorage(const VertexJob& v) {
+  JsonTree tree;
+  WriteVertexForStorage(tree, v);
+  return tree.Take();
+}
+
+std::string VertexStorageText(const VertexJob& v) {
+  JsonText text(-1);
+  WriteVertexForStorage(text, v);
+  if (text.ok()) return text.Take();
+  return DumpJson(EncodeVertexForStorage(v));
 }
 
 VertexJob DecodeVertexFromStorage(const json& o) {

@@ -5,6 +5,7 @@
 // enums as names). Pure functions, thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,12 @@ std::string VertexJobName(const model::Job& job);
 // trials (each trial's state, parameters as numbers or strings, its
 // measurements and final measurement under the study's metricId).
 nlohmann::json EncodeVertexJob(const model::Job& job);
+// DumpJson(EncodeVertexJob(job), indent) (codec/json_text.h), written
+// without the tree where it can be: an answer's text.
+std::string VertexJobText(const model::Job& job, int indent);
+// That text when it can be written without the tree (a custom job whose
+// strings are printable ASCII); nullopt otherwise.
+std::optional<std::string> VertexJobTextWithoutTree(const model::Job& job, int indent);
 // customJobs.list's or (tuning) hyperparameterTuningJobs.list's answer.
 nlohmann::json EncodeListVertexJobsResponse(const std::vector<model::Job>& jobs, bool tuning,
                                             const std::string& next_page_token);
@@ -47,6 +54,9 @@ nlohmann::json EncodeVertexJobSpec(const model::VertexJob& vertex);
 
 // The spec as stored beside the job (codec/job_codec.h's storage form).
 nlohmann::json EncodeVertexForStorage(const model::VertexJob& vertex);
+// DumpJson(EncodeVertexForStorage(vertex)), written without the tree where
+// it can be (each write of a Vertex job's row carries it).
+std::string VertexStorageText(const model::VertexJob& vertex);
 model::VertexJob DecodeVertexFromStorage(const nlohmann::json& o);
 
 }  // namespace mle::codec

@@ -133,5 +133,45 @@ TEST(JsonTextTest, WritesAsNlohmannDoes) {
   }
 }
 
+// The two sinks an encoder writes to: the tree, and its text without it;
+// the text gives up on members out of nlohmann's order and on strings it
+// could write otherwise.
+TEST(JsonTextTest, SinksWriteTheTreeAndItsText) {
+  auto write = [](auto& out, const std::vector<std::string>& keys, const std::string& value) {
+    out.StartObject();
+    for (const auto& key : keys) {
+      out.Key(key);
+      out.StartArray();
+      out.String(value);
+      out.Int64(-7);
+      out.Bool(true);
+      out.StartObject();
+      out.EndObject();
+      out.EndArray();
+    }
+    out.EndObject();
+  };
+  const json want = json::parse(R"({"a":["v",-7,true,{}],"b":["v",-7,true,{}]})");
+  JsonTree tree;
+  write(tree, {"a", "b"}, "v");
+  ExpectSameTree(tree.Take(), want, "tree");
+  for (int indent : {-1, 2}) {
+    JsonText text(indent);
+    write(text, {"a", "b"}, "v");
+    ASSERT_TRUE(text.ok());
+    EXPECT_EQ(text.Take(), want.dump(indent));
+  }
+  struct Case {
+    std::vector<std::string> keys;
+    std::string value;
+  };
+  for (const Case& c : std::vector<Case>{{{"b", "a"}, "v"}, {{"a", "a"}, "v"}, {{"a"}, "tab\t"}, {{"\xc3\xa9"}, "v"},
+                                         {{"a"}, "caf\xc3\xa9"}}) {
+    JsonText text(-1);
+    write(text, c.keys, c.value);
+    EXPECT_FALSE(text.ok()) << c.keys[0] << " " << c.value;
+  }
+}
+
 }  // namespace
 }  // namespace mle::codec

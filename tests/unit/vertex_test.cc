@@ -12,6 +12,7 @@
 
 #include "codec/discovery.h"
 #include "codec/job_codec.h"
+#include "codec/json_text.h"
 #include "codec/launch_codec.h"
 #include "codec/vertex_codec.h"
 #include "model/job.h"
@@ -188,6 +189,86 @@ TEST(VertexCodec, StatesAndErrorsAsVertexWritesThem) {
   job.state = model::JobState::kCancelled;
   job.error_message.clear();
   EXPECT_EQ(codec::EncodeVertexJob(job)["error"]["code"], 1);
+}
+
+// An answer's text (VertexJobText, written without the tree where it can
+// be) is the tree's text, byte for byte, for every kind of field a custom
+// job has, and for what the text path hands to the tree (a non-ASCII or
+// control byte, a tuning job).
+TEST(VertexCodec, AnAnswersTextIsItsTreesText) {
+  json every_spec = CustomJob(
+      {Pool("n1-standard-4", 1, Package()),
+       Merge(Pool("n1-highmem-8", 2, Container()),
+             {{"machineSpec", {{"acceleratorType", "NVIDIA_TESLA_T4"}, {"acceleratorCount", 2}}},
+              {"diskSpec", {{"bootDiskType", "pd-ssd"}, {"bootDiskSizeGb", 200}}},
+              {"containerSpec", {{"env", {{{"name", "A"}, {"value", "1"}}, {{"name", "B"}, {"value", ""}}}}}}}),
+       Merge(Pool("cloud-tpu", 1, Package("t.tpu")), {{"machineSpec", {{"tpuTopology", "2x2"}}}}),
+       json::object()},
+      {{"baseOutputDirectory", {{"outputUriPrefix", "gs://b/out"}}},
+       {"serviceAccount", "sa@p.iam.gserviceaccount.com"},
+       {"network", "projects/1/global/networks/n"},
+       {"enableWebAccess", true},
+       {"enableDashboardAccess", true},
+       {"scheduling",
+        {{"timeout", "60s"}, {"disableRetries", true}, {"restartJobOnWorkerRestart", true}, {"strategy", "STANDARD"},
+         {"maxWaitDuration", "30s"}}}});
+  every_spec["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["env"] = {{{"name", "E"}, {"value", "x y"}}};
+  every_spec["labels"] = {{"team", "vision"}, {"a-b_c", "1"}};
+
+  std::vector<model::Job> jobs;
+  jobs.push_back(Decoded(CustomJob({Pool("n1-standard-4", 1, Package())})));
+  jobs.push_back(Decoded(every_spec));
+  const absl::Time t0 = absl::FromUnixMicros(1780000000123456);
+  for (const auto& [state, message] : std::vector<std::pair<model::JobState, std::string>>{
+           {model::JobState::kQueued, ""},
+           {model::JobState::kRunning, ""},
+           {model::JobState::kSucceeded, ""},
+           {model::JobState::kFailed, "The replica \"master\" exited with status 3."},
+           {model::JobState::kFailed, ""},
+           {model::JobState::kCancelled, ""}}) {
+    model::Job job = Decoded(every_spec);
+    job.state = state;
+    job.error_message = message;
+    job.create_time = t0;
+    if (state != model::JobState::kQueued) job.start_time = t0 + absl::Seconds(2);
+    if (model::IsTerminal(state)) job.end_time = t0 + absl::Seconds(90);
+    jobs.push_back(job);
+  }
+  // Handed to the tree: bytes nlohmann escapes or replaces its own way.
+  json odd = every_spec;
+  odd["displayName"] = "caf\xc3\xa9 \x01 \xff";
+  odd["labels"]["k\xc3\xa9y"] = "v";
+  jobs.push_back(Decoded(odd));
+  model::Job tuning = jobs.back();
+  model::VertexJob spec = *tuning.vertex;
+  spec.study = model::VertexStudy{};
+  tuning.vertex = spec;
+  jobs.push_back(tuning);
+
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const model::Job& job = jobs[i];
+    const json tree = codec::EncodeVertexJob(job);
+    for (int indent : {-1, 2}) {
+      EXPECT_EQ(codec::VertexJobText(job, indent), tree.dump(indent, ' ', false, json::error_handler_t::replace))
+          << tree.dump();
+      // Written without the tree, but for the last two.
+      EXPECT_EQ(codec::VertexJobTextWithoutTree(job, indent).has_value(), i + 2 < jobs.size()) << i;
+    }
+    // The stored form likewise, and a row with it reads back (the odd one
+    // with nlohmann's replacement character for its invalid byte; the
+    // made-up tuning job has no study a real one would).
+    EXPECT_EQ(codec::VertexStorageText(*job.vertex), codec::DumpJson(codec::EncodeVertexForStorage(*job.vertex)));
+    absl::StatusOr<model::Job> stored = codec::ParseStoredJob(codec::SerializeJobForStorage(job));
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    if (i + 2 < jobs.size()) {
+      EXPECT_EQ(stored->vertex, job.vertex) << i;
+    }
+    if (!job.vertex->study) {
+      EXPECT_THAT(codec::DiscoverySchema::Aiplatform().Check(tree, "GoogleCloudAiplatformV1CustomJob"), IsEmpty());
+    }
+  }
+  // The tree has every member the spec was given.
+  EXPECT_EQ(codec::EncodeVertexJob(jobs[1])["jobSpec"], every_spec["jobSpec"]);
 }
 
 TEST(VertexCodec, WireViolationsHaveTheirPathsAndUnservedFieldsAreNamed) {
