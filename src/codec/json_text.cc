@@ -87,7 +87,7 @@ bool Write(const json& v, Writer& w) {
 // the last of a repeated key kept. A string holding a UTF-16 surrogate
 // (RapidJSON passes a lone "\udc00" through; nlohmann refuses it) stops
 // the parse, and nlohmann parses the text instead.
-class JsonTree::Builder {
+class JsonSink::Builder {
  public:
   json Take() { return std::move(root_); }
 
@@ -137,7 +137,7 @@ class JsonTree::Builder {
   bool StartArray() { return Open(json::array()); }
   bool EndArray(rapidjson::SizeType) { return Close(); }
 
-  // For JsonTree: a value, a key, a container opened and closed.
+  // For JsonSink::Tree: a value, a key, a container opened and closed.
   template <typename T>
   bool Put(T&& v) {
     Insert(json(std::forward<T>(v)));
@@ -186,7 +186,7 @@ class JsonTree::Builder {
 json ParseJson(std::string_view text) {
   // RapidJSON reads a NUL as the end of the text; nlohmann as a byte.
   if (text.find('\0') == std::string_view::npos) {
-    JsonTree::Builder builder;
+    JsonSink::Builder builder;
     rapidjson::Reader reader;
     // The bytes as they are (RapidJSON's EncodedInputStream would skip a
     // byte order mark, or any one of its three bytes alone).
@@ -199,20 +199,7 @@ json ParseJson(std::string_view text) {
   return json::parse(text.begin(), text.end());
 }
 
-JsonTree::JsonTree() : builder_(std::make_unique<Builder>()) {}
-JsonTree::~JsonTree() = default;
-void JsonTree::StartObject() { builder_->Open(json::object()); }
-void JsonTree::EndObject() { builder_->Close(); }
-void JsonTree::StartArray() { builder_->Open(json::array()); }
-void JsonTree::EndArray() { builder_->Close(); }
-void JsonTree::Key(std::string_view key) { builder_->SetKey(key); }
-void JsonTree::String(std::string_view s) { builder_->Put(std::string(s)); }
-void JsonTree::Int64(int64_t v) { builder_->Put(static_cast<json::number_integer_t>(v)); }
-void JsonTree::Bool(bool v) { builder_->Put(v); }
-void JsonTree::Value(const json& v) { builder_->Put(v); }
-json JsonTree::Take() { return builder_->Take(); }
-
-class JsonText::Writer {
+class JsonSink::Writer {
  public:
   explicit Writer(int indent) {
     if (indent < 0) {
@@ -238,26 +225,55 @@ class JsonText::Writer {
   std::optional<rapidjson::PrettyWriter<rapidjson::StringBuffer>> pretty_;
 };
 
-JsonText::JsonText(int indent) : writer_(std::make_unique<Writer>(indent)) {}
-JsonText::~JsonText() = default;
+JsonSink::JsonSink() = default;
+JsonSink::JsonSink(JsonSink&&) noexcept = default;
+JsonSink& JsonSink::operator=(JsonSink&&) noexcept = default;
+JsonSink::~JsonSink() = default;
 
-void JsonText::StartObject() {
-  if (!ok_) return;
-  last_keys_.emplace_back();
-  writer_->Do([](auto& w) { w.StartObject(); });
+JsonSink JsonSink::Tree() {
+  JsonSink sink;
+  sink.builder_ = std::make_unique<Builder>();
+  return sink;
 }
-void JsonText::EndObject() {
-  if (!ok_) return;
-  last_keys_.pop_back();
-  writer_->Do([](auto& w) { w.EndObject(); });
+
+JsonSink JsonSink::Text(int indent) {
+  JsonSink sink;
+  sink.writer_ = std::make_unique<Writer>(indent);
+  return sink;
 }
-void JsonText::StartArray() {
-  if (ok_) writer_->Do([](auto& w) { w.StartArray(); });
+
+void JsonSink::StartObject() {
+  if (builder_) {
+    builder_->Open(json::object());
+  } else if (ok_) {
+    last_keys_.emplace_back();
+    writer_->Do([](auto& w) { w.StartObject(); });
+  }
 }
-void JsonText::EndArray() {
-  if (ok_) writer_->Do([](auto& w) { w.EndArray(); });
+void JsonSink::EndObject() {
+  if (builder_) {
+    builder_->Close();
+  } else if (ok_) {
+    last_keys_.pop_back();
+    writer_->Do([](auto& w) { w.EndObject(); });
+  }
 }
-void JsonText::Key(std::string_view key) {
+void JsonSink::StartArray() {
+  if (builder_) {
+    builder_->Open(json::array());
+  } else if (ok_) {
+    writer_->Do([](auto& w) { w.StartArray(); });
+  }
+}
+void JsonSink::EndArray() {
+  if (builder_) {
+    builder_->Close();
+  } else if (ok_) {
+    writer_->Do([](auto& w) { w.EndArray(); });
+  }
+}
+void JsonSink::Key(std::string_view key) {
+  if (builder_) return builder_->SetKey(key);
   if (!ok_) return;
   // nlohmann's order: each key after the last (an empty first key aside).
   std::string& last = last_keys_.back();
@@ -268,24 +284,38 @@ void JsonText::Key(std::string_view key) {
   last.assign(key.data(), key.size());
   writer_->Do([&](auto& w) { w.Key(key.data(), static_cast<rapidjson::SizeType>(key.size())); });
 }
-void JsonText::String(std::string_view s) {
-  if (!ok_) return;
-  if (!Plain(s)) {
+void JsonSink::String(std::string_view s) {
+  if (builder_) {
+    builder_->Put(std::string(s));
+  } else if (ok_ && !Plain(s)) {
     ok_ = false;
-    return;
+  } else if (ok_) {
+    writer_->Do([&](auto& w) { w.String(s.data(), static_cast<rapidjson::SizeType>(s.size())); });
   }
-  writer_->Do([&](auto& w) { w.String(s.data(), static_cast<rapidjson::SizeType>(s.size())); });
 }
-void JsonText::Int64(int64_t v) {
-  if (ok_) writer_->Do([&](auto& w) { w.Int64(v); });
+void JsonSink::Int64(int64_t v) {
+  if (builder_) {
+    builder_->Put(static_cast<json::number_integer_t>(v));
+  } else if (ok_) {
+    writer_->Do([&](auto& w) { w.Int64(v); });
+  }
 }
-void JsonText::Bool(bool v) {
-  if (ok_) writer_->Do([&](auto& w) { w.Bool(v); });
+void JsonSink::Bool(bool v) {
+  if (builder_) {
+    builder_->Put(v);
+  } else if (ok_) {
+    writer_->Do([&](auto& w) { w.Bool(v); });
+  }
 }
-void JsonText::Value(const json& v) {
-  if (ok_) writer_->Do([&](auto& w) { ok_ = Write(v, w); });
+void JsonSink::Value(const json& v) {
+  if (builder_) {
+    builder_->Put(v);
+  } else if (ok_) {
+    writer_->Do([&](auto& w) { ok_ = Write(v, w); });
+  }
 }
-std::string JsonText::Take() { return writer_->Take(); }
+json JsonSink::TakeTree() { return builder_ ? builder_->Take() : json(); }
+std::string JsonSink::TakeText() { return writer_ ? writer_->Take() : std::string(); }
 
 std::string DumpJson(const json& value, int indent) {
   rapidjson::StringBuffer buffer;

@@ -28,19 +28,20 @@ nlohmann::json ParseJson(std::string_view text);
 // indent < 0, else pretty with `indent` spaces a level.
 std::string DumpJson(const nlohmann::json& value, int indent = -1);
 
-// Sinks an encoder writes a value to, member by member (an encoder written
-// once as a template over its sink; codec/vertex_codec.cc): JsonTree builds
-// nlohmann's tree, JsonText writes the text DumpJson gives for that tree
-// without building it. Members are written in the order nlohmann keeps
-// them (by key); JsonText gives up (ok() false) on a key out of that order
-// and on a string nlohmann could write otherwise (a control or non-ASCII
-// byte), and the caller writes the tree instead.
-class JsonTree {
+// What an encoder writes a value to, member by member (an encoder written
+// once for both; codec/vertex_codec.cc): Tree() builds nlohmann's tree,
+// Text(indent) writes the text DumpJson(tree, indent) gives, without
+// building it. Members are written in the order nlohmann keeps them (by
+// key); Text gives up (ok() false) on a key out of that order and on a
+// string nlohmann could write otherwise (a control or non-ASCII byte), and
+// the caller writes the tree instead.
+class JsonSink {
  public:
-  JsonTree();
-  ~JsonTree();
-  JsonTree(const JsonTree&) = delete;
-  JsonTree& operator=(const JsonTree&) = delete;
+  static JsonSink Tree();
+  static JsonSink Text(int indent);  // as DumpJson's
+  JsonSink(JsonSink&&) noexcept;
+  JsonSink& operator=(JsonSink&&) noexcept;
+  ~JsonSink();
 
   void StartObject();
   void EndObject();
@@ -51,37 +52,20 @@ class JsonTree {
   void Int64(int64_t v);
   void Bool(bool v);
   void Value(const nlohmann::json& v);  // a whole value, as it is
-  nlohmann::json Take();
 
-  class Builder;  // also ParseJson's, for RapidJSON's reader
+  bool ok() const { return ok_; }   // Text: false once it gave up
+  nlohmann::json TakeTree();        // Tree's
+  std::string TakeText();           // Text's
+
+  class Builder;  // Tree's (also ParseJson's, for RapidJSON's reader)
 
  private:
+  class Writer;  // Text's
+  JsonSink();
+
   std::unique_ptr<Builder> builder_;
-};
-
-class JsonText {
- public:
-  explicit JsonText(int indent);  // as DumpJson's
-  ~JsonText();
-  JsonText(const JsonText&) = delete;
-  JsonText& operator=(const JsonText&) = delete;
-
-  void StartObject();
-  void EndObject();
-  void StartArray();
-  void EndArray();
-  void Key(std::string_view key);
-  void String(std::string_view s);
-  void Int64(int64_t v);
-  void Bool(bool v);
-  void Value(const nlohmann::json& v);  // a whole value, as DumpJson writes it
-  bool ok() const { return ok_; }
-  std::string Take();
-
- private:
-  class Writer;
   std::unique_ptr<Writer> writer_;
-  // Per open object, the last key written (its members must come sorted).
+  // Text: per open object, the last key written (its members come sorted).
   std::vector<std::string> last_keys_;
   bool ok_ = true;
 };

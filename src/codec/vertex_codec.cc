@@ -114,26 +114,23 @@ VertexWorkerPool DecodePool(const json& o, const std::string& path, std::vector<
 }
 
 // The spec and a custom job are written once, to a sink (codec/json_text.h):
-// JsonTree for nlohmann's tree, JsonText for an answer's text without it.
-// Each object's members go in key order, as nlohmann keeps them (JsonText
+// JsonSink::Tree for nlohmann's tree, Text for an answer's text without it.
+// Each object's members go in key order, as nlohmann keeps them (a Text sink
 // checks that, and gives the tree's text back otherwise).
 
-template <typename Sink>
-void WriteStrings(Sink& out, std::string_view key, const std::vector<std::string>& values) {
+void WriteStrings(JsonSink& out, std::string_view key, const std::vector<std::string>& values) {
   out.Key(key);
   out.StartArray();
   for (const auto& v : values) out.String(v);
   out.EndArray();
 }
 
-template <typename Sink>
-void WriteStr(Sink& out, std::string_view key, const std::string& value) {
+void WriteStr(JsonSink& out, std::string_view key, const std::string& value) {
   out.Key(key);
   out.String(value);
 }
 
-template <typename Sink>
-void WriteEnv(Sink& out, const std::vector<model::VertexEnvVar>& env) {
+void WriteEnv(JsonSink& out, const std::vector<model::VertexEnvVar>& env) {
   out.Key("env");
   out.StartArray();
   for (const auto& e : env) {
@@ -145,8 +142,7 @@ void WriteEnv(Sink& out, const std::vector<model::VertexEnvVar>& env) {
   out.EndArray();
 }
 
-template <typename Sink>
-void WritePool(Sink& out, const VertexWorkerPool& pool) {
+void WritePool(JsonSink& out, const VertexWorkerPool& pool) {
   out.StartObject();
   if (pool.Empty()) return out.EndObject();
   if (pool.has_container) {
@@ -192,8 +188,7 @@ void WritePool(Sink& out, const VertexWorkerPool& pool) {
   out.EndObject();
 }
 
-template <typename Sink>
-void WriteSpec(Sink& out, const VertexJob& v) {
+void WriteSpec(JsonSink& out, const VertexJob& v) {
   out.StartObject();
   if (!v.base_output_directory.empty()) {
     out.Key("baseOutputDirectory");
@@ -236,9 +231,9 @@ void WriteSpec(Sink& out, const VertexJob& v) {
 }
 
 json EncodeSpec(const VertexJob& v) {
-  JsonTree tree;
+  JsonSink tree = JsonSink::Tree();
   WriteSpec(tree, v);
-  return tree.Take();
+  return tree.TakeTree();
 }
 
 // `field`: where the spec is ("jobSpec", a tuning job's "trialJobSpec").
@@ -482,8 +477,7 @@ std::string VertexJobName(const model::Job& job) {
 namespace {
 
 // A CustomJob (a job without a study): its members in key order.
-template <typename Sink>
-void WriteCustomJob(Sink& out, const model::Job& job, const VertexJob& v) {
+void WriteCustomJob(JsonSink& out, const model::Job& job, const VertexJob& v) {
   // The last change a client can see: its end, its start, or its creation.
   const std::string created = job.create_time ? common::FormatRfc3339(*job.create_time) : "";
   const std::optional<absl::Time> updated = job.end_time ? job.end_time : job.start_time;
@@ -524,10 +518,10 @@ void WriteCustomJob(Sink& out, const model::Job& job, const VertexJob& v) {
 
 std::optional<std::string> VertexJobTextWithoutTree(const model::Job& job, int indent) {
   if (!job.vertex || job.vertex->study) return std::nullopt;
-  JsonText text(indent);
+  JsonSink text = JsonSink::Text(indent);
   WriteCustomJob(text, job, *job.vertex);
   if (!text.ok()) return std::nullopt;
-  return text.Take();
+  return text.TakeText();
 }
 
 std::string VertexJobText(const model::Job& job, int indent) {
@@ -539,9 +533,9 @@ json EncodeVertexJob(const model::Job& job) {
   const VertexJob empty;
   const VertexJob& v = job.vertex ? *job.vertex : empty;
   if (!v.study) {
-    JsonTree tree;
+    JsonSink tree = JsonSink::Tree();
     WriteCustomJob(tree, job, v);
-    return tree.Take();
+    return tree.TakeTree();
   }
   json o = json::object();
   o["name"] = VertexJobName(job);
@@ -589,8 +583,7 @@ json EncodeVertexJobSpec(const VertexJob& vertex) { return EncodeSpec(vertex); }
 
 namespace {
 
-template <typename Sink>
-void WriteVertexForStorage(Sink& out, const VertexJob& v) {
+void WriteVertexForStorage(JsonSink& out, const VertexJob& v) {
   out.StartObject();
   WriteStr(out, "displayName", v.display_name);
   out.Key("jobSpec");
@@ -611,15 +604,15 @@ void WriteVertexForStorage(Sink& out, const VertexJob& v) {
 }  // namespace
 
 json EncodeVertexForStorage(const VertexJob& v) {
-  JsonTree tree;
+  JsonSink tree = JsonSink::Tree();
   WriteVertexForStorage(tree, v);
-  return tree.Take();
+  return tree.TakeTree();
 }
 
 std::string VertexStorageText(const VertexJob& v) {
-  JsonText text(-1);
+  JsonSink text = JsonSink::Text(-1);
   WriteVertexForStorage(text, v);
-  if (text.ok()) return text.Take();
+  if (text.ok()) return text.TakeText();
   return DumpJson(EncodeVertexForStorage(v));
 }
 

@@ -137,7 +137,7 @@ TEST(JsonTextTest, WritesAsNlohmannDoes) {
 // the text gives up on members out of nlohmann's order and on strings it
 // could write otherwise.
 TEST(JsonTextTest, SinksWriteTheTreeAndItsText) {
-  auto write = [](auto& out, const std::vector<std::string>& keys, const std::string& value) {
+  auto write = [](JsonSink& out, const std::vector<std::string>& keys, const std::string& value) {
     out.StartObject();
     for (const auto& key : keys) {
       out.Key(key);
@@ -152,14 +152,14 @@ TEST(JsonTextTest, SinksWriteTheTreeAndItsText) {
     out.EndObject();
   };
   const json want = json::parse(R"({"a":["v",-7,true,{}],"b":["v",-7,true,{}]})");
-  JsonTree tree;
+  JsonSink tree = JsonSink::Tree();
   write(tree, {"a", "b"}, "v");
-  ExpectSameTree(tree.Take(), want, "tree");
+  ExpectSameTree(tree.TakeTree(), want, "tree");
   for (int indent : {-1, 2}) {
-    JsonText text(indent);
+    JsonSink text = JsonSink::Text(indent);
     write(text, {"a", "b"}, "v");
     ASSERT_TRUE(text.ok());
-    EXPECT_EQ(text.Take(), want.dump(indent));
+    EXPECT_EQ(text.TakeText(), want.dump(indent));
   }
   struct Case {
     std::vector<std::string> keys;
@@ -167,7 +167,7 @@ TEST(JsonTextTest, SinksWriteTheTreeAndItsText) {
   };
   for (const Case& c : std::vector<Case>{{{"b", "a"}, "v"}, {{"a", "a"}, "v"}, {{"a"}, "tab\t"}, {{"\xc3\xa9"}, "v"},
                                          {{"a"}, "caf\xc3\xa9"}}) {
-    JsonText text(-1);
+    JsonSink text = JsonSink::Text(-1);
     write(text, c.keys, c.value);
     EXPECT_FALSE(text.ok()) << c.keys[0] << " " << c.value;
   }
