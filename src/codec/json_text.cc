@@ -275,9 +275,10 @@ void JsonSink::EndArray() {
 void JsonSink::Key(std::string_view key) {
   if (builder_) return builder_->SetKey(key);
   if (!ok_) return;
-  // nlohmann's order: each key after the last (an empty first key aside).
+  // nlohmann's order: each key after the last ("" before the first; an
+  // empty key is left to the tree).
   std::string& last = last_keys_.back();
-  if (!Plain(key) || (!last.empty() && key <= last) || (last.empty() && key.empty())) {
+  if (!Plain(key) || key <= last) {
     ok_ = false;
     return;
   }
@@ -318,18 +319,10 @@ json JsonSink::TakeTree() { return builder_ ? builder_->Take() : json(); }
 std::string JsonSink::TakeText() { return writer_ ? writer_->Take() : std::string(); }
 
 std::string DumpJson(const json& value, int indent) {
-  rapidjson::StringBuffer buffer;
-  bool written;
-  if (indent < 0) {
-    rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
-    written = Write(value, writer);
-  } else {
-    rapidjson::PrettyWriter<rapidjson::StringBuffer> writer(buffer);
-    writer.SetIndent(' ', static_cast<unsigned>(indent));
-    written = Write(value, writer);
-  }
-  if (!written) return value.dump(indent, ' ', false, json::error_handler_t::replace);
-  return std::string(buffer.GetString(), buffer.GetSize());
+  JsonSink text = JsonSink::Text(indent);
+  text.Value(value);
+  if (!text.ok()) return value.dump(indent, ' ', false, json::error_handler_t::replace);
+  return text.TakeText();
 }
 
 }  // namespace mle::codec

@@ -476,8 +476,9 @@ std::string VertexJobName(const model::Job& job) {
 
 namespace {
 
-// A CustomJob (a job without a study): its members in key order.
-void WriteCustomJob(JsonSink& out, const model::Job& job, const VertexJob& v) {
+// A CustomJob, or for a job with a study a HyperparameterTuningJob with its
+// trials: its members in key order.
+void WriteVertexJob(JsonSink& out, const model::Job& job, const VertexJob& v) {
   // The last change a client can see: its end, its start, or its creation.
   const std::string created = job.create_time ? common::FormatRfc3339(*job.create_time) : "";
   const std::optional<absl::Time> updated = job.end_time ? job.end_time : job.start_time;
@@ -495,17 +496,41 @@ void WriteCustomJob(JsonSink& out, const model::Job& job, const VertexJob& v) {
              job.error_message.empty() ? std::string(cancelled ? "CANCELED" : "The job failed.") : job.error_message);
     out.EndObject();
   }
-  out.Key("jobSpec");
-  WriteSpec(out, v);
+  if (!v.study) {
+    out.Key("jobSpec");
+    WriteSpec(out, v);
+  }
   if (!job.labels.empty()) {
     out.Key("labels");
     out.StartObject();
     for (const auto& [key, value] : job.labels) WriteStr(out, key, value);
     out.EndObject();
   }
+  if (v.study && v.study->max_failed_trial_count != 0) {
+    out.Key("maxFailedTrialCount");
+    out.Int64(v.study->max_failed_trial_count);
+  }
+  if (v.study) {
+    out.Key("maxTrialCount");
+    out.Int64(v.study->max_trial_count);
+  }
   WriteStr(out, "name", VertexJobName(job));
+  if (v.study) {
+    out.Key("parallelTrialCount");
+    out.Int64(v.study->parallel_trial_count);
+  }
   if (job.start_time) WriteStr(out, "startTime", common::FormatRfc3339(*job.start_time));
   WriteStr(out, "state", model::VertexStateName(job.state));
+  if (v.study) {
+    out.Key("studySpec");
+    out.Value(EncodeStudySpec(*v.study));
+    out.Key("trialJobSpec");
+    WriteSpec(out, v);
+    if (json trials = EncodeTrials(job, *v.study); !trials.empty()) {
+      out.Key("trials");
+      out.Value(trials);
+    }
+  }
   if (updated) {
     WriteStr(out, "updateTime", common::FormatRfc3339(*updated));
   } else if (job.create_time) {
@@ -514,12 +539,16 @@ void WriteCustomJob(JsonSink& out, const model::Job& job, const VertexJob& v) {
   out.EndObject();
 }
 
+const VertexJob& VertexOf(const model::Job& job) {
+  static const VertexJob* const empty = new VertexJob;
+  return job.vertex ? *job.vertex : *empty;
+}
+
 }  // namespace
 
 std::optional<std::string> VertexJobTextWithoutTree(const model::Job& job, int indent) {
-  if (!job.vertex || job.vertex->study) return std::nullopt;
   JsonSink text = JsonSink::Text(indent);
-  WriteCustomJob(text, job, *job.vertex);
+  WriteVertexJob(text, job, VertexOf(job));
   if (!text.ok()) return std::nullopt;
   return text.TakeText();
 }
@@ -530,43 +559,9 @@ std::string VertexJobText(const model::Job& job, int indent) {
 }
 
 json EncodeVertexJob(const model::Job& job) {
-  const VertexJob empty;
-  const VertexJob& v = job.vertex ? *job.vertex : empty;
-  if (!v.study) {
-    JsonSink tree = JsonSink::Tree();
-    WriteCustomJob(tree, job, v);
-    return tree.TakeTree();
-  }
-  json o = json::object();
-  o["name"] = VertexJobName(job);
-  o["displayName"] = v.display_name;
-  {
-    o["studySpec"] = EncodeStudySpec(*v.study);
-    o["maxTrialCount"] = v.study->max_trial_count;
-    o["parallelTrialCount"] = v.study->parallel_trial_count;
-    if (v.study->max_failed_trial_count != 0) o["maxFailedTrialCount"] = v.study->max_failed_trial_count;
-    o["trialJobSpec"] = EncodeSpec(v);
-    json trials = EncodeTrials(job, *v.study);
-    if (!trials.empty()) o["trials"] = std::move(trials);
-  }
-  o["state"] = model::VertexStateName(job.state);
-  PutTimeField(o, "createTime", job.create_time);
-  PutTimeField(o, "startTime", job.start_time);
-  PutTimeField(o, "endTime", job.end_time);
-  // The last change a client can see: its end, its start, or its creation.
-  if (job.end_time || job.start_time) {
-    PutTimeField(o, "updateTime", job.end_time ? job.end_time : job.start_time);
-  } else if (auto created = o.find("createTime"); created != o.end()) {
-    o["updateTime"] = *created;  // the same instant, formatted once
-  }
-  if (job.state == model::JobState::kFailed || job.state == model::JobState::kCancelled) {
-    const bool cancelled = job.state == model::JobState::kCancelled;
-    o["error"] = {{"code", cancelled ? 1 : 3},
-                  {"message", job.error_message.empty() ? (cancelled ? "CANCELED" : "The job failed.")
-                                                        : job.error_message}};
-  }
-  if (!job.labels.empty()) o["labels"] = job.labels;
-  return o;
+  JsonSink tree = JsonSink::Tree();
+  WriteVertexJob(tree, job, VertexOf(job));
+  return tree.TakeTree();
 }
 
 json EncodeListVertexJobsResponse(const std::vector<model::Job>& jobs, bool tuning,

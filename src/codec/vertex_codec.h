@@ -41,8 +41,8 @@ nlohmann::json EncodeVertexJob(const model::Job& job);
 // DumpJson(EncodeVertexJob(job), indent) (codec/json_text.h), written
 // without the tree where it can be: an answer's text.
 std::string VertexJobText(const model::Job& job, int indent);
-// That text when it can be written without the tree (a custom job whose
-// strings are printable ASCII); nullopt otherwise.
+// That text when it can be written without the tree (a job whose strings
+// are printable ASCII); nullopt otherwise.
 std::optional<std::string> VertexJobTextWithoutTree(const model::Job& job, int indent);
 // customJobs.list's or (tuning) hyperparameterTuningJobs.list's answer.
 nlohmann::json EncodeListVertexJobsResponse(const std::vector<model::Job>& jobs, bool tuning,

@@ -234,6 +234,20 @@ TEST(VertexCodec, AnAnswersTextIsItsTreesText) {
     if (model::IsTerminal(state)) job.end_time = t0 + absl::Seconds(90);
     jobs.push_back(job);
   }
+  // A tuning job: its study and counts among the members, written as text.
+  {
+    model::Job tuning = jobs[1];
+    model::VertexJob spec = *tuning.vertex;
+    model::VertexStudy study;
+    study.metrics.push_back({"accuracy", "MAXIMIZE"});
+    study.max_trial_count = 4;
+    study.parallel_trial_count = 2;
+    study.max_failed_trial_count = 1;
+    spec.study = study;
+    tuning.vertex = spec;
+    tuning.state = model::JobState::kFailed;
+    jobs.push_back(tuning);
+  }
   // Handed to the tree: bytes nlohmann escapes or replaces its own way.
   json odd = every_spec;
   odd["displayName"] = "caf\xc3\xa9 \x01 \xff";
