@@ -135,8 +135,9 @@ absl::StatusOr<std::optional<int64_t>> ReadSlurmJobId(const std::string& run_dir
 }
 
 absl::Status WriteTaskLaunch(const std::string& run_dir, const std::string& task, const codec::TaskLaunch& launch) {
-  if (auto s = CreateDirectories(common::ReplicaDir(run_dir, task)); !s.ok()) return s;
-  return WriteFileAtomically(TaskLaunchPath(run_dir, task), codec::EncodeTaskLaunch(launch));
+  if (auto s = CreateDirectories(common::ReplicaDir(run_dir, task), Durability::kProcessCrash); !s.ok()) return s;
+  return WriteFileAtomically(TaskLaunchPath(run_dir, task), codec::EncodeTaskLaunch(launch), 0644,
+                             Durability::kProcessCrash);
 }
 
 absl::StatusOr<codec::TaskLaunch> ReadTaskLaunch(const std::string& run_dir, const std::string& task) {
@@ -151,7 +152,7 @@ absl::StatusOr<codec::TaskLaunch> ReadTaskLaunch(const std::string& run_dir, con
 absl::Status WriteSlurmPlacement(const std::string& run_dir, const std::map<std::string, std::string>& node_of_task) {
   std::string text;
   for (const auto& [task, node] : node_of_task) absl::StrAppend(&text, task, " ", node, "\n");
-  return WriteFileAtomically(SlurmPlacementPath(run_dir), text);
+  return WriteFileAtomically(SlurmPlacementPath(run_dir), text, 0644, Durability::kProcessCrash);
 }
 
 absl::StatusOr<std::map<std::string, std::string>> ReadSlurmPlacement(const std::string& run_dir) {
@@ -171,7 +172,8 @@ absl::StatusOr<std::map<std::string, std::string>> ReadSlurmPlacement(const std:
 
 absl::Status WriteRunOutcome(const std::string& run_dir, const RunOutcome& outcome) {
   return WriteFileAtomically(OutcomePath(run_dir),
-                             absl::StrCat(outcome.succeeded ? "SUCCEEDED" : "FAILED", "\n", outcome.message, "\n"));
+                             absl::StrCat(outcome.succeeded ? "SUCCEEDED" : "FAILED", "\n", outcome.message, "\n"),
+                             0644, Durability::kProcessCrash);
 }
 
 absl::StatusOr<std::optional<RunOutcome>> ReadRunOutcome(const std::string& run_dir) {

@@ -17,8 +17,14 @@
 //   RUN/outcome           "SUCCEEDED\n<message>\n" or
 //                         "FAILED\n<message>\n"                    launcher
 //
-// Every write is atomic and durable (rundir/file_io.h: temp file, fsync,
-// rename, fsync of the directory) and returns a Status. Readers tell "absent"
+// Every write is atomic (rundir/file_io.h: temp file, rename) and returns a
+// Status. What mlengined writes before sbatch (the job, tasks, script, the
+// submission markers: what a restarted server adopts Slurm's jobs by) is
+// durable too (fsync of the file and the directory); what the launcher
+// writes on the node (a task's launch, the placement, the outcome) is not:
+// it describes processes that end with that node, as a local run's
+// manifest does, and a node that crashes loses its job to Slurm's
+// NODE_FAIL, which mlengined reads without them. Readers tell "absent"
 // (std::nullopt, or NOT_FOUND where a file must exist) from unreadable
 // (UNAVAILABLE, PERMISSION_DENIED) and from malformed (DATA_LOSS, or
 // FAILED_PRECONDITION for a document of another format version); every

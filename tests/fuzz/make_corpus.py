@@ -112,6 +112,10 @@ SLURM_TEXT = {
     "state_pending.txt": "PENDING\nResources",
     "state_failed.txt": "FAILED\nNonZeroExitCode",
     "state_node_fail.txt": "NODE_FAIL\nNone",
+    # squeue's tables (kSqueueFields; kSqueueNamedFields, the name last)
+    "squeue_unnamed.txt": "204|N/A|N/A|root|COMPLETED|None|tpuhost1\n203|N/A|N/A|root|FAILED|BadConstraints|\n",
+    "squeue_het.txt": "7|7|0|(null)|COMPLETED|None|tpuhost1|mle-het\n8|7|1|(null)|COMPLETED|None|tpuhost[2-3]|mle-het\n",
+    "squeue_pending.txt": "10|N/A|N/A|mle-p1|PENDING|AssocGrpGRES||mle-p1-t2\n",
 }
 
 
@@ -204,29 +208,7 @@ def main():
     for name, text in SLURM_TEXT.items():
         write("slurm_text", name, text)
 
-    # Whole documents as captured, the big squeue lists cut to three jobs
-    # (every input is parsed on each run: small seeds fuzz faster).
     write("slurm_json", "sinfo.json", read(os.path.join(SLURM, "sinfo.json")))
-    for name in ("squeue_all.json", "squeue_final.json"):
-        doc = json.loads(read(os.path.join(SLURM, name)))
-        doc["jobs"] = doc["jobs"][:3]
-        write("slurm_json", name, json.dumps(doc, indent=1))
-    for name in sorted(os.listdir(SLURM)):
-        if name.startswith("scontrol_job_"):
-            text = read(os.path.join(SLURM, name))
-            if text.lstrip().startswith("{"):
-                write("slurm_json", name, text)
-    write("slurm_json", "squeue_v0039.json", json.dumps({"jobs": [{
-        "job_id": 12, "name": "n", "job_state": ["FAILED"], "state_reason": "NonZeroExitCode",
-        "nodes": "tpuhost[1-2]", "comment": "c",
-        "het_job_id": {"set": True, "infinite": False, "number": 0},
-        "het_job_offset": {"set": False, "infinite": False, "number": 0},
-        "exit_code": {"status": ["EXITED"], "return_code": {"set": True, "infinite": False, "number": 2},
-                      "signal": {"id": {"set": False, "infinite": False, "number": 0}, "name": ""}},
-        "start_time": {"set": True, "infinite": False, "number": 1700000100},
-        "end_time": {"set": True, "infinite": True, "number": 0}}], "errors": []}))
-    write("slurm_json", "squeue_errors.json",
-          json.dumps({"errors": [{"error": "Unable to contact slurm controller", "error_number": 1}], "jobs": []}))
 
     p = "/v1/projects/proj"
     create = http("POST", f"{p}/jobs", BASE_JOB)

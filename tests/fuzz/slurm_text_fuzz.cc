@@ -1,7 +1,10 @@
 // Fuzzes the parsers of Slurm's plain-text output on the same bytes:
 // `sbatch --parsable` (ParseSbatchParsable), GRES lists (ParseGres),
-// hostlists (ExpandHostlist) and the state mapping (MapSlurmState, first
-// line as the state, the rest as the reason). Properties: a parsed sbatch
+// hostlists (ExpandHostlist), squeue's table (ParseJobsTable, with and
+// without names) and the state mapping (MapSlurmState, first line as the
+// state, the rest as the reason). Properties: a parsed job has an id and a
+// state that maps (to a state or with a message), a job of an unnamed
+// listing no name, and errors are INVALID_ARGUMENT; a parsed sbatch
 // job id is positive; an expanded hostlist stays within its 65536 hosts and
 // its names carry no bracket or comma; GRES counts are never negative for
 // an input whose numbers all are not.
@@ -26,6 +29,22 @@ namespace {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace slurm = mle::executor::slurm;
   const absl::string_view text(reinterpret_cast<const char*>(data), size);
+
+  for (const bool named : {false, true}) {
+    auto jobs = slurm::ParseJobsTable(text, named);
+    if (!jobs.ok()) {
+      if (jobs.status().code() != absl::StatusCode::kInvalidArgument) Fail("unexpected error " + jobs.status().ToString());
+      continue;
+    }
+    for (const auto& j : *jobs) {
+      if (j.job_id <= 0 || j.state.empty()) Fail("a job without an id or a state was accepted");
+      if (!named && !j.name.empty()) Fail("a job of an unnamed listing has a name");
+      const slurm::MappedState mapped = slurm::MapSlurmState(j.state, j.state_reason);
+      if (mapped.state == mle::model::JobState::kUnspecified && mapped.message.empty()) {
+        Fail("the state " + j.state + " maps to nothing, silently");
+      }
+    }
+  }
 
   if (auto sub = slurm::ParseSbatchParsable(text); sub.ok() && sub->job_id <= 0) Fail("a job id <= 0 was accepted");
 

@@ -398,8 +398,12 @@ def test_cancel_running_job(cli, names, slurm_cluster, workers):
 # ---------------------------------------------------------------------------
 # mlengined restarted (kill -9) mid-job
 
-@pytest.mark.parametrize("when", ["running", "just_submitted"])
+@pytest.mark.parametrize("when", ["running", "just_submitted", "id_not_recorded"])
 def test_server_restart_mid_job(slurm_server_factory, slurm_cluster, names, tmp_path, when):
+    """id_not_recorded: killed as if between its sbatch and the record of
+    the Slurm job id (RUN/submitting without RUN/slurm_job_id): the new
+    server finds the job in Slurm by its name (squeue's listing by --name)
+    and follows it instead of submitting it again."""
     _, env = slurm_cluster
     server = slurm_server_factory()
     cli = e2e.make_cli(server, tmp_path, names)
@@ -415,10 +419,14 @@ def test_server_restart_mid_job(slurm_server_factory, slurm_cluster, names, tmp_
     def appended():
         text = read_object(cli, cli.bucket, pids) or ""
         return len(text.splitlines()) >= 2
-    if when == "running":
+    if when in ("running", "id_not_recorded"):
         cli.wait_state(job, {"RUNNING"}, timeout=60)
         wait_for(appended, "both replicas appended their pid", 30, lambda: explain(cli, job))
     server.kill()
+    if when == "id_not_recorded":
+        run = run_dir(cli, job)
+        assert os.path.exists(os.path.join(run, "submitting")), explain(cli, job)
+        os.remove(os.path.join(run, "slurm_job_id"))
     server.start()
 
     wait_for(appended, "both replicas appended their pid", 60, lambda: explain(cli, job))

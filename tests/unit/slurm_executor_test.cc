@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -98,13 +99,21 @@ class FakeSlurm : public CommandRunner {
       return RunResult{0, ""};
     }
     if (argv[0] == "squeue") {
-      nlohmann::json out = {{"jobs", nlohmann::json::array()}};
-      for (const auto& [id, j] : jobs) {
-        out["jobs"].push_back({{"job_id", id}, {"het_job_id", 0}, {"het_job_offset", 0}, {"name", j.name},
-                               {"job_state", j.state}, {"state_reason", j.reason}, {"nodes", j.nodes},
-                               {"exit_code", 0}, {"account", j.account}});
+      // `squeue -h -t all -O FIELDS [--name=a,b]`: a line per job, as kSqueueFields says.
+      std::optional<std::set<std::string>> names;
+      for (const auto& a : argv) {
+        if (absl::StartsWith(a, "--name=")) {
+          std::set<std::string> asked = absl::StrSplit(a.substr(7), ',');
+          names = std::move(asked);
+        }
       }
-      return RunResult{0, out.dump()};
+      std::string out;
+      for (const auto& [id, j] : jobs) {
+        if (names && !names->count(j.name)) continue;
+        absl::StrAppend(&out, id, "|N/A|N/A|", j.account.empty() ? "(null)" : j.account, "|", j.state, "|",
+                        j.reason.empty() ? "None" : j.reason, "|", j.nodes, names ? "|" + j.name : "", "\n");
+      }
+      return RunResult{0, out};
     }
     if (argv[0] == "sacctmgr") return Sacctmgr(argv);
     return RunResult{127, "unknown command"};

@@ -132,7 +132,9 @@ TEST(ParseGres, CountsByNameAndByType) {
             (std::map<std::string, int64_t>{{"gpu", INT64_MAX}, {"gpu:t4", INT64_MAX}}));
 }
 
-// ---- squeue --json (Slurm 22.05) -------------------------------------------
+// ---- squeue's table (kSqueueFields, kSqueueNamedFields) ------------------
+// squeue_*.txt: the jobs captured from Slurm 22.05's `squeue --json`, as
+// `squeue -h -t all -O kSqueueNamedFields` prints them.
 
 struct JobRow {
   int64_t job_id;
@@ -140,15 +142,12 @@ struct JobRow {
   std::string state;
   std::string reason;
   std::vector<std::string> nodes;
-  int exit_code;
-  int exit_signal;
   int64_t het_job_id;
   int het_job_offset;
-  std::string comment;
 };
 
 void ExpectJobs(const std::string& file, const std::vector<JobRow>& rows) {
-  auto jobs = ParseJobsJson(ReadData(file));
+  auto jobs = ParseJobsTable(ReadData(file), /*named=*/true);
   ASSERT_TRUE(jobs.ok()) << jobs.status();
   std::map<int64_t, SlurmJob> by_id;
   for (const auto& j : *jobs) by_id[j.job_id] = j;
@@ -161,119 +160,115 @@ void ExpectJobs(const std::string& file, const std::vector<JobRow>& rows) {
     EXPECT_EQ(j.state, row.state);
     EXPECT_EQ(j.state_reason, row.reason);
     EXPECT_EQ(j.nodes, row.nodes);
-    EXPECT_EQ(j.exit_code, row.exit_code);
-    EXPECT_EQ(j.exit_signal, row.exit_signal);
     EXPECT_EQ(j.het_job_id, row.het_job_id);
     EXPECT_EQ(j.het_job_offset, row.het_job_offset);
-    EXPECT_EQ(j.comment, row.comment);
   }
 }
 
 const std::vector<std::string> kAllHosts = {"tpuhost1", "tpuhost2", "tpuhost3", "tpuhost4"};
 
-TEST(ParseJobsJson, WhileRunning) {
+TEST(ParseJobsTable, WhileRunning) {
   // Captured with a 4-node job running and a 4-node job pending behind it.
-  ExpectJobs("squeue_all.json",
+  ExpectJobs("squeue_all.txt",
              {
-                 {1, "wrap", "COMPLETED", "", kAllHosts, 0, 0, 0, 0, ""},
-                 {2, "mle-timeout", "RUNNING", "", {"tpuhost1"}, 0, 0, 0, 0, ""},
-                 {3, "mle-completed", "COMPLETED", "", {"tpuhost1"}, 0, 0, 0, 0, "mlengine:projects/p/jobs/ok"},
-                 {4, "mle-failed", "FAILED", "NonZeroExitCode", {"tpuhost2"}, 3, 0, 0, 0, ""},
-                 {5, "mle-signaled", "FAILED", "JobLaunchFailure", {"tpuhost2"}, 0, 9, 0, 0, ""},
-                 {6, "mle-cancelled", "CANCELLED", "", {"tpuhost3"}, 0, 15, 0, 0, ""},
-                 {7, "mle-het", "COMPLETED", "", {"tpuhost1"}, 0, 0, 7, 0, ""},
-                 {8, "mle-het", "COMPLETED", "", {"tpuhost2", "tpuhost3"}, 0, 0, 7, 1, ""},
-                 {9, "mle-running", "RUNNING", "", kAllHosts, 0, 0, 0, 0, "mlengine:projects/p/jobs/run"},
-                 {10, "mle-pending", "PENDING", "Resources", {}, 0, 0, 0, 0, ""},
-                 {11, "mle-held", "PENDING", "JobHeldUser", {}, 0, 0, 0, 0, ""},
+                 {1, "wrap", "COMPLETED", "", kAllHosts, 0, 0},
+                 {2, "mle-timeout", "RUNNING", "", {"tpuhost1"}, 0, 0},
+                 {3, "mle-completed", "COMPLETED", "", {"tpuhost1"}, 0, 0},
+                 {4, "mle-failed", "FAILED", "NonZeroExitCode", {"tpuhost2"}, 0, 0},
+                 {5, "mle-signaled", "FAILED", "JobLaunchFailure", {"tpuhost2"}, 0, 0},
+                 {6, "mle-cancelled", "CANCELLED", "", {"tpuhost3"}, 0, 0},
+                 {7, "mle-het", "COMPLETED", "", {"tpuhost1"}, 7, 0},
+                 {8, "mle-het", "COMPLETED", "", {"tpuhost2", "tpuhost3"}, 7, 1},
+                 {9, "mle-running", "RUNNING", "", kAllHosts, 0, 0},
+                 {10, "mle-pending", "PENDING", "Resources", {}, 0, 0},
+                 {11, "mle-held", "PENDING", "JobHeldUser", {}, 0, 0},
              });
 }
 
-TEST(ParseJobsJson, AfterTheyEnded) {
-  ExpectJobs("squeue_final.json",
+TEST(ParseJobsTable, AfterTheyEnded) {
+  ExpectJobs("squeue_final.txt",
              {
-                 {1, "wrap", "COMPLETED", "", kAllHosts, 0, 0, 0, 0, ""},
-                 {2, "mle-timeout", "TIMEOUT", "TimeLimit", {"tpuhost1"}, 0, 15, 0, 0, ""},
-                 {3, "mle-completed", "COMPLETED", "", {"tpuhost1"}, 0, 0, 0, 0, "mlengine:projects/p/jobs/ok"},
-                 {4, "mle-failed", "FAILED", "NonZeroExitCode", {"tpuhost2"}, 3, 0, 0, 0, ""},
-                 {5, "mle-signaled", "FAILED", "JobLaunchFailure", {"tpuhost2"}, 0, 9, 0, 0, ""},
-                 {6, "mle-cancelled", "CANCELLED", "", {"tpuhost3"}, 0, 15, 0, 0, ""},
-                 {7, "mle-het", "COMPLETED", "", {"tpuhost1"}, 0, 0, 7, 0, ""},
-                 {8, "mle-het", "COMPLETED", "", {"tpuhost2", "tpuhost3"}, 0, 0, 7, 1, ""},
-                 {9, "mle-running", "COMPLETED", "", kAllHosts, 0, 0, 0, 0, "mlengine:projects/p/jobs/run"},
-                 {10, "mle-pending", "COMPLETED", "", kAllHosts, 0, 0, 0, 0, ""},
-                 {11, "mle-held", "PENDING", "JobHeldUser", {}, 0, 0, 0, 0, ""},
+                 {1, "wrap", "COMPLETED", "", kAllHosts, 0, 0},
+                 {2, "mle-timeout", "TIMEOUT", "TimeLimit", {"tpuhost1"}, 0, 0},
+                 {3, "mle-completed", "COMPLETED", "", {"tpuhost1"}, 0, 0},
+                 {4, "mle-failed", "FAILED", "NonZeroExitCode", {"tpuhost2"}, 0, 0},
+                 {5, "mle-signaled", "FAILED", "JobLaunchFailure", {"tpuhost2"}, 0, 0},
+                 {6, "mle-cancelled", "CANCELLED", "", {"tpuhost3"}, 0, 0},
+                 {7, "mle-het", "COMPLETED", "", {"tpuhost1"}, 7, 0},
+                 {8, "mle-het", "COMPLETED", "", {"tpuhost2", "tpuhost3"}, 7, 1},
+                 {9, "mle-running", "COMPLETED", "", kAllHosts, 0, 0},
+                 {10, "mle-pending", "COMPLETED", "", kAllHosts, 0, 0},
+                 {11, "mle-held", "PENDING", "JobHeldUser", {}, 0, 0},
              });
 }
 
-TEST(ParseJobsJson, Times) {
-  auto jobs = ParseJobsJson(ReadData("squeue_final.json"));
-  ASSERT_TRUE(jobs.ok());
-  for (const auto& j : *jobs) {
-    if (j.job_id == 2) {  // ran about a minute, then hit its time limit
-      EXPECT_GT(j.start_time, 1700000000);
-      EXPECT_GE(j.end_time - j.start_time, 60);
-    }
-    if (j.job_id == 11) {  // held: never started
-      EXPECT_EQ(j.start_time, 0);
-      EXPECT_EQ(j.end_time, 0);
-    }
+// Lines as this cluster's squeue 22.05 prints them, and what is read of each.
+TEST(ParseJobsTable, Lines) {
+  struct Case {
+    std::string text;
+    bool named;
+    int64_t id;
+    std::string account, state, reason;
+    std::vector<std::string> nodes;
+    std::string name;
+  };
+  const std::vector<Case> cases = {
+      {"204|N/A|N/A|root|COMPLETED|None|tpuhost1\n", false, 204, "root", "COMPLETED", "", {"tpuhost1"}, ""},
+      {"203|N/A|N/A|root|FAILED|BadConstraints|", false, 203, "root", "FAILED", "BadConstraints", {}, ""},
+      {"206|N/A|N/A|mle-p|PENDING|Priority|(null)\n", false, 206, "mle-p", "PENDING", "Priority", {}, ""},
+      {"9|N/A|N/A|(null)|RUNNING|None|tpuhost[1-2]\n", false, 9, "", "RUNNING", "", {"tpuhost1", "tpuhost2"}, ""},
+      {"5|N/A|N/A|root|RUNNING|None|tpuhost1|mle-p-j\n", true, 5, "root", "RUNNING", "", {"tpuhost1"}, "mle-p-j"},
+      // A name takes the rest of its line, '|' and all.
+      {"5|N/A|N/A|root|RUNNING|None|tpuhost1|a|b\n", true, 5, "root", "RUNNING", "", {"tpuhost1"}, "a|b"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto jobs = ParseJobsTable(c.text, c.named);
+    ASSERT_TRUE(jobs.ok()) << jobs.status();
+    ASSERT_EQ(jobs->size(), 1u);
+    const SlurmJob& j = jobs->front();
+    EXPECT_EQ(j.job_id, c.id);
+    EXPECT_EQ(j.het_job_id, 0);
+    EXPECT_EQ(j.het_job_offset, 0);
+    EXPECT_EQ(j.account, c.account);
+    EXPECT_EQ(j.state, c.state);
+    EXPECT_EQ(j.state_reason, c.reason);
+    EXPECT_EQ(j.nodes, c.nodes);
+    EXPECT_EQ(j.name, c.name);
   }
+  auto none = ParseJobsTable("", false);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
 }
 
-// Slurm >= 23.02 (openapi v0.0.39+) wraps numbers and lists job states. This
-// document is written by hand after that format (no such Slurm here).
-TEST(ParseJobsJson, NewerShape) {
-  const std::string doc = R"({"jobs":[{
-      "job_id": 12, "name": "n", "job_state": ["FAILED"], "state_reason": "NonZeroExitCode",
-      "nodes": "tpuhost[1-2]", "comment": "c",
-      "het_job_id": {"set": true, "infinite": false, "number": 0},
-      "het_job_offset": {"set": false, "infinite": false, "number": 0},
-      "exit_code": {"status": ["EXITED"], "return_code": {"set": true, "infinite": false, "number": 2},
-                    "signal": {"id": {"set": false, "infinite": false, "number": 0}, "name": ""}},
-      "start_time": {"set": true, "infinite": false, "number": 1700000100},
-      "end_time": {"set": true, "infinite": true, "number": 0}}], "errors": []})";
-  auto jobs = ParseJobsJson(doc);
-  ASSERT_TRUE(jobs.ok()) << jobs.status();
-  ASSERT_EQ(jobs->size(), 1u);
-  const SlurmJob& j = (*jobs)[0];
-  EXPECT_EQ(j.job_id, 12);
-  EXPECT_EQ(j.state, "FAILED");
-  EXPECT_THAT(j.nodes, ElementsAre("tpuhost1", "tpuhost2"));
-  EXPECT_EQ(j.exit_code, 2);
-  EXPECT_EQ(j.exit_signal, 0);
-  EXPECT_EQ(j.start_time, 1700000100);
-  EXPECT_EQ(j.end_time, 0);
-}
-
-// A number's flags of another type than Slurm writes (the fuzzer's find):
-// read as unset, never an exception.
-TEST(ParseJobsJson, FlagsOfAnotherTypeReadAsUnset) {
-  const std::string doc = R"({"jobs":[{"job_id": 24, "name": "n", "job_state": ["FAILED"], "nodes": "h1",
-      "start_time": {"set": 1, "number": 5}, "end_time": {"set": true, "infinite": "no", "number": 9},
-      "exit_code": {"return_code": {"set": true, "number": 3}}}], "errors": []})";
-  auto jobs = ParseJobsJson(doc);
-  ASSERT_TRUE(jobs.ok()) << jobs.status();
-  ASSERT_EQ(jobs->size(), 1u);
-  EXPECT_EQ((*jobs)[0].start_time, 0);
-  EXPECT_EQ((*jobs)[0].end_time, 0);
-  EXPECT_EQ((*jobs)[0].exit_code, 3);
-}
-
-TEST(ParseJobsJson, Malformed) {
-  EXPECT_FALSE(ParseJobsJson("").ok());
-  EXPECT_FALSE(ParseJobsJson("squeue: error: slurm_load_jobs error: Unable to contact slurm controller").ok());
-  EXPECT_FALSE(ParseJobsJson("[]").ok());
-  EXPECT_FALSE(ParseJobsJson(R"({"meta":{}})").ok());
-  EXPECT_FALSE(ParseJobsJson(R"({"jobs":[{"name":"x"}]})").ok());
-  EXPECT_FALSE(ParseJobsJson(R"({"jobs":[{"job_id":1,"job_state":"RUNNING","nodes":"a[1-"}]})").ok());
-  auto errors = ParseJobsJson(R"({"errors":[{"error":"Unable to contact slurm controller","error_number":1}],"jobs":[]})");
-  ASSERT_FALSE(errors.ok());
-  EXPECT_EQ(errors.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_THAT(errors.status().message(), HasSubstr("Unable to contact"));
-  auto empty = ParseJobsJson(R"({"errors":[],"jobs":[]})");
-  ASSERT_TRUE(empty.ok());
-  EXPECT_TRUE(empty->empty());
+TEST(ParseJobsTable, LinesOfAnotherShapeAreErrors) {
+  struct Case {
+    std::string text;
+    bool named;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"slurm_load_jobs error: Unable to contact slurm controller\n", false, "1 fields, not 7"},
+      {"1|N/A|N/A|root|RUNNING|None\n", false, "6 fields, not 7"},
+      // An unnamed listing has no free text: an eighth field is no line of it.
+      {"1|N/A|N/A|root|RUNNING|None|tpuhost1|x\n", false, "more than 7 fields"},
+      {"1|N/A|N/A|root|RUNNING|None|tpuhost1\n", true, "7 fields, not 8"},
+      {"x|N/A|N/A|root|RUNNING|None|h1\n", false, "no job id"},
+      {"0|N/A|N/A|root|RUNNING|None|h1\n", false, "no job id"},
+      {"1|z|N/A|root|RUNNING|None|h1\n", false, "HetJobID"},
+      {"1|1|-1|root|RUNNING|None|h1\n", false, "HetJobOffset"},
+      {"1|N/A|N/A|root||None|h1\n", false, "no state"},
+      {"1|N/A|N/A|root|RUNNING|None|a[1-\n", false, "unbalanced"},
+      // One good line does not excuse a bad one.
+      {"1|N/A|N/A|root|RUNNING|None|h1\nsqueue: error: oops\n", false, "squeue: error: oops"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    auto jobs = ParseJobsTable(c.text, c.named);
+    ASSERT_FALSE(jobs.ok());
+    EXPECT_EQ(jobs.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(jobs.status().message()), HasSubstr(c.says));
+  }
 }
 
 // ---- state mapping -------------------------------------------------------------
@@ -318,9 +313,9 @@ TEST(MapSlurmState, Table) {
 }
 
 TEST(MapSlurmState, EveryCapturedJobMaps) {
-  for (const char* file : {"squeue_all.json", "squeue_final.json", "squeue_assoc_jobs_limit.json",
-                           "squeue_assoc_cpu_limit.json", "squeue_assoc_gres_limit.json"}) {
-    auto jobs = ParseJobsJson(ReadData(file));
+  for (const char* file : {"squeue_all.txt", "squeue_final.txt", "squeue_assoc_jobs_limit.txt",
+                           "squeue_assoc_cpu_limit.txt", "squeue_assoc_gres_limit.txt"}) {
+    auto jobs = ParseJobsTable(ReadData(file), /*named=*/true);
     ASSERT_TRUE(jobs.ok());
     for (const auto& j : *jobs) {
       EXPECT_NE(MapSlurmState(j.state, j.state_reason).state, JobState::kUnspecified) << file << " " << j.job_id;
@@ -356,7 +351,7 @@ TEST(MapSlurmState, AssociationLimitsOnCapturedJobs) {
   // `with_limits`: the message when mlengined knows the account's limits; `without`: when it does not.
   auto check = [](const std::string& file, int64_t job_id, const AccountLimits& limits, const std::string& with_limits,
                   const std::string& without) {
-    auto jobs = ParseJobsJson(ReadData(file));
+    auto jobs = ParseJobsTable(ReadData(file), /*named=*/true);
     ASSERT_TRUE(jobs.ok()) << file;
     bool found = false;
     for (const auto& j : *jobs) {
@@ -373,19 +368,19 @@ TEST(MapSlurmState, AssociationLimitsOnCapturedJobs) {
   };
   AccountLimits jobs;
   jobs.grp_jobs = 1;
-  check("squeue_assoc_jobs_limit.json", 2, jobs,
+  check("squeue_assoc_jobs_limit.txt", 2, jobs,
         "Waiting in the Slurm queue: the project's Slurm account mle-p1 is at its limit of 1 running job "
         "(AssocGrpJobsLimit)",
         "Waiting in the Slurm queue: its Slurm account mle-p1 is at its limit of running jobs (AssocGrpJobsLimit)");
   AccountLimits cpus;
   cpus.grp_tres["cpu"] = 2;
-  check("squeue_assoc_cpu_limit.json", 3, cpus,
+  check("squeue_assoc_cpu_limit.txt", 3, cpus,
         "Waiting in the Slurm queue: the project's Slurm account mle-p1 is at its limit of 2 CPUs (AssocGrpCpuLimit)",
         "Waiting in the Slurm queue: its Slurm account mle-p1 is at its limit of CPUs (AssocGrpCpuLimit)");
   AccountLimits tpus;
   tpus.grp_tres["cpu"] = 4;
   tpus.grp_tres["gres/tpu"] = 8;
-  check("squeue_assoc_gres_limit.json", 5, tpus,
+  check("squeue_assoc_gres_limit.txt", 5, tpus,
         "Waiting in the Slurm queue: the project's Slurm account mle-p1 is at its limit of gres/tpu=8 (AssocGrpGRES)",
         "Waiting in the Slurm queue: its Slurm account mle-p1 is at its limit of GRES (AssocGrpGRES)");
 }

@@ -267,6 +267,57 @@ TEST(NextStepTest, Table) {
   }
 }
 
+// A round reads only what FilesNeeded names: for every row, and for every
+// row with an outcome and every replica's log on disk besides, the step
+// from just those files is the step from all of them.
+TEST(FilesNeededTest, WhatIsNotReadDecidesNothing) {
+  const FilesSeen everything = Files(rundir::RunOutcome{false, "The replica master-replica-0 exited."}, kAllStarted);
+  for (const Row& row : Rows()) {
+    for (const FilesSeen& all : {row.files, everything}) {
+      const FilesWanted wanted = FilesNeeded(row.job, row.slurm);
+      FilesSeen read;
+      if (wanted.outcome) read.outcome = all.outcome;
+      if (wanted.started_tasks) read.started_tasks = all.started_tasks;
+      const Step full = NextStep(row.job, row.slurm, all, kNow, row.options);
+      const Step lean = NextStep(row.job, row.slurm, read, kNow, row.options);
+      EXPECT_EQ(lean.reports, full.reports) << row.name;
+      EXPECT_EQ(lean.next.phase, full.next.phase) << row.name;
+      EXPECT_EQ(lean.next.reason, full.next.reason) << row.name;
+      EXPECT_EQ(lean.next.missing_polls, full.next.missing_polls) << row.name;
+      EXPECT_EQ(lean.set_outcome_aside, full.set_outcome_aside) << row.name;
+      EXPECT_EQ(lean.explain_node_failure, full.explain_node_failure) << row.name;
+      EXPECT_EQ(lean.record_slurm_id, full.record_slurm_id) << row.name;
+      EXPECT_EQ(lean.submit, full.submit) << row.name;
+    }
+  }
+}
+
+TEST(FilesNeededTest, Table) {
+  struct Case {
+    std::string name;
+    TrackedJob job;
+    SlurmView slurm;
+    FilesWanted want;
+  };
+  const TrackedJob looking_up = With(Job(TrackPhase::kSubmitting), [](auto& t) {
+    t.slurm_id = 0;
+    t.find_by_name = true;
+  });
+  const Case cases[] = {
+      {"squeue failed", Job(TrackPhase::kWaiting), SlurmView::PollFailed(), {false, false}},
+      {"pending", Job(TrackPhase::kWaiting), Listed("PENDING", "Resources"), {false, true}},
+      {"allocated", Job(TrackPhase::kPreparing), Listed("RUNNING"), {false, true}},
+      {"running", Job(TrackPhase::kRunning), Listed("RUNNING"), {false, false}},
+      {"completing", Job(TrackPhase::kRunning), Listed("COMPLETING"), {false, false}},
+      {"completed", Job(TrackPhase::kRunning), Listed("COMPLETED"), {true, false}},
+      {"failed before it ran", Job(TrackPhase::kPreparing), Listed("FAILED"), {true, true}},
+      {"node failure", Job(TrackPhase::kRunning), Listed("NODE_FAIL"), {true, false}},
+      {"no longer listed", Job(TrackPhase::kRunning), SlurmView::Absent(), {true, false}},
+      {"looked up by name", looking_up, Listed("RUNNING"), {true, true}},
+  };
+  for (const Case& c : cases) EXPECT_EQ(FilesNeeded(c.job, c.slurm), c.want) << c.name;
+}
+
 TEST(ViewOfTest, ByIdOrByName) {
   auto listed = [](int64_t id, std::string name) {
     SlurmJob j;

@@ -16,8 +16,8 @@ SubprocessCommandRunner::SubprocessCommandRunner(std::map<std::string, std::stri
 absl::StatusOr<RunResult> SubprocessCommandRunner::Run(const std::vector<std::string>& argv) {
   common::CommandOptions options;
   options.timeout = timeout_;
-  // `squeue --json` is about 4 KB per job the controller knows (finished
-  // ones too, until MinJobAge): keep all of it, never a truncated document.
+  // squeue lists every job the controller knows (finished ones too, until
+  // MinJobAge): keep all of it, never a truncated listing.
   options.max_output = size_t{512} << 20;
   if (!extra_env_.empty()) {
     auto env = common::CurrentEnvironment();

@@ -539,38 +539,53 @@ void SlurmExecutor::SendCancels(const std::vector<int64_t>& slurm_ids) {
   }
 }
 
-absl::StatusOr<std::map<int64_t, SlurmView>> SlurmExecutor::ReadSlurmJobs() {
+absl::StatusOr<std::map<int64_t, SlurmView>> SlurmExecutor::ReadSlurmJobs(const std::set<std::string>& names) {
+  // Every job Slurm knows; then, while some job is looked up by name, the
+  // jobs of those names (the only listing that shows names: see
+  // kSqueueFields).
+  std::vector<SlurmJob> jobs;
   const absl::Time asked = absl::Now();  // real time (what squeue costs the host), whatever clock_ says
-  auto out = runner_.Run({"squeue", "--json"});
-  last_squeue_ = absl::Now() - asked;
-  if (!out.ok()) return out.status();
-  if (out->exit_code != 0) {
-    return absl::UnavailableError(absl::StrCat("squeue exited with ", out->exit_code, ": ",
-                                               absl::StripAsciiWhitespace(out->output.substr(0, 500))));
+  for (const bool named : {false, true}) {
+    if (named && names.empty()) break;
+    std::vector<std::string> argv = {"squeue", "-h", "-t", "all", "-O", named ? kSqueueNamedFields : kSqueueFields};
+    if (named) argv.push_back(absl::StrCat("--name=", absl::StrJoin(names, ",")));
+    auto out = runner_.Run(argv);
+    last_squeue_ = absl::Now() - asked;
+    if (!out.ok()) return out.status();
+    if (out->exit_code != 0) {
+      return absl::UnavailableError(absl::StrCat("squeue exited with ", out->exit_code, ": ",
+                                                 absl::StripAsciiWhitespace(out->output.substr(0, 500))));
+    }
+    auto listed = ParseJobsTable(out->output, named);
+    if (!listed.ok()) return listed.status();
+    for (auto& j : *listed) jobs.push_back(std::move(j));  // a named line after the same job's unnamed one
   }
-  auto jobs = ParseJobsJson(out->output);
-  if (!jobs.ok()) return jobs.status();
   std::map<int64_t, SlurmView> views;
-  std::map<int64_t, std::vector<std::string>> nodes_of;  // every component's nodes, by leader id
-  for (const auto& j : *jobs) {
+  std::map<int64_t, std::vector<std::string>> nodes_of;  // every component's nodes, by leader id, once each
+  for (const auto& j : jobs) {
     if (j.het_job_offset == 0) views[j.job_id] = SlurmView::Listed(j, {});
     auto& n = nodes_of[j.het_job_id > 0 ? j.het_job_id : j.job_id];
-    n.insert(n.end(), j.nodes.begin(), j.nodes.end());
+    for (const auto& node : j.nodes) {
+      if (std::find(n.begin(), n.end(), node) == n.end()) n.push_back(node);
+    }
   }
-  for (auto& [id, view] : views) view.nodes = nodes_of[id];
+  for (auto& [id, view] : views) view.nodes = std::move(nodes_of[id]);
   return views;
 }
 
-FilesSeen SlurmExecutor::LookAtFiles(const std::string& key, const TrackedJob& t) {
+FilesSeen SlurmExecutor::LookAtFiles(const std::string& key, const TrackedJob& t, FilesWanted wanted) {
   FilesSeen files;
+  if (wanted == FilesWanted{}) return files;
   std::string problem;
-  if (auto outcome = rundir::ReadRunOutcome(t.dir); outcome.ok()) {
-    files.outcome = *std::move(outcome);
-  } else {
-    // Judged without it (from Slurm's state); say why the launcher's word was not taken.
-    problem = std::string(outcome.status().message());
+  if (wanted.outcome) {
+    if (auto outcome = rundir::ReadRunOutcome(t.dir); outcome.ok()) {
+      files.outcome = *std::move(outcome);
+    } else {
+      // Judged without it (from Slurm's state); say why the launcher's word was not taken.
+      problem = std::string(outcome.status().message());
+    }
   }
-  if (t.phase != TrackPhase::kRunning) {
+  if (wanted.started_tasks) {
     for (const auto& task : t.tasks) {
       // A log that cannot be inspected counts as not there yet.
       auto exists = rundir::FileExists(common::ReplicaLogPath(t.dir, task));
@@ -698,7 +713,11 @@ void SlurmExecutor::PollOnce() {
   if (todo.empty()) return;
   obs::ScopedTimer round_timer(obs::Metrics::Default().ExecutorPoll("slurm"));
   SendCancels(to_cancel);  // before squeue, so that this round sees them
-  auto views = ReadSlurmJobs();
+  std::set<std::string> names;  // of the jobs looked up by name
+  for (const auto& todo_job : todo) {
+    if (todo_job.job.find_by_name) names.insert(SlurmJobName(todo_job.job.ref.project, todo_job.job.ref.job_id));
+  }
+  auto views = ReadSlurmJobs(names);
   if (!views.ok()) {
     // slurmctld busy or down, or output we cannot read: try again next
     // round, and say so once per distinct problem.
@@ -722,7 +741,8 @@ void SlurmExecutor::PollOnce() {
       obs::Log("slurm").info("Slurm job {} ({}): {} {}", view.job.job_id, key, view.job.state,
                              view.job.state_reason);
     }
-    CarryOut(key, generation, NextStep(t, view, LookAtFiles(key, t), clock_.Now(), tracking));
+    const FilesSeen files = LookAtFiles(key, t, FilesNeeded(t, view));
+    CarryOut(key, generation, NextStep(t, view, files, clock_.Now(), tracking));
   }
   LookForStalls();
 }

@@ -12,7 +12,8 @@
 // installed into the package cache before sbatch, on the same storage.
 //
 // Slurm is reached only through the CommandRunner seam: sbatch --parsable,
-// one `squeue --json` per poll for all jobs (never one call per job), scancel
+// one `squeue` per poll for all jobs (never one call per job; a second
+// one by name while a job is looked up by name, below), scancel
 // of the whole job. Polls come quickly while a job changes (submitted,
 // outcome file written, cancel asked) and back off to `max_poll` while
 // nothing does.
@@ -208,10 +209,12 @@ class SlurmExecutor final : public Executor, public scheduler::QuotaMirror {
   void Wake();
   // One scancel for every cancel of the round; undelivered ones are asked again next round.
   void SendCancels(const std::vector<int64_t>& slurm_ids);
-  // Slurm's view of every listed job by id (het leaders; nodes of all components).
-  absl::StatusOr<std::map<int64_t, SlurmView>> ReadSlurmJobs();
-  // What the run directory shows for `t`; problems go to the log once per job.
-  FilesSeen LookAtFiles(const std::string& key, const TrackedJob& t);
+  // Slurm's view of every listed job by id (het leaders; nodes of all
+  // components); the jobs named `names` with their names.
+  absl::StatusOr<std::map<int64_t, SlurmView>> ReadSlurmJobs(const std::set<std::string>& names);
+  // What the run directory shows for `t`, of what `wanted` names; problems
+  // go to the log once per job.
+  FilesSeen LookAtFiles(const std::string& key, const TrackedJob& t, FilesWanted wanted);
   // Carries a step out: files, bookkeeping (if the job is still this
   // generation's), reports to the scheduler.
   void CarryOut(const std::string& key, uint64_t generation, Step step);

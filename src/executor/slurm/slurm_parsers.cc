@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -57,39 +58,6 @@ std::string String(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_string()) return "";
   return it->get<std::string>();
-}
-
-// job_state: "RUNNING" (v0.0.38) or ["RUNNING", "COMPLETING", ...] (v0.0.39+).
-std::string FirstState(const json& job) {
-  auto it = job.find("job_state");
-  if (it == job.end()) return "";
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_array() && !it->empty() && it->front().is_string()) return it->front().get<std::string>();
-  return "";
-}
-
-// exit_code: the raw wait status (v0.0.38) or
-// {"status": [...], "return_code": n|{number}, "signal": {"id": n|{number}}}.
-void ExitStatus(const json& job, int* code, int* signal) {
-  *code = 0;
-  *signal = 0;
-  auto it = job.find("exit_code");
-  if (it == job.end()) return;
-  if (it->is_number_integer()) {
-    int64_t status = it->get<int64_t>();
-    int sig = static_cast<int>(status & 0x7f);
-    if (sig != 0) {
-      *signal = sig;
-    } else {
-      *code = static_cast<int>((status >> 8) & 0xff);
-    }
-    return;
-  }
-  if (it->is_object()) {
-    *code = static_cast<int>(Number(*it, "return_code"));
-    auto s = it->find("signal");
-    if (s != it->end() && s->is_object()) *signal = static_cast<int>(Number(*s, "id"));
-  }
 }
 
 // Expands one bracket body "01-03,7" into its numbers, keeping the padding
@@ -203,51 +171,38 @@ absl::StatusOr<std::vector<std::string>> ExpandHostlist(absl::string_view hostli
   return hosts;
 }
 
-absl::StatusOr<std::vector<SlurmJob>> ParseJobsJson(absl::string_view text) {
-  json doc = json::parse(text.begin(), text.end(), /*cb=*/nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return absl::InvalidArgumentError("Slurm job output is not a JSON object");
-  }
-  auto jobs = doc.find("jobs");
-  auto errors = doc.find("errors");
-  const bool has_jobs = jobs != doc.end() && jobs->is_array() && !jobs->empty();
-  if (!has_jobs && errors != doc.end() && errors->is_array() && !errors->empty()) {
-    std::string message = "Slurm reported errors:";
-    for (const json& e : *errors) {
-      std::string what = e.is_object() ? String(e, "error") : "";
-      if (what.empty() && e.is_object()) what = String(e, "description");
-      if (what.empty()) what = e.dump();
-      absl::StrAppend(&message, " ", what, ";");
-    }
-    return absl::UnavailableError(message);
-  }
+absl::StatusOr<std::vector<SlurmJob>> ParseJobsTable(absl::string_view text, bool named) {
   std::vector<SlurmJob> out;
-  if (jobs == doc.end()) return absl::InvalidArgumentError("Slurm job output has no \"jobs\" list");
-  if (!jobs->is_array()) return absl::InvalidArgumentError("Slurm job output: \"jobs\" is not a list");
-  out.reserve(jobs->size());
-  for (const json& j : *jobs) {
-    if (!j.is_object()) return absl::InvalidArgumentError("Slurm job output: a job is not an object");
-    SlurmJob job;
-    job.job_id = Number(j, "job_id");
-    job.state = FirstState(j);
-    if (job.job_id <= 0 || job.state.empty()) {
-      return absl::InvalidArgumentError("Slurm job output: a job has no job_id or job_state");
-    }
-    job.het_job_id = Number(j, "het_job_id");
-    job.het_job_offset = static_cast<int>(Number(j, "het_job_offset"));
-    job.name = String(j, "name");
-    job.account = String(j, "account");
-    job.state_reason = ReasonText(String(j, "state_reason"));
-    job.comment = String(j, "comment");
-    auto nodes = ExpandHostlist(String(j, "nodes"));
-    if (!nodes.ok()) {
+  const size_t fields = named ? 8 : 7;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    auto bad = [&](absl::string_view why) {
       return absl::InvalidArgumentError(
-          absl::StrCat("Slurm job ", job.job_id, ": ", nodes.status().message()));
+          absl::StrCat("squeue printed a line mlengine cannot read (", why, "): \"",
+                       absl::CHexEscape(line.substr(0, 200)), "\""));
+    };
+    // The name, last, may hold '|': it takes the rest of the line.
+    std::vector<absl::string_view> f = absl::StrSplit(line, absl::MaxSplits('|', fields - 1));
+    if (f.size() != fields) return bad(absl::StrCat(f.size(), " fields, not ", fields));
+    if (!named && absl::StrContains(f.back(), '|')) return bad(absl::StrCat("more than ", fields, " fields"));
+    SlurmJob job;
+    if (!ParseInt64(f[0], &job.job_id) || job.job_id <= 0) return bad("no job id");
+    // HetJobID and HetJobOffset are "N/A" for a job of one component.
+    if (f[1] != "N/A" && !ParseInt64(f[1], &job.het_job_id)) return bad("HetJobID is not a number");
+    int64_t offset = 0;
+    if (f[2] != "N/A" && (!ParseInt64(f[2], &offset) || offset < 0 || offset > INT32_MAX)) {
+      return bad("HetJobOffset is not a component index");
     }
-    job.nodes = *std::move(nodes);
-    ExitStatus(j, &job.exit_code, &job.exit_signal);
-    job.start_time = Number(j, "start_time");
-    job.end_time = Number(j, "end_time");
+    job.het_job_offset = static_cast<int>(offset);
+    job.account = f[3] == "(null)" ? "" : std::string(f[3]);
+    job.state = std::string(f[4]);
+    if (job.state.empty()) return bad("no state");
+    job.state_reason = ReasonText(f[5]);
+    if (!f[6].empty() && f[6] != "(null)") {
+      auto nodes = ExpandHostlist(f[6]);
+      if (!nodes.ok()) return bad(nodes.status().message());
+      job.nodes = *std::move(nodes);
+    }
+    if (named) job.name = std::string(f[7]);
     out.push_back(std::move(job));
   }
   return out;

@@ -235,6 +235,14 @@ Step NextStep(const TrackedJob& job, const SlurmView& slurm, const FilesSeen& fi
   return step;
 }
 
+FilesWanted FilesNeeded(const TrackedJob& job, const SlurmView& slurm) {
+  FilesWanted wanted;
+  if (slurm.kind == SlurmView::Kind::kPollFailed) return wanted;  // NextStep decides nothing
+  wanted.outcome = job.find_by_name || slurm.kind == SlurmView::Kind::kAbsent || IsFinal(slurm.job.state);
+  wanted.started_tasks = job.phase != TrackPhase::kRunning;
+  return wanted;
+}
+
 bool ScancelDue(const TrackedJob& job) { return job.slurm_id != 0 && job.cancel_requested && !job.scancel_sent; }
 
 bool InMotion(const TrackedJob& job) {

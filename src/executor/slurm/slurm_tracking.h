@@ -51,7 +51,7 @@ namespace mle::executor::slurm {
 // The least time between the starts of two polling rounds: `min_poll`, or
 // kSqueueDutyFactor times the wall time of the last round's `squeue`,
 // whichever is longer. squeue's cost grows with every job the controller
-// knows (finished ones too, until MinJobAge: about 4 KB of JSON each), and
+// knows (finished ones too, until MinJobAge: a line of about 50 bytes each), and
 // slurmctld, squeue and mlengined's parse of it share the controller host
 // with everything else; so polling takes at most about 1/factor of it.
 inline constexpr int kSqueueDutyFactor = 4;
@@ -96,7 +96,7 @@ struct TrackedJob {
 // meanwhile).
 void AdoptDecisions(const TrackedJob& decided, TrackedJob* live);
 
-// What Slurm's latest `squeue --json` says about the job.
+// What Slurm's latest `squeue` says about the job.
 struct SlurmView {
   enum class Kind { kPollFailed, kAbsent, kListed };
   Kind kind = Kind::kPollFailed;
@@ -161,6 +161,18 @@ struct Step {
 
 Step NextStep(const TrackedJob& job, const SlurmView& slurm, const FilesSeen& files, absl::Time now,
               const TrackingOptions& options);
+
+// What NextStep reads of the run directory for this view: the outcome only
+// where it may decide the end (Slurm lists the job as ended or no longer
+// lists it, or the job is looked up by name); the replicas' logs only until
+// the job runs. A round opens no file of a job Slurm lists as running
+// (rounds come every 100 ms while jobs move, each over every tracked job).
+struct FilesWanted {
+  bool outcome = false;
+  bool started_tasks = false;
+  bool operator==(const FilesWanted&) const = default;
+};
+FilesWanted FilesNeeded(const TrackedJob& job, const SlurmView& slurm);
 
 // A cancel not yet delivered to Slurm. Cancels go out in one scancel at the
 // start of a round, before its squeue, so that the same round sees them.
