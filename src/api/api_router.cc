@@ -183,7 +183,7 @@ void CreateJob(const Services& s, const Call& call, Responder respond) {
       [respond, pretty, audit = call.audit](absl::StatusOr<model::Job> j) {
         if (!j.ok()) return respond(RenderError(j.status(), pretty));
         if (audit != nullptr) audit->written = true;
-        // Answered on the store's writer thread: encoded where it is written.
+        // Answered on the store's callback thread: encoded where it is written.
         respond(RenderJsonDeferred([job = *std::move(j)] { return codec::EncodeJob(job); }, pretty));
       },
       std::move(decoded.violations), call.caller, std::move(audit_line), validate_only);

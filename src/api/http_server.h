@@ -108,7 +108,7 @@ struct HttpResponse {
   std::string body;
   // The body made where the response is written (the connection's own
   // thread) instead of where the handler answered: a create answers from
-  // the store's single writer thread once its commit is done, and the
+  // the store's single callback thread once its commit is done, and the
   // encoding of its answer is as costly as the commit; left to the
   // connection, it runs beside other requests, not in every commit's way.
   // Whoever reads the body before it is written calls Body().

@@ -47,7 +47,7 @@ absl::StatusOr<nlohmann::json> ParseJsonBody(const std::string& body, bool allow
 HttpResponse RenderJson(const nlohmann::json& value, bool pretty, int status = 200);
 // A 200 whose JSON is encoded and rendered where the response is written
 // (HttpResponse::deferred_body): for an answer made on a thread that others
-// wait on, such as the store's writer.
+// wait on, such as the store's callback thread.
 HttpResponse RenderJsonDeferred(std::function<nlohmann::json()> encode, bool pretty);
 // The same two for a codec that writes the text itself (a JSON text as
 // DumpJson gives it, codec/json_text.h) for the indent they pass: 2 when

@@ -125,7 +125,7 @@ void Create(const Services& s, const Call& call, Responder respond) {
       [respond, pretty, numbers = call.enum_numbers, audit = call.audit](absl::StatusOr<model::Job> j) {
         if (!j.ok()) return respond(RenderError(j.status(), pretty));
         if (audit != nullptr) audit->written = true;
-        // Answered on the store's writer thread: encoded where it is written.
+        // Answered on the store's callback thread: encoded where it is written.
         if (numbers) {
           return respond(RenderJsonDeferred(
               [job = *std::move(j)] { return EnumsAs(codec::EncodeVertexJob(job), K.schema, true); }, pretty));

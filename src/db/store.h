@@ -122,7 +122,9 @@ class Store {
   virtual absl::StatusOr<Snapshot> Load() = 0;
 
   // Makes `mutations` durable (as `sync` says) atomically, then calls `done`
-  // (on a store thread; keep it short). All-or-nothing: on error nothing was
+  // (on a store thread, in commit order; keep it short: the callbacks of
+  // all commits share that thread. A later commit may already be written
+  // when an earlier one's `done` runs). All-or-nothing: on error nothing was
   // written. Commits are applied in the order they were made, whatever
   // their Sync: a kDurable one makes every earlier one durable too.
   virtual void Commit(std::vector<Mutation> mutations, std::function<void(absl::Status)> done, Sync sync) = 0;
