@@ -181,7 +181,8 @@ def test_delete_takes_an_ended_job_for_good(launcher):
     error = error_json(e.value)["error"]
     assert error["status"] == "FAILED_PRECONDITION" and "Cancel it first" in error["message"], error
     jobs.cancel(name=name, body={}).execute()
-    assert jobs.get(name=name).execute()["state"] == "JOB_STATE_CANCELLED"
+    # CANCELLING until the scheduler has taken it out of the queue, as on Vertex.
+    wait_for(lambda: jobs.get(name=name).execute()["state"] == "JOB_STATE_CANCELLED", "the cancel to end")
     op = jobs.delete(name=name).execute()
     assert op["done"] is True and op["name"].startswith(parent + "/operations/"), op
     assert op["response"]["@type"] == "type.googleapis.com/google.protobuf.Empty"
@@ -204,6 +205,7 @@ def test_list_filters_as_vertex_does(vertex, project):
     a = jobs.create(parent=parent, body=dict(package_job("alpha"), labels={"team": "vision"})).execute()["name"]
     b = jobs.create(parent=parent, body=dict(package_job("beta"), labels={"team": "speech"})).execute()["name"]
     jobs.cancel(name=b, body={}).execute()
+    wait_for(lambda: jobs.get(name=b).execute()["state"] == "JOB_STATE_CANCELLED", "the cancel to end")
 
     def names(flt):
         return [j["name"] for j in jobs.list(parent=parent, filter=flt).execute().get("customJobs", [])]
