@@ -96,6 +96,38 @@ class Statement {
   int rc_;
 };
 
+// Items handed from any thread to one consumer thread, in order.
+template <typename T>
+class Handoff {
+ public:
+  void Push(T item) {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(item));
+    cv_.notify_one();
+  }
+  // No more items: TakeAll returns false once the queue is drained.
+  void Stop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  // Waits for items and takes every one, oldest first; false when stopped
+  // and nothing is left.
+  bool TakeAll(std::deque<T>* out) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return false;
+    out->swap(queue_);
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<T> queue_;
+  bool stopping_ = false;
+};
+
 class SqliteStore final : public Store {
  public:
   SqliteStore(sqlite3* db, std::string path, bool synchronous_full)
@@ -104,17 +136,9 @@ class SqliteStore final : public Store {
     writer_ = std::thread([this] { WriterLoop(); });
   }
   ~SqliteStore() override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-      cv_.notify_all();
-    }
+    pending_.Stop();
     writer_.join();  // every commit written; its callbacks handed on
-    {
-      std::lock_guard<std::mutex> lock(done_mu_);
-      done_stopping_ = true;
-      done_cv_.notify_all();
-    }
+    written_.Stop();
     completer_.join();  // and called
     writes_.reset();
     sqlite3_close(db_);
@@ -237,9 +261,7 @@ class SqliteStore final : public Store {
 
   using Store::Commit;
   void Commit(std::vector<Mutation> mutations, std::function<void(absl::Status)> done, Sync sync) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back({std::move(mutations), obs::BindRequestId(std::move(done)), sync});
-    cv_.notify_one();
+    pending_.Push({std::move(mutations), obs::BindRequestId(std::move(done)), sync});
   }
 
  private:
@@ -393,31 +415,12 @@ class SqliteStore final : public Store {
   }
 
   void WriterLoop() {
-    for (;;) {
-      std::deque<Pending> batch;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // stopping and drained
-        batch.swap(queue_);
-      }
-      Completions completions = WriteBatch(batch);
-      std::lock_guard<std::mutex> lock(done_mu_);
-      done_queue_.push_back(std::move(completions));
-      done_cv_.notify_one();
-    }
+    for (std::deque<Pending> batch; pending_.TakeAll(&batch); batch.clear()) written_.Push(WriteBatch(batch));
   }
 
   // Calls each round's callbacks, round after round as they were written.
   void CompleterLoop() {
-    for (;;) {
-      std::deque<Completions> rounds;
-      {
-        std::unique_lock<std::mutex> lock(done_mu_);
-        done_cv_.wait(lock, [&] { return done_stopping_ || !done_queue_.empty(); });
-        if (done_queue_.empty()) return;  // stopping and drained
-        rounds.swap(done_queue_);
-      }
+    for (std::deque<Completions> rounds; written_.TakeAll(&rounds); rounds.clear()) {
       for (auto& round : rounds) {
         for (auto& [done, status] : round) done(std::move(status));
       }
@@ -484,15 +487,9 @@ class SqliteStore final : public Store {
   // synchronous_full_; else NORMAL throughout, and flushing_ stays false).
   bool flushing_;
   std::unique_ptr<Writes> writes_;  // finalized before db_ is closed
-  std::mutex mu_;     // guards queue_, stopping_
-  std::condition_variable cv_;
-  std::deque<Pending> queue_;
-  bool stopping_ = false;
+  Handoff<Pending> pending_;        // commits to write, to the writer
+  Handoff<Completions> written_;    // written rounds whose callbacks are due, to the completer
   std::thread writer_;
-  std::mutex done_mu_;  // guards done_queue_, done_stopping_
-  std::condition_variable done_cv_;
-  std::deque<Completions> done_queue_;  // written rounds whose callbacks are due, oldest first
-  bool done_stopping_ = false;
   std::thread completer_;
 };
 

@@ -167,39 +167,38 @@ void ExpectJobs(const std::string& file, const std::vector<JobRow>& rows) {
 
 const std::vector<std::string> kAllHosts = {"tpuhost1", "tpuhost2", "tpuhost3", "tpuhost4"};
 
+// The jobs the two captures list alike (they had ended, or never ran, when
+// the first was taken), and each capture's others.
+const std::vector<JobRow> kEndedBeforeBoth = {
+    {1, "wrap", "COMPLETED", "", kAllHosts, 0, 0},
+    {3, "mle-completed", "COMPLETED", "", {"tpuhost1"}, 0, 0},
+    {4, "mle-failed", "FAILED", "NonZeroExitCode", {"tpuhost2"}, 0, 0},
+    {5, "mle-signaled", "FAILED", "JobLaunchFailure", {"tpuhost2"}, 0, 0},
+    {6, "mle-cancelled", "CANCELLED", "", {"tpuhost3"}, 0, 0},
+    {7, "mle-het", "COMPLETED", "", {"tpuhost1"}, 7, 0},
+    {8, "mle-het", "COMPLETED", "", {"tpuhost2", "tpuhost3"}, 7, 1},
+    {11, "mle-held", "PENDING", "JobHeldUser", {}, 0, 0},
+};
+std::vector<JobRow> With(std::vector<JobRow> rows, const std::vector<JobRow>& more) {
+  rows.insert(rows.end(), more.begin(), more.end());
+  return rows;
+}
+
 TEST(ParseJobsTable, WhileRunning) {
   // Captured with a 4-node job running and a 4-node job pending behind it.
-  ExpectJobs("squeue_all.txt",
-             {
-                 {1, "wrap", "COMPLETED", "", kAllHosts, 0, 0},
-                 {2, "mle-timeout", "RUNNING", "", {"tpuhost1"}, 0, 0},
-                 {3, "mle-completed", "COMPLETED", "", {"tpuhost1"}, 0, 0},
-                 {4, "mle-failed", "FAILED", "NonZeroExitCode", {"tpuhost2"}, 0, 0},
-                 {5, "mle-signaled", "FAILED", "JobLaunchFailure", {"tpuhost2"}, 0, 0},
-                 {6, "mle-cancelled", "CANCELLED", "", {"tpuhost3"}, 0, 0},
-                 {7, "mle-het", "COMPLETED", "", {"tpuhost1"}, 7, 0},
-                 {8, "mle-het", "COMPLETED", "", {"tpuhost2", "tpuhost3"}, 7, 1},
-                 {9, "mle-running", "RUNNING", "", kAllHosts, 0, 0},
-                 {10, "mle-pending", "PENDING", "Resources", {}, 0, 0},
-                 {11, "mle-held", "PENDING", "JobHeldUser", {}, 0, 0},
-             });
+  ExpectJobs("squeue_all.txt", With(kEndedBeforeBoth, {
+      {2, "mle-timeout", "RUNNING", "", {"tpuhost1"}, 0, 0},
+      {9, "mle-running", "RUNNING", "", kAllHosts, 0, 0},
+      {10, "mle-pending", "PENDING", "Resources", {}, 0, 0},
+  }));
 }
 
 TEST(ParseJobsTable, AfterTheyEnded) {
-  ExpectJobs("squeue_final.txt",
-             {
-                 {1, "wrap", "COMPLETED", "", kAllHosts, 0, 0},
-                 {2, "mle-timeout", "TIMEOUT", "TimeLimit", {"tpuhost1"}, 0, 0},
-                 {3, "mle-completed", "COMPLETED", "", {"tpuhost1"}, 0, 0},
-                 {4, "mle-failed", "FAILED", "NonZeroExitCode", {"tpuhost2"}, 0, 0},
-                 {5, "mle-signaled", "FAILED", "JobLaunchFailure", {"tpuhost2"}, 0, 0},
-                 {6, "mle-cancelled", "CANCELLED", "", {"tpuhost3"}, 0, 0},
-                 {7, "mle-het", "COMPLETED", "", {"tpuhost1"}, 7, 0},
-                 {8, "mle-het", "COMPLETED", "", {"tpuhost2", "tpuhost3"}, 7, 1},
-                 {9, "mle-running", "COMPLETED", "", kAllHosts, 0, 0},
-                 {10, "mle-pending", "COMPLETED", "", kAllHosts, 0, 0},
-                 {11, "mle-held", "PENDING", "JobHeldUser", {}, 0, 0},
-             });
+  ExpectJobs("squeue_final.txt", With(kEndedBeforeBoth, {
+      {2, "mle-timeout", "TIMEOUT", "TimeLimit", {"tpuhost1"}, 0, 0},
+      {9, "mle-running", "COMPLETED", "", kAllHosts, 0, 0},
+      {10, "mle-pending", "COMPLETED", "", kAllHosts, 0, 0},
+  }));
 }
 
 // Lines as this cluster's squeue 22.05 prints them, and what is read of each.
