@@ -71,16 +71,19 @@ DiscoverySchema::DiscoverySchema(const json& document, json enum_numbers)
   }
 }
 
+DiscoverySchema::Node DiscoverySchema::MessageNode(std::string name) const {
+  Node node;
+  node.kind = Node::Kind::kMessage;
+  auto it = messages_.find(name);
+  node.message = it == messages_.end() ? nullptr : &it->second;
+  node.name = std::move(name);
+  return node;
+}
+
 DiscoverySchema::Node DiscoverySchema::Compile(const json& type) const {
   Node node;
   if (!type.is_object()) return node;  // unsupported, of no type
-  if (auto ref = type.find("$ref"); ref != type.end() && ref->is_string()) {
-    node.kind = Node::Kind::kMessage;
-    node.name = ref->get<std::string>();
-    auto it = messages_.find(node.name);
-    node.message = it == messages_.end() ? nullptr : &it->second;
-    return node;
-  }
+  if (auto ref = type.find("$ref"); ref != type.end() && ref->is_string()) return MessageNode(ref->get<std::string>());
   static const auto* kinds = new std::map<std::string, Node::Kind, std::less<>>{
       {"string", Node::Kind::kString},   {"integer", Node::Kind::kInteger}, {"number", Node::Kind::kNumber},
       {"boolean", Node::Kind::kBoolean}, {"array", Node::Kind::kArray},     {"object", Node::Kind::kMap},
@@ -184,12 +187,7 @@ std::vector<common::FieldViolation> DiscoverySchema::Check(
     const std::vector<std::string>& ignore, std::vector<json::json_pointer>* where) const {
   std::vector<common::FieldViolation> out;
   const Trail root;
-  Node type;
-  type.kind = Node::Kind::kMessage;
-  type.name = std::string(schema_name);
-  auto it = messages_.find(schema_name);
-  type.message = it == messages_.end() ? nullptr : &it->second;
-  CheckValue(value, type, root, !ignore.empty(), ignore, &out, where);
+  CheckValue(value, MessageNode(std::string(schema_name)), root, !ignore.empty(), ignore, &out, where);
   return out;
 }
 

@@ -92,6 +92,8 @@ class DiscoverySchema {
     std::string short_name;  // for errors: the name after its last '_'
     absl::flat_hash_map<std::string, Node> properties;
   };
+  // A value of message `name` (its message null when the document has none).
+  Node MessageNode(std::string name) const;
   Node Compile(const nlohmann::json& type) const;
   // `ignore_here`: an entry of `ignore` may name this value or one below it.
   void CheckValue(const nlohmann::json& value, const Node& type, const Trail& trail, bool ignore_here,

@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/worker_pool.h"
 #include "db/store.h"
 #include "obs/log.h"
 #include "obs/metrics.h"
@@ -96,50 +97,20 @@ class Statement {
   int rc_;
 };
 
-// Items handed from any thread to one consumer thread, in order.
-template <typename T>
-class Handoff {
- public:
-  void Push(T item) {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(item));
-    cv_.notify_one();
-  }
-  // No more items: TakeAll returns false once the queue is drained.
-  void Stop() {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-    cv_.notify_all();
-  }
-  // Waits for items and takes every one, oldest first; false when stopped
-  // and nothing is left.
-  bool TakeAll(std::deque<T>* out) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) return false;
-    out->swap(queue_);
-    return true;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<T> queue_;
-  bool stopping_ = false;
-};
-
 class SqliteStore final : public Store {
  public:
   SqliteStore(sqlite3* db, std::string path, bool synchronous_full)
       : db_(db), path_(std::move(path)), synchronous_full_(synchronous_full), flushing_(synchronous_full) {
-    completer_ = std::thread([this] { CompleterLoop(); });
     writer_ = std::thread([this] { WriterLoop(); });
   }
   ~SqliteStore() override {
-    pending_.Stop();
-    writer_.join();  // every commit written; its callbacks handed on
-    written_.Stop();
-    completer_.join();  // and called
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      cv_.notify_all();
+    }
+    writer_.join();  // every commit written; its callbacks posted
+    callbacks_.Stop();  // and called
     writes_.reset();
     sqlite3_close(db_);
   }
@@ -261,7 +232,9 @@ class SqliteStore final : public Store {
 
   using Store::Commit;
   void Commit(std::vector<Mutation> mutations, std::function<void(absl::Status)> done, Sync sync) override {
-    pending_.Push({std::move(mutations), obs::BindRequestId(std::move(done)), sync});
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back({std::move(mutations), obs::BindRequestId(std::move(done)), sync});
+    cv_.notify_one();
   }
 
  private:
@@ -415,15 +388,18 @@ class SqliteStore final : public Store {
   }
 
   void WriterLoop() {
-    for (std::deque<Pending> batch; pending_.TakeAll(&batch); batch.clear()) written_.Push(WriteBatch(batch));
-  }
-
-  // Calls each round's callbacks, round after round as they were written.
-  void CompleterLoop() {
-    for (std::deque<Completions> rounds; written_.TakeAll(&rounds); rounds.clear()) {
-      for (auto& round : rounds) {
-        for (auto& [done, status] : round) done(std::move(status));
+    for (;;) {
+      std::deque<Pending> batch;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stopping and drained
+        batch.swap(queue_);
       }
+      // The round's callbacks, on their own thread, in order.
+      callbacks_.Post([round = WriteBatch(batch)]() mutable {
+        for (auto& [done, status] : round) done(std::move(status));
+      });
     }
   }
 
@@ -487,10 +463,14 @@ class SqliteStore final : public Store {
   // synchronous_full_; else NORMAL throughout, and flushing_ stays false).
   bool flushing_;
   std::unique_ptr<Writes> writes_;  // finalized before db_ is closed
-  Handoff<Pending> pending_;        // commits to write, to the writer
-  Handoff<Completions> written_;    // written rounds whose callbacks are due, to the completer
+  std::mutex mu_;     // guards queue_, stopping_
+  std::condition_variable cv_;
+  std::deque<Pending> queue_;
+  bool stopping_ = false;
+  // Written rounds' callbacks, one round after another; before writer_,
+  // which posts to it.
+  common::WorkerPool callbacks_{1, common::WorkerPool::OnStop::kDrain};
   std::thread writer_;
-  std::thread completer_;
 };
 
 int SchemaVersion(sqlite3* db) {

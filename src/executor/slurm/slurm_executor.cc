@@ -540,13 +540,8 @@ void SlurmExecutor::SendCancels(const std::vector<int64_t>& slurm_ids) {
 }
 
 absl::StatusOr<std::map<int64_t, SlurmView>> SlurmExecutor::ReadSlurmJobs(const std::set<std::string>& names) {
-  // Every job Slurm knows; then, while some job is looked up by name, the
-  // jobs of those names (the only listing that shows names: see
-  // kSqueueFields).
-  std::vector<SlurmJob> jobs;
   const absl::Time asked = absl::Now();  // real time (what squeue costs the host), whatever clock_ says
-  for (const bool named : {false, true}) {
-    if (named && names.empty()) break;
+  auto list = [&](bool named) -> absl::StatusOr<std::vector<SlurmJob>> {
     std::vector<std::string> argv = {"squeue", "-h", "-t", "all", "-O", named ? kSqueueNamedFields : kSqueueFields};
     if (named) argv.push_back(absl::StrCat("--name=", absl::StrJoin(names, ",")));
     auto out = runner_.Run(argv);
@@ -556,18 +551,32 @@ absl::StatusOr<std::map<int64_t, SlurmView>> SlurmExecutor::ReadSlurmJobs(const 
       return absl::UnavailableError(absl::StrCat("squeue exited with ", out->exit_code, ": ",
                                                  absl::StripAsciiWhitespace(out->output.substr(0, 500))));
     }
-    auto listed = ParseJobsTable(out->output, named);
-    if (!listed.ok()) return listed.status();
-    for (auto& j : *listed) jobs.push_back(std::move(j));  // a named line after the same job's unnamed one
+    return ParseJobsTable(out->output, named);
+  };
+  // Every job Slurm knows; then, while some job is looked up by name, the
+  // jobs of those names (the only listing that shows names: see
+  // kSqueueFields), their names given to the jobs listed (or the job added,
+  // submitted between the two).
+  auto jobs = list(false);
+  if (!jobs.ok()) return jobs.status();
+  if (!names.empty()) {
+    auto named = list(true);
+    if (!named.ok()) return named.status();
+    for (auto& n : *named) {
+      auto it = std::find_if(jobs->begin(), jobs->end(), [&](const SlurmJob& j) { return j.job_id == n.job_id; });
+      if (it == jobs->end()) {
+        jobs->push_back(std::move(n));
+      } else {
+        it->name = std::move(n.name);
+      }
+    }
   }
   std::map<int64_t, SlurmView> views;
-  std::map<int64_t, std::vector<std::string>> nodes_of;  // every component's nodes, by leader id, once each
-  for (const auto& j : jobs) {
+  std::map<int64_t, std::vector<std::string>> nodes_of;  // every component's nodes, by leader id
+  for (const auto& j : *jobs) {
     if (j.het_job_offset == 0) views[j.job_id] = SlurmView::Listed(j, {});
     auto& n = nodes_of[j.het_job_id > 0 ? j.het_job_id : j.job_id];
-    for (const auto& node : j.nodes) {
-      if (std::find(n.begin(), n.end(), node) == n.end()) n.push_back(node);
-    }
+    n.insert(n.end(), j.nodes.begin(), j.nodes.end());
   }
   for (auto& [id, view] : views) view.nodes = std::move(nodes_of[id]);
   return views;
