@@ -56,6 +56,7 @@ class FakeSlurm : public CommandRunner {
     std::string reason = "None";
     std::string nodes;
     std::string account;
+    std::string user = "mle";  // who submitted it (the executor's user, unless a test says otherwise)
   };
   // What slurmdbd keeps: (account, user) -> limits; user "" is the account's own.
   std::map<std::pair<std::string, std::string>, AccountLimits> assoc = {{{"root", ""}, {}}, {{"root", "root"}, {}}};
@@ -99,17 +100,22 @@ class FakeSlurm : public CommandRunner {
       return RunResult{0, ""};
     }
     if (argv[0] == "squeue") {
-      // `squeue -h -t all -O FIELDS [--name=a,b]`: a line per job, as kSqueueFields says.
-      std::optional<std::set<std::string>> names;
+      // `squeue -h -t all -O FIELDS [--user=u,...] [--name=a,b]`: a line per job, as kSqueueFields says.
+      std::optional<std::set<std::string>> names, users;
       for (const auto& a : argv) {
         if (absl::StartsWith(a, "--name=")) {
           std::set<std::string> asked = absl::StrSplit(a.substr(7), ',');
           names = std::move(asked);
         }
+        if (absl::StartsWith(a, "--user=")) {
+          std::set<std::string> asked = absl::StrSplit(a.substr(7), ',');
+          users = std::move(asked);
+        }
       }
       std::string out;
       for (const auto& [id, j] : jobs) {
         if (names && !names->count(j.name)) continue;
+        if (users && !users->count(j.user)) continue;
         absl::StrAppend(&out, id, "|N/A|N/A|", j.account.empty() ? "(null)" : j.account, "|", j.state, "|",
                         j.reason.empty() ? "None" : j.reason, "|", j.nodes, names ? "|" + j.name : "", "\n");
       }
@@ -175,6 +181,16 @@ class FakeSlurm : public CommandRunner {
   void Forget(int64_t id) {
     std::lock_guard<std::mutex> lock(mu_);
     jobs.erase(id);
+  }
+  // A job another user of the cluster submits (sbatch as that user).
+  int64_t SubmitAs(const std::string& user, const std::string& name, const std::string& state) {
+    std::lock_guard<std::mutex> lock(mu_);
+    FakeJob j;
+    j.name = name;
+    j.user = user;
+    j.state = state;
+    jobs[++last_id] = j;
+    return last_id;
   }
   int Calls(const std::string& cmd) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -542,6 +558,35 @@ TEST(SlurmExecutorTest, AJobSlurmNeverAcceptedIsSubmittedOnce) {
   EXPECT_EQ(*rundir::ReadSlurmJobId(f.RunDir("a")), 102);
   EXPECT_EQ(f.Poll(), Reported{"waiting a: " + kWaitingNone});
   EXPECT_EQ(f.slurm.Calls("sbatch"), 2);
+}
+
+// On a shared cluster another user may give a job the name mlengine gave
+// one (the names are not secret: `squeue` shows them). A lookup by name
+// after a crash between sbatch and recording the id adopts only a job of
+// mlengined's own user: with ours gone, the job is submitted again, never
+// tied to the other user's job (whose state would become its own).
+TEST(SlurmExecutorTest, ALookupByNameNeverAdoptsAnotherUsersJob) {
+  for (const bool ours_there : {true, false}) {
+    SCOPED_TRACE(ours_there ? "ours still queued" : "ours never accepted");
+    Fixture f;
+    f.Launch(BasicJob("a"));
+    const std::string name = f.slurm.jobs[101].name;
+    fs::remove(rundir::SlurmJobIdPath(f.RunDir("a")));  // the crash
+    if (!ours_there) f.slurm.Forget(101);
+    const int64_t foreign = f.slurm.SubmitAs("mallory", name, "RUNNING");  // newer than ours
+    f.executor.reset();
+    f.Start();
+    f.events.Take();
+    f.Launch(BasicJob("a"));
+    f.Poll();
+    EXPECT_EQ(f.slurm.Calls("sbatch"), ours_there ? 1 : 2);
+    const int64_t recorded = rundir::ReadSlurmJobId(f.RunDir("a"))->value_or(0);
+    EXPECT_NE(recorded, foreign);
+    EXPECT_EQ(recorded, ours_there ? 101 : foreign + 1);
+    // The foreign job ending says nothing of ours.
+    f.slurm.Set(foreign, "FAILED", "None", "tpuhost1");
+    for (const std::string& e : f.Poll()) EXPECT_THAT(e, testing::Not(HasSubstr("ended a")));
+  }
 }
 
 // sbatch timed out: Slurm may or may not have queued the job. Looked up by

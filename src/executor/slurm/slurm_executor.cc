@@ -543,6 +543,11 @@ absl::StatusOr<std::map<int64_t, SlurmView>> SlurmExecutor::ReadSlurmJobs(const 
   const absl::Time asked = absl::Now();  // real time (what squeue costs the host), whatever clock_ says
   auto list = [&](bool named) -> absl::StatusOr<std::vector<SlurmJob>> {
     std::vector<std::string> argv = {"squeue", "-h", "-t", "all", "-O", named ? kSqueueNamedFields : kSqueueFields};
+    // Only the jobs of mlengined's own user, which submits every job of
+    // its own: on a shared cluster another user may name a job as
+    // mlengine names one, and a lookup by name must never adopt that job
+    // (its state would become the mlengine job's).
+    if (!options_.user.empty()) argv.push_back("--user=" + options_.user);
     if (named) argv.push_back(absl::StrCat("--name=", absl::StrJoin(names, ",")));
     auto out = runner_.Run(argv);
     last_squeue_ = absl::Now() - asked;
