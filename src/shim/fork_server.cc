@@ -199,7 +199,13 @@ int ServeForks(int argc, char** argv) {
       char one = 1;
       (void)!write(started[1], &one, 1);
       close(started[1]);
-      exit(RunShim(static_cast<int>(shim_argv.size()), child_argv.data()));
+      // Ends as an executed shim would, without running this server's
+      // exit handlers and destructors on pages that are still the server's
+      // (each one written is a copy-on-write fault): stdio is flushed, the
+      // rest goes with the process.
+      const int status = RunShim(static_cast<int>(shim_argv.size()), child_argv.data());
+      fflush(nullptr);
+      _exit(status);
     }
     const int err = errno;
     close(started[1]);

@@ -84,6 +84,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -107,14 +108,20 @@ int64_t NowMs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
+// RFC 3339 in UTC, from the calendar of <chrono>: gmtime_r and strftime
+// would read the time zone file first (/etc/localtime: a file opened,
+// read and parsed in every shim, for a zone that UTC never uses).
 std::string Timestamp() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  tm t;
-  gmtime_r(&ts.tv_sec, &t);
+  const std::chrono::sys_seconds at{std::chrono::seconds(ts.tv_sec)};
+  const auto day = std::chrono::floor<std::chrono::days>(at);
+  const std::chrono::year_month_day date{day};
+  const std::chrono::hh_mm_ss time{at - day};
   char buf[64];
-  size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &t);
-  snprintf(buf + n, sizeof(buf) - n, ".%06ldZ", ts.tv_nsec / 1000);
+  snprintf(buf, sizeof(buf), "%04d-%02u-%02uT%02d:%02d:%02lld.%06ldZ", static_cast<int>(date.year()),
+           static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()), static_cast<int>(time.hours().count()),
+           static_cast<int>(time.minutes().count()), static_cast<long long>(time.seconds().count()), ts.tv_nsec / 1000);
   return buf;
 }
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "rundir/file_io.h"
 #include "rundir/replica_files.h"
 
@@ -227,11 +228,14 @@ TEST(ShimLogTest, LinesAreWrittenInTheFormatRundirReads) {
   std::vector<std::string> argv = {MLE_SHIM, "--log", (dir / "log").string(), "--exit", (dir / "exit").string(),
                                    "--cwd", (dir / "work").string(), "--", "/bin/sh", "-c",
                                    "echo out; echo err >&2; printf partial; exit 3"};
+  // Whole seconds: the log's stamp is read from the real-time clock.
+  const absl::Time began = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()));
   const pid_t pid = SpawnShim(std::move(argv));
   ASSERT_NE(pid, 0);
   int status = 0;
   ::waitpid(pid, &status, 0);
   EXPECT_EQ(WEXITSTATUS(status), 3);
+  const absl::Time ended = absl::Now();
   std::ifstream in(dir / "log");
   std::vector<mle::rundir::LogLine> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(mle::rundir::ParseLogLine(line));
@@ -239,6 +243,12 @@ TEST(ShimLogTest, LinesAreWrittenInTheFormatRundirReads) {
   std::multiset<std::pair<bool, std::string>> got;
   for (const auto& l : lines) {
     EXPECT_EQ(l.time.size(), 27u) << l.time;  // 2026-01-01T00:00:00.000000Z
+    // RFC 3339 in UTC, when the line was read.
+    absl::Time at;
+    std::string error;
+    ASSERT_TRUE(absl::ParseTime(absl::RFC3339_full, l.time, &at, &error)) << l.time << ": " << error;
+    EXPECT_GE(at, began) << l.time;
+    EXPECT_LE(at, ended) << l.time;
     got.insert({l.is_stderr, l.text});
   }
   EXPECT_EQ(got, (std::multiset<std::pair<bool, std::string>>{{false, "out"}, {true, "err"}, {false, "partial"}}));
