@@ -6,7 +6,10 @@ same job with the label mlengine-warm-start=false) and against a bare
 
 1. jobs.create to the trainer's first line (its log timestamp), a trainer
    whose first line follows `import torch`: median of --samples each;
-   bare: spawn to first line.
+   bare: spawn to first line. And cold, a trainer that imports nothing:
+   what starting a replica costs, without torch's import (1.3-2 s here,
+   varying by 10-20% from one start to the next, which hides a
+   difference of 10 ms between the sides).
 2. --jobs short jobs back to back (created together, run to SUCCEEDED),
    warm against cold.
 3. The warm interpreter's memory (RSS and PSS).
@@ -16,7 +19,8 @@ Each measured twice in the same run, on a server with the sandbox
 
 Goals: warm first line at least 5x sooner than bare python3 -m (sandbox
 included); the burst of jobs at least 3x faster warm than cold; the sandbox
-adds at most 10 ms to a replica's start, cold and warm.
+adds at most 10 ms to a replica's start, cold (the trainer that imports
+nothing) and warm.
 
 Usage: bench/warm_start.py BUILD_DIR [--samples 10] [--jobs 20]
 """
@@ -34,6 +38,7 @@ import job_latency as jl  # noqa: E402  (its Server, sdist and log helpers)
 
 PY = "/usr/bin/python3"
 TRAINER = 'import torch\nprint("first line", flush=True)\n'
+PLAIN = 'print("first line", flush=True)\n'
 
 
 class Side:
@@ -58,13 +63,21 @@ class Side:
         self.server.call("POST", "/upload/storage/v1/b/bench-bucket/o?uploadType=media&name=" +
                          name.replace("/", "%2F"), raw=jl.sdist("1.0.0", task=TRAINER))
         self.pkg = "gs://bench-bucket/" + name
-        self.create("setup", False)  # the package's environment is built once
+        name = "pkgs/1.0.0/plain_trainer-1.0.0.tar.gz"
+        self.server.call("POST", "/upload/storage/v1/b/bench-bucket/o?uploadType=media&name=" +
+                         name.replace("/", "%2F"), raw=jl.sdist("1.0.0", name="plain_trainer", task=PLAIN))
+        self.plain_pkg = "gs://bench-bucket/" + name
+        self.create("setup", False)  # each package's environment is built once
+        self.create("setup_plain", True, plain=True)
         jl.wait_done(self.server, "setup")
-        self.first = {"warm": [], "cold": []}
+        jl.wait_done(self.server, "setup_plain")
+        self.first = {"warm": [], "cold": [], "plain": []}
         self.burst = {}
 
-    def create(self, job, cold):
-        body = jl.job_body(job, self.pkg)
+    def create(self, job, cold, plain=False):
+        body = jl.job_body(job, self.plain_pkg if plain else self.pkg)
+        if plain:
+            body["trainingInput"]["pythonModule"] = "plain_trainer.task"
         if cold:
             body["labels"] = {"mlengine-warm-start": "false"}
         t0 = time.time()
@@ -72,9 +85,9 @@ class Side:
         return t0
 
     def sample(self, i):
-        for kind in ("warm", "cold"):
+        for kind in ("warm", "cold", "plain"):
             job = f"{kind}_{i}"
-            t0 = self.create(job, kind == "cold")
+            t0 = self.create(job, kind != "warm", plain=kind == "plain")
             self.first[kind].append(jl.wait_first_line(self.server, job) - t0)
             jl.wait_done(self.server, job)
 
@@ -140,8 +153,11 @@ def main():
     for side, first in ((boxed, first_boxed), (opened, first_open)):
         print(f"{'mlengine, cold start, ' + side.name:46} {first['cold']:17.1f} {b / first['cold']:10.2f}")
         print(f"{'mlengine, warm start, ' + side.name:46} {first['warm']:17.1f} {b / first['warm']:10.2f}")
-    added_cold, added_warm = first_boxed["cold"] - first_open["cold"], first_boxed["warm"] - first_open["warm"]
-    print(f"the sandbox adds per replica: cold {added_cold:+.1f} ms, warm {added_warm:+.1f} ms")
+    for side, first in ((boxed, first_boxed), (opened, first_open)):
+        print(f"{'a trainer importing nothing, cold, ' + side.name:46} {first['plain']:17.1f}")
+    added_cold, added_warm = first_boxed["plain"] - first_open["plain"], first_boxed["warm"] - first_open["warm"]
+    print(f"the sandbox adds per replica: cold {added_cold:+.1f} ms (importing torch: "
+          f"{first_boxed['cold'] - first_open['cold']:+.1f}), warm {added_warm:+.1f} ms")
     burst, burst_open = boxed.burst, opened.burst
     print(f"{args.jobs} jobs back to back, sandboxed: warm {burst['warm']:.1f} s, cold {burst['cold']:.1f} s, "
           f"cold / warm {burst['cold'] / burst['warm']:.1f}x (no sandbox: warm {burst_open['warm']:.1f} s, "

@@ -19,8 +19,9 @@ becomes a child subreaper (what it starts stays below it) and turns itself
 into the replica (``become``): working directory, environment,
 ``sys.argv``, ``sys.path`` as ``python3 -m`` builds them, modules loaded
 since the preloads dropped, signal dispositions of a fresh interpreter,
-numpy's and torch's generators reseeded (Python's ``random`` reseeds itself
-after a fork, they do not), torch's thread counts taken from the job's
+numpy's and torch's CPU generators reseeded (Python's ``random`` reseeds
+itself after a fork, they do not; CUDA's are seeded when CUDA initializes,
+as in a cold start), torch's thread counts taken from the job's
 environment (the OpenMP runtime read the zygote's when it loaded), then runs
 the module as ``__main__`` with ``runpy``. The exit status is what
 ``python3 -m`` gives: SystemExit's code, 1 after an uncaught exception (with
@@ -36,6 +37,7 @@ a preloaded module (mlengined checks that one before asking).
 """
 
 import argparse
+import gc
 import json
 import os
 import runpy
@@ -43,6 +45,7 @@ import signal
 import sys
 
 _BASELINE = None  # sys.modules' names once the preloads are in
+_SINCE = ([], 0)  # (the names loaded since the baseline, len(sys.modules) when they were listed)
 _BASE_PATH = None  # sys.path after the preloads, without the pool's own entries
 
 
@@ -109,7 +112,11 @@ def _reseed():
         numpy.random.seed()
     torch = sys.modules.get("torch")
     if torch is not None:
-        torch.seed()
+        # The CPU generator, as a fresh interpreter seeds it. CUDA's are
+        # made when CUDA initializes in the replica, as in a cold start (the
+        # zygote never initializes it); torch.seed() would queue their seed
+        # with a formatted stack, reading the source of every frame.
+        torch.default_generator.seed()
 
 
 def _threads(env):
@@ -129,8 +136,14 @@ def become(spec):
     env = dict(spec["env"])
     cwd = spec.get("cwd") or os.getcwd()
     os.chdir(cwd)
-    os.environ.clear()
-    os.environ.update(env)
+    # Only what differs from the zygote's: each variable set is Python and
+    # libc work in the child, whose pages are the zygote's until written.
+    current = os.environ
+    for name in [name for name in current if name not in env]:
+        del current[name]
+    for name, value in env.items():
+        if current.get(name) != value:
+            current[name] = value
     if spec.get("prefix"):
         sys.prefix = sys.exec_prefix = spec["prefix"]
         sys.executable = os.path.join(spec["prefix"], "bin", "python")
@@ -142,9 +155,9 @@ def become(spec):
         first_site = next((i for i, p in enumerate(tail) if p.endswith("-packages")), len(tail))
         tail[first_site:first_site] = site_dirs
     sys.path[:] = [os.getcwd()] + _pythonpath(env) + tail
-    for name in list(sys.modules):
-        if name not in _BASELINE:
-            del sys.modules[name]
+    _list_since_baseline()  # listed by the zygote before the fork, unless the child loaded more since
+    for name in _SINCE[0]:
+        sys.modules.pop(name, None)
     _reset_signals()
     _reseed()
     _threads(env)
@@ -193,12 +206,29 @@ def _print_trainer_traceback():
 PR_SET_CHILD_SUBREAPER = 36
 
 
+_LIBC = None  # the C library (ctypes), loaded once by the zygote
+
+
 def _subreaper():
     """Orphans of our descendants re-parent to us, not to init."""
+    global _LIBC
     import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+    if _LIBC is None:
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    if _LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+def _list_since_baseline():
+    """The modules loaded since the preloads (the zygote's own: what serves
+    the socket), listed in the zygote, which forks a replica, so that the
+    replica drops them without walking every loaded module's name: in a
+    forked child each object a walk touches is a page copied (about 15 ms
+    for torch's 1,600 modules on a virtual machine). Listed again only when
+    the zygote has loaded more (it never unloads one)."""
+    global _SINCE
+    if _SINCE[1] != len(sys.modules):
+        _SINCE = ([name for name in sys.modules if name not in _BASELINE], len(sys.modules))
 
 
 def _exit_as_python(code):
@@ -227,18 +257,31 @@ def _load_sandbox(path):
     global _SANDBOX
     import ctypes
     lib = ctypes.CDLL(path, use_errno=True)
-    lib.mle_sandbox_enter.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong]
-    lib.mle_sandbox_enter.restype = ctypes.c_int
+    lib.mle_sandbox_prepare.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong]
+    lib.mle_sandbox_prepare.restype = ctypes.c_int
+    lib.mle_sandbox_enter_prepared.argtypes = [ctypes.c_char_p, ctypes.c_ulong]
+    lib.mle_sandbox_enter_prepared.restype = ctypes.c_int
     _SANDBOX = lib
 
 
-def _enter_sandbox(path):
-    """The replica's sandbox (docs/security.md), before anything of the job
-    runs: its identity, cgroups and view. Never returns on failure: the
-    replica ends with status 126, the reason on its stderr (its log)."""
+def _prepare_sandbox(path):
+    """In the zygote, just before it forks the replica: reads the replica's
+    sandbox spec, which the child then enters without parsing it (what the
+    child's allocations write is copied from the zygote page by page). A
+    spec that cannot be read is the child's to report."""
     import ctypes
     error = ctypes.create_string_buffer(1024)
-    if _SANDBOX.mle_sandbox_enter(path.encode(), error, len(error)) != 0:
+    _SANDBOX.mle_sandbox_prepare(path.encode(), error, len(error))
+
+
+def _enter_sandbox():
+    """The replica's sandbox (docs/security.md), before anything of the job
+    runs: its identity, cgroups and view, as the zygote read them just
+    before the fork. Never returns on failure: the replica ends with status
+    126, the reason on its stderr (its log)."""
+    import ctypes
+    error = ctypes.create_string_buffer(1024)
+    if _SANDBOX.mle_sandbox_enter_prepared(error, len(error)) != 0:
         os.write(2, b"mlengine-replica: cannot start the replica in its sandbox: " + error.value + b"\n")
         os._exit(126)
 
@@ -261,7 +304,7 @@ def _replica_child(conn, listener, fds, spec):
         os.setsid()
         _subreaper()
         if spec.get("sandbox"):
-            _enter_sandbox(spec["sandbox"])
+            _enter_sandbox()
         code = become(spec)
     except BaseException:  # noqa: B902 - nothing may return into the zygote's loop
         import traceback
@@ -304,6 +347,12 @@ def serve(socket_path, preloaded, server=None):
         server = os.getppid()
     inode = os.stat(socket_path).st_ino
     serving = True
+    # What exists now (the preloads, this loop's own objects) is left out of
+    # every collection: a replica's collector then never writes into the
+    # zygote's objects (each a page copied), and the zygote's memory stays
+    # shared with its replicas. What the loop makes later is collected.
+    _list_since_baseline()
+    gc.freeze()
     while not stop and (serving or replicas or pending):
         if serving and (lease_over or os.getppid() != server):
             serving = False
@@ -353,6 +402,9 @@ def serve(socket_path, preloaded, server=None):
                     sel.unregister(conn)
                     conn.close()
                     continue
+                _list_since_baseline()
+                if spec.get("sandbox"):
+                    _prepare_sandbox(spec["sandbox"])
                 pid = os.fork()
                 if pid == 0:
                     _replica_child(conn, listener, fds, spec)

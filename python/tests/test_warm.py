@@ -241,3 +241,56 @@ def test_what_a_replica_leaves_and_a_replica_whose_shim_is_gone_are_killed(zygot
             break
         time.sleep(0.05)
     assert not os.path.exists(f"/proc/{pid}")
+
+
+def _sandbox_lib():
+    """libmlengine-sandbox.so beside the mlengined under test (the build's)."""
+    mlengined = os.environ.get("MLENGINED")
+    if not mlengined:
+        pytest.skip("MLENGINED (the build's mlengined) not set")
+    lib = os.path.join(os.path.dirname(os.path.dirname(mlengined)), "sandbox", "libmlengine-sandbox.so")
+    if not os.path.exists(lib):
+        pytest.skip(f"{lib} not built")
+    return lib
+
+
+def test_a_sandbox_spec_the_zygote_cannot_read_ends_the_replica_saying_why(trainer, tmp_path):
+    """The zygote reads a sandboxed replica's spec just before it forks it
+    (mle_sandbox_prepare) and the child enters it (mle_sandbox_enter_prepared):
+    a spec that cannot be read ends that replica with status 126 and the
+    reason on its stderr; the trainer never runs, and the next replica's
+    spec is its own (nothing of the failed one carries over)."""
+    sock = str(tmp_path / "zygote.sock")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": PYTHON_DIR, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([PYTHON, "-m", "mlengine._warm", "--serve", sock, "--preload", "numpy",
+                             "--sandbox-lib", _sandbox_lib()], cwd="/", env=env)
+    try:
+        for _ in range(600):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.05)
+        assert os.path.exists(sock), "the zygote never listened"
+        for missing in ("first", "second"):
+            out_r, out_w = os.pipe()
+            err_r, err_w = os.pipe()
+            null = os.open("/dev/null", os.O_RDONLY)
+            conn = socket.socket(socket.AF_UNIX)
+            conn.connect(sock)
+            spec = {"module": "probe.main", "args": [], "cwd": str(trainer / "code"),
+                    "env": job_env(trainer), "sandbox": str(tmp_path / f"no-such-{missing}-spec")}
+            socket.send_fds(conn, [(json.dumps(spec) + "\n").encode()], [null, out_w, err_w])
+            for fd in (null, out_w, err_w):
+                os.close(fd)
+            reader = conn.makefile("rb")
+            assert reader.readline().decode().startswith("pid ")
+            status = reader.readline().decode()
+            assert status.startswith("status "), status
+            assert os.waitstatus_to_exitcode(int(status.split()[1])) == 126
+            with os.fdopen(out_r) as out, os.fdopen(err_r) as err:
+                assert out.read() == "", "the trainer never ran"
+                said = err.read()
+            assert "cannot start the replica in its sandbox" in said and f"no-such-{missing}-spec" in said, said
+            conn.close()
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0
