@@ -257,40 +257,70 @@ def _load_sandbox(path):
     global _SANDBOX
     import ctypes
     lib = ctypes.CDLL(path, use_errno=True)
-    lib.mle_sandbox_prepare.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong]
-    lib.mle_sandbox_prepare.restype = ctypes.c_int
-    lib.mle_sandbox_enter_prepared.argtypes = [ctypes.c_char_p, ctypes.c_ulong]
-    lib.mle_sandbox_enter_prepared.restype = ctypes.c_int
+    lib.mle_sandbox_enter.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong]
+    lib.mle_sandbox_enter.restype = ctypes.c_int
     _SANDBOX = lib
 
 
-def _prepare_sandbox(path):
-    """In the zygote, just before it forks the replica: reads the replica's
-    sandbox spec, which the child then enters without parsing it (what the
-    child's allocations write is copied from the zygote page by page). A
-    spec that cannot be read is the child's to report."""
-    import ctypes
-    error = ctypes.create_string_buffer(1024)
-    _SANDBOX.mle_sandbox_prepare(path.encode(), error, len(error))
-
-
-def _enter_sandbox():
+def _enter_sandbox(path):
     """The replica's sandbox (docs/security.md), before anything of the job
-    runs: its identity, cgroups and view, as the zygote read them just
-    before the fork. Never returns on failure: the replica ends with status
-    126, the reason on its stderr (its log)."""
+    runs: its identity, cgroups and view. Never returns on failure: the
+    replica ends with status 126, the reason on its stderr (its log)."""
     import ctypes
     error = ctypes.create_string_buffer(1024)
-    if _SANDBOX.mle_sandbox_enter_prepared(error, len(error)) != 0:
+    if _SANDBOX.mle_sandbox_enter(path.encode(), error, len(error)) != 0:
         os.write(2, b"mlengine-replica: cannot start the replica in its sandbox: " + error.value + b"\n")
         os._exit(126)
 
 
-def _replica_child(conn, listener, fds, spec):
-    """In the forked child: the replica's stdio, a session and subreaper of
-    its own, its sandbox, then `become`."""
+# How long a connection may take to send its request (a shim sends it at
+# once; one that does not is given up).
+REQUEST_SECONDS = 10
+
+
+def _read_request(conn):
+    """The request on `conn`: one JSON line with the replica's stdin, stdout
+    and stderr attached (SCM_RIGHTS); (spec or None, fds)."""
+    import socket
+    conn.settimeout(REQUEST_SECONDS)
+    data, fds = b"", []
+    while b"\n" not in data:
+        msg, got, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+        fds += got
+        if not msg:
+            return None, fds
+        data += msg
+    return json.loads(data.split(b"\n", 1)[0]), fds
+
+
+def _replica_child(conn, listener, verdict, preloaded):
+    """In the child the zygote forked for a connection: reads the request
+    (only here: the zygote never holds a replica's environment, its token,
+    its arguments or paths, so no later child inherits them), answers
+    "cold: <why>" (the shim starts the replica itself) or "pid N", tells the
+    zygote which through `verdict` (a pipe), then takes the replica's stdio,
+    a session and subreaper of its own, its sandbox, and becomes it."""
     try:
         listener.close()
+        try:
+            spec, fds = _read_request(conn)
+        except (OSError, ValueError):
+            spec, fds = None, []
+        if spec is None:
+            os.write(verdict, b"x")
+            os._exit(0)
+        why = "a replica needs its stdin, stdout and stderr" if len(fds) != 3 else check_compatible(spec, preloaded)
+        if not why and spec.get("sandbox") and _SANDBOX is None:
+            why = "the warm interpreter was started without the sandbox library"
+        if why:
+            try:
+                conn.sendall(("cold: %s\n" % why).encode())
+            except OSError:
+                pass
+            os.write(verdict, b"c")
+            os._exit(0)
+        conn.sendall(b"pid %d\n" % os.getpid())
+        os.write(verdict, b"p")
         conn.close()
         for target, fd in zip((0, 1, 2), fds):
             os.dup2(fd, target)
@@ -304,13 +334,39 @@ def _replica_child(conn, listener, fds, spec):
         os.setsid()
         _subreaper()
         if spec.get("sandbox"):
-            _enter_sandbox()
+            _enter_sandbox(spec["sandbox"])
         code = become(spec)
     except BaseException:  # noqa: B902 - nothing may return into the zygote's loop
         import traceback
         traceback.print_exc()
         os._exit(1)
     _exit_as_python(code)
+
+
+def _fork_for(conn, listener, preloaded):
+    """Forks the child that reads `conn`'s request and becomes its replica
+    (_replica_child); the zygote reads nothing of it. The child's pid once
+    it has answered "pid N"; None when it answered "cold: <why>" or no
+    request came (then it ends, and is reaped as any child)."""
+    import select
+    _list_since_baseline()
+    verdict_r, verdict_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(verdict_r)
+        _replica_child(conn, listener, verdict_w, preloaded)
+    os.close(verdict_w)
+    ready, _, _ = select.select([verdict_r], [], [], REQUEST_SECONDS + 5)
+    said = os.read(verdict_r, 1) if ready else b""
+    os.close(verdict_r)
+    if said == b"p":
+        return pid
+    if not said:  # stuck: it goes
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return None
 
 
 def serve(socket_path, preloaded, server=None):
@@ -335,7 +391,6 @@ def serve(socket_path, preloaded, server=None):
     sel = selectors.DefaultSelector()
     sel.register(listener, selectors.EVENT_READ)
     replicas = {}  # pid -> connection
-    pending = {}  # connection -> (bytes so far, fds)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
     lease_over = []
@@ -353,7 +408,7 @@ def serve(socket_path, preloaded, server=None):
     # shared with its replicas. What the loop makes later is collected.
     _list_since_baseline()
     gc.freeze()
-    while not stop and (serving or replicas or pending):
+    while not stop and (serving or replicas):
         if serving and (lease_over or os.getppid() != server):
             serving = False
             sel.unregister(listener)
@@ -366,64 +421,25 @@ def serve(socket_path, preloaded, server=None):
         for key, _ in sel.select(timeout=0.1):
             if key.fileobj is listener:
                 conn, _ = listener.accept()
-                pending[conn] = (b"", [])
-                sel.register(conn, selectors.EVENT_READ)
+                pid = _fork_for(conn, listener, preloaded)
+                if pid is None:
+                    conn.close()
+                else:
+                    replicas[pid] = conn
+                    sel.register(conn, selectors.EVENT_READ)
                 continue
+            # A replica's shim: anything but data means it is gone.
             conn = key.fileobj
-            if conn in pending:
-                data, fds = pending[conn]
-                try:
-                    msg, got, _, _ = socket.recv_fds(conn, 1 << 20, 3)
-                except OSError:
-                    msg, got = b"", []
-                fds = fds + got
-                if not msg:
-                    for fd in fds:
-                        os.close(fd)
-                    del pending[conn]
-                    sel.unregister(conn)
-                    conn.close()
-                    continue
-                data += msg
-                if b"\n" not in data:
-                    pending[conn] = (data, fds)
-                    continue
-                del pending[conn]
-                spec = json.loads(data.split(b"\n", 1)[0])
-                # What cannot be made fresh starts cold: the shim runs it itself.
-                why = "a replica needs its stdin, stdout and stderr" if len(fds) != 3 else check_compatible(
-                    spec, preloaded)
-                if not why and spec.get("sandbox") and _SANDBOX is None:
-                    why = "the warm interpreter was started without the sandbox library"
-                if why:
-                    conn.sendall(("cold: %s\n" % why).encode())
-                    for fd in fds:
-                        os.close(fd)
-                    sel.unregister(conn)
-                    conn.close()
-                    continue
-                _list_since_baseline()
-                if spec.get("sandbox"):
-                    _prepare_sandbox(spec["sandbox"])
-                pid = os.fork()
-                if pid == 0:
-                    _replica_child(conn, listener, fds, spec)
-                for fd in fds:
-                    os.close(fd)
-                replicas[pid] = conn
-                conn.sendall(b"pid %d\n" % pid)
-            else:
-                # A replica's shim: anything but data means it is gone.
-                try:
-                    gone = not conn.recv(4096)
-                except OSError:
-                    gone = True
-                if gone:
-                    for pid, c in list(replicas.items()):
-                        if c is conn:
-                            _kill_tree(pid)
-                    sel.unregister(conn)
-                    conn.close()
+            try:
+                gone = not conn.recv(4096)
+            except OSError:
+                gone = True
+            if gone:
+                for pid, c in list(replicas.items()):
+                    if c is conn:
+                        _kill_tree(pid)
+                sel.unregister(conn)
+                conn.close()
         # Only an ending replica leaves orphans (re-parented to us as it
         # exits), and killing one may hand us its children: look after exits.
         if _reap(replicas, sel):

@@ -155,7 +155,12 @@ def test_a_different_hash_seed_starts_cold(trainer):
 # --- the zygote (--serve): a replica per connection, forked ------------------
 
 @pytest.fixture
-def zygote(tmp_path):
+def zygote(zygote_with_pid):
+    return zygote_with_pid[0]
+
+
+@pytest.fixture
+def zygote_with_pid(tmp_path):
     sock = str(tmp_path / "zygote.sock")
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": PYTHON_DIR, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([PYTHON, "-m", "mlengine._warm", "--serve", sock, "--preload", "numpy"],
@@ -165,7 +170,7 @@ def zygote(tmp_path):
             break
         time.sleep(0.05)
     assert os.path.exists(sock), "the zygote never listened"
-    yield sock
+    yield sock, proc.pid
     proc.terminate()
     assert proc.wait(timeout=30) == 0
 
@@ -254,12 +259,11 @@ def _sandbox_lib():
     return lib
 
 
-def test_a_sandbox_spec_the_zygote_cannot_read_ends_the_replica_saying_why(trainer, tmp_path):
-    """The zygote reads a sandboxed replica's spec just before it forks it
-    (mle_sandbox_prepare) and the child enters it (mle_sandbox_enter_prepared):
-    a spec that cannot be read ends that replica with status 126 and the
-    reason on its stderr; the trainer never runs, and the next replica's
-    spec is its own (nothing of the failed one carries over)."""
+def test_a_sandbox_spec_that_cannot_be_read_ends_the_replica_saying_why(trainer, tmp_path):
+    """A sandboxed replica's child enters the spec its request names
+    (mle_sandbox_enter): one that cannot be read ends that replica with
+    status 126 and the reason on its stderr; the trainer never runs, and
+    the next replica's reason is its own."""
     sock = str(tmp_path / "zygote.sock")
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": PYTHON_DIR, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([PYTHON, "-m", "mlengine._warm", "--serve", sock, "--preload", "numpy",
@@ -294,3 +298,41 @@ def test_a_sandbox_spec_the_zygote_cannot_read_ends_the_replica_saying_why(train
     finally:
         proc.terminate()
         assert proc.wait(timeout=30) == 0
+
+
+def _memory_holds(pid, needle):
+    """Whether `needle` is anywhere in process `pid`'s readable memory."""
+    found = False
+    with open(f"/proc/{pid}/maps") as f:
+        maps = f.read().splitlines()
+    mem = os.open(f"/proc/{pid}/mem", os.O_RDONLY)
+    try:
+        for line in maps:
+            parts = line.split()
+            if "r" not in parts[1] or (len(parts) > 5 and parts[5].startswith("[v")):
+                continue
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            try:
+                if needle in os.pread(mem, hi - lo, lo):
+                    found = True
+            except OSError:
+                continue
+    finally:
+        os.close(mem)
+    return found
+
+
+def test_the_zygote_never_holds_a_replicas_request(zygote_with_pid, trainer):
+    """A replica's request (its environment: its token; its arguments) is
+    read by the child the zygote forked for it, never by the zygote itself:
+    every later replica is forked from the zygote's memory, so what the
+    zygote held of one job a replica of another could read in its own."""
+    sock, pid = zygote_with_pid
+    secret = "mle1." + os.urandom(32).hex()[:43]
+    env = job_env(trainer, MLENGINE_ACCESS_TOKEN=secret)
+    conn, reader, _, out, _ = start_replica(sock, trainer, env, ["an-argument-" + secret[5:20]])
+    assert json.loads(out.readline())["env"] is not None  # the replica ran, with its request
+    assert reader.readline().decode().startswith("status ")
+    for needle in (secret, "an-argument-" + secret[5:20]):
+        assert not _memory_holds(pid, needle.encode()), f"the zygote's memory holds {needle[:16]}..."
+    conn.close()

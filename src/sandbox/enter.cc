@@ -283,29 +283,6 @@ std::string EnterSandbox(const SandboxSpec& spec) {
 
 }  // namespace mle::sandbox
 
-namespace {
-
-// `why` into the caller's `error` (NUL-terminated, truncated): 0 when empty, -1 otherwise.
-int Report(const std::string& why, char* error, unsigned long error_size) {
-  if (why.empty()) return 0;
-  if (error != nullptr && error_size > 0) {
-    const size_t n = why.size() < error_size - 1 ? why.size() : error_size - 1;
-    std::memcpy(error, why.data(), n);
-    error[n] = '\0';
-  }
-  return -1;
-}
-
-// The spec mle_sandbox_prepare read (or why it could not), for the next
-// forked child's mle_sandbox_enter_prepared.
-struct Prepared {
-  mle::sandbox::SandboxSpec spec;
-  std::string why;
-};
-Prepared* prepared = nullptr;
-
-}  // namespace
-
 extern "C" int mle_sandbox_enter(const char* spec_path, char* error, unsigned long error_size) {
   mle::sandbox::SandboxSpec spec;
   std::string why;
@@ -314,22 +291,11 @@ extern "C" int mle_sandbox_enter(const char* spec_path, char* error, unsigned lo
   } else if (mle::sandbox::ReadSpec(spec_path, &spec, &why)) {
     why = mle::sandbox::EnterSandbox(spec);
   }
-  return Report(why, error, error_size);
-}
-
-extern "C" int mle_sandbox_prepare(const char* spec_path, char* error, unsigned long error_size) {
-  delete prepared;
-  prepared = new Prepared;
-  if (spec_path == nullptr) {
-    prepared->why = "no sandbox spec";
-  } else {
-    mle::sandbox::ReadSpec(spec_path, &prepared->spec, &prepared->why);
+  if (why.empty()) return 0;
+  if (error != nullptr && error_size > 0) {
+    const size_t n = why.size() < error_size - 1 ? why.size() : error_size - 1;
+    std::memcpy(error, why.data(), n);
+    error[n] = '\0';
   }
-  return Report(prepared->why, error, error_size);
-}
-
-extern "C" int mle_sandbox_enter_prepared(char* error, unsigned long error_size) {
-  if (prepared == nullptr) return Report("no sandbox spec was prepared", error, error_size);
-  if (!prepared->why.empty()) return Report(prepared->why, error, error_size);
-  return Report(mle::sandbox::EnterSandbox(prepared->spec), error, error_size);
+  return -1;
 }

@@ -38,15 +38,3 @@ std::string EnterSandbox(const SandboxSpec& spec);
 // enters it. 0 on success; otherwise -1 with the reason in `error`
 // (NUL-terminated, truncated to `error_size`).
 extern "C" int mle_sandbox_enter(const char* spec_path, char* error, unsigned long error_size);
-
-// The same in two steps, for a process that forks the replica: the parent
-// reads the spec at `spec_path` (mle_sandbox_prepare: 0, or -1 with why it
-// cannot be read), and the child it forks next enters it
-// (mle_sandbox_enter_prepared: 0, or -1 with why the spec could not be
-// read or entered). The child then parses nothing: in a forked child each
-// page its allocations write is a page copied from the parent (in a warm
-// interpreter's child, a few milliseconds on a virtual machine). A later
-// mle_sandbox_prepare replaces the spec; the parent must not prepare
-// another between its prepare and its fork.
-extern "C" int mle_sandbox_prepare(const char* spec_path, char* error, unsigned long error_size);
-extern "C" int mle_sandbox_enter_prepared(char* error, unsigned long error_size);

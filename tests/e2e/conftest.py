@@ -22,6 +22,7 @@ SIGTERM (then SIGKILL) and fails when any process of the test is left
 (a process whose cmdline or environment names the server's data directory).
 """
 
+import glob
 import http.client
 import itertools
 import json
@@ -402,6 +403,16 @@ class Server:
                 except OSError:
                     pass
         return problems
+
+
+def warm_ready(server, timeout=120):
+    """Waits until the runtime's warm interpreter serves (it binds its socket once its imports are done)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if glob.glob(os.path.join(server.data_dir, "warm", "*.sock")):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the warm interpreter did not serve within {timeout}s\n{server.server_log()}")
 
 
 def serve(s):

@@ -17,7 +17,7 @@ import re
 import pytest
 
 from conftest import (TRAINERS, Server, assert_secret_untouched, config_yaml, make_cli,
-                      other_project_with_a_secret, serve, REGION, RUNTIME)
+                      other_project_with_a_secret, serve, warm_ready, REGION, RUNTIME)
 
 HOSTILE_PKG = os.path.join(TRAINERS, "hostile", "trainer")
 MEMORY_MIB = 256
@@ -62,11 +62,17 @@ def cgroups_of(job):
 
 @pytest.mark.parametrize("start", ["cold", "warm"])
 def test_a_hostile_trainer_is_refused_everything_outside_its_job(sserver, scli, names, tmp_path, start):
-    # Another project with a bucket holding a secret, and a finished job of its own.
+    # Another project with a bucket holding a secret, and a finished job of
+    # its own; warm-forked too in the warm case, so that its replica's
+    # request (its token) went through the warm interpreter first.
+    if start == "warm":
+        warm_ready(sserver)
     other = other_project_with_a_secret(scli, tmp_path, names)
     other_job = names.job("other")
     assert other.submit(other_job, args=["--lines", "2"]).rc == 0
     assert ended(other, other_job)["state"] == "SUCCEEDED"
+    if start == "warm":
+        assert "mlengine: warm start" in sserver.log_text(other.project, other_job)
     token = open(os.path.join(sserver.data_dir, "admin.token")).read()
 
     job = names.job(f"hostile_{start}")

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import TRAINERS, config_yaml, make_cli, serve
+from conftest import TRAINERS, config_yaml, make_cli, serve, warm_ready
 
 WARM_PKG = os.path.join(TRAINERS, "warm", "trainer")
 OWN_NUMPY_PKG = os.path.join(TRAINERS, "warm_own_numpy", "trainer")
@@ -37,16 +37,6 @@ def wserver(tmp_path_factory):
 @pytest.fixture
 def wcli(wserver, tmp_path, names):
     return make_cli(wserver, tmp_path, names)
-
-
-def warm_ready(server, timeout=120):
-    """Waits until the runtime's warm interpreter serves (it binds its socket once its imports are done)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if glob.glob(os.path.join(server.data_dir, "warm", "*.sock")):
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"the warm interpreter did not serve within {timeout}s\n{server.server_log()}")
 
 
 def probe_of(cli, job, task="master-replica-0"):

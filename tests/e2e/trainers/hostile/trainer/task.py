@@ -118,6 +118,9 @@ def main():
     attempt("host-root", lambda: f"listed {os.listdir('/root')}")
     attempt("host-home", lambda: f"listed {os.listdir('/home')}")
     attempt("metrics", lambda: metrics())
+    # A warm-forked replica's memory is a copy of its warm interpreter's:
+    # nothing of another replica (its token, its environment) may be there.
+    attempt("foreign-tokens-in-memory", lambda: foreign_tokens_in_memory())
     # The cgroup trees name every job on the host (mlengine/PROJECT/JOB.TASK):
     # the view's /sys has none mounted (an empty directory at most).
     attempt("other-jobs-cgroups", lambda: f"listed {os.listdir('/sys/fs/cgroup')}" if os.listdir('/sys/fs/cgroup') else None)
@@ -183,6 +186,34 @@ def main():
         for pid in children:
             os.waitpid(pid, 0)
     print("done", flush=True)
+
+
+def foreign_tokens_in_memory():
+    """mlengine's tokens ("mle1." and 43 base64url characters) anywhere in
+    this process's readable memory other than its own."""
+    import re
+    own = os.environ.get("MLENGINE_ACCESS_TOKEN", "")
+    found = set()
+    with open("/proc/self/maps") as f:
+        maps = f.read().splitlines()
+    mem = os.open("/proc/self/mem", os.O_RDONLY)  # its own: read, never a fault
+    try:
+        for line in maps:
+            parts = line.split()
+            if "r" not in parts[1] or (len(parts) > 5 and parts[5].startswith("[v")):
+                continue  # unreadable, or the kernel's own pages
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            if hi - lo > 1 << 30:
+                continue
+            try:
+                data = os.pread(mem, hi - lo, lo)
+            except OSError:  # a region that cannot be read holds nothing to find
+                continue
+            found.update(m.group(0).decode() for m in re.finditer(rb"mle1\.[A-Za-z0-9_-]{43}", data))
+    finally:
+        os.close(mem)
+    foreign = sorted(t for t in found if t != own)
+    return f"found {len(foreign)} other tokens: {[t[:10] for t in foreign]}" if foreign else None
 
 
 def processes():
