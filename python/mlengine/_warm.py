@@ -14,7 +14,10 @@ and stderr attached (SCM_RIGHTS)::
      "site_dirs": ["<the job's package environment's site-packages>", ...],
      "prefix": "<that environment>" (optional)}
 
-The zygote forks; the child takes those descriptors, a session of its own,
+The zygote forks a child for the connection at once and reads nothing of
+it: the child reads the request (every later replica is forked from the
+zygote's memory, which therefore never holds one job's token, environment
+or arguments), answers, takes those descriptors, a session of its own,
 becomes a child subreaper (what it starts stays below it) and turns itself
 into the replica (``become``): working directory, environment,
 ``sys.argv``, ``sys.path`` as ``python3 -m`` builds them, modules loaded
