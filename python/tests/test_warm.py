@@ -159,37 +159,51 @@ def zygote(zygote_with_pid):
     return zygote_with_pid[0]
 
 
-@pytest.fixture
-def zygote_with_pid(tmp_path):
+def start_zygote(tmp_path, *extra):
+    """A zygote preloading numpy (`extra`: more of its arguments), once it
+    serves; (its socket, its process)."""
     sock = str(tmp_path / "zygote.sock")
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": PYTHON_DIR, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([PYTHON, "-m", "mlengine._warm", "--serve", sock, "--preload", "numpy"],
+    proc = subprocess.Popen([PYTHON, "-m", "mlengine._warm", "--serve", sock, "--preload", "numpy", *extra],
                             cwd="/", env=env)
     for _ in range(600):
         if os.path.exists(sock):
             break
         time.sleep(0.05)
     assert os.path.exists(sock), "the zygote never listened"
+    return sock, proc
+
+
+@pytest.fixture
+def zygote_with_pid(tmp_path):
+    sock, proc = start_zygote(tmp_path)
     yield sock, proc.pid
     proc.terminate()
     assert proc.wait(timeout=30) == 0
 
 
-def start_replica(sock, trainer, env, args=()):
-    """Connects as mlengine-replica would: the spec and the replica's stdio."""
+def connect_replica(sock, trainer, env, args=(), **fields):
+    """Connects as mlengine-replica would: the spec (with `fields` added)
+    and the replica's stdio; (connection, its reader, stdout, stderr)."""
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     null = os.open("/dev/null", os.O_RDONLY)
     conn = socket.socket(socket.AF_UNIX)
     conn.connect(sock)
-    spec = {"module": "probe.main", "args": list(args), "cwd": str(trainer / "code"), "env": env}
+    spec = {"module": "probe.main", "args": list(args), "cwd": str(trainer / "code"), "env": env, **fields}
     socket.send_fds(conn, [(json.dumps(spec) + "\n").encode()], [null, out_w, err_w])
     for fd in (null, out_w, err_w):
         os.close(fd)
-    reader = conn.makefile("rb")
+    return conn, conn.makefile("rb"), os.fdopen(out_r), os.fdopen(err_r)
+
+
+def start_replica(sock, trainer, env, args=()):
+    """connect_replica, once the zygote answered "pid N"; (connection, its
+    reader, N, stdout, stderr)."""
+    conn, reader, out, err = connect_replica(sock, trainer, env, args)
     line = reader.readline().decode()
     assert line.startswith("pid "), line
-    return conn, reader, int(line.split()[1]), os.fdopen(out_r), os.fdopen(err_r)
+    return conn, reader, int(line.split()[1]), out, err
 
 
 def test_the_zygote_forks_replicas_that_see_what_a_cold_one_sees(zygote, trainer):
@@ -264,33 +278,16 @@ def test_a_sandbox_spec_that_cannot_be_read_ends_the_replica_saying_why(trainer,
     (mle_sandbox_enter): one that cannot be read ends that replica with
     status 126 and the reason on its stderr; the trainer never runs, and
     the next replica's reason is its own."""
-    sock = str(tmp_path / "zygote.sock")
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": PYTHON_DIR, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([PYTHON, "-m", "mlengine._warm", "--serve", sock, "--preload", "numpy",
-                             "--sandbox-lib", _sandbox_lib()], cwd="/", env=env)
+    sock, proc = start_zygote(tmp_path, "--sandbox-lib", _sandbox_lib())
     try:
-        for _ in range(600):
-            if os.path.exists(sock):
-                break
-            time.sleep(0.05)
-        assert os.path.exists(sock), "the zygote never listened"
         for missing in ("first", "second"):
-            out_r, out_w = os.pipe()
-            err_r, err_w = os.pipe()
-            null = os.open("/dev/null", os.O_RDONLY)
-            conn = socket.socket(socket.AF_UNIX)
-            conn.connect(sock)
-            spec = {"module": "probe.main", "args": [], "cwd": str(trainer / "code"),
-                    "env": job_env(trainer), "sandbox": str(tmp_path / f"no-such-{missing}-spec")}
-            socket.send_fds(conn, [(json.dumps(spec) + "\n").encode()], [null, out_w, err_w])
-            for fd in (null, out_w, err_w):
-                os.close(fd)
-            reader = conn.makefile("rb")
+            conn, reader, out, err = connect_replica(sock, trainer, job_env(trainer),
+                                                     sandbox=str(tmp_path / f"no-such-{missing}-spec"))
             assert reader.readline().decode().startswith("pid ")
             status = reader.readline().decode()
             assert status.startswith("status "), status
             assert os.waitstatus_to_exitcode(int(status.split()[1])) == 126
-            with os.fdopen(out_r) as out, os.fdopen(err_r) as err:
+            with out, err:
                 assert out.read() == "", "the trainer never ran"
                 said = err.read()
             assert "cannot start the replica in its sandbox" in said and f"no-such-{missing}-spec" in said, said
@@ -302,7 +299,6 @@ def test_a_sandbox_spec_that_cannot_be_read_ends_the_replica_saying_why(trainer,
 
 def _memory_holds(pid, needle):
     """Whether `needle` is anywhere in process `pid`'s readable memory."""
-    found = False
     with open(f"/proc/{pid}/maps") as f:
         maps = f.read().splitlines()
     mem = os.open(f"/proc/{pid}/mem", os.O_RDONLY)
@@ -310,16 +306,16 @@ def _memory_holds(pid, needle):
         for line in maps:
             parts = line.split()
             if "r" not in parts[1] or (len(parts) > 5 and parts[5].startswith("[v")):
-                continue
+                continue  # unreadable, or the kernel's own pages
             lo, hi = (int(x, 16) for x in parts[0].split("-"))
             try:
                 if needle in os.pread(mem, hi - lo, lo):
-                    found = True
-            except OSError:
+                    return True
+            except OSError:  # a region that cannot be read holds nothing to find
                 continue
     finally:
         os.close(mem)
-    return found
+    return False
 
 
 def test_the_zygote_never_holds_a_replicas_request(zygote_with_pid, trainer):

@@ -12,7 +12,6 @@ import glob
 import json
 import os
 import re
-import time
 
 import pytest
 
